@@ -1,0 +1,78 @@
+// pax-ocl: train GPT-style language models on OpenCL devices.
+//   pax-ocl <command> [--flags] [--fdl.NAME=VALUE ...]
+// Exit codes: 0 ok, 2 usage/config error, 3 data error, 4 device/runtime error.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "app/agreed_step.h"
+#include "app/cli_args.h"
+#include "app/commands.h"
+#include "app/logging.h"
+#include "collectives/process_world.h"
+#include "device/errors.h"
+
+namespace {
+
+using paxocl::app::CliArgs;
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const CliArgs&, const paxocl::collectives::ProcessWorld&);
+};
+
+const Command kCommands[] = {
+    {"devices", "list OpenCL devices, the host topology and the device mesh", paxocl::app::run_devices},
+};
+
+void print_usage() {
+  std::cout << "pax-ocl " PAXOCL_VERSION " - train GPT-style language models on OpenCL devices\n\n"
+               "Usage: pax-ocl <command> [--flag=value ...] [--fdl.NAME=VALUE ...]\n\nCommands:\n";
+  for (const Command& c : kCommands) std::cout << fmt::format("  {:<10} {}\n", c.name, c.summary);
+  std::cout << "\nRun `pax-ocl <command> --help` for a command's flags.\n";
+}
+
+int dispatch(const CliArgs& args, const paxocl::collectives::ProcessWorld& world) {
+  if (args.command().empty() || args.command() == "help") {
+    if (world.rank() == 0) print_usage();
+    return args.command().empty() && !args.flag_bool("help") && !args.flag("version") ? paxocl::kExitUsage
+                                                                                      : paxocl::kExitOk;
+  }
+  for (const Command& c : kCommands) {
+    if (args.command() == c.name) return c.run(args, world);
+  }
+  std::vector<std::string> names;
+  for (const Command& c : kCommands) names.emplace_back(c.name);
+  throw paxocl::ConfigError(fmt::format("unknown command '{}'{}; run `pax-ocl --help` for the list", args.command(),
+                                        paxocl::app::did_you_mean(args.command(), names, "")));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::unique_ptr<paxocl::collectives::ProcessWorld> world;
+  try {
+    world = std::make_unique<paxocl::collectives::ProcessWorld>(&argc, &argv);
+    const CliArgs args(argc, argv);
+    if (args.flag("version")) {
+      if (world->rank() == 0) std::cout << "pax-ocl " PAXOCL_VERSION "\n";
+      return paxocl::kExitOk;
+    }
+    paxocl::app::init_logging(args.flag("log_level"), world->rank(), world->size());
+    return dispatch(args, *world);
+  } catch (const paxocl::app::AgreedError& e) {
+    // Every process knows this error; rank 0 reports it once and all exit cleanly.
+    if (world->rank() == 0) std::cerr << "pax-ocl: error: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    const int code = paxocl::app::exit_code_for(e);
+    const bool multi = world && world->size() > 1;
+    std::cerr << "pax-ocl: error: " << (multi ? fmt::format("[rank {}] ", world->rank()) : "") << e.what() << "\n";
+    // Raised by one process only: the others may be waiting in a collective, so end them all.
+    if (multi) world->abort(code);
+    return code;
+  }
+}

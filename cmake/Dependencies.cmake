@@ -1,0 +1,26 @@
+# Finds pax-ocl's dependencies. All come from Debian 12 packages (see scripts/setup.sh).
+
+# OpenCL: build against the 1.2 API so the binary runs on every ICD (NVIDIA, AMD, Intel, PoCL).
+set(CL_TARGET_OPENCL_VERSION 120)
+find_package(OpenCL REQUIRED)                      # ocl-icd-opencl-dev + opencl-headers
+find_package(CLBlast CONFIG REQUIRED)              # libclblast-dev
+find_package(clFFT CONFIG REQUIRED)                # libclfft-dev
+find_package(MPI REQUIRED COMPONENTS C)            # libopenmpi-dev
+find_package(Protobuf REQUIRED)                    # libprotobuf-dev + protobuf-compiler
+find_package(spdlog CONFIG REQUIRED)               # libspdlog-dev
+find_package(nlohmann_json 3.10 CONFIG REQUIRED)   # nlohmann-json3-dev
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)  # libhwloc-dev
+
+if(NOT Protobuf_PROTOC_EXECUTABLE)
+  message(FATAL_ERROR "protoc not found: install protobuf-compiler (apt-get install protobuf-compiler)")
+endif()
+
+# The PoCL ICD is a run-time dependency only (the CPU fallback); warn early if it is missing.
+if(NOT EXISTS /etc/OpenCL/vendors/pocl.icd)
+  message(WARNING "PoCL ICD not found (/etc/OpenCL/vendors/pocl.icd): the CPU fallback and the test "
+                  "suite need it. Install it with: apt-get install pocl-opencl-icd")
+endif()
+
+# mpiexec, for the multi-process tests.
+find_program(PAXOCL_MPIEXEC NAMES mpiexec mpirun HINTS ${MPI_HOME} PATH_SUFFIXES bin)

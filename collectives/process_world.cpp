@@ -1,0 +1,103 @@
+#include "collectives/process_world.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "device/errors.h"
+
+namespace paxocl::collectives {
+
+namespace {
+
+bool env_set(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0';
+}
+
+// Which launcher started us, or "" when none did.
+std::string detect_launcher() {
+  if (const char* forced = std::getenv("PAX_OCL_MPI"); forced != nullptr && *forced != '\0') {
+    if (std::strcmp(forced, "0") == 0) return "";
+    if (std::strcmp(forced, "1") == 0) return "forced";
+    throw ConfigError("PAX_OCL_MPI=" + std::string(forced) + ": use 1 (force MPI on) or 0 (force it off)");
+  }
+  if (env_set("OMPI_COMM_WORLD_SIZE")) return "mpirun";
+  if (env_set("PMIX_RANK")) return env_set("SLURM_STEP_ID") ? "srun" : "pmix";
+  if (env_set("PMI_RANK")) return "pmi";
+  // srun without PMIx: Debian's Open MPI cannot join it, and MPI_Init would abort with a cryptic
+  // message. Several tasks and no PMIx means the job cannot be wired up; say how to fix it.
+  if (env_set("SLURM_STEP_ID") && env_set("SLURM_NTASKS") && std::atoi(std::getenv("SLURM_NTASKS")) > 1) {
+    throw ConfigError("started by srun with " + std::string(std::getenv("SLURM_NTASKS")) +
+                      " tasks but without PMIx; launch with `srun --mpi=pmix` (or mpirun inside the allocation)");
+  }
+  return "";
+}
+
+void check_mpi(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  throw DeviceError(std::string(call) + " failed: " + std::string(text, static_cast<std::size_t>(len)));
+}
+
+}  // namespace
+
+ProcessWorld::ProcessWorld(int* argc, char*** argv) {
+  const std::string launcher = detect_launcher();
+  if (launcher.empty()) return;
+  int provided = MPI_THREAD_SINGLE;
+  // THREAD_MULTIPLE: the collectives' progress thread calls MPI beside the main thread.
+  check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+  uses_mpi_ = true;
+  launcher_ = launcher;
+  thread_multiple_ = provided == MPI_THREAD_MULTIPLE;
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+  MPI_Comm local = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local),
+            "MPI_Comm_split_type");
+  MPI_Comm_rank(local, &local_rank_);
+  MPI_Comm_size(local, &local_size_);
+  MPI_Comm_free(&local);
+}
+
+ProcessWorld::~ProcessWorld() {
+  if (uses_mpi_) MPI_Finalize();
+}
+
+std::vector<int> ProcessWorld::all_gather(int value) const {
+  std::vector<int> all(static_cast<std::size_t>(size_), value);
+  if (uses_mpi_) check_mpi(MPI_Allgather(&value, 1, MPI_INT, all.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
+  return all;
+}
+
+std::vector<std::string> ProcessWorld::all_gather(const std::string& value) const {
+  if (!uses_mpi_) return {value};
+  const std::vector<int> lengths = all_gather(static_cast<int>(value.size()));
+  std::vector<int> offsets(lengths.size(), 0);
+  for (std::size_t i = 1; i < lengths.size(); ++i) offsets[i] = offsets[i - 1] + lengths[i - 1];
+  std::string joined(static_cast<std::size_t>(offsets.back() + lengths.back()), '\0');
+  check_mpi(MPI_Allgatherv(value.data(), static_cast<int>(value.size()), MPI_CHAR, joined.data(), lengths.data(),
+                           offsets.data(), MPI_CHAR, MPI_COMM_WORLD),
+            "MPI_Allgatherv");
+  std::vector<std::string> all;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    all.push_back(joined.substr(static_cast<std::size_t>(offsets[i]), static_cast<std::size_t>(lengths[i])));
+  }
+  return all;
+}
+
+void ProcessWorld::barrier() const {
+  if (uses_mpi_) check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+}
+
+void ProcessWorld::abort(int exit_code) const {
+  if (uses_mpi_) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::exit(exit_code);
+}
+
+}  // namespace paxocl::collectives

@@ -1,0 +1,38 @@
+// Buffer<T>: RAII device memory holding `count` elements of T. The name is used in error messages
+// only ("allocating 'wte' (12.6 MiB)").
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "device/cl_error.h"
+#include "device/cl_handle.h"
+#include "device/context.h"
+
+namespace paxocl::device {
+
+std::string format_bytes(std::size_t bytes);  // "12.6 MiB"
+
+template <typename T>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Context& context, std::size_t count, const std::string& name,
+         cl_mem_flags flags = CL_MEM_READ_WRITE)
+      : count_(count) {
+    cl_int err = CL_SUCCESS;
+    cl_mem mem = clCreateBuffer(context.get(), flags, bytes(), nullptr, &err);
+    check_cl(err, "clCreateBuffer", "allocating '" + name + "' (" + format_bytes(bytes()) + ")");
+    handle_ = ClHandle<cl_mem>(mem);
+  }
+
+  cl_mem get() const { return handle_.get(); }
+  std::size_t count() const { return count_; }
+  std::size_t bytes() const { return count_ * sizeof(T); }
+
+ private:
+  ClHandle<cl_mem> handle_;
+  std::size_t count_ = 0;
+};
+
+}  // namespace paxocl::device

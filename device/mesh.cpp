@@ -1,0 +1,153 @@
+#include "device/mesh.h"
+
+#include <cctype>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "device/errors.h"
+
+namespace paxocl::device {
+
+namespace {
+
+// Row-major unravel/ravel of an index over a shape (last axis fastest), as numpy and JAX do.
+MeshCoords unravel(int index, const MeshShape& shape) {
+  MeshCoords c{};
+  for (int a = kNumMeshAxes - 1; a >= 0; --a) {
+    c[a] = index % shape[a];
+    index /= shape[a];
+  }
+  return c;
+}
+int ravel(const MeshCoords& c, const MeshShape& shape) {
+  int index = 0;
+  for (int a = 0; a < kNumMeshAxes; ++a) index = index * shape[a] + c[a];
+  return index;
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+}  // namespace
+
+int product(const MeshShape& shape) { return shape[0] * shape[1] * shape[2]; }
+
+std::string to_string(const MeshShape& shape) { return fmt::format("[{},{},{}]", shape[0], shape[1], shape[2]); }
+
+MeshShape parse_mesh_shape(std::string_view text, std::string_view field) {
+  const std::string expected = "expected 3 positive integers for the axes [data, fsdp, tensor], e.g. [2,1,1]";
+  std::string body = trim(text);
+  // Accept the quoted form a shell script may pass through ("[2,1,1]" or '[2,1,1]').
+  if (body.size() >= 2 && (body.front() == '"' || body.front() == '\'') && body.back() == body.front()) {
+    body = trim(std::string_view(body).substr(1, body.size() - 2));
+  }
+  if (!body.empty() && body.front() == '[') {
+    if (body.back() != ']') throw ConfigError(fmt::format("{}={}: missing ']'; {}", field, text, expected));
+    body = body.substr(1, body.size() - 2);
+  }
+  MeshShape shape{};
+  int count = 0;
+  std::size_t start = 0;
+  while (start <= body.size()) {
+    const std::size_t comma = std::min(body.find(',', start), body.size());
+    const std::string item = trim(std::string_view(body).substr(start, comma - start));
+    int value = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size()) {
+      throw ConfigError(fmt::format("{}={}: '{}' is not an integer; {}", field, text, item, expected));
+    }
+    if (count == kNumMeshAxes) throw ConfigError(fmt::format("{}={}: too many dimensions; {}", field, text, expected));
+    if (value < 1) {
+      throw ConfigError(fmt::format("{}={}: the {} axis is {}, but every axis must be at least 1", field, text,
+                                    kMeshAxisNames[count], value));
+    }
+    shape[count++] = value;
+    start = comma + 1;
+  }
+  if (count != kNumMeshAxes) throw ConfigError(fmt::format("{}={}: {} dimension(s); {}", field, text, count, expected));
+  return shape;
+}
+
+Mesh::Mesh(MeshShape ici, MeshShape dcn, int num_processes, int devices_per_process)
+    : ici_(ici), dcn_(dcn), num_processes_(num_processes), devices_per_process_(devices_per_process) {
+  for (int a = 0; a < kNumMeshAxes; ++a) {
+    if (ici[a] < 1 || dcn[a] < 1) {
+      throw ConfigError(fmt::format("mesh axis '{}' must be at least 1 (ICI_MESH_SHAPE={}, DCN_MESH_SHAPE={})",
+                                    kMeshAxisNames[a], to_string(ici), to_string(dcn)));
+    }
+    shape_[a] = ici[a] * dcn[a];
+  }
+  if (product(ici) != devices_per_process) {
+    throw ConfigError(fmt::format(
+        "ICI_MESH_SHAPE={} holds {} device(s) per process, but this process has {} selected; set "
+        "--fdl.ICI_MESH_SHAPE to a shape whose product is {} (e.g. [{},1,1]) or select {} device(s) with --devices",
+        to_string(ici), product(ici), devices_per_process, devices_per_process, devices_per_process, product(ici)));
+  }
+  if (product(dcn) != num_processes) {
+    throw ConfigError(fmt::format(
+        "DCN_MESH_SHAPE={} holds {} process(es), but the job has {}; set --fdl.DCN_MESH_SHAPE to a shape whose "
+        "product is {} (e.g. [{},1,1]) or launch {} process(es) (mpirun -np {} / srun -n {})",
+        to_string(dcn), product(dcn), num_processes, num_processes, num_processes, product(dcn), product(dcn),
+        product(dcn)));
+  }
+}
+
+int Mesh::device_id(int process, int local_index) const { return process * devices_per_process_ + local_index; }
+
+MeshCoords Mesh::coords(int device) const {
+  const MeshCoords outer = unravel(process_of(device), dcn_);
+  const MeshCoords inner = unravel(local_index_of(device), ici_);
+  MeshCoords c{};
+  for (int a = 0; a < kNumMeshAxes; ++a) c[a] = outer[a] * ici_[a] + inner[a];
+  return c;
+}
+
+int Mesh::device_at(const MeshCoords& coords) const {
+  MeshCoords outer{}, inner{};
+  for (int a = 0; a < kNumMeshAxes; ++a) {
+    outer[a] = coords[a] / ici_[a];
+    inner[a] = coords[a] % ici_[a];
+  }
+  return device_id(ravel(outer, dcn_), ravel(inner, ici_));
+}
+
+std::vector<int> Mesh::group(int device, std::initializer_list<MeshAxis> axes) const {
+  const MeshCoords base = coords(device);
+  std::vector<int> members{device_at(base)};
+  // Expand one axis at a time; the first axis given varies slowest (row-major over `axes`).
+  for (MeshAxis axis : axes) {
+    const int a = static_cast<int>(axis);
+    std::vector<int> expanded;
+    for (int member : members) {
+      MeshCoords c = coords(member);
+      for (int i = 0; i < shape_[a]; ++i) {
+        c[a] = i;
+        expanded.push_back(device_at(c));
+      }
+    }
+    members = std::move(expanded);
+  }
+  return members;
+}
+
+std::vector<int> Mesh::ici_group(int device, MeshAxis axis) const {
+  std::vector<int> members;
+  for (int member : axis_group(device, axis)) {
+    if (process_of(member) == process_of(device)) members.push_back(member);
+  }
+  return members;
+}
+
+std::vector<int> Mesh::dcn_group(int device, MeshAxis axis) const {
+  std::vector<int> members;
+  for (int member : axis_group(device, axis)) {
+    if (local_index_of(member) == local_index_of(device)) members.push_back(member);
+  }
+  return members;
+}
+
+}  // namespace paxocl::device

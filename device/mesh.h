@@ -1,0 +1,66 @@
+// Mesh: the job's devices arranged as Pax arranges them, a hybrid of two meshes over the axes
+// [data, fsdp, tensor]:
+//   ICI_MESH_SHAPE  devices inside one process (fast interconnect), product = devices per process
+//   DCN_MESH_SHAPE  processes (MPI ranks, data-centre network), product = number of processes
+// The global mesh has shape ici[a] * dcn[a] per axis, DCN being the outer granule (as JAX's
+// create_hybrid_device_mesh): a device's coordinate along axis a is dcn_coord[a] * ici[a] + ici_coord[a],
+// where dcn_coord unravels the process rank and ici_coord the device's local index, both row-major.
+// Global device ids are process * devices_per_process + local_index.
+#pragma once
+
+#include <array>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace paxocl::device {
+
+enum class MeshAxis : int { kData = 0, kFsdp = 1, kTensor = 2 };
+inline constexpr int kNumMeshAxes = 3;
+inline constexpr std::array<const char*, kNumMeshAxes> kMeshAxisNames = {"data", "fsdp", "tensor"};
+
+using MeshShape = std::array<int, kNumMeshAxes>;
+using MeshCoords = std::array<int, kNumMeshAxes>;
+
+// "[2,1,1]", "[2, 1, 1]" or "2,1,1". Throws ConfigError naming `field` and the expected form.
+MeshShape parse_mesh_shape(std::string_view text, std::string_view field);
+std::string to_string(const MeshShape& shape);  // "[2,1,1]"
+int product(const MeshShape& shape);
+
+class Mesh {
+ public:
+  // Validates the shapes against the job; throws ConfigError that names both numbers.
+  Mesh(MeshShape ici, MeshShape dcn, int num_processes, int devices_per_process);
+
+  // Pax's defaults when a shape is not given: everything on the data axis (pure data parallel).
+  static MeshShape default_shape(int count) { return {count, 1, 1}; }
+
+  const MeshShape& ici() const { return ici_; }
+  const MeshShape& dcn() const { return dcn_; }
+  const MeshShape& shape() const { return shape_; }  // global: ici * dcn per axis
+  int num_devices() const { return num_processes_ * devices_per_process_; }
+  int num_processes() const { return num_processes_; }
+  int devices_per_process() const { return devices_per_process_; }
+
+  int device_id(int process, int local_index) const;
+  int process_of(int device) const { return device / devices_per_process_; }
+  int local_index_of(int device) const { return device % devices_per_process_; }
+  MeshCoords coords(int device) const;
+  int device_at(const MeshCoords& coords) const;
+
+  // The devices whose coordinates equal `device`'s on every axis not in `axes`, ordered row-major
+  // over `axes` (in the order given). `device`'s rank in the group is its position in the result.
+  std::vector<int> group(int device, std::initializer_list<MeshAxis> axes) const;
+  std::vector<int> axis_group(int device, MeshAxis axis) const { return group(device, {axis}); }
+  // The part of axis_group inside `device`'s process (reached over ICI) ...
+  std::vector<int> ici_group(int device, MeshAxis axis) const;
+  // ... and the part across processes with `device`'s ICI coordinates (reached over DCN).
+  std::vector<int> dcn_group(int device, MeshAxis axis) const;
+
+ private:
+  MeshShape ici_, dcn_, shape_;
+  int num_processes_, devices_per_process_;
+};
+
+}  // namespace paxocl::device

@@ -1,0 +1,61 @@
+#include "device/queue.h"
+
+#include <algorithm>
+
+namespace paxocl::device {
+
+namespace {
+// OpenCL wants a null pointer, not a pointer to an empty array, for an empty wait list.
+struct WaitList {
+  explicit WaitList(std::span<const Event> events) : raw(raw_events(events)) {}
+  cl_uint size() const { return static_cast<cl_uint>(raw.size()); }
+  const cl_event* data() const { return raw.empty() ? nullptr : raw.data(); }
+  std::vector<cl_event> raw;
+};
+}  // namespace
+
+Queue::Queue(const Context& context, cl_device_id device) {
+  cl_int err = CL_SUCCESS;
+  // clCreateCommandQueue is the 1.2 entry point; every ICD still exports it.
+  cl_command_queue q = clCreateCommandQueue(context.get(), device, CL_QUEUE_PROFILING_ENABLE, &err);
+  check_cl(err, "clCreateCommandQueue", "creating a profiling command queue");
+  handle_ = ClHandle<cl_command_queue>(q);
+}
+
+Event Queue::write_bytes(cl_mem dst, const void* src, std::size_t bytes, bool blocking,
+                         std::span<const Event> wait_for) {
+  WaitList wait(wait_for);
+  cl_event ev = nullptr;
+  check_cl(clEnqueueWriteBuffer(handle_.get(), dst, blocking ? CL_TRUE : CL_FALSE, 0, bytes, src,
+                                wait.size(), wait.data(), &ev),
+           "clEnqueueWriteBuffer", "copying " + format_bytes(bytes) + " host to device");
+  return Event(ev);
+}
+
+Event Queue::read_bytes(cl_mem src, void* dst, std::size_t bytes, bool blocking,
+                        std::span<const Event> wait_for) {
+  WaitList wait(wait_for);
+  cl_event ev = nullptr;
+  check_cl(clEnqueueReadBuffer(handle_.get(), src, blocking ? CL_TRUE : CL_FALSE, 0, bytes, dst,
+                               wait.size(), wait.data(), &ev),
+           "clEnqueueReadBuffer", "copying " + format_bytes(bytes) + " device to host");
+  return Event(ev);
+}
+
+Event Queue::launch(const Kernel& kernel, std::span<const std::size_t> global,
+                    std::span<const std::size_t> local, std::span<const Event> wait_for) {
+  WaitList wait(wait_for);
+  cl_event ev = nullptr;
+  check_cl(clEnqueueNDRangeKernel(handle_.get(), kernel.get(), static_cast<cl_uint>(global.size()),
+                                  nullptr, global.data(), local.empty() ? nullptr : local.data(),
+                                  wait.size(), wait.data(), &ev),
+           "clEnqueueNDRangeKernel", "launching kernel '" + kernel.name() + "'");
+  return Event(ev);
+}
+
+void Queue::flush() const { check_cl(clFlush(handle_.get()), "clFlush", "submitting queued commands"); }
+void Queue::finish() const {
+  check_cl(clFinish(handle_.get()), "clFinish", "waiting for queued commands to complete");
+}
+
+}  // namespace paxocl::device

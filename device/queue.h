@@ -1,0 +1,53 @@
+// Queue: RAII in-order cl_command_queue with profiling enabled, and typed enqueue helpers.
+// Every enqueue returns the command's Event and accepts a wait list, so that later modules
+// (scheduler/, collectives/) can express dependencies across queues without host stalls.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "device/buffer.h"
+#include "device/context.h"
+#include "device/event.h"
+#include "device/program.h"
+
+namespace paxocl::device {
+
+class Queue {
+ public:
+  Queue() = default;
+  Queue(const Context& context, cl_device_id device);
+
+  cl_command_queue get() const { return handle_.get(); }
+
+  template <typename T>
+  Event write(const Buffer<T>& dst, std::span<const T> src, bool blocking = true,
+              std::span<const Event> wait_for = {}) {
+    return write_bytes(dst.get(), src.data(), std::min(dst.bytes(), src.size_bytes()), blocking, wait_for);
+  }
+  template <typename T>
+  Event read(const Buffer<T>& src, std::span<T> dst, bool blocking = true,
+             std::span<const Event> wait_for = {}) {
+    return read_bytes(src.get(), dst.data(), std::min(src.bytes(), dst.size_bytes()), blocking, wait_for);
+  }
+
+  // Launches `kernel` over a 1-, 2- or 3-D range. An empty `local` lets the driver choose.
+  Event launch(const Kernel& kernel, std::span<const std::size_t> global,
+               std::span<const std::size_t> local = {}, std::span<const Event> wait_for = {});
+
+  void flush() const;
+  void finish() const;
+
+ private:
+  Event write_bytes(cl_mem dst, const void* src, std::size_t bytes, bool blocking,
+                    std::span<const Event> wait_for);
+  Event read_bytes(cl_mem src, void* dst, std::size_t bytes, bool blocking,
+                   std::span<const Event> wait_for);
+
+  ClHandle<cl_command_queue> handle_;
+};
+
+}  // namespace paxocl::device

@@ -1,0 +1,17 @@
+// Builds the project's embedded OpenCL programs for a device, through the program cache, with the
+// build options every pax-ocl kernel is written for.
+#pragma once
+
+#include <string_view>
+
+#include "device/device.h"
+#include "device/program_cache.h"
+
+namespace paxocl::kernels {
+
+// OpenCL C 1.2 runs everywhere; -cl-mad-enable lets a*b+c fuse (as XLA does on GPUs).
+inline constexpr std::string_view kBuildOptions = "-cl-std=CL1.2 -cl-mad-enable";
+
+device::Program load_program(device::ProgramCache& cache, const device::Device& device, std::string_view name);
+
+}  // namespace paxocl::kernels

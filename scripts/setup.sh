@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One-time set-up of a fresh Debian 12 machine for pax-ocl: installs the build and runtime
+# dependencies (all Debian packages) and builds the project into ./build (Release).
+#
+# Usage: scripts/setup.sh            # install packages (needs root or sudo) + configure + build
+#        SKIP_APT=1 scripts/setup.sh # only configure + build
+# Env:   BUILD_DIR (default build), BUILD_TYPE (default Release), JOBS (default nproc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  ocl-icd-opencl-dev opencl-headers opencl-c-headers pocl-opencl-icd clinfo
+  libclblast-dev libclfft-dev
+  openmpi-bin libopenmpi-dev
+  hwloc libhwloc-dev
+  libprotobuf-dev protobuf-compiler
+  libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev
+)
+
+if [[ "${SKIP_APT:-0}" != 1 ]]; then
+  missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+    echo "setup: installing ${#missing[@]} Debian packages: ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+  fi
+fi
+
+BUILD_DIR=${BUILD_DIR:-build}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}"
+cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"
