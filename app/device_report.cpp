@@ -139,10 +139,10 @@ std::string render_table(const json& report) {
                                 int(mesh["num_devices"]));
 
   std::vector<std::vector<std::string>> host_rows = {
-      {"rank", "host", "packages", "numa", "cores", "threads", "cpu model", "bound cpus", "binding"}};
+      {"rank", "host", "launcher", "packages", "numa", "cores", "threads", "cpu model", "bound cpus", "binding"}};
   for (const json& p : processes) {
     const json& t = p["topology"];
-    host_rows.push_back({std::to_string(int(p["rank"])), p["hostname"], std::to_string(int(t["packages"])),
+    host_rows.push_back({std::to_string(int(p["rank"])), p["hostname"], p["launcher"], std::to_string(int(t["packages"])),
                          std::to_string(int(t["numa_nodes"])), std::to_string(int(t["cores"])),
                          std::to_string(int(t["hardware_threads"])), t["cpu_model"], p["binding"]["cpus"],
                          p["binding"]["reason"]});

@@ -25,12 +25,14 @@ std::string detect_launcher() {
   }
   if (env_set("OMPI_COMM_WORLD_SIZE")) return "mpirun";
   if (env_set("PMIX_RANK")) return env_set("SLURM_STEP_ID") ? "srun" : "pmix";
-  if (env_set("PMI_RANK")) return "pmi";
-  // srun without PMIx: Debian's Open MPI cannot join it, and MPI_Init would abort with a cryptic
-  // message. Several tasks and no PMIx means the job cannot be wired up; say how to fix it.
-  if (env_set("SLURM_STEP_ID") && env_set("SLURM_NTASKS") && std::atoi(std::getenv("SLURM_NTASKS")) > 1) {
-    throw ConfigError("started by srun with " + std::string(std::getenv("SLURM_NTASKS")) +
-                      " tasks but without PMIx; launch with `srun --mpi=pmix` (or mpirun inside the allocation)");
+  // pax-ocl links Debian's Open MPI, which joins jobs through PMIx only: under srun --mpi=none or
+  // --mpi=pmi2 (or MPICH's mpiexec) MPI_Init would abort with pages of text. Several tasks without
+  // PMIx cannot be wired up, so say how to launch instead.
+  const bool slurm_multi = env_set("SLURM_STEP_ID") && env_set("SLURM_NTASKS") && std::atoi(std::getenv("SLURM_NTASKS")) > 1;
+  if (slurm_multi || env_set("PMI_RANK")) {
+    throw ConfigError(std::string("started by ") + (env_set("SLURM_STEP_ID") ? "srun" : "a PMI-1/2 launcher") +
+                      " without PMIx, which this build's Open MPI cannot join; launch with `srun --mpi=pmix` or "
+                      "Open MPI's mpirun");
   }
   return "";
 }

@@ -1,7 +1,8 @@
 // ProcessWorld: the job's processes (the DCN side of the mesh). MPI is initialised only when a
 // launcher started this process:
-//   mpirun / mpiexec (OMPI_COMM_WORLD_SIZE), srun --mpi=pmix (PMIX_RANK), PMI-1/2 (PMI_RANK);
-// otherwise the world is this one process and MPI is never touched, so a plain `pax-ocl ...` starts
+//   Open MPI's mpirun / mpiexec (OMPI_COMM_WORLD_SIZE), srun --mpi=pmix (PMIX_RANK);
+// a launcher it cannot join (srun --mpi=none|pmi2 with several tasks, MPICH's PMI) is a clear
+// ConfigError rather than an abort inside MPI_Init. Otherwise the world is this one process and MPI is never touched, so a plain `pax-ocl ...` starts
 // instantly. PAX_OCL_MPI=1 forces MPI on (singleton), PAX_OCL_MPI=0 forces it off.
 // Construct exactly one, early in main(); it finalises MPI when destroyed.
 #pragma once
@@ -23,7 +24,7 @@ class ProcessWorld {
   int local_rank() const { return local_rank_; }  // among the processes on this host
   int local_size() const { return local_size_; }
   bool uses_mpi() const { return uses_mpi_; }
-  const std::string& launcher() const { return launcher_; }  // "none", "mpirun", "srun", "pmi", "forced"
+  const std::string& launcher() const { return launcher_; }  // "none", "mpirun", "srun", "pmix", "forced"
   bool thread_multiple() const { return thread_multiple_; }  // MPI_THREAD_MULTIPLE granted
 
   // Every rank's value, in rank order (collective: all ranks must call).

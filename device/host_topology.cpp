@@ -76,15 +76,24 @@ std::string HostTopology::current_binding() const {
 
 BindResult HostTopology::bind_process(int local_rank, int local_size, BindPolicy policy) {
   hwloc_topology_t t = impl_->topology;
+  hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(t);
   BindResult result;
   Bitmap current;
   const bool known = hwloc_get_cpubind(t, current.map, HWLOC_CPUBIND_PROCESS) == 0;
+  const bool narrowed = known && !hwloc_bitmap_isequal(current.map, allowed);
   if (policy == BindPolicy::kNone) {
     result.reason = "binding disabled (--bind=none)";
+  } else if (policy == BindPolicy::kAuto && local_size <= 1 && narrowed) {
+    // mpirun binds each rank to one core by default; a lone process per host wants them all.
+    if (hwloc_set_cpubind(t, allowed, HWLOC_CPUBIND_PROCESS) == 0) {
+      result.changed = true;
+      result.reason = "single process on host: widened the launcher's binding to all cores";
+    } else {
+      result.reason = "single process on host, bound by launcher (could not widen)";
+    }
   } else if (policy == BindPolicy::kAuto && local_size <= 1) {
     result.reason = "single process on host";
-  } else if (policy == BindPolicy::kAuto && known &&
-             !hwloc_bitmap_isequal(current.map, hwloc_topology_get_allowed_cpuset(t))) {
+  } else if (policy == BindPolicy::kAuto && narrowed) {
     result.reason = "bound by launcher";  // respect mpirun --bind-to / srun --cpu-bind
   } else {
     const int cores = std::max(1, hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE));
@@ -96,8 +105,9 @@ BindResult HostTopology::bind_process(int local_rank, int local_size, BindPolicy
         hwloc_bitmap_or(slice.map, slice.map, core->cpuset);
       }
     }
+    hwloc_bitmap_and(slice.map, slice.map, allowed);
     if (hwloc_bitmap_iszero(slice.map)) {
-      result.reason = "no cores found to bind to";
+      result.reason = "no allowed cores to bind to";
     } else if (hwloc_set_cpubind(t, slice.map, HWLOC_CPUBIND_PROCESS) != 0) {
       result.reason = "binding refused by the OS";
     } else {

@@ -19,7 +19,8 @@ struct TopologySummary {
 };
 
 enum class BindPolicy {
-  kAuto,   // bind only when several processes share the host and the launcher did not bind
+  kAuto,   // several processes on the host: keep a launcher's binding, else bind to a core slice;
+           // one process: use every core (undoing mpirun's default one-core binding)
   kNone,   // leave the binding as it is
   kCores,  // always bind to this process's slice of cores
 };

@@ -1,0 +1,88 @@
+// --devices / PAX_OCL_DEVICES parsing and selection, on synthetic device lists (so GPU cases are
+// covered on a CPU-only machine).
+#include <gtest/gtest.h>
+
+#include "device/device_selection.h"
+#include "device/errors.h"
+#include "tests/test_support.h"
+
+namespace paxocl::device {
+namespace {
+
+std::vector<DeviceInfo> host(std::initializer_list<DeviceKind> kinds) {
+  std::vector<DeviceInfo> all;
+  for (DeviceKind k : kinds) {
+    DeviceInfo d;
+    d.index = static_cast<int>(all.size());
+    d.kind = k;
+    d.name = to_string(k);
+    all.push_back(d);
+  }
+  return all;
+}
+
+std::vector<int> indices(const std::vector<DeviceInfo>& devices) {
+  std::vector<int> out;
+  for (const auto& d : devices) out.push_back(d.index);
+  return out;
+}
+
+std::vector<int> select(const std::vector<DeviceInfo>& all, const std::string& spec) {
+  return indices(select_devices(all, parse_device_selection(spec)));
+}
+
+std::string error_of(const std::vector<DeviceInfo>& all, const std::string& spec) {
+  try {
+    select(all, spec);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DeviceSelection, AutoPrefersGpusAndAccelerators) {
+  const auto all = host({DeviceKind::kCpu, DeviceKind::kGpu, DeviceKind::kAccelerator, DeviceKind::kGpu});
+  EXPECT_EQ(select(all, "auto"), (std::vector<int>{1, 2, 3}));
+}
+
+TEST(DeviceSelection, AutoFallsBackToCpus) {
+  EXPECT_EQ(select(host({DeviceKind::kCpu, DeviceKind::kCpu}), "auto"), (std::vector<int>{0, 1}));
+}
+
+TEST(DeviceSelection, ByKind) {
+  const auto all = host({DeviceKind::kCpu, DeviceKind::kGpu, DeviceKind::kCpu});
+  EXPECT_EQ(select(all, "gpu"), (std::vector<int>{1}));
+  EXPECT_EQ(select(all, "cpu"), (std::vector<int>{0, 2}));
+}
+
+TEST(DeviceSelection, ByIndicesAndRangesInTheOrderGiven) {
+  const auto all = host({DeviceKind::kGpu, DeviceKind::kGpu, DeviceKind::kGpu, DeviceKind::kGpu, DeviceKind::kCpu});
+  EXPECT_EQ(select(all, "2,0"), (std::vector<int>{2, 0}));
+  EXPECT_EQ(select(all, "0-3"), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(select(all, "4,0-1"), (std::vector<int>{4, 0, 1}));
+}
+
+TEST(DeviceSelection, ErrorsNameTheProblem) {
+  const auto cpus = host({DeviceKind::kCpu, DeviceKind::kCpu});
+  EXPECT_NE(error_of(cpus, "gpu").find("no GPU among this host's OpenCL devices (2 cpu)"), std::string::npos);
+  EXPECT_NE(error_of(cpus, "5").find("index 5 is out of range; this host has 2 OpenCL device(s) (0-1)"),
+            std::string::npos);
+  EXPECT_NE(error_of(cpus, "0,0").find("device 0 is listed twice"), std::string::npos);
+  EXPECT_NE(error_of(cpus, "1-0").find("runs backwards"), std::string::npos);
+  EXPECT_NE(error_of(cpus, "fast").find("'fast' is not a device index"), std::string::npos);
+  EXPECT_NE(error_of(cpus, "0,").find("'' is not a device index"), std::string::npos);
+  EXPECT_NE(error_of(cpus, "-1").find("is not a device index"), std::string::npos);
+}
+
+TEST(DeviceSelection, FlagBeatsEnvironmentBeatsAuto) {
+  {
+    testing::ScopedEnv env(kDevicesEnvVar, std::nullopt);
+    EXPECT_EQ(device_spec_from(std::nullopt), "auto");
+  }
+  testing::ScopedEnv env(kDevicesEnvVar, "cpu");
+  EXPECT_EQ(device_spec_from(std::nullopt), "cpu");
+  EXPECT_EQ(device_spec_from(std::string("0,1")), "0,1");
+}
+
+}  // namespace
+}  // namespace paxocl::device
