@@ -4,7 +4,8 @@
 #
 # Usage: scripts/setup.sh            # install packages (needs root or sudo) + configure + build
 #        SKIP_APT=1 scripts/setup.sh # only configure + build
-# Env:   BUILD_DIR (default build), BUILD_TYPE (default Release), JOBS (default nproc)
+# Env:   BUILD_DIR (default build), BUILD_TYPE (default Release), JOBS (default nproc),
+#        EXTRA_CMAKE_ARGS (e.g. -DPAXOCL_WERROR=ON)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,5 +34,6 @@ if [[ "${SKIP_APT:-0}" != 1 ]]; then
 fi
 
 BUILD_DIR=${BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}"
+# shellcheck disable=SC2086 # EXTRA_CMAKE_ARGS is a list of words
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" ${EXTRA_CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"
