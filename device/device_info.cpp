@@ -20,22 +20,24 @@ namespace {
 
 constexpr cl_int kPlatformNotFoundKhr = -1001;
 
-std::string platform_string(cl_platform_id platform, cl_platform_info what) {
+// A string property through a clGet*Info function (size query, then the value).
+template <typename Handle, typename Info>
+std::string info_string(cl_int (*get)(Handle, Info, std::size_t, void*, std::size_t*), Handle handle, Info what,
+                        const char* call) {
   std::size_t size = 0;
-  check_cl(clGetPlatformInfo(platform, what, 0, nullptr, &size), "clGetPlatformInfo", "reading platform info");
+  check_cl(get(handle, what, 0, nullptr, &size), call, "reading OpenCL info");
   std::string s(size, '\0');
-  check_cl(clGetPlatformInfo(platform, what, size, s.data(), nullptr), "clGetPlatformInfo", "reading platform info");
+  check_cl(get(handle, what, size, s.data(), nullptr), call, "reading OpenCL info");
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
 }
 
+std::string platform_string(cl_platform_id platform, cl_platform_info what) {
+  return info_string(clGetPlatformInfo, platform, what, "clGetPlatformInfo");
+}
+
 std::string device_string(cl_device_id device, cl_device_info what) {
-  std::size_t size = 0;
-  check_cl(clGetDeviceInfo(device, what, 0, nullptr, &size), "clGetDeviceInfo", "reading device info");
-  std::string s(size, '\0');
-  check_cl(clGetDeviceInfo(device, what, size, s.data(), nullptr), "clGetDeviceInfo", "reading device info");
-  while (!s.empty() && s.back() == '\0') s.pop_back();
-  return s;
+  return info_string(clGetDeviceInfo, device, what, "clGetDeviceInfo");
 }
 
 template <typename T>

@@ -22,23 +22,18 @@ Queue::Queue(const Context& context, cl_device_id device) {
   handle_ = ClHandle<cl_command_queue>(q);
 }
 
-Event Queue::write_bytes(cl_mem dst, const void* src, std::size_t bytes, bool blocking,
-                         std::span<const Event> wait_for) {
+Event Queue::transfer(Direction direction, cl_mem buffer, void* host, std::size_t bytes, bool blocking,
+                      std::span<const Event> wait_for) {
   WaitList wait(wait_for);
   cl_event ev = nullptr;
-  check_cl(clEnqueueWriteBuffer(handle_.get(), dst, blocking ? CL_TRUE : CL_FALSE, 0, bytes, src,
-                                wait.size(), wait.data(), &ev),
-           "clEnqueueWriteBuffer", "copying " + format_bytes(bytes) + " host to device");
-  return Event(ev);
-}
-
-Event Queue::read_bytes(cl_mem src, void* dst, std::size_t bytes, bool blocking,
-                        std::span<const Event> wait_for) {
-  WaitList wait(wait_for);
-  cl_event ev = nullptr;
-  check_cl(clEnqueueReadBuffer(handle_.get(), src, blocking ? CL_TRUE : CL_FALSE, 0, bytes, dst,
-                               wait.size(), wait.data(), &ev),
-           "clEnqueueReadBuffer", "copying " + format_bytes(bytes) + " device to host");
+  const cl_bool block = blocking ? CL_TRUE : CL_FALSE;
+  if (direction == Direction::kHostToDevice) {
+    check_cl(clEnqueueWriteBuffer(handle_.get(), buffer, block, 0, bytes, host, wait.size(), wait.data(), &ev),
+             "clEnqueueWriteBuffer", "copying " + format_bytes(bytes) + " host to device");
+  } else {
+    check_cl(clEnqueueReadBuffer(handle_.get(), buffer, block, 0, bytes, host, wait.size(), wait.data(), &ev),
+             "clEnqueueReadBuffer", "copying " + format_bytes(bytes) + " device to host");
+  }
   return Event(ev);
 }
 

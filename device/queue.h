@@ -26,12 +26,15 @@ class Queue {
   template <typename T>
   Event write(const Buffer<T>& dst, std::span<const T> src, bool blocking = true,
               std::span<const Event> wait_for = {}) {
-    return write_bytes(dst.get(), src.data(), std::min(dst.bytes(), src.size_bytes()), blocking, wait_for);
+    // OpenCL only reads from `host` on a write; the cast spares a second function.
+    return transfer(Direction::kHostToDevice, dst.get(), const_cast<T*>(src.data()),
+                    std::min(dst.bytes(), src.size_bytes()), blocking, wait_for);
   }
   template <typename T>
   Event read(const Buffer<T>& src, std::span<T> dst, bool blocking = true,
              std::span<const Event> wait_for = {}) {
-    return read_bytes(src.get(), dst.data(), std::min(src.bytes(), dst.size_bytes()), blocking, wait_for);
+    return transfer(Direction::kDeviceToHost, src.get(), dst.data(), std::min(src.bytes(), dst.size_bytes()),
+                    blocking, wait_for);
   }
 
   // Launches `kernel` over a 1-, 2- or 3-D range. An empty `local` lets the driver choose.
@@ -42,10 +45,9 @@ class Queue {
   void finish() const;
 
  private:
-  Event write_bytes(cl_mem dst, const void* src, std::size_t bytes, bool blocking,
-                    std::span<const Event> wait_for);
-  Event read_bytes(cl_mem src, void* dst, std::size_t bytes, bool blocking,
-                   std::span<const Event> wait_for);
+  enum class Direction { kHostToDevice, kDeviceToHost };
+  Event transfer(Direction direction, cl_mem buffer, void* host, std::size_t bytes, bool blocking,
+                 std::span<const Event> wait_for);
 
   ClHandle<cl_command_queue> handle_;
 };

@@ -108,6 +108,19 @@ TEST(CliDevices, SecondProcessReusesTheProgramCache) {
   EXPECT_EQ(int(check2["programs_from_cache"]), 1);
 }
 
+TEST(CliDevices, LogLinesCarryTheRankInMultiProcessRuns) {
+  const auto multi = run_command(kMpirun + kBinary + " devices --log_level=debug");
+  ASSERT_EQ(multi.exit_code, 0) << multi.err;
+  EXPECT_NE(multi.err.find("[rank 0] [debug] CPU binding"), std::string::npos) << multi.err;
+  EXPECT_NE(multi.err.find("[rank 1] [debug] CPU binding"), std::string::npos) << multi.err;
+  const auto single = run_command(kBinary + " devices --log_level=debug");
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  EXPECT_NE(single.err.find("[debug] CPU binding"), std::string::npos) << single.err;
+  EXPECT_EQ(single.err.find("[rank"), std::string::npos) << single.err;
+  const auto quiet = run_command(kBinary + " devices --log_level=warn");
+  EXPECT_EQ(quiet.err.find("[debug]"), std::string::npos) << quiet.err;
+}
+
 TEST(CliDevices, HelpAndVersion) {
   const auto help = run_command(kBinary + " devices --help");
   EXPECT_EQ(help.exit_code, 0);
