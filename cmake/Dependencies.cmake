@@ -7,6 +7,7 @@ find_package(CLBlast CONFIG REQUIRED)              # libclblast-dev
 find_package(clFFT CONFIG REQUIRED)                # libclfft-dev
 find_package(MPI REQUIRED COMPONENTS C)            # libopenmpi-dev
 find_package(Protobuf REQUIRED)                    # libprotobuf-dev + protobuf-compiler
+find_package(fmt CONFIG REQUIRED)                  # libfmt-dev
 find_package(spdlog CONFIG REQUIRED)               # libspdlog-dev
 find_package(nlohmann_json 3.10 CONFIG REQUIRED)   # nlohmann-json3-dev
 find_package(PkgConfig REQUIRED)

@@ -1,0 +1,37 @@
+#include "models/gpt_config.h"
+
+#include <fmt/format.h>
+
+#include "device/errors.h"
+
+namespace paxocl::models {
+
+void GptConfig::validate() const {
+  auto positive = [](const char* name, int value) {
+    if (value < 1) throw ConfigError(fmt::format("{}={}: must be at least 1", name, value));
+  };
+  positive("NUM_LAYERS", num_layers);
+  positive("MODEL_DIMS", model_dims);
+  positive("HIDDEN_DIMS", hidden_dims);
+  positive("NUM_HEADS", num_heads);
+  positive("DIMS_PER_HEAD", dims_per_head);
+  positive("MAX_SEQ_LEN", max_seq_len);
+  positive("VOCAB_SIZE", vocab_size);
+  if (padded_vocab_size != 0 && padded_vocab_size < vocab_size) {
+    throw ConfigError(fmt::format("padded vocabulary {} is smaller than VOCAB_SIZE={}", padded_vocab_size, vocab_size));
+  }
+  if (!(init_std > 0.0f)) throw ConfigError(fmt::format("INIT_STD={}: must be positive", init_std));
+}
+
+std::int64_t GptConfig::matmul_parameters() const {
+  const std::int64_t C = model_dims, D = attention_dims(), H = hidden_dims;
+  return static_cast<std::int64_t>(num_layers) * (C * 3 * D + D * C + 2 * C * H) +
+         static_cast<std::int64_t>(padded_vocab()) * C;
+}
+
+double GptConfig::flops_per_token(int seq_len) const {
+  return 6.0 * static_cast<double>(matmul_parameters()) +
+         12.0 * num_layers * static_cast<double>(seq_len) * model_dims;
+}
+
+}  // namespace paxocl::models

@@ -1,0 +1,34 @@
+// GptConfig: the GPT decoder's hyper-parameters, named as in Pax's GPU configs.
+#pragma once
+
+#include <cstdint>
+
+namespace paxocl::models {
+
+struct GptConfig {
+  int num_layers = 2;      // NUM_LAYERS
+  int model_dims = 128;    // MODEL_DIMS (C)
+  int hidden_dims = 512;   // HIDDEN_DIMS (MLP width)
+  int num_heads = 4;       // NUM_HEADS (NH)
+  int dims_per_head = 32;  // DIMS_PER_HEAD (hs); NUM_HEADS * DIMS_PER_HEAD is the attention width D
+  int max_seq_len = 128;   // MAX_SEQ_LEN (learned position embeddings)
+  int vocab_size = 4096;   // VOCAB_SIZE (V)
+  // Rows of the token embedding / LM head. Padding rows are never targets and their logits are
+  // masked out of the softmax (as llm.c's Vp). 0 means VOCAB_SIZE rounded up to a multiple of 128.
+  int padded_vocab_size = 0;
+  float init_std = 0.023f;  // INIT_STD: Gaussian init of every matrix
+
+  int attention_dims() const { return num_heads * dims_per_head; }  // D
+  int padded_vocab() const {
+    return padded_vocab_size > 0 ? padded_vocab_size : (vocab_size + 127) / 128 * 128;
+  }
+  // Throws ConfigError naming the first bad field and the rule it breaks.
+  void validate() const;
+  // Parameters in matmuls, the tied LM head included (for FLOP counts): per layer
+  // C*3D + D*C + 2*C*H, plus Vp*C for the LM head.
+  std::int64_t matmul_parameters() const;
+  // Model FLOPs per token of a training step: 6 * matmul parameters + 12 * L * T * C.
+  double flops_per_token(int seq_len) const;
+};
+
+}  // namespace paxocl::models

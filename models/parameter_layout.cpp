@@ -1,0 +1,65 @@
+#include "models/parameter_layout.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace paxocl::models {
+
+std::string ParameterLayout::layer_name(int layer, std::string_view suffix) { return fmt::format("h{}.{}", layer, suffix); }
+
+ParameterLayout::ParameterLayout(const GptConfig& c, std::size_t alignment) : alignment_(std::max<std::size_t>(1, alignment)) {
+  const std::int64_t C = c.model_dims, D = c.attention_dims(), H = c.hidden_dims, Vp = c.padded_vocab();
+  using Init = TensorSpec::Init;
+  auto add = [&](std::string name, std::vector<std::int64_t> shape, bool decay, Init init) {
+    TensorSpec t;
+    t.name = std::move(name);
+    t.count = 1;
+    for (auto d : shape) t.count *= static_cast<std::size_t>(d);
+    t.shape = std::move(shape);
+    t.decay = decay;
+    t.init = init;
+    t.offset = (total_ + alignment_ - 1) / alignment_ * alignment_;
+    total_ = t.offset + t.count;
+    tensors_.push_back(std::move(t));
+  };
+  // Matrices (decayed) first.
+  add("wte", {Vp, C}, true, Init::kGaussian);
+  add("wpe", {c.max_seq_len, C}, true, Init::kGaussian);
+  for (int l = 0; l < c.num_layers; ++l) {
+    add(layer_name(l, "attn.qkv.w"), {3 * D, C}, true, Init::kGaussian);
+    add(layer_name(l, "attn.proj.w"), {C, D}, true, Init::kGaussian);
+    add(layer_name(l, "mlp.fc.w"), {H, C}, true, Init::kGaussian);
+    add(layer_name(l, "mlp.proj.w"), {C, H}, true, Init::kGaussian);
+  }
+  total_ = (total_ + alignment_ - 1) / alignment_ * alignment_;
+  decayed_end_ = total_;
+  for (int l = 0; l < c.num_layers; ++l) {
+    add(layer_name(l, "ln1.scale"), {C}, false, Init::kOne);
+    add(layer_name(l, "ln1.bias"), {C}, false, Init::kZero);
+    add(layer_name(l, "attn.qkv.b"), {3 * D}, false, Init::kZero);
+    add(layer_name(l, "attn.proj.b"), {C}, false, Init::kZero);
+    add(layer_name(l, "ln2.scale"), {C}, false, Init::kOne);
+    add(layer_name(l, "ln2.bias"), {C}, false, Init::kZero);
+    add(layer_name(l, "mlp.fc.b"), {H}, false, Init::kZero);
+    add(layer_name(l, "mlp.proj.b"), {C}, false, Init::kZero);
+  }
+  add("lnf.scale", {C}, false, Init::kOne);
+  add("lnf.bias", {C}, false, Init::kZero);
+  total_ = (total_ + alignment_ - 1) / alignment_ * alignment_;
+}
+
+const TensorSpec& ParameterLayout::at(std::string_view name) const {
+  for (const TensorSpec& t : tensors_) {
+    if (t.name == name) return t;
+  }
+  throw std::out_of_range(fmt::format("no parameter tensor named '{}'", name));
+}
+
+std::int64_t ParameterLayout::parameter_count() const {
+  std::int64_t n = 0;
+  for (const TensorSpec& t : tensors_) n += static_cast<std::int64_t>(t.count);
+  return n;
+}
+
+}  // namespace paxocl::models

@@ -1,0 +1,57 @@
+// ParameterLayout: where every parameter tensor of the GPT lives inside one flat float array.
+// The same layout indexes the device buffers (parameters, gradients, Adam moments) and the host
+// image used by weight files and checkpoints, so the optimizer and the global gradient norm run
+// over one contiguous range, and weight decay applies to one prefix of it.
+//
+// Order: every matrix (weight-decayed) first, then every vector (biases, LayerNorm scales and
+// biases, not decayed). Each tensor starts at a multiple of `alignment` floats, so it can be
+// addressed as an OpenCL sub-buffer; the gaps are zero and stay zero.
+//
+// Names and shapes (row-major; weights as (out, in), as llm.c stores them):
+//   wte (Vp, C)            token embedding, tied to the LM head
+//   wpe (MAX_SEQ_LEN, C)   learned position embedding
+//   h{l}.attn.qkv.w (3D, C)   h{l}.attn.proj.w (C, D)   h{l}.mlp.fc.w (H, C)   h{l}.mlp.proj.w (C, H)
+//   h{l}.ln1.scale (C) h{l}.ln1.bias (C) h{l}.attn.qkv.b (3D) h{l}.attn.proj.b (C)
+//   h{l}.ln2.scale (C) h{l}.ln2.bias (C) h{l}.mlp.fc.b (H)     h{l}.mlp.proj.b (C)
+//   lnf.scale (C) lnf.bias (C)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/gpt_config.h"
+
+namespace paxocl::models {
+
+struct TensorSpec {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::size_t offset = 0;  // in floats, from the start of the flat array
+  std::size_t count = 0;   // product of shape
+  bool decay = false;      // weight decay applies (matrices)
+  enum class Init { kGaussian, kZero, kOne } init = Init::kZero;
+};
+
+class ParameterLayout {
+ public:
+  // `alignment` in floats (>= 1); use the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN for sub-buffers.
+  ParameterLayout(const GptConfig& config, std::size_t alignment);
+
+  const std::vector<TensorSpec>& tensors() const { return tensors_; }
+  const TensorSpec& at(std::string_view name) const;  // throws std::out_of_range naming it
+  std::size_t total() const { return total_; }          // floats, padding included
+  std::size_t decayed_end() const { return decayed_end_; }  // [0, decayed_end) is weight-decayed
+  std::size_t alignment() const { return alignment_; }
+  std::int64_t parameter_count() const;  // real parameters, padding excluded
+
+  static std::string layer_name(int layer, std::string_view suffix);  // "h3.mlp.fc.w"
+
+ private:
+  std::vector<TensorSpec> tensors_;
+  std::size_t total_ = 0, decayed_end_ = 0, alignment_ = 1;
+};
+
+}  // namespace paxocl::models
