@@ -11,6 +11,7 @@ namespace paxocl::app {
 
 int exit_code_for(const std::exception& error) {
   if (dynamic_cast<const ConfigError*>(&error) != nullptr) return kExitUsage;
+  if (dynamic_cast<const DataError*>(&error) != nullptr) return kExitData;
   if (const auto* agreed = dynamic_cast<const AgreedError*>(&error)) return agreed->exit_code();
   return kExitDevice;
 }

@@ -21,7 +21,7 @@ class AgreedError : public std::runtime_error {
   int exit_code_;
 };
 
-// Exit code for an exception: ConfigError 2, DeviceError (and anything else) 4.
+// Exit code for an exception: ConfigError 2, DataError 3, DeviceError (and anything else) 4.
 int exit_code_for(const std::exception& error);
 
 // Collective: every process must call it at the same point. `step` runs locally.

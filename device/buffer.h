@@ -26,6 +26,19 @@ class Buffer {
     handle_ = ClHandle<cl_mem>(mem);
   }
 
+  // A sub-buffer aliasing elements [offset, offset + count). `offset` bytes must be a multiple
+  // of the device's base address alignment (ParameterLayout aligns tensors for this).
+  Buffer view(std::size_t offset, std::size_t count, const std::string& name) const {
+    cl_buffer_region region{offset * sizeof(T), count * sizeof(T)};
+    cl_int err = CL_SUCCESS;
+    cl_mem mem = clCreateSubBuffer(handle_.get(), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+    check_cl(err, "clCreateSubBuffer", "viewing '" + name + "' at element " + std::to_string(offset));
+    Buffer sub;
+    sub.handle_ = ClHandle<cl_mem>(mem);
+    sub.count_ = count;
+    return sub;
+  }
+
   cl_mem get() const { return handle_.get(); }
   std::size_t count() const { return count_; }
   std::size_t bytes() const { return count_ * sizeof(T); }

@@ -16,6 +16,12 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Bad input data: token ids out of range, malformed batches, unreadable or corrupt data files.
+class DataError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Missing or unusable hardware, drivers or runtime resources.
 class DeviceError : public std::runtime_error {
  public:

@@ -1,11 +1,7 @@
-// Elementwise: launchers for kernels_cl/elementwise.cl on one device. All operate on whole
-// buffers of n floats; each call enqueues one kernel and returns its event.
+// Elementwise: launchers for kernels_cl/elementwise.cl. All operate on whole buffers of n floats.
 #pragma once
 
-#include <span>
-
-#include "device/device.h"
-#include "device/program_cache.h"
+#include "kernels_cl/kernel_set.h"
 
 namespace paxocl::kernels {
 
@@ -13,19 +9,19 @@ class Elementwise {
  public:
   Elementwise(device::ProgramCache& cache, device::Device& device);
 
-  device::Event fill(device::Buffer<float>& out, float value, std::span<const device::Event> wait_for = {});
-  device::Event axpy(device::Buffer<float>& y, const device::Buffer<float>& x, float alpha,
-                     std::span<const device::Event> wait_for = {});
+  device::Event fill(device::Buffer<float>& out, float value);                                  // out = value
+  device::Event axpy(device::Buffer<float>& y, const device::Buffer<float>& x, float alpha);    // y += alpha x
+  device::Event add(device::Buffer<float>& out, const device::Buffer<float>& a,
+                    const device::Buffer<float>& b);                                           // out = a + b
+  device::Event scale(device::Buffer<float>& x, float alpha);                                   // x *= alpha
+
+  // The same on the first n elements only (buffers sized for the largest batch).
   device::Event add(device::Buffer<float>& out, const device::Buffer<float>& a, const device::Buffer<float>& b,
-                    std::span<const device::Event> wait_for = {});
-  device::Event scale(device::Buffer<float>& x, float alpha, std::span<const device::Event> wait_for = {});
+                    std::size_t n);
+  device::Event fill(device::Buffer<float>& out, float value, std::size_t n);
 
  private:
-  device::Event launch_1d(device::Kernel& kernel, std::size_t n, std::span<const device::Event> wait_for);
-
-  device::Device& device_;
-  device::Program program_;
-  device::Kernel fill_, axpy_, add_, scale_;
+  KernelSet set_;
 };
 
 }  // namespace paxocl::kernels

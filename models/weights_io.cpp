@@ -1,0 +1,520 @@
+#include "models/weights_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "device/errors.h"
+#include "models/parameter_layout.h"
+
+namespace paxocl::models {
+
+// Both formats are little-endian fp32, read and written as raw host memory.
+static_assert(std::endian::native == std::endian::little, "weight files assume a little-endian host");
+static_assert(sizeof(float) == 4 && std::numeric_limits<float>::is_iec559);
+
+namespace {
+
+namespace fs = std::filesystem;
+using Shape = std::vector<std::int64_t>;
+
+[[noreturn]] void fail(const fs::path& file, std::string_view what) {
+  throw WeightsFileError(fmt::format("{}: {}", file.string(), what));
+}
+
+// Sizes from untrusted headers: a product that overflows saturates, so it can only fail a size check.
+std::uint64_t mul_sat(std::uint64_t a, std::uint64_t b) {
+  constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
+  return (a != 0 && b > kMax / a) ? kMax : a * b;
+}
+std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) {
+  constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
+  return b > kMax - a ? kMax : a + b;
+}
+std::uint64_t elements(const Shape& shape) {
+  std::uint64_t n = 1;
+  for (std::int64_t d : shape) n = mul_sat(n, static_cast<std::uint64_t>(d));
+  return n;
+}
+
+// A regular file read at explicit offsets.
+class InFile {
+ public:
+  explicit InFile(const fs::path& file) : file_(file), fd_(::open(file.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd_ < 0) fail(file_, fmt::format("cannot open for reading: {}; check the path", std::strerror(errno)));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      fail(file_, "not a regular file");
+    }
+    size_ = static_cast<std::uint64_t>(st.st_size);
+  }
+  ~InFile() { ::close(fd_); }
+  InFile(const InFile&) = delete;
+  InFile& operator=(const InFile&) = delete;
+
+  std::uint64_t size() const { return size_; }
+  void read(std::uint64_t offset, void* dst, std::size_t bytes) const {
+    auto* p = static_cast<char*>(dst);
+    while (bytes > 0) {
+      const ssize_t n = ::pread(fd_, p, bytes, static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail(file_, fmt::format("read error at byte {}: {}", offset, std::strerror(errno)));
+      if (n == 0) fail(file_, fmt::format("unexpected end of file at byte {}", offset));
+      p += n;
+      offset += static_cast<std::uint64_t>(n);
+      bytes -= static_cast<std::size_t>(n);
+    }
+  }
+
+ private:
+  fs::path file_;
+  int fd_;
+  std::uint64_t size_ = 0;
+};
+
+// Writes `<file>.tmp.<pid>`; commit() fsyncs it and renames it onto `file`, so readers never see a
+// partial file. Without commit() (an exception on the way) the temporary file is removed.
+class AtomicOut {
+ public:
+  explicit AtomicOut(const fs::path& file)
+      : file_(file), tmp_(fs::path(file).concat(fmt::format(".tmp.{}", ::getpid()))) {
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail(file_, fmt::format("cannot create {}: {}", tmp_.string(), std::strerror(errno)));
+  }
+  ~AtomicOut() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(tmp_.c_str());
+  }
+  AtomicOut(const AtomicOut&) = delete;
+  AtomicOut& operator=(const AtomicOut&) = delete;
+
+  void write(const void* src, std::size_t bytes) {
+    const auto* p = static_cast<const char*>(src);
+    while (bytes > 0) {
+      const ssize_t n = ::write(fd_, p, bytes);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail(file_, fmt::format("writing {}: {}", tmp_.string(), std::strerror(errno)));
+      p += n;
+      bytes -= static_cast<std::size_t>(n);
+    }
+  }
+  void commit() {
+    if (::fsync(fd_) != 0) fail(file_, fmt::format("fsync of {}: {}", tmp_.string(), std::strerror(errno)));
+    const int fd = std::exchange(fd_, -1);
+    if (::close(fd) != 0) fail(file_, fmt::format("closing {}: {}", tmp_.string(), std::strerror(errno)));
+    if (::rename(tmp_.c_str(), file_.c_str()) != 0) {
+      fail(file_, fmt::format("renaming {} onto it: {}", tmp_.string(), std::strerror(errno)));
+    }
+    committed_ = true;
+    // Make the rename itself durable; best effort, the data is already safe.
+    const fs::path dir = file_.has_parent_path() ? file_.parent_path() : fs::path(".");
+    if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+  }
+
+ private:
+  fs::path file_, tmp_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+void require_data_size(const HostWeights& w, const ParameterLayout& layout) {
+  if (w.data.size() != layout.total()) {
+    throw std::invalid_argument(fmt::format("HostWeights holds {} floats, its layout needs {}", w.data.size(), layout.total()));
+  }
+}
+
+// ---- llm.c ----------------------------------------------------------------------------------
+
+constexpr std::int32_t kLlmcMagic = 20240326;
+constexpr std::int32_t kLlmcVersion = 3;  // fp32; llm.c writes bf16 as version 5
+using LlmcHeader = std::array<std::int32_t, 256>;
+
+// The layout's tensors in llm.c file order: each kind stacked over layers, so every entry is one
+// contiguous run of the file.
+std::vector<const TensorSpec*> llmc_order(const ParameterLayout& layout, int num_layers) {
+  struct Kind {
+    const char* name;
+    bool per_layer;
+  };
+  static constexpr std::array<Kind, 16> kOrder{{{"wte", false},         {"wpe", false},
+                                                {"ln1.scale", true},    {"ln1.bias", true},
+                                                {"attn.qkv.w", true},   {"attn.qkv.b", true},
+                                                {"attn.proj.w", true},  {"attn.proj.b", true},
+                                                {"ln2.scale", true},    {"ln2.bias", true},
+                                                {"mlp.fc.w", true},     {"mlp.fc.b", true},
+                                                {"mlp.proj.w", true},   {"mlp.proj.b", true},
+                                                {"lnf.scale", false},   {"lnf.bias", false}}};
+  std::vector<const TensorSpec*> out;
+  for (const Kind& k : kOrder) {
+    if (!k.per_layer) {
+      out.push_back(&layout.at(k.name));
+      continue;
+    }
+    for (int l = 0; l < num_layers; ++l) out.push_back(&layout.at(ParameterLayout::layer_name(l, k.name)));
+  }
+  return out;
+}
+
+GptConfig llmc_config(const fs::path& file, const LlmcHeader& h) {
+  if (h[0] != kLlmcMagic) fail(file, fmt::format("not an llm.c checkpoint: magic {}, expected {}", h[0], kLlmcMagic));
+  if (h[1] != kLlmcVersion) {
+    fail(file, fmt::format("unsupported llm.c checkpoint version {}, expected {} (fp32){}", h[1], kLlmcVersion,
+                           h[1] == 5 ? "; version 5 is bf16: re-export the model in float32" : ""));
+  }
+  const std::array<std::pair<const char*, std::int32_t>, 6> fields{
+      {{"maxT", h[2]}, {"V", h[3]}, {"L", h[4]}, {"NH", h[5]}, {"C", h[6]}, {"Vp", h[7]}}};
+  for (const auto& [name, value] : fields) {
+    if (value < 1) fail(file, fmt::format("bad llm.c header: {}={}, must be at least 1", name, value));
+  }
+  const int maxT = h[2], V = h[3], L = h[4], NH = h[5], C = h[6], Vp = h[7];
+  if (C > std::numeric_limits<int>::max() / 4) fail(file, fmt::format("bad llm.c header: C={} is too large", C));
+  if (C % NH != 0) fail(file, fmt::format("inconsistent llm.c header: C={} is not a multiple of NH={}", C, NH));
+  if (Vp < V) fail(file, fmt::format("inconsistent llm.c header: Vp={} is smaller than V={}", Vp, V));
+  GptConfig c;
+  c.num_layers = L;
+  c.model_dims = C;
+  c.hidden_dims = 4 * C;
+  c.num_heads = NH;
+  c.dims_per_head = C / NH;
+  c.max_seq_len = maxT;
+  c.vocab_size = V;
+  c.padded_vocab_size = Vp;
+  return c;
+}
+
+// ---- safetensors ----------------------------------------------------------------------------
+
+const std::string kHfPrefix = "transformer.";  // GPT2LMHeadModel; GPT2Model files have none
+
+// One tensor of a Hugging Face GPT-2 file and where it lives in our layout.
+struct HfTensor {
+  std::string name;  // without the "transformer." prefix
+  const TensorSpec* ours;
+  Shape shape;   // as stored in the file
+  bool conv1d;   // stored (in, out), the transpose of ours
+};
+
+// The order save_safetensors writes: wte, wpe, layer by layer, ln_f.
+std::vector<HfTensor> hf_tensors(const ParameterLayout& layout, const GptConfig& c) {
+  std::vector<HfTensor> out;
+  auto add = [&](std::string name, const std::string& ours, bool conv1d) {
+    const TensorSpec& t = layout.at(ours);
+    Shape shape = t.shape;
+    if (conv1d) std::swap(shape[0], shape[1]);
+    out.push_back({std::move(name), &t, std::move(shape), conv1d});
+  };
+  add("wte.weight", "wte", false);
+  out.back().shape[0] = c.vocab_size;  // the padding rows are not stored
+  add("wpe.weight", "wpe", false);
+  for (int l = 0; l < c.num_layers; ++l) {
+    auto hf = [l](std::string_view s) { return fmt::format("h.{}.{}", l, s); };
+    auto our = [l](std::string_view s) { return ParameterLayout::layer_name(l, s); };
+    add(hf("ln_1.weight"), our("ln1.scale"), false);
+    add(hf("ln_1.bias"), our("ln1.bias"), false);
+    add(hf("attn.c_attn.weight"), our("attn.qkv.w"), true);
+    add(hf("attn.c_attn.bias"), our("attn.qkv.b"), false);
+    add(hf("attn.c_proj.weight"), our("attn.proj.w"), true);
+    add(hf("attn.c_proj.bias"), our("attn.proj.b"), false);
+    add(hf("ln_2.weight"), our("ln2.scale"), false);
+    add(hf("ln_2.bias"), our("ln2.bias"), false);
+    add(hf("mlp.c_fc.weight"), our("mlp.fc.w"), true);
+    add(hf("mlp.c_fc.bias"), our("mlp.fc.b"), false);
+    add(hf("mlp.c_proj.weight"), our("mlp.proj.w"), true);
+    add(hf("mlp.c_proj.bias"), our("mlp.proj.b"), false);
+  }
+  add("ln_f.weight", "lnf.scale", false);
+  add("ln_f.bias", "lnf.bias", false);
+  return out;
+}
+
+// dst (cols, rows) = transpose of src (rows, cols).
+void transpose(const float* src, std::int64_t rows, std::int64_t cols, float* dst) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
+  }
+}
+
+std::size_t dtype_bytes(std::string_view dtype) {
+  static const std::map<std::string_view, std::size_t> kSizes{
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"U16", 2}, {"I16", 2},
+      {"F16", 2},  {"BF16", 2}, {"U32", 4}, {"I32", 4},     {"F32", 4},     {"U64", 8}, {"I64", 8}, {"F64", 8}};
+  const auto it = kSizes.find(dtype);
+  return it == kSizes.end() ? 0 : it->second;
+}
+
+struct StEntry {
+  std::string dtype;
+  Shape shape;
+  std::uint64_t begin = 0, end = 0;  // bytes, relative to the data buffer
+};
+
+// Parses and checks the header of every tensor (extras too): dtype, shape and offsets that tile the
+// data buffer exactly, as the safetensors specification requires.
+std::map<std::string, StEntry> parse_safetensors_header(const fs::path& file, const std::string& text,
+                                                        std::uint64_t data_bytes) {
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    fail(file, fmt::format("invalid safetensors JSON header: {}", e.what()));
+  }
+  if (!header.is_object()) fail(file, "invalid safetensors JSON header: not an object");
+  std::map<std::string, StEntry> entries;
+  for (const auto& [name, j] : header.items()) {
+    if (name == "__metadata__") continue;
+    auto bad = [&](std::string_view what) { fail(file, fmt::format("tensor {}: {}", name, what)); };
+    if (!j.is_object() || !j.contains("dtype") || !j["dtype"].is_string() || !j.contains("shape") ||
+        !j["shape"].is_array() || !j.contains("data_offsets") || !j["data_offsets"].is_array()) {
+      bad("header entry needs \"dtype\" (string), \"shape\" and \"data_offsets\" (arrays)");
+    }
+    StEntry e;
+    e.dtype = j["dtype"].get<std::string>();
+    for (const auto& d : j["shape"]) {
+      if (!d.is_number_unsigned()) bad(fmt::format("bad shape {}", j["shape"].dump()));
+      e.shape.push_back(static_cast<std::int64_t>(std::min<std::uint64_t>(d.get<std::uint64_t>(), std::numeric_limits<std::int64_t>::max())));
+    }
+    const auto& off = j["data_offsets"];
+    if (off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
+      bad(fmt::format("bad data_offsets {}", off.dump()));
+    }
+    e.begin = off[0].get<std::uint64_t>();
+    e.end = off[1].get<std::uint64_t>();
+    if (e.begin > e.end || e.end > data_bytes) {
+      bad(fmt::format("data_offsets [{}, {}] out of range: the data holds {} bytes", e.begin, e.end, data_bytes));
+    }
+    const std::size_t elem = dtype_bytes(e.dtype);
+    if (elem == 0) bad(fmt::format("unknown dtype {}", e.dtype));
+    const std::uint64_t need = mul_sat(elements(e.shape), elem);
+    if (e.end - e.begin != need) {
+      bad(fmt::format("data_offsets [{}, {}] span {} bytes, but shape [{}] of {} needs {}", e.begin, e.end,
+                      e.end - e.begin, fmt::join(e.shape, ", "), e.dtype, need));
+    }
+    entries.emplace(name, std::move(e));
+  }
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // (begin, end), sorted
+  for (const auto& [name, e] : entries) ranges.emplace_back(e.begin, e.end);
+  std::sort(ranges.begin(), ranges.end());
+  std::uint64_t covered = 0;
+  for (const auto& [b, e] : ranges) {
+    if (b < covered) fail(file, fmt::format("overlapping tensors: data_offsets [{}, {}] start inside bytes before {}", b, e, covered));
+    if (b > covered) fail(file, fmt::format("bytes [{}, {}) of the data belong to no tensor", covered, b));
+    covered = e;
+  }
+  if (covered != data_bytes) fail(file, fmt::format("bytes [{}, {}) of the data belong to no tensor", covered, data_bytes));
+  return entries;
+}
+
+// The layers h.0 .. h.{L-1} that tensor names mention; they must be contiguous.
+int count_layers(const fs::path& file, const std::map<std::string, StEntry>& entries, const std::string& prefix) {
+  std::set<int> layers;
+  const std::string h = prefix + "h.";
+  for (const auto& [name, e] : entries) {
+    if (!name.starts_with(h)) continue;
+    const char* first = name.data() + h.size();
+    const char* last = name.data() + name.size();
+    unsigned l = 0;
+    const auto [end, ec] = std::from_chars(first, last, l);
+    if (ec == std::errc() && end != last && *end == '.' && l < 1u << 24) layers.insert(static_cast<int>(l));
+  }
+  if (layers.empty()) fail(file, fmt::format("no transformer layers: missing tensor {}h.0.ln_1.weight", prefix));
+  for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
+    if (!layers.contains(l)) fail(file, fmt::format("layer {}h.{} is missing but layer {} exists", prefix, l, *layers.rbegin()));
+  }
+  return static_cast<int>(layers.size());
+}
+
+}  // namespace
+
+HostWeights load_llmc(const fs::path& file, std::size_t alignment) {
+  const InFile in(file);
+  LlmcHeader h{};
+  if (in.size() < sizeof h) {
+    fail(file, fmt::format("truncated: expected at least {} bytes (the llm.c header), got {}", sizeof h, in.size()));
+  }
+  in.read(0, h.data(), sizeof h);
+  HostWeights w{llmc_config(file, h), 0, {}};
+  const ParameterLayout layout(w.config, alignment);
+  w.alignment = layout.alignment();
+  const auto order = llmc_order(layout, w.config.num_layers);
+  // Check the size before allocating: the header values are untrusted.
+  std::uint64_t expected = sizeof h;
+  for (const TensorSpec* t : order) expected = add_sat(expected, mul_sat(elements(t->shape), sizeof(float)));
+  if (in.size() < expected) fail(file, fmt::format("truncated: expected {} bytes, got {}", expected, in.size()));
+  if (in.size() > expected) {
+    fail(file, fmt::format("{} trailing bytes: expected {} bytes, got {}; not an fp32 llm.c checkpoint of this header's shape",
+                           in.size() - expected, expected, in.size()));
+  }
+  w.data.assign(layout.total(), 0.0f);
+  std::uint64_t pos = sizeof h;
+  for (const TensorSpec* t : order) {
+    in.read(pos, w.data.data() + t->offset, t->count * sizeof(float));
+    pos += t->count * sizeof(float);
+  }
+  return w;
+}
+
+void save_llmc(const fs::path& file, const HostWeights& w) {
+  const GptConfig& c = w.config;
+  c.validate();
+  if (c.hidden_dims != 4 * c.model_dims || c.attention_dims() != c.model_dims) {
+    throw ConfigError(fmt::format(
+        "an llm.c checkpoint needs HIDDEN_DIMS=4*MODEL_DIMS and NUM_HEADS*DIMS_PER_HEAD=MODEL_DIMS; got "
+        "HIDDEN_DIMS={} MODEL_DIMS={} NUM_HEADS={} DIMS_PER_HEAD={}: save as safetensors instead",
+        c.hidden_dims, c.model_dims, c.num_heads, c.dims_per_head));
+  }
+  const ParameterLayout layout(c, w.alignment);
+  require_data_size(w, layout);
+  LlmcHeader h{};
+  h[0] = kLlmcMagic;
+  h[1] = kLlmcVersion;
+  h[2] = c.max_seq_len;
+  h[3] = c.vocab_size;
+  h[4] = c.num_layers;
+  h[5] = c.num_heads;
+  h[6] = c.model_dims;
+  h[7] = c.padded_vocab();
+  AtomicOut out(file);
+  out.write(h.data(), sizeof h);
+  for (const TensorSpec* t : llmc_order(layout, c.num_layers)) out.write(w.data.data() + t->offset, t->count * sizeof(float));
+  out.commit();
+}
+
+HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t alignment) {
+  const InFile in(file);
+  std::uint64_t header_bytes = 0;
+  if (in.size() < sizeof header_bytes) {
+    fail(file, fmt::format("truncated: expected at least 8 bytes (the safetensors header length), got {}", in.size()));
+  }
+  in.read(0, &header_bytes, sizeof header_bytes);
+  if (header_bytes > in.size() - sizeof header_bytes) {
+    fail(file, fmt::format("safetensors header length {} runs past the end of the file ({} bytes): truncated or not "
+                           "a safetensors file", header_bytes, in.size()));
+  }
+  std::string text(header_bytes, '\0');
+  in.read(sizeof header_bytes, text.data(), text.size());
+  const std::uint64_t data_start = sizeof header_bytes + header_bytes;
+  const auto entries = parse_safetensors_header(file, text, in.size() - data_start);
+
+  // Saved from GPT2LMHeadModel (prefixed) or GPT2Model (bare); missing tensors are named prefixed.
+  const std::string prefix = !entries.contains(kHfPrefix + "wte.weight") && entries.contains("wte.weight")
+                                 ? ""
+                                 : kHfPrefix;
+  auto need = [&](const std::string& name) -> const StEntry& {
+    const auto it = entries.find(prefix + name);
+    if (it == entries.end()) fail(file, fmt::format("missing tensor {}{}; expected a Hugging Face GPT-2 model", prefix, name));
+    return it->second;
+  };
+  // Dimensions come from three 2-D tensors; every tensor's full shape is checked below.
+  auto dims2 = [&](const std::string& name) {
+    const Shape& s = need(name).shape;
+    if (s.size() != 2) fail(file, fmt::format("tensor {}{} has shape [{}], expected 2 dimensions", prefix, name, fmt::join(s, ", ")));
+    for (std::int64_t d : s) {
+      if (d < 1 || d > std::numeric_limits<int>::max() / 4) {
+        fail(file, fmt::format("tensor {}{} has unusable shape [{}]", prefix, name, fmt::join(s, ", ")));
+      }
+    }
+    return std::pair<int, int>(static_cast<int>(s[0]), static_cast<int>(s[1]));
+  };
+  HostWeights w;
+  GptConfig& c = w.config;
+  std::tie(c.vocab_size, c.model_dims) = dims2("wte.weight");
+  c.max_seq_len = dims2("wpe.weight").first;
+  c.num_layers = count_layers(file, entries, prefix);
+  c.hidden_dims = dims2("h.0.mlp.c_fc.weight").second;
+  c.padded_vocab_size = 0;
+  if (num_heads < 1 || c.model_dims % num_heads != 0) {
+    throw ConfigError(fmt::format("NUM_HEADS={} must divide MODEL_DIMS={} of {}", num_heads, c.model_dims, file.string()));
+  }
+  c.num_heads = num_heads;
+  c.dims_per_head = c.model_dims / num_heads;
+
+  const ParameterLayout layout(c, alignment);
+  w.alignment = layout.alignment();
+  w.data.assign(layout.total(), 0.0f);
+  std::vector<float> staged;
+  for (const HfTensor& t : hf_tensors(layout, c)) {
+    const StEntry& e = need(t.name);
+    if (e.dtype != "F32") {
+      fail(file, fmt::format("tensor {}{} has dtype {}; only F32 is supported: convert the model to float32 first",
+                             prefix, t.name, e.dtype));
+    }
+    if (e.shape != t.shape) {
+      fail(file, fmt::format("tensor {}{} has shape [{}], expected [{}]", prefix, t.name, fmt::join(e.shape, ", "),
+                             fmt::join(t.shape, ", ")));
+    }
+    const std::size_t count = elements(t.shape);
+    float* dst = w.data.data() + t.ours->offset;
+    if (!t.conv1d) {
+      in.read(data_start + e.begin, dst, count * sizeof(float));
+      continue;
+    }
+    staged.resize(count);
+    in.read(data_start + e.begin, staged.data(), count * sizeof(float));
+    transpose(staged.data(), t.shape[0], t.shape[1], dst);
+  }
+  return w;
+}
+
+void save_safetensors(const fs::path& file, const HostWeights& w) {
+  const GptConfig& c = w.config;
+  c.validate();
+  if (c.attention_dims() != c.model_dims) {
+    throw ConfigError(fmt::format("Hugging Face GPT-2 weights need NUM_HEADS*DIMS_PER_HEAD=MODEL_DIMS; got {}*{} != {}",
+                                  c.num_heads, c.dims_per_head, c.model_dims));
+  }
+  const ParameterLayout layout(c, w.alignment);
+  require_data_size(w, layout);
+  const auto tensors = hf_tensors(layout, c);
+
+  nlohmann::ordered_json header;
+  header["__metadata__"] = {{"format", "pt"}};
+  std::uint64_t pos = 0;
+  for (const HfTensor& t : tensors) {
+    const std::uint64_t bytes = elements(t.shape) * sizeof(float);
+    header[kHfPrefix + t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {pos, pos + bytes}}};
+    pos += bytes;
+  }
+  std::string text = header.dump();
+  text.resize((text.size() + 7) / 8 * 8, ' ');  // the data buffer starts 8-byte aligned, as Python's writer does
+  const std::uint64_t header_bytes = text.size();
+
+  AtomicOut out(file);
+  out.write(&header_bytes, sizeof header_bytes);
+  out.write(text.data(), text.size());
+  std::vector<float> staged;
+  for (const HfTensor& t : tensors) {
+    const std::size_t count = elements(t.shape);
+    const float* src = w.data.data() + t.ours->offset;
+    if (t.conv1d) {
+      staged.resize(count);
+      transpose(src, t.shape[1], t.shape[0], staged.data());
+      src = staged.data();
+    }
+    out.write(src, count * sizeof(float));
+  }
+  out.commit();
+}
+
+}  // namespace paxocl::models

@@ -1,0 +1,61 @@
+// Weight files: the GPT's parameters on the host, read from and written to two formats.
+//
+// llm.c checkpoint (gpt2_124M.bin, as written by llm.c's train_gpt2.py, version 3 = fp32):
+//   256 little-endian int32 header: [0]=20240326 [1]=3 [2]=maxT [3]=V [4]=L [5]=NH [6]=C [7]=Vp,
+//   the rest 0; then fp32 tensors in this order, per-layer tensors stacked over layers:
+//   wte (Vp, C)  wpe (maxT, C)  ln1w (L, C)  ln1b (L, C)  qkvw (L, 3C, C)  qkvb (L, 3C)
+//   attprojw (L, C, C)  attprojb (L, C)  ln2w (L, C)  ln2b (L, C)  fcw (L, 4C, C)  fcb (L, 4C)
+//   fcprojw (L, C, 4C)  fcprojb (L, C)  lnfw (C)  lnfb (C).
+//   The file carries wte's padding rows V..Vp-1; they round-trip unchanged.
+//
+// safetensors with Hugging Face GPT-2 names ("transformer." prefix; files without it, as saved
+// from GPT2Model, load too): wte.weight (V, C), wpe.weight (maxT, C), h.{l}.ln_1/ln_2 .weight and
+// .bias (C), h.{l}.attn.c_attn .weight (C, 3C) .bias (3C), h.{l}.attn.c_proj .weight (C, C) .bias (C),
+// h.{l}.mlp.c_fc .weight (C, H) .bias (H), h.{l}.mlp.c_proj .weight (H, C) .bias (C),
+// ln_f.weight/.bias (C). HF's Conv1D stores those four weights as (in, out), the transpose of our
+// (out, in), so they are transposed on load and on save. Only wte's first V rows are stored: on
+// load the padding rows are zero, on save they are dropped. F32 only.
+//
+// Every problem with a file's contents or access throws WeightsFileError, one line naming the file,
+// what is wrong and, where possible, how to fix it. A HostWeights whose config the format cannot
+// express, or a NUM_HEADS that does not fit the file, throws ConfigError. Writes are atomic: the
+// file appears complete under its name or not at all.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <stdexcept>
+#include <vector>
+
+#include "models/gpt_config.h"
+
+namespace paxocl::models {
+
+// A bad, truncated, unreadable or unwritable weight file. The CLI maps it to exit code 3 (kExitData).
+class WeightsFileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct HostWeights {
+  GptConfig config;
+  std::size_t alignment = 1;  // floats; data is indexed by ParameterLayout(config, alignment)
+  std::vector<float> data;    // ParameterLayout::total() floats, alignment gaps zero
+};
+
+// Config from the header: HIDDEN_DIMS=4C, NUM_HEADS=NH, DIMS_PER_HEAD=C/NH, padded vocab Vp.
+HostWeights load_llmc(const std::filesystem::path& file, std::size_t alignment);
+// Requires HIDDEN_DIMS == 4 * MODEL_DIMS and NUM_HEADS * DIMS_PER_HEAD == MODEL_DIMS (ConfigError).
+void save_llmc(const std::filesystem::path& file, const HostWeights& w);
+
+// L, C, V, MAX_SEQ_LEN and HIDDEN_DIMS come from the tensors' shapes; the file does not store the
+// head count, so the caller passes NUM_HEADS (ConfigError unless it divides C). The padded vocab is
+// the default rounding. Extra tensors (the tied lm_head.weight, attn.bias/masked_bias buffers) are
+// ignored but must still be well-formed.
+HostWeights load_safetensors(const std::filesystem::path& file, int num_heads, std::size_t alignment);
+// Writes the tensors in one fixed order with contiguous data, "__metadata__": {"format": "pt"}, and
+// the JSON header space-padded to a multiple of 8 bytes, so equal weights give identical files.
+// Requires NUM_HEADS * DIMS_PER_HEAD == MODEL_DIMS (ConfigError).
+void save_safetensors(const std::filesystem::path& file, const HostWeights& w);
+
+}  // namespace paxocl::models

@@ -1,0 +1,505 @@
+// Weight files: llm.c checkpoints and Hugging Face GPT-2 safetensors. The files read here are built
+// by writers in this test from the formats' specifications (plain fwrite, hand-written JSON), not by
+// weights_io.cpp; then round trips, and every kind of bad file.
+#include "models/weights_io.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <iterator>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "device/errors.h"
+#include "models/parameter_layout.h"
+#include "tests/test_support.h"
+
+namespace paxocl::models {
+namespace {
+
+namespace fs = std::filesystem;
+using paxocl::testing::TempDir;
+
+std::string read_bytes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void write_bytes(const fs::path& file, const std::string& bytes) {
+  std::ofstream(file, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+std::string f32_bytes(const std::vector<float>& v) {
+  return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)};
+}
+std::vector<float> floats(const std::string& bytes) {
+  std::vector<float> v(bytes.size() / sizeof(float));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+// Distinct per tensor and element, exact in fp32 (below 2^24 for these sizes).
+float value(std::size_t tensor, std::size_t i) { return static_cast<float>(tensor * 100000 + i); }
+
+// Error checks: a WeightsFileError whose one-line message names the file and holds every word.
+template <class F>
+void expect_file_error(F&& f, const fs::path& file, std::initializer_list<std::string_view> words) {
+  try {
+    f();
+    ADD_FAILURE() << "no WeightsFileError for " << file;
+  } catch (const WeightsFileError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(file.string()), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    for (std::string_view w : words) EXPECT_NE(msg.find(w), std::string::npos) << "'" << w << "' not in: " << msg;
+  }
+}
+
+// ---- an independent llm.c writer (layout from llm.c's train_gpt2.c) ----------------------------
+
+struct Dims {
+  int maxT, V, L, NH, C, Vp;
+};
+
+struct LlmcKind {
+  std::string ours;  // our tensor name, or the suffix of h{l}.<suffix> when per_layer
+  bool per_layer;
+  std::size_t count;  // floats, per layer when per_layer
+};
+
+std::vector<LlmcKind> llmc_kinds(const Dims& d) {
+  const std::size_t C = d.C;
+  return {{"wte", false, d.Vp * C},         {"wpe", false, d.maxT * C},     {"ln1.scale", true, C},
+          {"ln1.bias", true, C},            {"attn.qkv.w", true, 3 * C * C}, {"attn.qkv.b", true, 3 * C},
+          {"attn.proj.w", true, C * C},     {"attn.proj.b", true, C},       {"ln2.scale", true, C},
+          {"ln2.bias", true, C},            {"mlp.fc.w", true, 4 * C * C},  {"mlp.fc.b", true, 4 * C},
+          {"mlp.proj.w", true, 4 * C * C},  {"mlp.proj.b", true, C},        {"lnf.scale", false, C},
+          {"lnf.bias", false, C}};
+}
+
+std::size_t llmc_file_bytes(const Dims& d) {
+  std::size_t floats_total = 0;
+  for (const LlmcKind& k : llmc_kinds(d)) floats_total += k.count * (k.per_layer ? d.L : 1);
+  return 256 * 4 + floats_total * 4;
+}
+
+// Element i of the k-th stacked tensor of the file holds value(k, i).
+void write_llmc(const fs::path& file, const Dims& d, std::int32_t magic = 20240326, std::int32_t version = 3) {
+  std::FILE* f = std::fopen(file.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::int32_t header[256] = {magic, version, d.maxT, d.V, d.L, d.NH, d.C, d.Vp};
+  std::fwrite(header, sizeof(std::int32_t), 256, f);
+  const auto kinds = llmc_kinds(d);
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    const std::size_t n = kinds[k].count * (kinds[k].per_layer ? d.L : 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      const float v = value(k, i);
+      std::fwrite(&v, sizeof v, 1, f);
+    }
+  }
+  std::fclose(f);
+}
+
+// ---- an independent safetensors writer ---------------------------------------------------------
+
+struct StTensor {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::string bytes;  // raw little-endian data
+  std::string dtype = "F32";
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> offsets;  // default: contiguous in list order
+};
+
+void write_safetensors_raw(const fs::path& file, std::uint64_t header_len, const std::string& header, const std::string& data) {
+  write_bytes(file, std::string(reinterpret_cast<const char*>(&header_len), 8) + header + data);
+}
+
+// The JSON header is written by hand, space-padded to a multiple of 8 bytes.
+void write_safetensors(const fs::path& file, const std::vector<StTensor>& tensors, const std::string& extra_data = "") {
+  std::string header = R"({"__metadata__":{"format":"pt"})", data;
+  for (const StTensor& t : tensors) {
+    auto [b, e] = t.offsets.value_or(std::pair<std::uint64_t, std::uint64_t>(data.size(), data.size() + t.bytes.size()));
+    std::string shape;
+    for (std::int64_t s : t.shape) shape += fmt::format("{}{}", shape.empty() ? "" : ",", s);
+    header += fmt::format(R"(,"{}":{{"dtype":"{}","shape":[{}],"data_offsets":[{},{}]}})", t.name, t.dtype, shape, b, e);
+    data += t.bytes;
+  }
+  header += "}";
+  while (header.size() % 8 != 0) header += ' ';
+  write_safetensors_raw(file, header.size(), header, data + extra_data);
+}
+
+// How a Hugging Face GPT-2 tensor maps onto ours (our names from parameter_layout.h).
+struct HfMapping {
+  std::string hf;    // without prefix
+  std::string ours;
+  bool conv1d;       // stored (in, out)
+};
+
+std::vector<HfMapping> hf_mappings(int L) {
+  std::vector<HfMapping> m{{"wte.weight", "wte", false}, {"wpe.weight", "wpe", false}};
+  for (int l = 0; l < L; ++l) {
+    const std::string h = fmt::format("h.{}.", l), o = fmt::format("h{}.", l);
+    m.insert(m.end(), {{h + "ln_1.weight", o + "ln1.scale", false},     {h + "ln_1.bias", o + "ln1.bias", false},
+                       {h + "attn.c_attn.weight", o + "attn.qkv.w", true}, {h + "attn.c_attn.bias", o + "attn.qkv.b", false},
+                       {h + "attn.c_proj.weight", o + "attn.proj.w", true}, {h + "attn.c_proj.bias", o + "attn.proj.b", false},
+                       {h + "ln_2.weight", o + "ln2.scale", false},     {h + "ln_2.bias", o + "ln2.bias", false},
+                       {h + "mlp.c_fc.weight", o + "mlp.fc.w", true},    {h + "mlp.c_fc.bias", o + "mlp.fc.b", false},
+                       {h + "mlp.c_proj.weight", o + "mlp.proj.w", true}, {h + "mlp.c_proj.bias", o + "mlp.proj.b", false}});
+  }
+  m.insert(m.end(), {{"ln_f.weight", "lnf.scale", false}, {"ln_f.bias", "lnf.bias", false}});
+  return m;
+}
+
+// A GPT-2 as transformers saves it, H the MLP width: the parameters in HF shapes plus the extras a
+// real file holds (tied lm_head.weight, attn.bias / attn.masked_bias buffers), listed in reverse so
+// nothing depends on the order. Tensor k (in list order) holds value(k, i) at flat index i.
+std::vector<StTensor> hf_model(const Dims& d, int H, const std::string& prefix = "transformer.") {
+  const std::int64_t C = d.C;
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> specs{{"wte.weight", {d.V, C}}, {"wpe.weight", {d.maxT, C}}};
+  for (int l = 0; l < d.L; ++l) {
+    const std::string h = fmt::format("h.{}.", l);
+    specs.insert(specs.end(), {{h + "ln_1.weight", {C}},           {h + "ln_1.bias", {C}},
+                               {h + "attn.bias", {1, 1, d.maxT, d.maxT}}, {h + "attn.masked_bias", {}},
+                               {h + "attn.c_attn.weight", {C, 3 * C}}, {h + "attn.c_attn.bias", {3 * C}},
+                               {h + "attn.c_proj.weight", {C, C}},   {h + "attn.c_proj.bias", {C}},
+                               {h + "ln_2.weight", {C}},             {h + "ln_2.bias", {C}},
+                               {h + "mlp.c_fc.weight", {C, H}},      {h + "mlp.c_fc.bias", {H}},
+                               {h + "mlp.c_proj.weight", {H, C}},    {h + "mlp.c_proj.bias", {C}}});
+  }
+  specs.insert(specs.end(), {{"ln_f.weight", {C}}, {"ln_f.bias", {C}}});
+  if (!prefix.empty()) specs.push_back({"../lm_head.weight", {d.V, C}});  // GPT2LMHeadModel only
+  std::vector<StTensor> out;
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    std::size_t n = 1;
+    for (std::int64_t s : specs[k].second) n *= static_cast<std::size_t>(s);
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = value(k, i);
+    const std::string& name = specs[k].first;
+    out.push_back({name.starts_with("../") ? name.substr(3) : prefix + name, specs[k].second, f32_bytes(v), "F32", {}});
+  }
+  return {out.rbegin(), out.rend()};
+}
+
+StTensor& find(std::vector<StTensor>& ts, const std::string& name) {
+  for (StTensor& t : ts) {
+    if (t.name == name) return t;
+  }
+  throw std::out_of_range(name);
+}
+
+const std::vector<std::size_t> kAlignments{1, 16};
+const Dims kPadded{16, 50, 2, 2, 8, 64};  // Vp > V, two layers
+
+// ---- llm.c --------------------------------------------------------------------------------------
+
+TEST(WeightsIo, LlmcLoadPutsEveryTensorInPlace) {
+  for (const Dims& d : {kPadded, Dims{8, 64, 1, 4, 16, 64}}) {
+    for (std::size_t alignment : kAlignments) {
+      SCOPED_TRACE(fmt::format("V={} Vp={} alignment={}", d.V, d.Vp, alignment));
+      TempDir dir;
+      const fs::path file = dir.path() / "model.bin";
+      write_llmc(file, d);
+      const HostWeights w = load_llmc(file, alignment);
+      const GptConfig& c = w.config;
+      EXPECT_EQ(c.num_layers, d.L);
+      EXPECT_EQ(c.model_dims, d.C);
+      EXPECT_EQ(c.hidden_dims, 4 * d.C);
+      EXPECT_EQ(c.num_heads, d.NH);
+      EXPECT_EQ(c.dims_per_head, d.C / d.NH);
+      EXPECT_EQ(c.max_seq_len, d.maxT);
+      EXPECT_EQ(c.vocab_size, d.V);
+      EXPECT_EQ(c.padded_vocab(), d.Vp);
+      EXPECT_EQ(w.alignment, alignment);
+      const ParameterLayout layout(c, alignment);
+      ASSERT_EQ(w.data.size(), layout.total());
+
+      std::vector<bool> covered(w.data.size(), false);
+      const auto kinds = llmc_kinds(d);
+      for (std::size_t k = 0; k < kinds.size(); ++k) {
+        for (int l = 0; l < (kinds[k].per_layer ? d.L : 1); ++l) {
+          const std::string name = kinds[k].per_layer ? ParameterLayout::layer_name(l, kinds[k].ours) : kinds[k].ours;
+          const TensorSpec& t = layout.at(name);
+          ASSERT_EQ(t.count, kinds[k].count) << name;
+          for (std::size_t j = 0; j < t.count; ++j) {
+            ASSERT_EQ(w.data[t.offset + j], value(k, l * t.count + j)) << name << "[" << j << "]";
+            covered[t.offset + j] = true;
+          }
+        }
+      }
+      for (std::size_t i = 0; i < w.data.size(); ++i) {
+        if (!covered[i]) {
+          ASSERT_EQ(w.data[i], 0.0f) << "alignment gap at " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(WeightsIo, LlmcSaveReproducesTheFileByteForByte) {
+  for (std::size_t alignment : kAlignments) {
+    TempDir dir;
+    write_llmc(dir.path() / "in.bin", kPadded);
+    save_llmc(dir.path() / "out.bin", load_llmc(dir.path() / "in.bin", alignment));
+    EXPECT_EQ(read_bytes(dir.path() / "out.bin"), read_bytes(dir.path() / "in.bin"));
+  }
+}
+
+TEST(WeightsIo, SaveIsAtomicAndOverwrites) {
+  TempDir dir;
+  write_llmc(dir.path() / "in.bin", kPadded);
+  const HostWeights w = load_llmc(dir.path() / "in.bin", 1);
+  write_bytes(dir.path() / "out.bin", "old contents");
+  save_llmc(dir.path() / "out.bin", w);
+  save_safetensors(dir.path() / "out.safetensors", w);
+  EXPECT_EQ(read_bytes(dir.path() / "out.bin"), read_bytes(dir.path() / "in.bin"));
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
+  }
+  const fs::path nowhere = dir.path() / "no-such-dir" / "out.bin";
+  expect_file_error([&] { save_llmc(nowhere, w); }, nowhere, {"cannot create", "No such file"});
+}
+
+TEST(WeightsIo, LlmcSaveRejectsConfigsTheFormatCannotHold) {
+  GptConfig c;  // defaults: C=128, H=512, NH*hs=128
+  c.hidden_dims = 3 * c.model_dims;
+  TempDir dir;
+  EXPECT_THROW(save_llmc(dir.path() / "x.bin", HostWeights{c, 1, std::vector<float>(ParameterLayout(c, 1).total())}),
+               ConfigError);
+  c = GptConfig{};
+  c.dims_per_head = 16;  // D = 64 != C
+  EXPECT_THROW(save_llmc(dir.path() / "x.bin", HostWeights{c, 1, std::vector<float>(ParameterLayout(c, 1).total())}),
+               ConfigError);
+  EXPECT_THROW(save_safetensors(dir.path() / "x.st", HostWeights{c, 1, std::vector<float>(ParameterLayout(c, 1).total())}),
+               ConfigError);
+  EXPECT_FALSE(fs::exists(dir.path() / "x.bin"));
+}
+
+// ---- safetensors --------------------------------------------------------------------------------
+
+TEST(WeightsIo, SafetensorsLoadTransposesConv1dWeights) {
+  const Dims d = kPadded;
+  const int H = 24;  // not 4C: the MLP width comes from the file
+  for (std::size_t alignment : kAlignments) {
+    SCOPED_TRACE(fmt::format("alignment={}", alignment));
+    TempDir dir;
+    const fs::path file = dir.path() / "model.safetensors";
+    auto tensors = hf_model(d, H);
+    write_safetensors(file, tensors);
+    const HostWeights w = load_safetensors(file, d.NH, alignment);
+    const GptConfig& c = w.config;
+    EXPECT_EQ(c.num_layers, d.L);
+    EXPECT_EQ(c.model_dims, d.C);
+    EXPECT_EQ(c.hidden_dims, H);
+    EXPECT_EQ(c.num_heads, d.NH);
+    EXPECT_EQ(c.dims_per_head, d.C / d.NH);
+    EXPECT_EQ(c.max_seq_len, d.maxT);
+    EXPECT_EQ(c.vocab_size, d.V);
+    EXPECT_EQ(c.padded_vocab(), 128);  // default rounding of V=50
+    const ParameterLayout layout(c, alignment);
+    ASSERT_EQ(w.data.size(), layout.total());
+
+    for (const HfMapping& m : hf_mappings(d.L)) {
+      const StTensor& f = find(tensors, "transformer." + m.hf);
+      const std::vector<float> file_values = floats(f.bytes);
+      const TensorSpec& t = layout.at(m.ours);
+      if (m.conv1d) {
+        const std::size_t in = f.shape[0], out = f.shape[1];
+        ASSERT_EQ(t.shape, (std::vector<std::int64_t>{static_cast<std::int64_t>(out), static_cast<std::int64_t>(in)})) << m.ours;
+        for (std::size_t o = 0; o < out; ++o) {
+          for (std::size_t i = 0; i < in; ++i) {
+            ASSERT_EQ(w.data[t.offset + o * in + i], file_values[i * out + o]) << m.ours << "[" << o << "][" << i << "]";
+          }
+        }
+        continue;
+      }
+      for (std::size_t j = 0; j < file_values.size(); ++j) ASSERT_EQ(w.data[t.offset + j], file_values[j]) << m.ours;
+      for (std::size_t j = file_values.size(); j < t.count; ++j) ASSERT_EQ(w.data[t.offset + j], 0.0f) << m.ours << " padding";
+    }
+  }
+}
+
+TEST(WeightsIo, SafetensorsWithoutTransformerPrefixLoadAlike) {
+  TempDir dir;
+  write_safetensors(dir.path() / "lm.safetensors", hf_model(kPadded, 32));
+  write_safetensors(dir.path() / "bare.safetensors", hf_model(kPadded, 32, ""));
+  const HostWeights a = load_safetensors(dir.path() / "lm.safetensors", 2, 4);
+  const HostWeights b = load_safetensors(dir.path() / "bare.safetensors", 2, 4);
+  EXPECT_EQ(a.data, b.data);
+}
+
+TEST(WeightsIo, SafetensorsSaveIsCanonicalAndRoundTrips) {
+  TempDir dir;
+  write_safetensors(dir.path() / "hf.safetensors", hf_model(kPadded, 24));
+  const HostWeights w = load_safetensors(dir.path() / "hf.safetensors", kPadded.NH, 16);
+  save_safetensors(dir.path() / "a.safetensors", w);
+  const HostWeights w2 = load_safetensors(dir.path() / "a.safetensors", kPadded.NH, 16);
+  EXPECT_EQ(w2.data, w.data);
+  save_safetensors(dir.path() / "b.safetensors", w2);
+  const std::string a = read_bytes(dir.path() / "a.safetensors");
+  EXPECT_EQ(read_bytes(dir.path() / "b.safetensors"), a);
+
+  // The file's structure, by the safetensors specification.
+  std::uint64_t n = 0;
+  std::memcpy(&n, a.data(), 8);
+  ASSERT_EQ(n % 8, 0u);
+  ASSERT_LE(8 + n, a.size());
+  const auto header = nlohmann::json::parse(a.substr(8, n));
+  EXPECT_EQ(header["__metadata__"]["format"], "pt");
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+  for (const auto& [name, t] : header.items()) {
+    if (name == "__metadata__") continue;
+    EXPECT_TRUE(name.starts_with("transformer.")) << name;
+    EXPECT_EQ(name.find("lm_head"), std::string::npos);
+    EXPECT_FALSE(name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias")) << name;
+    EXPECT_EQ(t["dtype"], "F32") << name;
+    std::uint64_t count = 4;
+    for (const auto& s : t["shape"]) count *= s.get<std::uint64_t>();
+    ranges.emplace_back(t["data_offsets"][0], t["data_offsets"][1]);
+    EXPECT_EQ(ranges.back().second - ranges.back().first, count) << name;
+  }
+  EXPECT_EQ(ranges.size(), hf_mappings(kPadded.L).size());
+  std::sort(ranges.begin(), ranges.end());
+  std::uint64_t end = 0;
+  for (const auto& [b, e] : ranges) {
+    EXPECT_EQ(b, end);
+    end = e;
+  }
+  EXPECT_EQ(8 + n + end, a.size());
+  EXPECT_EQ(header.at("transformer.wte.weight")["shape"], (std::vector<int>{kPadded.V, kPadded.C}));
+}
+
+TEST(WeightsIo, LlmcThroughSafetensorsKeepsEveryRealParameter) {
+  TempDir dir;
+  write_llmc(dir.path() / "in.bin", kPadded);
+  const HostWeights orig = load_llmc(dir.path() / "in.bin", 16);
+  save_safetensors(dir.path() / "mid.safetensors", orig);
+  const HostWeights mid = load_safetensors(dir.path() / "mid.safetensors", kPadded.NH, 16);
+  save_llmc(dir.path() / "out.bin", mid);
+  const HostWeights back = load_llmc(dir.path() / "out.bin", 16);
+
+  const ParameterLayout lo(orig.config, 16);
+  for (const HostWeights* w : {&mid, &back}) {
+    const GptConfig& c = w->config;
+    EXPECT_EQ(c.num_layers, kPadded.L);
+    EXPECT_EQ(c.model_dims, kPadded.C);
+    EXPECT_EQ(c.hidden_dims, 4 * kPadded.C);
+    EXPECT_EQ(c.num_heads, kPadded.NH);
+    EXPECT_EQ(c.max_seq_len, kPadded.maxT);
+    EXPECT_EQ(c.vocab_size, kPadded.V);
+    EXPECT_EQ(c.padded_vocab(), 128);  // safetensors do not carry Vp: default rounding
+    const ParameterLayout lw(c, 16);
+    for (const TensorSpec& t : lo.tensors()) {
+      const TensorSpec& u = lw.at(t.name);
+      const std::size_t real = t.name == "wte" ? static_cast<std::size_t>(kPadded.V * kPadded.C) : t.count;
+      for (std::size_t j = 0; j < real; ++j) ASSERT_EQ(w->data[u.offset + j], orig.data[t.offset + j]) << t.name << "[" << j << "]";
+      for (std::size_t j = real; j < u.count; ++j) ASSERT_EQ(w->data[u.offset + j], 0.0f) << t.name << " padding";
+    }
+  }
+}
+
+// ---- bad files ----------------------------------------------------------------------------------
+
+TEST(WeightsIo, LlmcErrorsNameTheFileAndTheProblem) {
+  TempDir dir;
+  const fs::path f = dir.path() / "bad.bin";
+  auto load = [&] { load_llmc(f, 1); };
+
+  expect_file_error(load, f, {"cannot open", "No such file"});
+  fs::create_directory(f);
+  expect_file_error(load, f, {"not a regular file"});
+  fs::remove(f);
+
+  write_bytes(f, std::string(100, '\0'));
+  expect_file_error(load, f, {"truncated", "got 100"});
+
+  write_llmc(f, kPadded, 1234);
+  expect_file_error(load, f, {"not an llm.c checkpoint: magic 1234, expected 20240326"});
+  write_llmc(f, kPadded, 20240326, 5);
+  expect_file_error(load, f, {"unsupported", "version 5", "float32"});
+
+  const std::size_t size = llmc_file_bytes(kPadded);
+  write_llmc(f, kPadded);
+  ASSERT_EQ(fs::file_size(f), size);
+  fs::resize_file(f, size - 4);
+  expect_file_error(load, f, {"truncated", fmt::format("expected {} bytes, got {}", size, size - 4)});
+  fs::resize_file(f, size + 4);
+  expect_file_error(load, f, {"trailing", fmt::format("expected {} bytes, got {}", size, size + 4)});
+
+  write_llmc(f, Dims{16, 50, 2, 3, 8, 64});
+  expect_file_error(load, f, {"C=8 is not a multiple of NH=3"});
+  write_llmc(f, Dims{16, 50, 2, 2, 8, 40});
+  expect_file_error(load, f, {"Vp=40 is smaller than V=50"});
+  write_llmc(f, Dims{16, 50, 0, 2, 8, 64});
+  expect_file_error(load, f, {"L=0"});
+}
+
+TEST(WeightsIo, SafetensorsErrorsNameTheFileAndTheProblem) {
+  TempDir dir;
+  const fs::path f = dir.path() / "bad.safetensors";
+  auto load = [&] { load_safetensors(f, kPadded.NH, 1); };
+  const auto good = hf_model(kPadded, 32);
+  auto write_with = [&](auto&& edit) {
+    auto tensors = good;
+    edit(tensors);
+    write_safetensors(f, tensors);
+  };
+
+  expect_file_error(load, f, {"cannot open", "No such file"});
+  write_bytes(f, "abc");
+  expect_file_error(load, f, {"truncated", "got 3"});
+  write_safetensors_raw(f, 1000, "{}", "0123456789");
+  expect_file_error(load, f, {"header length 1000", "past the end"});
+  write_safetensors_raw(f, 9, "{not json", "");
+  expect_file_error(load, f, {"invalid safetensors JSON header"});
+
+  write_with([](auto& ts) { std::erase_if(ts, [](const StTensor& t) { return t.name == "transformer.h.1.mlp.c_fc.bias"; }); });
+  expect_file_error(load, f, {"missing tensor transformer.h.1.mlp.c_fc.bias"});
+  write_with([](auto& ts) { find(ts, "transformer.h.1.attn.c_attn.weight").shape = {24, 8}; });
+  expect_file_error(load, f, {"tensor transformer.h.1.attn.c_attn.weight has shape [24, 8], expected [8, 24]"});
+  for (const char* dtype : {"F16", "BF16"}) {
+    write_with([&](auto& ts) {
+      StTensor& t = find(ts, "transformer.ln_f.weight");
+      t.dtype = dtype;
+      t.bytes.resize(t.bytes.size() / 2);
+    });
+    expect_file_error(load, f, {"tensor transformer.ln_f.weight has dtype", dtype, "only F32"});
+  }
+
+  // Offsets: the last-listed tensor (wte.weight, 50*8 floats) is moved about.
+  const std::uint64_t data_bytes = [&] {
+    std::uint64_t n = 0;
+    for (const StTensor& t : good) n += t.bytes.size();
+    return n;
+  }();
+  const std::uint64_t wte_bytes = 50 * 8 * 4, wte_begin = data_bytes - wte_bytes;
+  write_with([&](auto& ts) { ts.back().offsets = {{wte_begin, data_bytes + 4}}; });
+  expect_file_error(load, f, {"transformer.wte.weight", "data_offsets", "out of range"});
+  write_with([&](auto& ts) { ts.back().offsets = {{wte_begin, data_bytes - 4}}; });
+  expect_file_error(load, f, {"transformer.wte.weight", "data_offsets", fmt::format("needs {}", wte_bytes)});
+  write_with([&](auto& ts) { ts.back().offsets = {{wte_begin - 4, data_bytes - 4}}; });
+  expect_file_error(load, f, {"overlapping"});
+  write_safetensors(f, good, "junk");
+  expect_file_error(load, f, {"belong to no tensor"});
+
+  write_with([](auto& ts) {
+    std::erase_if(ts, [](const StTensor& t) { return t.name.starts_with("transformer.h.0."); });
+  });
+  expect_file_error(load, f, {"layer transformer.h.0 is missing"});
+
+  write_safetensors(f, good);
+  EXPECT_THROW(load_safetensors(f, 3, 1), ConfigError);  // 3 does not divide C=8
+  EXPECT_NO_THROW(load());
+}
+
+}  // namespace
+}  // namespace paxocl::models

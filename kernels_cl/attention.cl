@@ -1,0 +1,74 @@
+// Causal multi-head attention pieces around GEMMs (kernels_cl/attention.h composes them).
+// Heads layout: (B, NH, T, hs). Score blocks: (G, T, T) for a chunk of G = (batch, head) pairs,
+// so the T x T workspace is bounded by the chunk, never by B * NH.
+
+// heads[b, h, t, d] = rows[b, t, col + h*hs + d]       rows: (B, T, row_stride)  heads: (B, NH, T, hs)
+__kernel void rows_to_heads(__global float* heads, __global const float* rows, const uint T, const uint NH,
+                            const uint hs, const uint row_stride, const uint col, const uint n) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const uint d = i % hs, t = (i / hs) % T, h = (i / (hs * T)) % NH, b = i / (hs * T * NH);
+  heads[i] = rows[((size_t)b * T + t) * row_stride + col + h * hs + d];
+}
+
+// rows[b, t, col + h*hs + d] = heads[b, h, t, d]   (the inverse scatter)
+__kernel void heads_to_rows(__global float* rows, __global const float* heads, const uint T, const uint NH,
+                            const uint hs, const uint row_stride, const uint col, const uint n) {
+  const uint i = get_global_id(0);
+  if (i >= n) return;
+  const uint d = i % hs, t = (i / hs) % T, h = (i / (hs * T)) % NH, b = i / (hs * T * NH);
+  rows[((size_t)b * T + t) * row_stride + col + h * hs + d] = heads[i];
+}
+
+// In place on scores s (G, T, T): p[t, u] = exp(scale*s[t,u] - lse[t]) for u <= t, 0 above the
+// diagonal; lse[g, t] = log sum_{u<=t} exp(scale*s[t,u]).   One work-item per row.  lse: (.., T) at lse_offset
+__kernel void causal_softmax_forward(__global float* s, __global float* lse, const uint T, const float scale,
+                                     const uint lse_offset, const uint rows) {
+  const uint r = get_global_id(0);
+  if (r >= rows) return;
+  const uint t = r % T;
+  __global float* row = s + (size_t)r * T;
+  float mx = -INFINITY;
+  for (uint u = 0; u <= t; ++u) mx = fmax(mx, scale * row[u]);
+  float sum = 0.0f;
+  for (uint u = 0; u <= t; ++u) sum += exp(scale * row[u] - mx);
+  const float l = mx + log(sum);
+  for (uint u = 0; u <= t; ++u) row[u] = exp(scale * row[u] - l);
+  for (uint u = t + 1; u < T; ++u) row[u] = 0.0f;
+  lse[lse_offset + r] = l;
+}
+
+// Backward recomputation: p[t, u] = exp(scale*s[t,u] - lse[t]) for u <= t, else 0 (in place).
+__kernel void causal_probs_from_lse(__global float* s, __global const float* lse, const uint T, const float scale,
+                                    const uint lse_offset, const uint rows) {
+  const uint r = get_global_id(0);
+  if (r >= rows) return;
+  const uint t = r % T;
+  const float l = lse[lse_offset + r];
+  __global float* row = s + (size_t)r * T;
+  for (uint u = 0; u <= t; ++u) row[u] = exp(scale * row[u] - l);
+  for (uint u = t + 1; u < T; ++u) row[u] = 0.0f;
+}
+
+// delta[r] = sum_d out[r, d] * dout[r, d]   (= sum_u p[t,u] dp[t,u], the softmax backward's row term)
+__kernel void attention_row_dot(__global float* delta, __global const float* out, __global const float* dout,
+                                const uint hs, const uint rows) {
+  const uint r = get_global_id(0);
+  if (r >= rows) return;
+  float acc = 0.0f;
+  for (uint d = 0; d < hs; ++d) acc += out[(size_t)r * hs + d] * dout[(size_t)r * hs + d];
+  delta[r] = acc;
+}
+
+// In place on dp (G, T, T): ds[t, u] = scale * p[t,u] * (dp[t,u] - delta[t]) for u <= t, else 0.
+__kernel void causal_softmax_backward(__global float* dp, __global const float* p, __global const float* delta,
+                                      const uint T, const float scale, const uint delta_offset, const uint rows) {
+  const uint r = get_global_id(0);
+  if (r >= rows) return;
+  const uint t = r % T;
+  const float dl = delta[delta_offset + r];
+  __global float* row = dp + (size_t)r * T;
+  __global const float* prow = p + (size_t)r * T;
+  for (uint u = 0; u <= t; ++u) row[u] = scale * prow[u] * (row[u] - dl);
+  for (uint u = t + 1; u < T; ++u) row[u] = 0.0f;
+}

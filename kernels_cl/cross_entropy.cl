@@ -1,0 +1,24 @@
+// Fused softmax + cross-entropy over the vocabulary with per-token weights, forward and backward
+// in one pass. One work-item per row. Columns [V, Vp) are vocabulary padding: excluded from the
+// softmax, gradient 0.
+//   losses[n]  = w[n] * (logsumexp(logits[n, :V]) - logits[n, target[n]])
+//   logits[n,v] <- w[n] * inv_weight_sum * (softmax[n,v] - [v == target[n]])   (in place: dlogits)
+// logits: (N, Vp)   targets, weights, losses: (N)
+__kernel void softmax_cross_entropy(__global float* logits, __global float* losses, __global const int* targets,
+                                    __global const float* weights, const uint N, const uint V, const uint Vp,
+                                    const float inv_weight_sum) {
+  const uint n = get_global_id(0);
+  if (n >= N) return;
+  __global float* row = logits + (size_t)n * Vp;
+  float mx = -INFINITY;
+  for (uint v = 0; v < V; ++v) mx = fmax(mx, row[v]);
+  float sum = 0.0f;
+  for (uint v = 0; v < V; ++v) sum += exp(row[v] - mx);
+  const float lse = mx + log(sum);
+  const int target = targets[n];
+  const float w = weights[n];
+  losses[n] = w * (lse - row[target]);
+  const float g = w * inv_weight_sum;
+  for (uint v = 0; v < V; ++v) row[v] = g * (exp(row[v] - lse) - (v == (uint)target ? 1.0f : 0.0f));
+  for (uint v = V; v < Vp; ++v) row[v] = 0.0f;
+}

@@ -1,0 +1,52 @@
+// Gemm: the one matrix-multiply interface every layer uses, so a faster GEMM can replace the
+// CLBlast one without touching layers. Row-major throughout:
+//   C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C,  op(X) = X or X^T
+// With batch > 1 the same product repeats `batch` times, each operand advancing by its
+// batch_stride (strided-batched GEMM, used by attention). Enqueued in order on the device's queue.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "device/device.h"
+
+namespace paxocl::kernels {
+
+enum class Transpose { kNo, kYes };
+
+struct GemmOperand {
+  cl_mem buffer = nullptr;
+  std::size_t offset = 0;        // elements
+  std::size_t ld = 0;            // leading dimension (row length as stored), elements
+  std::size_t batch_stride = 0;  // elements between consecutive matrices (batch > 1)
+};
+
+struct GemmShape {
+  Transpose a = Transpose::kNo, b = Transpose::kNo;
+  std::size_t m = 0, n = 0, k = 0;
+  std::size_t batch = 1;
+};
+
+struct GemmStats {
+  long calls = 0;
+  double device_ms = 0;  // profiled device time of the GEMM kernels (when profiling is on)
+};
+
+class Gemm {
+ public:
+  virtual ~Gemm() = default;
+  virtual void run(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                   const GemmOperand& c) = 0;
+  virtual std::string name() const = 0;
+  // Profiling for benchmarks: when on, stats() sums the device time of the GEMMs run since the
+  // last reset (it waits for them to finish).
+  virtual void set_profiling(bool on) = 0;
+  virtual GemmStats stats() = 0;
+  virtual void reset_stats() = 0;
+};
+
+// CLBlast (Gemm / GemmStridedBatched) on `device`'s queue.
+std::unique_ptr<Gemm> make_clblast_gemm(device::Device& device);
+
+}  // namespace paxocl::kernels

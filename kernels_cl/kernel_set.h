@@ -1,0 +1,49 @@
+// KernelSet: the kernels of one embedded program on one device, and a 1-D launcher. The typed
+// launcher classes (Elementwise, LayerNormKernels, ...) hold one each and state shapes.
+#pragma once
+
+#include <array>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "device/device.h"
+#include "device/errors.h"
+#include "device/program_cache.h"
+
+namespace paxocl::kernels {
+
+// A size as the cl_uint kernels take; throws if it does not fit.
+inline cl_uint u32(std::size_t n) {
+  if (n > std::numeric_limits<cl_uint>::max()) throw DeviceError("kernel argument exceeds 2^32-1: " + std::to_string(n));
+  return static_cast<cl_uint>(n);
+}
+
+class KernelSet {
+ public:
+  KernelSet(device::ProgramCache& cache, device::Device& device, std::string_view program,
+            std::initializer_list<const char*> kernel_names);
+
+  // Runs `kernel` over `items` work-items (rounded up to whole groups; kernels guard the tail).
+  template <typename... Args>
+  device::Event launch(std::string_view kernel, std::size_t items, const Args&... args) {
+    device::Kernel& k = find(kernel);
+    k.set_args(args...);
+    constexpr std::size_t kGroup = 64;
+    const std::array<std::size_t, 1> global = {std::max<std::size_t>(1, (items + kGroup - 1) / kGroup) * kGroup};
+    return device_.queue().launch(k, global);
+  }
+
+  device::Device& device() const { return device_; }
+
+ private:
+  device::Kernel& find(std::string_view name);
+
+  device::Device& device_;
+  device::Program program_;
+  std::vector<device::Kernel> kernels_;
+};
+
+}  // namespace paxocl::kernels

@@ -1,0 +1,121 @@
+#include "kernels_cl/nn_kernels.h"
+
+namespace paxocl::kernels {
+
+EmbeddingKernels::EmbeddingKernels(device::ProgramCache& cache, device::Device& device)
+    : set_(cache, device, "embedding", {"embedding_forward", "embedding_backward_wpe", "embedding_backward_wte"}) {}
+
+void EmbeddingKernels::forward(FloatBuffer& out, const IntBuffer& ids, const FloatBuffer& wte, const FloatBuffer& wpe,
+                               std::size_t B, std::size_t T, std::size_t C) {
+  const std::size_t n = B * T * C;
+  set_.launch("embedding_forward", n, out, ids, wte, wpe, u32(T), u32(C), u32(n));
+}
+
+void EmbeddingKernels::backward_wpe(FloatBuffer& dwpe, const FloatBuffer& dout, std::size_t B, std::size_t T,
+                                    std::size_t C) {
+  set_.launch("embedding_backward_wpe", T * C, dwpe, dout, u32(B), u32(T), u32(C));
+}
+
+void EmbeddingKernels::backward_wte(FloatBuffer& dwte, const FloatBuffer& dout, const IntBuffer& tokens,
+                                    const IntBuffer& starts, const IntBuffer& positions, std::size_t U,
+                                    std::size_t C) {
+  set_.launch("embedding_backward_wte", U * C, dwte, dout, tokens, starts, positions, u32(U), u32(C));
+}
+
+LayerNormKernels::LayerNormKernels(device::ProgramCache& cache, device::Device& device)
+    : set_(cache, device, "layernorm", {"layernorm_forward", "layernorm_backward_dx", "layernorm_backward_params"}) {}
+
+void LayerNormKernels::forward(FloatBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, const FloatBuffer& x,
+                               const FloatBuffer& w, const FloatBuffer& b, std::size_t N, std::size_t C, float eps) {
+  set_.launch("layernorm_forward", N, out, mean, rstd, x, w, b, u32(N), u32(C), eps);
+}
+
+void LayerNormKernels::backward(FloatBuffer& dx, FloatBuffer& dw, FloatBuffer& db, const FloatBuffer& dout,
+                                const FloatBuffer& x, const FloatBuffer& w, const FloatBuffer& mean,
+                                const FloatBuffer& rstd, std::size_t N, std::size_t C) {
+  set_.launch("layernorm_backward_dx", N, dx, dout, x, w, mean, rstd, u32(N), u32(C));
+  set_.launch("layernorm_backward_params", C, dw, db, dout, x, mean, rstd, u32(N), u32(C));
+}
+
+BiasKernels::BiasKernels(device::ProgramCache& cache, device::Device& device)
+    : set_(cache, device, "bias", {"bias_add", "bias_grad"}) {}
+
+void BiasKernels::add(FloatBuffer& out, const FloatBuffer& bias, std::size_t N, std::size_t C) {
+  set_.launch("bias_add", N * C, out, bias, u32(C), u32(N * C));
+}
+
+void BiasKernels::grad(FloatBuffer& dbias, const FloatBuffer& dout, std::size_t N, std::size_t C) {
+  set_.launch("bias_grad", C, dbias, dout, u32(N), u32(C));
+}
+
+GeluKernels::GeluKernels(device::ProgramCache& cache, device::Device& device)
+    : set_(cache, device, "gelu", {"gelu_forward", "gelu_backward"}) {}
+
+void GeluKernels::forward(FloatBuffer& out, const FloatBuffer& x, std::size_t n) {
+  set_.launch("gelu_forward", n, out, x, u32(n));
+}
+
+void GeluKernels::backward(FloatBuffer& dx, const FloatBuffer& x, const FloatBuffer& dout, std::size_t n) {
+  set_.launch("gelu_backward", n, dx, x, dout, u32(n));
+}
+
+AttentionKernels::AttentionKernels(device::ProgramCache& cache, device::Device& device)
+    : set_(cache, device, "attention",
+           {"rows_to_heads", "heads_to_rows", "causal_softmax_forward", "causal_probs_from_lse", "attention_row_dot",
+            "causal_softmax_backward"}) {}
+
+void AttentionKernels::rows_to_heads(FloatBuffer& heads, const FloatBuffer& rows, std::size_t B, std::size_t T,
+                                     std::size_t NH, std::size_t hs, std::size_t row_stride, std::size_t col) {
+  const std::size_t n = B * NH * T * hs;
+  set_.launch("rows_to_heads", n, heads, rows, u32(T), u32(NH), u32(hs), u32(row_stride), u32(col), u32(n));
+}
+
+void AttentionKernels::heads_to_rows(FloatBuffer& rows, const FloatBuffer& heads, std::size_t B, std::size_t T,
+                                     std::size_t NH, std::size_t hs, std::size_t row_stride, std::size_t col) {
+  const std::size_t n = B * NH * T * hs;
+  set_.launch("heads_to_rows", n, rows, heads, u32(T), u32(NH), u32(hs), u32(row_stride), u32(col), u32(n));
+}
+
+void AttentionKernels::softmax_forward(FloatBuffer& scores, FloatBuffer& lse, std::size_t G, std::size_t T,
+                                       float scale, std::size_t lse_offset) {
+  set_.launch("causal_softmax_forward", G * T, scores, lse, u32(T), scale, u32(lse_offset), u32(G * T));
+}
+
+void AttentionKernels::probs_from_lse(FloatBuffer& scores, const FloatBuffer& lse, std::size_t G, std::size_t T,
+                                      float scale, std::size_t lse_offset) {
+  set_.launch("causal_probs_from_lse", G * T, scores, lse, u32(T), scale, u32(lse_offset), u32(G * T));
+}
+
+void AttentionKernels::row_dot(FloatBuffer& delta, const FloatBuffer& out, const FloatBuffer& dout, std::size_t rows,
+                               std::size_t hs) {
+  set_.launch("attention_row_dot", rows, delta, out, dout, u32(hs), u32(rows));
+}
+
+void AttentionKernels::softmax_backward(FloatBuffer& dprobs, const FloatBuffer& probs, const FloatBuffer& delta,
+                                        std::size_t G, std::size_t T, float scale, std::size_t delta_offset) {
+  set_.launch("causal_softmax_backward", G * T, dprobs, probs, delta, u32(T), scale, u32(delta_offset), u32(G * T));
+}
+
+CrossEntropyKernels::CrossEntropyKernels(device::ProgramCache& cache, device::Device& device)
+    : set_(cache, device, "cross_entropy", {"softmax_cross_entropy"}) {}
+
+void CrossEntropyKernels::softmax_cross_entropy(FloatBuffer& logits, FloatBuffer& losses, const IntBuffer& targets,
+                                                const FloatBuffer& weights, std::size_t N, std::size_t V,
+                                                std::size_t Vp, float inv_weight_sum) {
+  set_.launch("softmax_cross_entropy", N, logits, losses, targets, weights, u32(N), u32(V), u32(Vp), inv_weight_sum);
+}
+
+OptimizerKernels::OptimizerKernels(device::ProgramCache& cache, device::Device& device)
+    : set_(cache, device, "optimizer", {"sum_squares_partial", "adam_update"}) {}
+
+void OptimizerKernels::sum_squares(FloatBuffer& partial, const FloatBuffer& x, std::size_t n, std::size_t chunk) {
+  set_.launch("sum_squares_partial", (n + chunk - 1) / chunk, partial, x, u32(n), u32(chunk));
+}
+
+void OptimizerKernels::adam(FloatBuffer& params, FloatBuffer& m, FloatBuffer& v, const FloatBuffer& grads,
+                            std::size_t n, const AdamArgs& a) {
+  set_.launch("adam_update", n, params, m, v, grads, u32(n), a.grad_scale, a.lr, a.decay1, a.decay2, a.eps,
+              a.weight_decay);
+}
+
+}  // namespace paxocl::kernels

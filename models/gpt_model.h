@@ -1,0 +1,70 @@
+// GptModel: Pax's GPT decoder on one OpenCL device.
+//   ids (B, T) -> Embedding (wte + wpe) -> NUM_LAYERS x TransformerBlock -> final LayerNorm
+//   -> TiedLmHead (logits = y wte^T, weighted mean softmax cross-entropy)
+// Parameters, gradients live in two flat device buffers laid out by ParameterLayout; each layer
+// receives views of its own tensors and never touches another layer's.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "device/program_cache.h"
+#include "models/gpt_config.h"
+#include "models/layers/embedding.h"
+#include "models/layers/layer_norm.h"
+#include "models/layers/tied_lm_head.h"
+#include "models/layers/transformer_block.h"
+#include "models/parameter_layout.h"
+#include "models/token_batch.h"
+
+namespace paxocl::models {
+
+struct GptModelOptions {
+  std::size_t max_batch = 8;          // largest B a step may use
+  std::size_t max_seq_len = 0;        // largest T; 0 = MAX_SEQ_LEN
+  std::size_t attention_workspace_bytes = 64u << 20;  // bound on the (chunk, T, T) score workspace
+};
+
+class GptModel {
+ public:
+  // `gemm` defaults to CLBlast.
+  GptModel(device::Device& device, device::ProgramCache& cache, const GptConfig& config, GptModelOptions options,
+           std::unique_ptr<kernels::Gemm> gemm = nullptr);
+
+  void init(std::uint64_t seed);                      // Gaussian(INIT_STD) matrices, zero biases, unit LN scales
+  void set_parameters(std::span<const float> flat);   // flat as ParameterLayout (size total())
+  std::vector<float> parameters();
+  std::vector<float> gradients();
+
+  double loss(const TokenBatch& batch);              // forward only (evaluation)
+  double forward_backward(const TokenBatch& batch);  // gradients of the returned loss, into gradient_buffer()
+
+  const GptConfig& config() const { return config_; }
+  const ParameterLayout& layout() const { return layout_; }
+  FloatBuffer& parameter_buffer() { return params_; }
+  FloatBuffer& gradient_buffer() { return grads_; }
+  kernels::KernelLibrary& kernels() { return kernels_; }
+  kernels::Gemm& gemm() { return *gemm_; }
+  device::Device& device() { return device_; }
+
+ private:
+  LayerContext context_for(const TokenBatch& batch);
+  const FloatBuffer& forward_trunk(LayerContext& ctx, const TokenBatch& batch);  // -> final LN output
+  Param param(const std::string& name) const;
+
+  device::Device& device_;
+  GptConfig config_;
+  GptModelOptions options_;
+  ParameterLayout layout_;
+  kernels::KernelLibrary kernels_;
+  std::unique_ptr<kernels::Gemm> gemm_;
+  FloatBuffer params_, grads_;
+  std::unique_ptr<Embedding> embedding_;
+  std::vector<TransformerBlock> blocks_;
+  std::unique_ptr<LayerNorm> final_norm_;
+  std::unique_ptr<TiedLmHead> head_;
+};
+
+}  // namespace paxocl::models

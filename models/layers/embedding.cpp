@@ -1,0 +1,55 @@
+#include "models/layers/embedding.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "models/layers/param_init.h"
+
+namespace paxocl::models {
+
+Embedding::Embedding(const device::Device& device, Param wte, Param wpe, std::size_t dims, std::size_t max_rows,
+                     const std::string& name)
+    : wte_(std::move(wte)),
+      wpe_(std::move(wpe)),
+      dims_(dims),
+      ids_(device.context(), max_rows, name + ".ids"),
+      tokens_(device.context(), max_rows, name + ".tokens"),
+      starts_(device.context(), max_rows + 1, name + ".starts"),
+      positions_(device.context(), max_rows, name + ".positions"),
+      x_(make_buffer(device, max_rows * dims, name + ".x")) {}
+
+void Embedding::init(device::Queue& queue, Rng& rng, float std) const {
+  write_gaussian(queue, wte_.value, rng, std);
+  write_gaussian(queue, wpe_.value, rng, std);
+}
+
+const FloatBuffer& Embedding::forward(LayerContext& ctx, const std::vector<int>& ids) {
+  const std::size_t N = ctx.rows();
+  // CSR of positions grouped by token: positions sorted by (token, position).
+  std::vector<cl_int> positions(N);
+  std::iota(positions.begin(), positions.end(), 0);
+  std::stable_sort(positions.begin(), positions.end(), [&](int a, int b) { return ids[a] < ids[b]; });
+  std::vector<cl_int> tokens, starts;
+  for (std::size_t p = 0; p < N; ++p) {
+    if (p == 0 || ids[positions[p]] != ids[positions[p - 1]]) {
+      tokens.push_back(ids[positions[p]]);
+      starts.push_back(static_cast<cl_int>(p));
+    }
+  }
+  starts.push_back(static_cast<cl_int>(N));
+  unique_tokens_ = tokens.size();
+  auto& q = ctx.device.queue();
+  q.write(ids_, std::span<const cl_int>(ids.data(), N));
+  q.write(tokens_, std::span<const cl_int>(tokens));
+  q.write(starts_, std::span<const cl_int>(starts));
+  q.write(positions_, std::span<const cl_int>(positions));
+  ctx.kernels.embedding.forward(x_, ids_, wte_.value, wpe_.value, ctx.batch, ctx.seq_len, dims_);
+  return x_;
+}
+
+void Embedding::backward(LayerContext& ctx, const FloatBuffer& dx) {
+  ctx.kernels.embedding.backward_wpe(wpe_.grad, dx, ctx.batch, ctx.seq_len, dims_);
+  ctx.kernels.embedding.backward_wte(wte_.grad, dx, tokens_, starts_, positions_, unique_tokens_, dims_);
+}
+
+}  // namespace paxocl::models

@@ -1,0 +1,33 @@
+// Embedding: token + learned position embedding.
+//   ids (B, T) -> x (B*T, C) = wte[ids] + wpe[t]          wte (Vp, C), wpe (MAX_SEQ_LEN, C)
+// backward(dx) accumulates dwpe and dwte. Repeated tokens are summed without atomics: forward
+// groups positions by token on the host (a CSR of the batch) and backward gives each token row
+// one work-item that adds its positions in order, so gradients are bit-reproducible.
+#pragma once
+
+#include <vector>
+
+#include "models/layers/layer_context.h"
+#include "models/rng.h"
+
+namespace paxocl::models {
+
+class Embedding {
+ public:
+  Embedding(const device::Device& device, Param wte, Param wpe, std::size_t dims, std::size_t max_rows,
+            const std::string& name);
+
+  void init(device::Queue& queue, Rng& rng, float std) const;  // both ~ N(0, std^2)
+  // `ids` holds ctx.rows() token ids; every id must be < Vp (the model checks the batch).
+  const FloatBuffer& forward(LayerContext& ctx, const std::vector<int>& ids);
+  void backward(LayerContext& ctx, const FloatBuffer& dx);
+
+ private:
+  Param wte_, wpe_;
+  std::size_t dims_;
+  device::Buffer<cl_int> ids_, tokens_, starts_, positions_;
+  std::size_t unique_tokens_ = 0;
+  FloatBuffer x_;
+};
+
+}  // namespace paxocl::models

@@ -1,0 +1,33 @@
+#include "models/layers/layer_norm.h"
+
+#include "models/layers/param_init.h"
+
+namespace paxocl::models {
+
+LayerNorm::LayerNorm(const device::Device& device, Param scale, Param bias, std::size_t dims, std::size_t max_rows,
+                     const std::string& name)
+    : scale_(std::move(scale)),
+      bias_(std::move(bias)),
+      dims_(dims),
+      y_(make_buffer(device, max_rows * dims, name + ".y")),
+      mean_(make_buffer(device, max_rows, name + ".mean")),
+      rstd_(make_buffer(device, max_rows, name + ".rstd")),
+      dx_(make_buffer(device, max_rows * dims, name + ".dx")) {}
+
+void LayerNorm::init(device::Queue& queue) const {
+  write_constant(queue, scale_.value, 1.0f);
+  write_constant(queue, bias_.value, 0.0f);
+}
+
+const FloatBuffer& LayerNorm::forward(LayerContext& ctx, const FloatBuffer& x) {
+  x_ = &x;
+  ctx.kernels.layernorm.forward(y_, mean_, rstd_, x, scale_.value, bias_.value, ctx.rows(), dims_, kEpsilon);
+  return y_;
+}
+
+const FloatBuffer& LayerNorm::backward(LayerContext& ctx, const FloatBuffer& dy) {
+  ctx.kernels.layernorm.backward(dx_, scale_.grad, bias_.grad, dy, *x_, scale_.value, mean_, rstd_, ctx.rows(), dims_);
+  return dx_;
+}
+
+}  // namespace paxocl::models

@@ -1,0 +1,27 @@
+// LayerNorm over the last dimension (eps 1e-5, statistics in fp32).
+//   x (N, C) -> y (N, C) = (x - mean) * rstd * scale + bias;  mean, rstd (N) kept for backward.
+// forward remembers x; backward returns dx (N, C) and accumulates dscale, dbias (C).
+#pragma once
+
+#include "models/layers/layer_context.h"
+
+namespace paxocl::models {
+
+class LayerNorm {
+ public:
+  static constexpr float kEpsilon = 1e-5f;
+  LayerNorm(const device::Device& device, Param scale, Param bias, std::size_t dims, std::size_t max_rows,
+            const std::string& name);
+
+  void init(device::Queue& queue) const;  // scale 1, bias 0
+  const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x);
+  const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dy);
+
+ private:
+  Param scale_, bias_;
+  std::size_t dims_;
+  const FloatBuffer* x_ = nullptr;
+  FloatBuffer y_, mean_, rstd_, dx_;
+};
+
+}  // namespace paxocl::models

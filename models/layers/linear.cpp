@@ -1,0 +1,47 @@
+#include "models/layers/linear.h"
+
+#include "models/layers/param_init.h"
+
+namespace paxocl::models {
+
+using kernels::GemmOperand;
+using kernels::GemmShape;
+using kernels::Transpose;
+
+Linear::Linear(const device::Device& device, Param weight, Param bias, std::size_t in, std::size_t out,
+               std::size_t max_rows, const std::string& name)
+    : weight_(std::move(weight)),
+      bias_(std::move(bias)),
+      in_(in),
+      out_(out),
+      y_(make_buffer(device, max_rows * out, name + ".y")),
+      dx_(make_buffer(device, max_rows * in, name + ".dx")) {}
+
+void Linear::init(device::Queue& queue, Rng& rng, float std) const {
+  write_gaussian(queue, weight_.value, rng, std);
+  write_constant(queue, bias_.value, 0.0f);
+}
+
+const FloatBuffer& Linear::forward(LayerContext& ctx, const FloatBuffer& x) {
+  x_ = &x;
+  const std::size_t N = ctx.rows();
+  // y (N, out) = x (N, in) * W^T
+  ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, N, out_, in_}, 1.0f, GemmOperand{x.get(), 0, in_},
+               GemmOperand{weight_.value.get(), 0, in_}, 0.0f, GemmOperand{y_.get(), 0, out_});
+  ctx.kernels.bias.add(y_, bias_.value, N, out_);
+  return y_;
+}
+
+const FloatBuffer& Linear::backward(LayerContext& ctx, const FloatBuffer& dy) {
+  const std::size_t N = ctx.rows();
+  // dW (out, in) += dy^T (out, N) * x (N, in)
+  ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, out_, in_, N}, 1.0f, GemmOperand{dy.get(), 0, out_},
+               GemmOperand{x_->get(), 0, in_}, 1.0f, GemmOperand{weight_.grad.get(), 0, in_});
+  ctx.kernels.bias.grad(bias_.grad, dy, N, out_);
+  // dx (N, in) = dy (N, out) * W (out, in)
+  ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, N, in_, out_}, 1.0f, GemmOperand{dy.get(), 0, out_},
+               GemmOperand{weight_.value.get(), 0, in_}, 0.0f, GemmOperand{dx_.get(), 0, in_});
+  return dx_;
+}
+
+}  // namespace paxocl::models

@@ -1,0 +1,30 @@
+// TransformerBlock: Pax's pre-LayerNorm decoder block.
+//   x2 = x + SelfAttention(LN1(x));   y = x2 + Mlp(LN2(x2))        x, x2, y: (N, C)
+// backward(dy) returns dx (N, C); the residual branches add their gradients.
+#pragma once
+
+#include "models/layers/layer_norm.h"
+#include "models/layers/mlp.h"
+#include "models/layers/self_attention.h"
+
+namespace paxocl::models {
+
+class TransformerBlock {
+ public:
+  TransformerBlock(const device::Device& device, LayerNorm ln1, SelfAttention attention, LayerNorm ln2, Mlp mlp,
+                   std::size_t dims, std::size_t max_rows, const std::string& name);
+
+  void init(device::Queue& queue, Rng& rng, float std) const;
+  const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x);
+  const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dy);
+
+ private:
+  LayerNorm ln1_;
+  SelfAttention attention_;
+  LayerNorm ln2_;
+  Mlp mlp_;
+  std::size_t dims_;
+  FloatBuffer x2_, y_, dx2_, dx_;
+};
+
+}  // namespace paxocl::models

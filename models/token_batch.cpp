@@ -1,0 +1,33 @@
+#include "models/token_batch.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "device/errors.h"
+
+namespace paxocl::models {
+
+void TokenBatch::validate(const GptConfig& config) const {
+  if (batch < 1 || seq_len < 1) throw DataError(fmt::format("batch of {} x {} tokens: both must be at least 1", batch, seq_len));
+  if (seq_len > config.max_seq_len) {
+    throw DataError(fmt::format("sequence length {} exceeds MAX_SEQ_LEN={}", seq_len, config.max_seq_len));
+  }
+  const std::size_t n = static_cast<std::size_t>(batch) * static_cast<std::size_t>(seq_len);
+  if (ids.size() != n || targets.size() != n || weights.size() != n) {
+    throw DataError(fmt::format("batch {} x {} needs {} ids, targets and weights; got {}, {} and {}", batch, seq_len, n,
+                                ids.size(), targets.size(), weights.size()));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= config.vocab_size || targets[i] < 0 || targets[i] >= config.vocab_size) {
+      throw DataError(fmt::format("token {} at position {} is outside the vocabulary [0, {}); check VOCAB_SIZE "
+                                  "against the tokenizer",
+                                  ids[i] < 0 || ids[i] >= config.vocab_size ? ids[i] : targets[i], i, config.vocab_size));
+    }
+    if (!(weights[i] >= 0.0f) || !std::isfinite(weights[i])) {
+      throw DataError(fmt::format("weight {} at position {} must be finite and >= 0", weights[i], i));
+    }
+  }
+}
+
+}  // namespace paxocl::models

@@ -1,0 +1,74 @@
+// A test fixture with one OpenCL device (the first selected), a private program cache, the kernel
+// library and the CLBlast GEMM, plus host<->device helpers in float64 for reference comparisons.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "device/device.h"
+#include "device/device_selection.h"
+#include "device/program_cache.h"
+#include "kernels_cl/gemm.h"
+#include "kernels_cl/kernel_library.h"
+#include "models/rng.h"
+#include "tests/test_support.h"
+
+namespace paxocl::testing {
+
+class DeviceTest : public ::testing::Test {
+ public:
+  void SetUp() override {
+    const auto selected = device::select_devices(device::enumerate_devices(), device::parse_device_selection("auto"));
+    ASSERT_FALSE(selected.empty());
+    device_ = std::make_unique<device::Device>(selected.front());
+    kernels_ = std::make_unique<kernels::KernelLibrary>(cache_, *device_);
+    gemm_ = kernels::make_clblast_gemm(*device_);
+  }
+
+  device::Buffer<float> upload(const std::vector<double>& host) {
+    std::vector<float> f(host.begin(), host.end());
+    device::Buffer<float> b(device_->context(), std::max<std::size_t>(1, f.size()), "test");
+    if (!f.empty()) device_->queue().write(b, std::span<const float>(f));
+    return b;
+  }
+  device::Buffer<cl_int> upload_ints(const std::vector<int>& host) {
+    device::Buffer<cl_int> b(device_->context(), std::max<std::size_t>(1, host.size()), "test.ints");
+    if (!host.empty()) device_->queue().write(b, std::span<const cl_int>(host));
+    return b;
+  }
+  device::Buffer<float> zeros(std::size_t n) { return upload(std::vector<double>(n, 0.0)); }
+  std::vector<double> download(const device::Buffer<float>& b, std::size_t n) {
+    std::vector<float> f(n);
+    device_->queue().read(b, std::span<float>(f));
+    return std::vector<double>(f.begin(), f.end());
+  }
+
+  // Random values ~ N(0, std^2), rounded to float so device and reference see the same inputs.
+  static std::vector<double> random(std::size_t n, std::uint64_t seed, double std = 1.0) {
+    models::Rng rng(seed);
+    std::vector<double> v(n);
+    for (double& x : v) x = static_cast<double>(static_cast<float>(std * rng.normal()));
+    return v;
+  }
+
+  TempDir cache_dir_;
+  device::ProgramCache cache_{cache_dir_.path()};
+  std::unique_ptr<device::Device> device_;
+  std::unique_ptr<kernels::KernelLibrary> kernels_;
+  std::unique_ptr<kernels::Gemm> gemm_;
+};
+
+// |got - want| <= atol + rtol * |want| element-wise, reporting the first failure.
+inline void expect_close(const std::vector<double>& got, const std::vector<double>& want, double atol, double rtol,
+                         const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_LE(std::abs(got[i] - want[i]), atol + rtol * std::abs(want[i]))
+        << what << "[" << i << "]: got " << got[i] << ", want " << want[i];
+  }
+}
+
+}  // namespace paxocl::testing

@@ -1,0 +1,236 @@
+// Every GPT kernel on an OpenCL device against the float64 reference (tests/reference_gpt.h) on
+// random inputs, with awkward sizes: dimensions that are not multiples of 16, T = 1, a vocabulary
+// that is not a power of two, repeated tokens, zero weights.
+#include <numeric>
+
+#include "models/layers/causal_attention.h"
+#include "tests/device_fixture.h"
+#include "tests/reference_gpt.h"
+
+namespace paxocl::testing {
+namespace {
+
+using kernels::GemmShape;
+using kernels::Transpose;
+
+class KernelTest : public DeviceTest {};
+
+// C = alpha op(A) op(B) + beta C in double, row-major with leading dimensions and offsets.
+void reference_gemm(const GemmShape& s, double alpha, const std::vector<double>& A, std::size_t a_off, std::size_t lda,
+                    const std::vector<double>& B, std::size_t b_off, std::size_t ldb, double beta,
+                    std::vector<double>& C, std::size_t c_off, std::size_t ldc) {
+  for (std::size_t i = 0; i < s.m; ++i)
+    for (std::size_t j = 0; j < s.n; ++j) {
+      double acc = 0;
+      for (std::size_t p = 0; p < s.k; ++p) {
+        const double a = s.a == Transpose::kNo ? A[a_off + i * lda + p] : A[a_off + p * lda + i];
+        const double b = s.b == Transpose::kNo ? B[b_off + p * ldb + j] : B[b_off + j * ldb + p];
+        acc += a * b;
+      }
+      C[c_off + i * ldc + j] = alpha * acc + beta * C[c_off + i * ldc + j];
+    }
+}
+
+TEST_F(KernelTest, GemmAllTransposesOffsetsAndLeadingDimensions) {
+  const std::size_t m = 37, n = 19, k = 13, pad = 3, off = 5;
+  for (Transpose ta : {Transpose::kNo, Transpose::kYes})
+    for (Transpose tb : {Transpose::kNo, Transpose::kYes}) {
+      const GemmShape s{ta, tb, m, n, k};
+      const std::size_t lda = (ta == Transpose::kNo ? k : m) + pad, ldb = (tb == Transpose::kNo ? n : k) + pad,
+                        ldc = n + pad;
+      const auto A = random(off + lda * std::max(m, k), 1), B = random(off + ldb * std::max(n, k), 2);
+      auto C = random(off + ldc * m, 3);
+      auto a = upload(A), b = upload(B), c = upload(C);
+      gemm_->run(s, 0.5f, {a.get(), off, lda}, {b.get(), off, ldb}, 2.0f, {c.get(), off, ldc});
+      reference_gemm(s, 0.5, A, off, lda, B, off, ldb, 2.0, C, off, ldc);
+      expect_close(download(c, C.size()), C, 1e-5, 1e-5, "gemm");
+    }
+}
+
+TEST_F(KernelTest, GemmStridedBatched) {
+  const std::size_t m = 7, n = 11, k = 5, batch = 3;
+  const GemmShape s{Transpose::kNo, Transpose::kYes, m, n, k, batch};
+  const std::size_t sa = m * k + 2, sb = n * k + 1, sc = m * n + 4;
+  const auto A = random(sa * batch, 4), B = random(sb * batch, 5);
+  std::vector<double> C(sc * batch, 0.0);
+  auto a = upload(A), b = upload(B), c = upload(C);
+  gemm_->run(s, 1.0f, {a.get(), 0, k, sa}, {b.get(), 0, k, sb}, 0.0f, {c.get(), 0, n, sc});
+  for (std::size_t i = 0; i < batch; ++i) {
+    reference_gemm(GemmShape{Transpose::kNo, Transpose::kYes, m, n, k}, 1.0, A, i * sa, k, B, i * sb, k, 0.0, C,
+                   i * sc, n);
+  }
+  expect_close(download(c, C.size()), C, 1e-5, 1e-5, "strided batched gemm");
+}
+
+TEST_F(KernelTest, EmbeddingForwardAndDeterministicBackward) {
+  const int B = 3, T = 5, C = 19, Vp = 41, maxT = 7;
+  const std::vector<int> ids = {4, 4, 0, 40, 4, 7, 4, 0, 0, 13, 40, 40, 1, 4, 2};  // repeats, last row
+  const auto wte = random(Vp * C, 6), wpe = random(maxT * C, 7), dout = random(B * T * C, 8);
+  auto wte_b = upload(wte), wpe_b = upload(wpe), out = zeros(B * T * C);
+  auto ids_b = upload_ints(ids);
+  kernels_->embedding.forward(out, ids_b, wte_b, wpe_b, B, T, C);
+  expect_close(download(out, B * T * C), embedding_forward(ids, B, T, wte, wpe, Vp, maxT, C), 0, 1e-6, "embedding");
+
+  // The CSR the model builds: positions grouped by token, ascending.
+  std::vector<int> positions(B * T);
+  std::iota(positions.begin(), positions.end(), 0);
+  std::stable_sort(positions.begin(), positions.end(), [&](int a, int b) { return ids[a] < ids[b]; });
+  std::vector<int> tokens, starts;
+  for (int p = 0; p < B * T; ++p) {
+    if (p == 0 || ids[positions[p]] != ids[positions[p - 1]]) {
+      tokens.push_back(ids[positions[p]]);
+      starts.push_back(p);
+    }
+  }
+  starts.push_back(B * T);
+  const auto ref = embedding_backward(ids, B, T, dout, Vp, maxT, C);
+  std::vector<double> first;
+  for (int run = 0; run < 2; ++run) {
+    auto dwte = upload(std::vector<double>(Vp * C, 0.25)), dwpe = upload(std::vector<double>(T * C, 0.25));
+    auto dout_b = upload(dout);
+    auto tok = upload_ints(tokens), st = upload_ints(starts), pos = upload_ints(positions);
+    kernels_->embedding.backward_wte(dwte, dout_b, tok, st, pos, tokens.size(), C);
+    kernels_->embedding.backward_wpe(dwpe, dout_b, B, T, C);
+    std::vector<double> want_wte(ref.dwte), want_wpe(ref.dwpe.begin(), ref.dwpe.begin() + T * C);
+    for (double& v : want_wte) v += 0.25;  // accumulates into the existing gradient
+    for (double& v : want_wpe) v += 0.25;
+    const auto got = download(dwte, Vp * C);
+    expect_close(got, want_wte, 1e-5, 1e-5, "dwte");
+    expect_close(download(dwpe, T * C), want_wpe, 1e-5, 1e-5, "dwpe");
+    if (run == 0) first = got;
+    else EXPECT_EQ(got, first) << "embedding backward must be bit-reproducible";
+  }
+}
+
+TEST_F(KernelTest, LayerNormForwardBackward) {
+  for (auto [N, C] : {std::pair{7, 37}, std::pair{1, 5}, std::pair{33, 128}}) {
+    const auto x = random(N * C, 9, 2.0), w = random(C, 10), b = random(C, 11), dout = random(N * C, 12);
+    auto xb = upload(x), wb = upload(w), bb = upload(b), out = zeros(N * C), mean = zeros(N), rstd = zeros(N);
+    kernels_->layernorm.forward(out, mean, rstd, xb, wb, bb, N, C, 1e-5f);
+    const auto ref = layernorm_forward(x, w, b, N, C);
+    expect_close(download(out, N * C), ref.out, 1e-5, 1e-4, "ln out");
+    expect_close(download(mean, N), ref.mean, 1e-6, 1e-5, "ln mean");
+    expect_close(download(rstd, N), ref.rstd, 1e-6, 1e-4, "ln rstd");
+    auto dx = zeros(N * C), dw = upload(std::vector<double>(C, 1.0)), db = upload(std::vector<double>(C, 1.0));
+    auto dout_b = upload(dout);
+    kernels_->layernorm.backward(dx, dw, db, dout_b, xb, wb, mean, rstd, N, C);
+    const auto g = layernorm_backward(dout, x, w, ref.mean, ref.rstd, N, C);
+    std::vector<double> want_dw(g.dw), want_db(g.db);
+    for (double& v : want_dw) v += 1.0;
+    for (double& v : want_db) v += 1.0;
+    expect_close(download(dx, N * C), g.dx, 1e-4, 1e-3, "ln dx");
+    expect_close(download(dw, C), want_dw, 1e-4, 1e-4, "ln dw");
+    expect_close(download(db, C), want_db, 1e-4, 1e-4, "ln db");
+  }
+}
+
+TEST_F(KernelTest, BiasAddAndGrad) {
+  const int N = 13, C = 21;
+  const auto x = random(N * C, 13), bias = random(C, 14);
+  auto out = upload(x), bb = upload(bias);
+  kernels_->bias.add(out, bb, N, C);
+  std::vector<double> want(x);
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c) want[n * C + c] += bias[c];
+  expect_close(download(out, N * C), want, 1e-6, 1e-6, "bias add");
+  auto dbias = upload(std::vector<double>(C, 0.5));
+  kernels_->bias.grad(dbias, out, N, C);
+  std::vector<double> colsum(C, 0.5);
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c) colsum[c] += want[n * C + c];
+  expect_close(download(dbias, C), colsum, 1e-5, 1e-5, "bias grad");
+}
+
+TEST_F(KernelTest, GeluForwardBackward) {
+  const std::size_t n = 1001;
+  const auto x = random(n, 15, 3.0), dout = random(n, 16);
+  auto xb = upload(x), out = zeros(n), dx = zeros(n), dout_b = upload(dout);
+  kernels_->gelu.forward(out, xb, n);
+  kernels_->gelu.backward(dx, xb, dout_b, n);
+  expect_close(download(out, n), gelu_forward(x), 1e-6, 1e-5, "gelu");
+  expect_close(download(dx, n), gelu_backward(x, dout), 1e-6, 1e-5, "gelu backward");
+}
+
+// The attention layer end to end (layout moves, GEMMs, softmax kernels), chunked and not.
+void check_attention(KernelTest& t, int B, int NH, int T, int hs, std::size_t workspace_bytes, std::uint64_t seed) {
+  const int D = NH * hs, N = B * T;
+  const auto qkv = KernelTest::random(N * 3 * D, seed), dout = KernelTest::random(N * D, seed + 1);
+  models::CausalAttention core(*t.device_, NH, hs, B, T, workspace_bytes, "attn");
+  models::LayerContext ctx{*t.device_, *t.kernels_, *t.gemm_, static_cast<std::size_t>(B), static_cast<std::size_t>(T)};
+  auto qkv_b = t.upload(qkv), dout_b = t.upload(dout);
+  const auto out = t.download(core.forward(ctx, qkv_b), N * D);
+  const auto dqkv = t.download(core.backward(ctx, dout_b), N * 3 * D);
+
+  const QkvHeads h = split_qkv(qkv, B, T, NH, hs);
+  const AttentionResult ref = attention_forward(h.q, h.k, h.v, B, NH, T, hs);
+  const AttentionGrads g = attention_backward(h.q, h.k, h.v, ref.out, split_heads(dout, B, T, NH, hs), B, NH, T, hs);
+  expect_close(out, merge_heads(ref.out, B, T, NH, hs), 2e-5, 1e-4, "attention out");
+  expect_close(dqkv, merge_qkv(g.dq, g.dk, g.dv, B, T, NH, hs), 2e-5, 1e-3, "attention dqkv");
+}
+
+TEST_F(KernelTest, AttentionSmallShapes) {
+  check_attention(*this, 2, 3, 7, 5, 64u << 20, 17);  // one chunk
+  check_attention(*this, 2, 3, 7, 5, 1, 18);          // one (batch, head) pair per chunk
+  check_attention(*this, 3, 2, 1, 4, 64u << 20, 19);  // T = 1
+  check_attention(*this, 1, 2, 33, 16, 3 * 2 * 33 * 33 * 4, 20);  // chunk of 3 over 2 pairs
+}
+
+TEST_F(KernelTest, AttentionAtMaxSeqLen2048) {
+  // One head at T = 2048 with a workspace of exactly one (T, T) pair: the largest Pax GPU length.
+  check_attention(*this, 1, 2, 2048, 8, 2 * 2048 * 2048 * 4, 21);
+}
+
+TEST_F(KernelTest, SoftmaxCrossEntropyWithPaddingAndWeights) {
+  const int N = 6, V = 37, Vp = 64;
+  const auto logits = random(N * Vp, 22, 3.0);
+  const std::vector<int> targets = {0, 36, 5, 5, 17, 2};
+  const std::vector<double> weights = {1.0, 0.5, 0.0, 2.0, 1.0, 1.0};
+  double wsum = 0;
+  for (double w : weights) wsum += w;
+  auto lb = upload(logits), losses = zeros(N), wb = upload(weights);
+  auto tb = upload_ints(targets);
+  kernels_->cross_entropy.softmax_cross_entropy(lb, losses, tb, wb, N, V, Vp, static_cast<float>(1.0 / wsum));
+  const auto ref = softmax_cross_entropy(logits, N, Vp, V, targets, weights);
+  const auto row_losses = download(losses, N);
+  double loss = 0;
+  for (int n = 0; n < N; ++n) {
+    EXPECT_NEAR(row_losses[n], weights[n] * ref.row_ce[n], 1e-4) << n;
+    loss += row_losses[n];
+  }
+  EXPECT_NEAR(loss / wsum, ref.loss, 1e-5);
+  expect_close(download(lb, N * Vp), ref.dlogits, 1e-6, 1e-4, "dlogits");
+}
+
+TEST_F(KernelTest, GradientNormPartials) {
+  const std::size_t n = 10007, chunk = 4096;
+  const auto x = random(n, 23);
+  auto xb = upload(x), partial = zeros(3);
+  kernels_->optimizer.sum_squares(partial, xb, n, chunk);
+  const auto p = download(partial, 3);
+  double want = 0, got = 0;
+  for (double v : x) want += v * v;
+  for (double v : p) got += v;
+  EXPECT_NEAR(got, want, 1e-4 * want);
+}
+
+TEST_F(KernelTest, AdamUpdateMatchesPraxisFormula) {
+  const std::size_t n = 777;
+  auto p = random(n, 24), m = random(n, 25, 0.1), g = random(n, 27);
+  auto v = random(n, 26, 0.1);
+  for (double& x : v) x = std::abs(x);
+  auto pb = upload(p), mb = upload(m), vb = upload(v), gb = upload(g);
+  const kernels::OptimizerKernels::AdamArgs a{0.5f, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+  kernels_->optimizer.adam(pb, mb, vb, gb, n, a);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double gi = g[i] * a.grad_scale;
+    m[i] = a.decay1 * m[i] + (1 - static_cast<double>(a.decay1)) * gi;
+    v[i] = a.decay2 * v[i] + (1 - static_cast<double>(a.decay2)) * gi * gi;
+    p[i] -= a.lr * (m[i] / (std::sqrt(v[i]) + a.eps) + a.weight_decay * p[i]);
+  }
+  expect_close(download(pb, n), p, 1e-6, 1e-5, "adam params");
+  expect_close(download(mb, n), m, 1e-7, 1e-5, "adam m");
+  expect_close(download(vb, n), v, 1e-7, 1e-5, "adam v");
+}
+
+}  // namespace
+}  // namespace paxocl::testing
