@@ -85,6 +85,31 @@ std::vector<float> GptModel::gradients() {
   return flat;
 }
 
+void GptModel::load_weights(const HostWeights& weights) {
+  const GptConfig& f = weights.config;
+  const GptConfig& m = config_;
+  if (f.num_layers != m.num_layers || f.model_dims != m.model_dims || f.hidden_dims != m.hidden_dims ||
+      f.num_heads != m.num_heads || f.dims_per_head != m.dims_per_head || f.max_seq_len != m.max_seq_len ||
+      f.vocab_size != m.vocab_size || f.padded_vocab() != m.padded_vocab()) {
+    throw ConfigError(fmt::format(
+        "weights file holds L={} C={} H={} NH={} hs={} T={} V={} (Vp={}) but the experiment has L={} C={} H={} NH={} "
+        "hs={} T={} V={} (Vp={}); set the experiment's hyper-parameters to the file's",
+        f.num_layers, f.model_dims, f.hidden_dims, f.num_heads, f.dims_per_head, f.max_seq_len, f.vocab_size,
+        f.padded_vocab(), m.num_layers, m.model_dims, m.hidden_dims, m.num_heads, m.dims_per_head, m.max_seq_len,
+        m.vocab_size, m.padded_vocab()));
+  }
+  const ParameterLayout source(f, weights.alignment);
+  std::vector<float> flat(layout_.total(), 0.0f);
+  for (const TensorSpec& t : layout_.tensors()) {
+    const TensorSpec& s = source.at(t.name);
+    std::copy_n(weights.data.begin() + static_cast<std::ptrdiff_t>(s.offset), t.count,
+                flat.begin() + static_cast<std::ptrdiff_t>(t.offset));
+  }
+  set_parameters(flat);
+}
+
+HostWeights GptModel::save_weights() { return HostWeights{config_, layout_.alignment(), parameters()}; }
+
 LayerContext GptModel::context_for(const TokenBatch& batch) {
   batch.validate(config_);
   if (static_cast<std::size_t>(batch.batch) > options_.max_batch ||

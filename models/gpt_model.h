@@ -18,6 +18,7 @@
 #include "models/layers/transformer_block.h"
 #include "models/parameter_layout.h"
 #include "models/token_batch.h"
+#include "models/weights_io.h"
 
 namespace paxocl::models {
 
@@ -37,6 +38,10 @@ class GptModel {
   void set_parameters(std::span<const float> flat);   // flat as ParameterLayout (size total())
   std::vector<float> parameters();
   std::vector<float> gradients();
+  // Weight files (models/weights_io.h): the file's config must match this model's (INIT_STD aside);
+  // tensors are copied by name, so the file's alignment may differ from the device's.
+  void load_weights(const HostWeights& weights);
+  HostWeights save_weights();
 
   double loss(const TokenBatch& batch);              // forward only (evaluation)
   double forward_backward(const TokenBatch& batch);  // gradients of the returned loss, into gradient_buffer()

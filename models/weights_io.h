@@ -27,14 +27,15 @@
 #include <stdexcept>
 #include <vector>
 
+#include "device/errors.h"
 #include "models/gpt_config.h"
 
 namespace paxocl::models {
 
 // A bad, truncated, unreadable or unwritable weight file. The CLI maps it to exit code 3 (kExitData).
-class WeightsFileError : public std::runtime_error {
+class WeightsFileError : public DataError {
  public:
-  using std::runtime_error::runtime_error;
+  using DataError::DataError;
 };
 
 struct HostWeights {

@@ -1,1 +1,317 @@
-int main(){}
+// The GPT on an OpenCL device end to end: loss and every gradient against the float64 reference,
+// finite differences of the fp32 model over every parameter tensor, training on a synthetic
+// stream, bitwise reproducibility, the optimizer and schedule, and weight files through the model.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+
+#include "models/adam_optimizer.h"
+#include "models/gpt_model.h"
+#include "models/lr_schedule.h"
+#include "models/weights_io.h"
+#include "tests/device_fixture.h"
+#include "tests/reference_gpt.h"
+
+namespace paxocl::testing {
+namespace {
+
+using models::GptConfig;
+using models::GptModel;
+using models::TokenBatch;
+
+GptConfig tiny_config() {
+  GptConfig c;
+  c.num_layers = 2;
+  c.model_dims = 12;
+  c.hidden_dims = 20;
+  c.num_heads = 3;
+  c.dims_per_head = 4;
+  c.max_seq_len = 7;
+  c.vocab_size = 23;  // padded to 128
+  return c;
+}
+
+TokenBatch random_batch(const GptConfig& c, int B, int T, std::uint64_t seed) {
+  models::Rng rng(seed);
+  TokenBatch b{B, T, {}, {}, {}};
+  for (int i = 0; i < B * T; ++i) {
+    b.ids.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(c.vocab_size)));
+    b.targets.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(c.vocab_size)));
+    b.weights.push_back(i % 5 == 3 ? 0.0f : 1.0f);  // some padding
+  }
+  return b;
+}
+
+ReferenceBatch to_reference(const TokenBatch& b) { return ReferenceBatch{b.batch, b.seq_len, b.ids, b.targets, b.weights}; }
+
+// Every real parameter ~ N(0, 0.3^2) (LayerNorm scales around 1), so biases, LN and GELU are exercised.
+std::vector<float> random_parameters(const models::ParameterLayout& layout, std::uint64_t seed) {
+  models::Rng rng(seed);
+  std::vector<float> flat(layout.total(), 0.0f);
+  for (const auto& t : layout.tensors()) {
+    const bool scale = t.name.find(".scale") != std::string::npos;
+    for (std::size_t i = 0; i < t.count; ++i) flat[t.offset + i] = static_cast<float>((scale ? 1.0 : 0.0) + 0.3 * rng.normal());
+  }
+  return flat;
+}
+
+class GptModelTest : public DeviceTest {
+ public:
+  std::unique_ptr<GptModel> make_model(const GptConfig& c, std::size_t max_batch) {
+    return std::make_unique<GptModel>(*device_, cache_, c, models::GptModelOptions{max_batch, 0, 64u << 20});
+  }
+};
+
+TEST_F(GptModelTest, LossAndEveryGradientMatchTheFloat64Reference) {
+  const GptConfig c = tiny_config();
+  auto model = make_model(c, 2);
+  const auto params = random_parameters(model->layout(), 1);
+  model->set_parameters(params);
+  const TokenBatch batch = random_batch(c, 2, 6, 2);
+  const double loss = model->forward_backward(batch);
+  const ReferenceResult ref = reference_forward_backward(c, model->layout(), params, to_reference(batch));
+  EXPECT_NEAR(loss, ref.loss, 1e-5 * ref.loss);
+  const std::vector<float> grads = model->gradients();
+  for (const auto& t : model->layout().tensors()) {
+    for (std::size_t i = 0; i < t.count; ++i) {
+      const double got = grads[t.offset + i], want = ref.grads[t.offset + i];
+      ASSERT_LE(std::abs(got - want), 2e-5 + 2e-3 * std::abs(want)) << t.name << "[" << i << "]";
+    }
+  }
+  // The eval path gives the same loss without touching gradients.
+  EXPECT_NEAR(model->loss(batch), loss, 1e-6 * loss);
+}
+
+TEST_F(GptModelTest, FiniteDifferencesCoverEveryParameterTensor) {
+  const GptConfig c = tiny_config();
+  auto model = make_model(c, 2);
+  std::vector<float> params = random_parameters(model->layout(), 3);
+  model->set_parameters(params);
+  const TokenBatch batch = random_batch(c, 2, 5, 4);
+  model->forward_backward(batch);
+  const std::vector<float> grads = model->gradients();
+  models::Rng pick(5);
+  const double h = 1e-2;
+  for (const auto& t : model->layout().tensors()) {
+    // The coordinate with the largest gradient, plus two random ones.
+    std::size_t largest = 0;
+    for (std::size_t i = 1; i < t.count; ++i) {
+      if (std::abs(grads[t.offset + i]) > std::abs(grads[t.offset + largest])) largest = i;
+    }
+    for (std::size_t i : {largest, static_cast<std::size_t>(pick.next_u64() % t.count),
+                          static_cast<std::size_t>(pick.next_u64() % t.count)}) {
+      const std::size_t at = t.offset + i;
+      const float saved = params[at];
+      params[at] = saved + static_cast<float>(h);
+      model->set_parameters(params);
+      const double up = model->loss(batch);
+      params[at] = saved - static_cast<float>(h);
+      model->set_parameters(params);
+      const double down = model->loss(batch);
+      params[at] = saved;
+      const double fd = (up - down) / (2 * h), g = grads[at];
+      EXPECT_LE(std::abs(fd - g), 5e-4 + 2e-2 * std::abs(g)) << t.name << "[" << i << "] fd " << fd << " analytic " << g;
+    }
+  }
+}
+
+// A deterministic stream with learnable structure: each token's successor is a fixed random
+// permutation of it, except for 10% noise tokens.
+std::vector<int> synthetic_stream(int vocab, std::size_t length, std::uint64_t seed) {
+  models::Rng rng(seed);
+  std::vector<int> successor(static_cast<std::size_t>(vocab));
+  std::iota(successor.begin(), successor.end(), 0);
+  for (int i = vocab - 1; i > 0; --i) std::swap(successor[i], successor[rng.next_u64() % static_cast<std::uint64_t>(i + 1)]);
+  std::vector<int> s{0};
+  while (s.size() < length) {
+    s.push_back(rng.uniform() < 0.1 ? static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(vocab))
+                                    : successor[static_cast<std::size_t>(s.back())]);
+  }
+  return s;
+}
+
+TokenBatch stream_batch(const std::vector<int>& stream, int B, int T, long step) {
+  TokenBatch b{B, T, {}, {}, {}};
+  for (int r = 0; r < B; ++r) {
+    const std::size_t start = static_cast<std::size_t>((step * B + r) * T) % (stream.size() - static_cast<std::size_t>(T) - 1);
+    for (int t = 0; t < T; ++t) {
+      b.ids.push_back(stream[start + static_cast<std::size_t>(t)]);
+      b.targets.push_back(stream[start + static_cast<std::size_t>(t) + 1]);
+      b.weights.push_back(1.0f);
+    }
+  }
+  return b;
+}
+
+GptConfig small_config() {
+  GptConfig c;
+  c.num_layers = 2;
+  c.model_dims = 32;
+  c.hidden_dims = 128;
+  c.num_heads = 4;
+  c.dims_per_head = 8;
+  c.max_seq_len = 32;
+  c.vocab_size = 61;
+  return c;
+}
+
+// Runs `steps` training steps from `seed`; returns the losses.
+std::vector<double> train(GptModelTest& t, const GptConfig& c, int steps, std::uint64_t seed) {
+  auto model = t.make_model(c, 8);
+  model->init(seed);
+  models::AdamOptimizer adam(*t.device_, model->kernels(), model->layout().total(), model->layout().decayed_end(), {});
+  const models::LrSchedule lr{3e-3, 10, 10, 400, 0.1};
+  const auto stream = synthetic_stream(c.vocab_size, 20000, 7);
+  std::vector<double> losses;
+  for (int step = 0; step < steps; ++step) {
+    losses.push_back(model->forward_backward(stream_batch(stream, 8, c.max_seq_len, step)));
+    adam.step(model->parameter_buffer(), model->gradient_buffer(), lr.at(step));
+  }
+  return losses;
+}
+
+TEST_F(GptModelTest, TwoHundredStepsDriveTheLossWellBelowLogVocab) {
+  const GptConfig c = small_config();
+  const std::vector<double> losses = train(*this, c, 200, 11);
+  const double log_vocab = std::log(static_cast<double>(c.vocab_size));
+  EXPECT_NEAR(losses.front(), log_vocab, 0.3);  // a fresh model is near uniform
+  double tail = 0;
+  for (int i = 190; i < 200; ++i) tail += losses[static_cast<std::size_t>(i)] / 10;
+  EXPECT_LT(tail, 0.5 * log_vocab) << "first " << losses.front() << " last " << losses.back();
+  std::printf("loss: step 0 %.4f, steps 190-199 mean %.4f, ln(V) %.4f\n", losses.front(), tail, log_vocab);
+}
+
+TEST_F(GptModelTest, SameSeedGivesBitwiseIdenticalLosses) {
+  const GptConfig c = small_config();
+  const std::vector<double> a = train(*this, c, 6, 21), b = train(*this, c, 6, 21);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)), 0);
+  const std::vector<double> other = train(*this, c, 1, 22);
+  EXPECT_NE(other[0], a[0]) << "a different seed must give a different model";
+}
+
+TEST_F(GptModelTest, OptimizerMatchesPraxisAdamWithClippingAndDecayOnMatricesOnly) {
+  const GptConfig c = tiny_config();
+  auto model = make_model(c, 1);
+  const auto& layout = model->layout();
+  const std::size_t n = layout.total();
+  std::vector<double> p(n, 0.0), g(n, 0.0);
+  {
+    const auto params = random_parameters(layout, 31), grads = random_parameters(layout, 32);
+    for (std::size_t i = 0; i < n; ++i) {
+      p[i] = params[i];
+      g[i] = grads[i];
+    }
+  }
+  auto pb = upload(p), gb = upload(g);
+  models::AdamConfig cfg;
+  cfg.clip_gradient_norm = 1.0;
+  models::AdamOptimizer adam(*device_, model->kernels(), n, layout.decayed_end(), cfg);
+  std::vector<double> m(n, 0.0), v(n, 0.0);
+  for (int step = 1; step <= 3; ++step) {
+    const double lr = 1e-2;
+    const auto stats = adam.step(pb, gb, lr);
+    ASSERT_TRUE(stats.applied);
+    double norm = 0;
+    for (double x : g) norm += x * x;
+    norm = std::sqrt(norm);
+    EXPECT_NEAR(stats.grad_norm, norm, 1e-5 * norm);
+    const double scale = norm > 1.0 ? 1.0 / norm : 1.0;
+    EXPECT_NEAR(stats.grad_scale, scale, 1e-6);
+    auto decay = [step](double beta) { return beta * (1 - std::pow(beta, step - 1)) / (1 - std::pow(beta, step)); };
+    const double d1 = decay(0.9), d2 = decay(0.95);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double gi = g[i] * scale;
+      m[i] = d1 * m[i] + (1 - d1) * gi;
+      v[i] = d2 * v[i] + (1 - d2) * gi * gi;
+      const double wd = i < layout.decayed_end() ? 0.1 : 0.0;
+      p[i] -= lr * (m[i] / (std::sqrt(v[i]) + 1e-8) + wd * p[i]);
+    }
+  }
+  expect_close(download(pb, n), p, 2e-5, 1e-4, "params after 3 Adam steps");
+  EXPECT_EQ(adam.steps_applied(), 3);
+}
+
+TEST_F(GptModelTest, NonFiniteGradientsSkipTheStep) {
+  const std::size_t n = 1000;
+  auto p = random(n, 41);
+  auto g = random(n, 42);
+  g[17] = std::numeric_limits<double>::quiet_NaN();
+  auto pb = upload(p), gb = upload(g);
+  auto library = std::make_unique<kernels::KernelLibrary>(cache_, *device_);
+  models::AdamOptimizer adam(*device_, *library, n, 500, {});
+  const auto stats = adam.step(pb, gb, 1e-3);
+  EXPECT_FALSE(stats.applied);
+  EXPECT_EQ(adam.steps_skipped(), 1);
+  EXPECT_EQ(adam.steps_applied(), 0);
+  EXPECT_EQ(download(pb, n), p) << "a skipped step must not touch the parameters";
+}
+
+TEST(LrSchedule, LinearRampupThenCosineDecayToTheMinimumRatio) {
+  const models::LrSchedule s{1e-3, 10, 20, 120, 0.1};
+  EXPECT_DOUBLE_EQ(s.at(0), 0.0);
+  EXPECT_DOUBLE_EQ(s.at(5), 0.5e-3);
+  EXPECT_DOUBLE_EQ(s.at(10), 1e-3);
+  EXPECT_DOUBLE_EQ(s.at(19), 1e-3);
+  EXPECT_DOUBLE_EQ(s.at(20), 1e-3);
+  EXPECT_NEAR(s.at(70), 1e-3 * (0.1 + 0.9 * 0.5), 1e-15);  // halfway: cos = 0
+  EXPECT_NEAR(s.at(120), 1e-4, 1e-15);
+  EXPECT_NEAR(s.at(100000), 1e-4, 1e-15);
+  EXPECT_THROW((models::LrSchedule{1e-3, 30, 20, 120, 0.1}.validate()), ConfigError);
+}
+
+TEST_F(GptModelTest, BadBatchesAreDataErrors) {
+  const GptConfig c = tiny_config();
+  auto model = make_model(c, 2);
+  TokenBatch b = random_batch(c, 2, 5, 51);
+  b.ids[3] = c.vocab_size;
+  try {
+    model->loss(b);
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("outside the vocabulary [0, 23)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(model->loss(random_batch(c, 3, 5, 52)), DataError);  // more rows than built for
+  EXPECT_THROW(model->loss(random_batch(c, 1, 8, 53)), DataError);  // longer than MAX_SEQ_LEN
+}
+
+TEST_F(GptModelTest, WeightFilesRoundTripThroughTheModel) {
+  GptConfig c;  // llm.c's shape rules: HIDDEN = 4 C, NH * hs = C
+  c.num_layers = 2;
+  c.model_dims = 16;
+  c.hidden_dims = 64;
+  c.num_heads = 2;
+  c.dims_per_head = 8;
+  c.max_seq_len = 9;
+  c.vocab_size = 50;
+  auto model = make_model(c, 1);
+  model->set_parameters(random_parameters(model->layout(), 61));
+  TempDir dir;
+  const auto llmc = dir.path() / "model.bin", again = dir.path() / "again.bin", st = dir.path() / "model.safetensors";
+  models::save_llmc(llmc, model->save_weights());
+  auto reloaded = make_model(c, 1);
+  reloaded->load_weights(models::load_llmc(llmc, 1));
+  EXPECT_EQ(reloaded->parameters(), model->parameters());
+  models::save_llmc(again, reloaded->save_weights());
+  auto bytes = [](const std::filesystem::path& f) {
+    std::ifstream in(f, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(bytes(again), bytes(llmc)) << "llm.c file -> model -> file must give identical bytes";
+
+  models::save_safetensors(st, model->save_weights());
+  auto from_st = make_model(c, 1);
+  from_st->load_weights(models::load_safetensors(st, c.num_heads, 1));
+  const TokenBatch batch = random_batch(c, 1, 9, 62);
+  EXPECT_EQ(from_st->loss(batch), model->loss(batch));
+
+  GptConfig other = c;
+  other.num_layers = 3;
+  auto wrong = make_model(other, 1);
+  EXPECT_THROW(wrong->load_weights(models::load_llmc(llmc, 1)), ConfigError);
+}
+
+}  // namespace
+}  // namespace paxocl::testing

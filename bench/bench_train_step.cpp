@@ -1,0 +1,91 @@
+// Training-step benchmark: times full steps (forward, backward, Adam update) of the GPT on one
+// device and prints tokens/s, achieved GFLOP/s (model FLOPs: 6 x matmul parameters + 12 L T C per
+// token) and the share of step time spent in GEMM (profiled device time of the GEMM kernels).
+// Usage: bench_train_step [A|B|C|all] [steps]      (device: --devices / PAX_OCL_DEVICES, default auto)
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "device/device_selection.h"
+#include "models/adam_optimizer.h"
+#include "models/gpt_model.h"
+
+namespace {
+
+using namespace paxocl;
+
+struct BenchConfig {
+  const char* name;
+  int layers, dims, heads, seq_len, vocab, batch;
+};
+
+// The configurations A, B, C (HIDDEN = 4 MODEL_DIMS, DIMS_PER_HEAD = MODEL_DIMS / NUM_HEADS).
+constexpr BenchConfig kConfigs[] = {
+    {"A", 2, 128, 4, 128, 4096, 8},
+    {"B", 4, 256, 4, 256, 8192, 8},
+    {"C", 6, 384, 6, 256, 16384, 8},
+};
+
+void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache, int steps) {
+  models::GptConfig c;
+  c.num_layers = b.layers;
+  c.model_dims = b.dims;
+  c.hidden_dims = 4 * b.dims;
+  c.num_heads = b.heads;
+  c.dims_per_head = b.dims / b.heads;
+  c.max_seq_len = b.seq_len;
+  c.vocab_size = b.vocab;
+  models::GptModel model(dev, cache, c, models::GptModelOptions{static_cast<std::size_t>(b.batch), 0, 256u << 20});
+  model.init(1);
+  models::AdamOptimizer adam(dev, model.kernels(), model.layout().total(), model.layout().decayed_end(), {});
+  models::Rng rng(2);
+  models::TokenBatch batch{b.batch, b.seq_len, {}, {}, {}};
+  for (int i = 0; i < b.batch * b.seq_len; ++i) {
+    batch.ids.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(b.vocab)));
+    batch.targets.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(b.vocab)));
+    batch.weights.push_back(1.0f);
+  }
+  auto step = [&] {
+    const double loss = model.forward_backward(batch);
+    adam.step(model.parameter_buffer(), model.gradient_buffer(), 1e-4);
+    dev.queue().finish();
+    return loss;
+  };
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  step();  // first step: kernel compilation (or cache loads) and allocation
+  const double first_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  step();
+  model.gemm().set_profiling(true);
+  model.gemm().reset_stats();
+  const auto t1 = Clock::now();
+  double loss = 0;
+  for (int i = 0; i < steps; ++i) loss = step();
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count() / steps;
+  const kernels::GemmStats gemm = model.gemm().stats();
+  const double tokens = static_cast<double>(b.batch) * b.seq_len;
+  const double gflops = c.flops_per_token(b.seq_len) * tokens / (ms * 1e-3) / 1e9;
+  std::printf("%-6s L%d D%d H%d T%d V%d B%d  params %6.2fM  step %8.1f ms  %8.0f tok/s  %6.2f GFLOP/s  GEMM %4.1f%%  "
+              "first step %.0f ms  loss %.3f\n",
+              b.name, b.layers, b.dims, b.heads, b.seq_len, b.vocab, b.batch,
+              static_cast<double>(model.layout().parameter_count()) / 1e6, ms, tokens / (ms * 1e-3), gflops,
+              100.0 * gemm.device_ms / steps / ms, first_ms, loss);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string which = argc > 1 ? argv[1] : "all";
+  const int steps = argc > 2 ? std::stoi(argv[2]) : 5;
+  const auto selected = device::select_devices(device::enumerate_devices(),
+                                               device::parse_device_selection(device::device_spec_from(std::nullopt)));
+  device::Device dev(selected.front());
+  device::ProgramCache cache;
+  std::printf("device: %s (%s, %u CUs)  GEMM: clblast  steps timed: %d\n", dev.info().name.c_str(),
+              dev.info().platform_name.c_str(), dev.info().compute_units, steps);
+  for (const BenchConfig& b : kConfigs) {
+    if (which == "all" || which == b.name) run(b, dev, cache, steps);
+  }
+}
