@@ -26,6 +26,7 @@ struct Command {
 
 const Command kCommands[] = {
     {"devices", "list OpenCL devices, the host topology and the device mesh", paxocl::app::run_devices},
+    {"train", "train the GPT on one device (synthetic data for now)", paxocl::app::run_train},
 };
 
 void print_usage() {

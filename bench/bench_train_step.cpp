@@ -39,8 +39,8 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   models::GptModel model(dev, cache, c, models::GptModelOptions{static_cast<std::size_t>(b.batch), 0, 256u << 20});
   model.init(1);
   models::AdamOptimizer adam(dev, model.kernels(), model.layout().total(), model.layout().decayed_end(), {});
-  models::Rng rng(2);
-  models::TokenBatch batch{b.batch, b.seq_len, {}, {}, {}};
+  Rng rng(2);
+  inputs::Batch batch{b.batch, b.seq_len, {}, {}, {}};
   for (int i = 0; i < b.batch * b.seq_len; ++i) {
     batch.ids.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(b.vocab)));
     batch.targets.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(b.vocab)));

@@ -110,8 +110,8 @@ void GptModel::load_weights(const HostWeights& weights) {
 
 HostWeights GptModel::save_weights() { return HostWeights{config_, layout_.alignment(), parameters()}; }
 
-LayerContext GptModel::context_for(const TokenBatch& batch) {
-  batch.validate(config_);
+LayerContext GptModel::context_for(const inputs::Batch& batch) {
+  batch.validate(config_.vocab_size, config_.max_seq_len);
   if (static_cast<std::size_t>(batch.batch) > options_.max_batch ||
       static_cast<std::size_t>(batch.seq_len) > options_.max_seq_len) {
     throw DataError(fmt::format("batch {} x {} exceeds the {} x {} this model was built for", batch.batch,
@@ -121,18 +121,18 @@ LayerContext GptModel::context_for(const TokenBatch& batch) {
                       static_cast<std::size_t>(batch.seq_len)};
 }
 
-const FloatBuffer& GptModel::forward_trunk(LayerContext& ctx, const TokenBatch& batch) {
+const FloatBuffer& GptModel::forward_trunk(LayerContext& ctx, const inputs::Batch& batch) {
   const FloatBuffer* x = &embedding_->forward(ctx, batch.ids);
   for (TransformerBlock& block : blocks_) x = &block.forward(ctx, *x);
   return final_norm_->forward(ctx, *x);
 }
 
-double GptModel::loss(const TokenBatch& batch) {
+double GptModel::loss(const inputs::Batch& batch) {
   LayerContext ctx = context_for(batch);
   return head_->forward(ctx, forward_trunk(ctx, batch), batch.targets, batch.weights);
 }
 
-double GptModel::forward_backward(const TokenBatch& batch) {
+double GptModel::forward_backward(const inputs::Batch& batch) {
   LayerContext ctx = context_for(batch);
   kernels_.elementwise.fill(grads_, 0.0f);  // every gradient kernel accumulates
   const double loss = head_->forward(ctx, forward_trunk(ctx, batch), batch.targets, batch.weights);

@@ -17,7 +17,7 @@
 #include "models/layers/tied_lm_head.h"
 #include "models/layers/transformer_block.h"
 #include "models/parameter_layout.h"
-#include "models/token_batch.h"
+#include "inputs/batch.h"
 #include "models/weights_io.h"
 
 namespace paxocl::models {
@@ -43,8 +43,8 @@ class GptModel {
   void load_weights(const HostWeights& weights);
   HostWeights save_weights();
 
-  double loss(const TokenBatch& batch);              // forward only (evaluation)
-  double forward_backward(const TokenBatch& batch);  // gradients of the returned loss, into gradient_buffer()
+  double loss(const inputs::Batch& batch);              // forward only (evaluation)
+  double forward_backward(const inputs::Batch& batch);  // gradients of the returned loss, into gradient_buffer()
 
   const GptConfig& config() const { return config_; }
   const ParameterLayout& layout() const { return layout_; }
@@ -55,8 +55,8 @@ class GptModel {
   device::Device& device() { return device_; }
 
  private:
-  LayerContext context_for(const TokenBatch& batch);
-  const FloatBuffer& forward_trunk(LayerContext& ctx, const TokenBatch& batch);  // -> final LN output
+  LayerContext context_for(const inputs::Batch& batch);
+  const FloatBuffer& forward_trunk(LayerContext& ctx, const inputs::Batch& batch);  // -> final LN output
   Param param(const std::string& name) const;
 
   device::Device& device_;

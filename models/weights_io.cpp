@@ -517,4 +517,20 @@ void save_safetensors(const fs::path& file, const HostWeights& w) {
   out.commit();
 }
 
+namespace {
+bool is_safetensors(const fs::path& file) { return file.extension() == ".safetensors"; }
+}  // namespace
+
+HostWeights load_weights_file(const fs::path& file, int num_heads, std::size_t alignment) {
+  return is_safetensors(file) ? load_safetensors(file, num_heads, alignment) : load_llmc(file, alignment);
+}
+
+void save_weights_file(const fs::path& file, const HostWeights& w) {
+  if (is_safetensors(file)) {
+    save_safetensors(file, w);
+  } else {
+    save_llmc(file, w);
+  }
+}
+
 }  // namespace paxocl::models

@@ -59,4 +59,9 @@ HostWeights load_safetensors(const std::filesystem::path& file, int num_heads, s
 // Requires NUM_HEADS * DIMS_PER_HEAD == MODEL_DIMS (ConfigError).
 void save_safetensors(const std::filesystem::path& file, const HostWeights& w);
 
+// By file name: *.safetensors is safetensors (which does not store NUM_HEADS: `num_heads` supplies
+// it), anything else is an llm.c checkpoint.
+HostWeights load_weights_file(const std::filesystem::path& file, int num_heads, std::size_t alignment);
+void save_weights_file(const std::filesystem::path& file, const HostWeights& w);
+
 }  // namespace paxocl::models

@@ -13,7 +13,7 @@
 #include "device/program_cache.h"
 #include "kernels_cl/gemm.h"
 #include "kernels_cl/kernel_library.h"
-#include "models/rng.h"
+#include "common/rng.h"
 #include "tests/test_support.h"
 
 namespace paxocl::testing {
@@ -48,7 +48,7 @@ class DeviceTest : public ::testing::Test {
 
   // Random values ~ N(0, std^2), rounded to float so device and reference see the same inputs.
   static std::vector<double> random(std::size_t n, std::uint64_t seed, double std = 1.0) {
-    models::Rng rng(seed);
+    Rng rng(seed);
     std::vector<double> v(n);
     for (double& x : v) x = static_cast<double>(static_cast<float>(std * rng.normal()));
     return v;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "inputs/synthetic_stream.h"
 #include "models/adam_optimizer.h"
 #include "models/gpt_model.h"
 #include "models/lr_schedule.h"
@@ -19,7 +20,7 @@ namespace {
 
 using models::GptConfig;
 using models::GptModel;
-using models::TokenBatch;
+
 
 GptConfig tiny_config() {
   GptConfig c;
@@ -33,9 +34,9 @@ GptConfig tiny_config() {
   return c;
 }
 
-TokenBatch random_batch(const GptConfig& c, int B, int T, std::uint64_t seed) {
-  models::Rng rng(seed);
-  TokenBatch b{B, T, {}, {}, {}};
+inputs::Batch random_batch(const GptConfig& c, int B, int T, std::uint64_t seed) {
+  Rng rng(seed);
+  inputs::Batch b{B, T, {}, {}, {}};
   for (int i = 0; i < B * T; ++i) {
     b.ids.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(c.vocab_size)));
     b.targets.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(c.vocab_size)));
@@ -44,11 +45,11 @@ TokenBatch random_batch(const GptConfig& c, int B, int T, std::uint64_t seed) {
   return b;
 }
 
-ReferenceBatch to_reference(const TokenBatch& b) { return ReferenceBatch{b.batch, b.seq_len, b.ids, b.targets, b.weights}; }
+ReferenceBatch to_reference(const inputs::Batch& b) { return ReferenceBatch{b.batch, b.seq_len, b.ids, b.targets, b.weights}; }
 
 // Every real parameter ~ N(0, 0.3^2) (LayerNorm scales around 1), so biases, LN and GELU are exercised.
 std::vector<float> random_parameters(const models::ParameterLayout& layout, std::uint64_t seed) {
-  models::Rng rng(seed);
+  Rng rng(seed);
   std::vector<float> flat(layout.total(), 0.0f);
   for (const auto& t : layout.tensors()) {
     const bool scale = t.name.find(".scale") != std::string::npos;
@@ -69,7 +70,7 @@ TEST_F(GptModelTest, LossAndEveryGradientMatchTheFloat64Reference) {
   auto model = make_model(c, 2);
   const auto params = random_parameters(model->layout(), 1);
   model->set_parameters(params);
-  const TokenBatch batch = random_batch(c, 2, 6, 2);
+  const inputs::Batch batch = random_batch(c, 2, 6, 2);
   const double loss = model->forward_backward(batch);
   const ReferenceResult ref = reference_forward_backward(c, model->layout(), params, to_reference(batch));
   EXPECT_NEAR(loss, ref.loss, 1e-5 * ref.loss);
@@ -89,10 +90,10 @@ TEST_F(GptModelTest, FiniteDifferencesCoverEveryParameterTensor) {
   auto model = make_model(c, 2);
   std::vector<float> params = random_parameters(model->layout(), 3);
   model->set_parameters(params);
-  const TokenBatch batch = random_batch(c, 2, 5, 4);
+  const inputs::Batch batch = random_batch(c, 2, 5, 4);
   model->forward_backward(batch);
   const std::vector<float> grads = model->gradients();
-  models::Rng pick(5);
+  Rng pick(5);
   const double h = 1e-2;
   for (const auto& t : model->layout().tensors()) {
     // The coordinate with the largest gradient, plus two random ones.
@@ -117,34 +118,6 @@ TEST_F(GptModelTest, FiniteDifferencesCoverEveryParameterTensor) {
   }
 }
 
-// A deterministic stream with learnable structure: each token's successor is a fixed random
-// permutation of it, except for 10% noise tokens.
-std::vector<int> synthetic_stream(int vocab, std::size_t length, std::uint64_t seed) {
-  models::Rng rng(seed);
-  std::vector<int> successor(static_cast<std::size_t>(vocab));
-  std::iota(successor.begin(), successor.end(), 0);
-  for (int i = vocab - 1; i > 0; --i) std::swap(successor[i], successor[rng.next_u64() % static_cast<std::uint64_t>(i + 1)]);
-  std::vector<int> s{0};
-  while (s.size() < length) {
-    s.push_back(rng.uniform() < 0.1 ? static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(vocab))
-                                    : successor[static_cast<std::size_t>(s.back())]);
-  }
-  return s;
-}
-
-TokenBatch stream_batch(const std::vector<int>& stream, int B, int T, long step) {
-  TokenBatch b{B, T, {}, {}, {}};
-  for (int r = 0; r < B; ++r) {
-    const std::size_t start = static_cast<std::size_t>((step * B + r) * T) % (stream.size() - static_cast<std::size_t>(T) - 1);
-    for (int t = 0; t < T; ++t) {
-      b.ids.push_back(stream[start + static_cast<std::size_t>(t)]);
-      b.targets.push_back(stream[start + static_cast<std::size_t>(t) + 1]);
-      b.weights.push_back(1.0f);
-    }
-  }
-  return b;
-}
-
 GptConfig small_config() {
   GptConfig c;
   c.num_layers = 2;
@@ -163,10 +136,10 @@ std::vector<double> train(GptModelTest& t, const GptConfig& c, int steps, std::u
   model->init(seed);
   models::AdamOptimizer adam(*t.device_, model->kernels(), model->layout().total(), model->layout().decayed_end(), {});
   const models::LrSchedule lr{3e-3, 10, 10, 400, 0.1};
-  const auto stream = synthetic_stream(c.vocab_size, 20000, 7);
+  const inputs::SyntheticStream stream(c.vocab_size, 20000, 7);
   std::vector<double> losses;
   for (int step = 0; step < steps; ++step) {
-    losses.push_back(model->forward_backward(stream_batch(stream, 8, c.max_seq_len, step)));
+    losses.push_back(model->forward_backward(stream.batch(8, c.max_seq_len, step)));
     adam.step(model->parameter_buffer(), model->gradient_buffer(), lr.at(step));
   }
   return losses;
@@ -265,7 +238,7 @@ TEST(LrSchedule, LinearRampupThenCosineDecayToTheMinimumRatio) {
 TEST_F(GptModelTest, BadBatchesAreDataErrors) {
   const GptConfig c = tiny_config();
   auto model = make_model(c, 2);
-  TokenBatch b = random_batch(c, 2, 5, 51);
+  inputs::Batch b = random_batch(c, 2, 5, 51);
   b.ids[3] = c.vocab_size;
   try {
     model->loss(b);
@@ -304,7 +277,7 @@ TEST_F(GptModelTest, WeightFilesRoundTripThroughTheModel) {
   models::save_safetensors(st, model->save_weights());
   auto from_st = make_model(c, 1);
   from_st->load_weights(models::load_safetensors(st, c.num_heads, 1));
-  const TokenBatch batch = random_batch(c, 1, 9, 62);
+  const inputs::Batch batch = random_batch(c, 1, 9, 62);
   EXPECT_EQ(from_st->loss(batch), model->loss(batch));
 
   GptConfig other = c;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "models/layers/layer_context.h"
-#include "models/rng.h"
+#include "common/rng.h"
 
 namespace paxocl::models {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "models/layers/layer_context.h"
-#include "models/rng.h"
+#include "common/rng.h"
 
 namespace paxocl::models {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-namespace paxocl::models {
+namespace paxocl {
 
 class Rng {
  public:
@@ -26,4 +26,4 @@ class Rng {
   std::uint64_t state_;
 };
 
-}  // namespace paxocl::models
+}  // namespace paxocl

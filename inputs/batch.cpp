@@ -1,4 +1,4 @@
-#include "models/token_batch.h"
+#include "inputs/batch.h"
 
 #include <cmath>
 
@@ -6,12 +6,12 @@
 
 #include "device/errors.h"
 
-namespace paxocl::models {
+namespace paxocl::inputs {
 
-void TokenBatch::validate(const GptConfig& config) const {
+void Batch::validate(int vocab_size, int max_seq_len) const {
   if (batch < 1 || seq_len < 1) throw DataError(fmt::format("batch of {} x {} tokens: both must be at least 1", batch, seq_len));
-  if (seq_len > config.max_seq_len) {
-    throw DataError(fmt::format("sequence length {} exceeds MAX_SEQ_LEN={}", seq_len, config.max_seq_len));
+  if (seq_len > max_seq_len) {
+    throw DataError(fmt::format("sequence length {} exceeds MAX_SEQ_LEN={}", seq_len, max_seq_len));
   }
   const std::size_t n = static_cast<std::size_t>(batch) * static_cast<std::size_t>(seq_len);
   if (ids.size() != n || targets.size() != n || weights.size() != n) {
@@ -19,10 +19,10 @@ void TokenBatch::validate(const GptConfig& config) const {
                                 ids.size(), targets.size(), weights.size()));
   }
   for (std::size_t i = 0; i < n; ++i) {
-    if (ids[i] < 0 || ids[i] >= config.vocab_size || targets[i] < 0 || targets[i] >= config.vocab_size) {
+    if (ids[i] < 0 || ids[i] >= vocab_size || targets[i] < 0 || targets[i] >= vocab_size) {
       throw DataError(fmt::format("token {} at position {} is outside the vocabulary [0, {}); check VOCAB_SIZE "
                                   "against the tokenizer",
-                                  ids[i] < 0 || ids[i] >= config.vocab_size ? ids[i] : targets[i], i, config.vocab_size));
+                                  ids[i] < 0 || ids[i] >= vocab_size ? ids[i] : targets[i], i, vocab_size));
     }
     if (!(weights[i] >= 0.0f) || !std::isfinite(weights[i])) {
       throw DataError(fmt::format("weight {} at position {} must be finite and >= 0", weights[i], i));
@@ -30,4 +30,4 @@ void TokenBatch::validate(const GptConfig& config) const {
   }
 }
 
-}  // namespace paxocl::models
+}  // namespace paxocl::inputs

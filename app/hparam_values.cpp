@@ -1,0 +1,57 @@
+#include "app/hparam_values.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "device/errors.h"
+
+namespace paxocl::app {
+
+namespace {
+std::string strip(std::string_view text) {
+  std::string s;
+  for (char c : text) {
+    if (c != '_' && c != ' ') s += c;  // Python literals allow 1_000
+  }
+  return s;
+}
+}  // namespace
+
+long parse_int_value(std::string_view field, std::string_view text) {
+  const std::string s = strip(text);
+  long value = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) {
+    throw ConfigError(fmt::format("--fdl.{}={}: expected an integer", field, text));
+  }
+  return value;
+}
+
+double parse_float_value(std::string_view field, std::string_view text) {
+  const std::string s = strip(text);
+  char* end = nullptr;
+  const double value = s.empty() ? NAN : std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(value)) {
+    throw ConfigError(fmt::format("--fdl.{}={}: expected a finite number", field, text));
+  }
+  return value;
+}
+
+bool parse_bool_value(std::string_view field, std::string_view text) {
+  if (text == "true" || text == "True" || text == "1") return true;
+  if (text == "false" || text == "False" || text == "0") return false;
+  throw ConfigError(fmt::format("--fdl.{}={}: expected a boolean (True or False)", field, text));
+}
+
+std::string parse_string_value(std::string_view field, std::string_view text) {
+  if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'')) {
+    if (text.back() != text.front()) throw ConfigError(fmt::format("--fdl.{}={}: unterminated string", field, text));
+    return std::string(text.substr(1, text.size() - 2));
+  }
+  return std::string(text);
+}
+
+}  // namespace paxocl::app
