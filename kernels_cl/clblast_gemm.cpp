@@ -1,6 +1,8 @@
 // The CLBlast implementation of kernels::Gemm.
 #include <clblast.h>
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "device/cl_error.h"
@@ -25,18 +27,23 @@ class ClBlastGemm final : public Gemm {
            const GemmOperand& c) override {
     if (s.m == 0 || s.n == 0 || s.batch == 0) return;
     cl_command_queue queue = device_.queue().get();
-    cl_event event = nullptr;
-    cl_event* event_out = profiling_ ? &event : nullptr;
+    // Profiling times the GEMM on the host between two queue drains: CLBlast may run several
+    // kernels (padding, transposes, the product) per call and returns only the last one's event.
+    std::chrono::steady_clock::time_point start;
+    if (profiling_) {
+      device_.queue().finish();
+      start = std::chrono::steady_clock::now();
+    }
     clblast::StatusCode status;
     if (s.batch == 1) {
       status = clblast::Gemm<float>(clblast::Layout::kRowMajor, to_clblast(s.a), to_clblast(s.b), s.m, s.n, s.k, alpha,
                                     a.buffer, a.offset, a.ld, b.buffer, b.offset, b.ld, beta, c.buffer, c.offset, c.ld,
-                                    &queue, event_out);
+                                    &queue, nullptr);
     } else {
       status = clblast::GemmStridedBatched<float>(clblast::Layout::kRowMajor, to_clblast(s.a), to_clblast(s.b), s.m,
                                                   s.n, s.k, alpha, a.buffer, a.offset, a.ld, a.batch_stride, b.buffer,
                                                   b.offset, b.ld, b.batch_stride, beta, c.buffer, c.offset, c.ld,
-                                                  c.batch_stride, s.batch, &queue, event_out);
+                                                  c.batch_stride, s.batch, &queue, nullptr);
     }
     if (status != clblast::StatusCode::kSuccess) {
       const int code = static_cast<int>(status);
@@ -45,29 +52,21 @@ class ClBlastGemm final : public Gemm {
       throw DeviceError(fmt::format("CLBlast failed with {} ({}) in {}", name, code, describe(s)));
     }
     ++stats_.calls;
-    if (event != nullptr) events_.emplace_back(event);
+    if (profiling_) {
+      device_.queue().finish();
+      stats_.device_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
   }
 
   std::string name() const override { return "clblast"; }
   void set_profiling(bool on) override { profiling_ = on; }
 
-  GemmStats stats() override {
-    for (const device::Event& e : events_) {
-      e.wait();
-      stats_.device_ms += e.elapsed_ms();
-    }
-    events_.clear();
-    return stats_;
-  }
-  void reset_stats() override {
-    events_.clear();
-    stats_ = {};
-  }
+  GemmStats stats() override { return stats_; }
+  void reset_stats() override { stats_ = {}; }
 
  private:
   device::Device& device_;
   bool profiling_ = false;
-  std::vector<device::Event> events_;
   GemmStats stats_;
 };
 

@@ -30,7 +30,7 @@ struct GemmShape {
 
 struct GemmStats {
   long calls = 0;
-  double device_ms = 0;  // profiled device time of the GEMM kernels (when profiling is on)
+  double device_ms = 0;  // time in GEMMs while profiling is on (queue drained around each call)
 };
 
 class Gemm {
@@ -39,8 +39,8 @@ class Gemm {
   virtual void run(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                    const GemmOperand& c) = 0;
   virtual std::string name() const = 0;
-  // Profiling for benchmarks: when on, stats() sums the device time of the GEMMs run since the
-  // last reset (it waits for them to finish).
+  // Profiling for benchmarks: when on, each GEMM is timed alone (the queue is drained before and
+  // after it, which serialises the step) and stats() sums those times since the last reset.
   virtual void set_profiling(bool on) = 0;
   virtual GemmStats stats() = 0;
   virtual void reset_stats() = 0;
