@@ -15,6 +15,7 @@
 #include "app/hparam_values.h"
 #include "device/device_selection.h"
 #include "inputs/synthetic_stream.h"
+#include "kernels_cl/auto_gemm.h"
 #include "models/adam_optimizer.h"
 #include "models/gpt_model.h"
 #include "models/lr_schedule.h"
@@ -88,6 +89,7 @@ const FlagSpec kTrainFlags[] = {
     {"devices", "auto|gpu|cpu|0,1", "device selection; training uses the first selected device"},
     {"init_from", "FILE", "initialise from weights: an llm.c checkpoint (.bin) or Hugging Face GPT-2 .safetensors"},
     {"save_weights", "FILE", "write the trained weights (.safetensors, else llm.c format)"},
+    {"gemm", "auto|clblast|cpu-8x48|cpu-12x32|gpu-64x64", "GEMM implementation (env PAX_OCL_GEMM; default auto)"},
 };
 
 void print_help() {
@@ -140,7 +142,8 @@ int run_train(const CliArgs& args, const collectives::ProcessWorld& world) {
                                   s.batch, s.log_interval, s.max_steps));
   }
   const int T = s.model.max_seq_len, B = static_cast<int>(s.batch);
-  models::GptModel model(dev, cache, s.model, models::GptModelOptions{static_cast<std::size_t>(B), 0, 64u << 20});
+  models::GptModel model(dev, cache, s.model, models::GptModelOptions{static_cast<std::size_t>(B), 0, 64u << 20,
+                                                                       kernels::gemm_policy_from(args.flag("gemm"))});
   if (init) {
     model.load_weights(*init);
   } else {

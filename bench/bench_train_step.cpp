@@ -1,13 +1,15 @@
 // Training-step benchmark: times full steps (forward, backward, Adam update) of the GPT on one
 // device and prints tokens/s, achieved GFLOP/s (model FLOPs: 6 x matmul parameters + 12 L T C per
 // token) and the share of step time spent in GEMM (profiled device time of the GEMM kernels).
-// Usage: bench_train_step [A|B|C|all] [steps]      (device: --devices / PAX_OCL_DEVICES, default auto)
+// Usage: bench_train_step [A|B|C|D|all] [steps] [gemm policy: auto|clblast|cpu-8x48|...]
+// (device: PAX_OCL_DEVICES, default auto)
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "device/device_selection.h"
+#include "kernels_cl/auto_gemm.h"
 #include "models/adam_optimizer.h"
 #include "models/gpt_model.h"
 
@@ -25,9 +27,10 @@ constexpr BenchConfig kConfigs[] = {
     {"A", 2, 128, 4, 128, 4096, 8},
     {"B", 4, 256, 4, 256, 8192, 8},
     {"C", 6, 384, 6, 256, 16384, 8},
+    {"D", 12, 768, 12, 256, 50304, 4},
 };
 
-void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache, int steps) {
+void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache, int steps, const std::string& gemm) {
   models::GptConfig c;
   c.num_layers = b.layers;
   c.model_dims = b.dims;
@@ -36,7 +39,7 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   c.dims_per_head = b.dims / b.heads;
   c.max_seq_len = b.seq_len;
   c.vocab_size = b.vocab;
-  models::GptModel model(dev, cache, c, models::GptModelOptions{static_cast<std::size_t>(b.batch), 0, 256u << 20});
+  models::GptModel model(dev, cache, c, models::GptModelOptions{static_cast<std::size_t>(b.batch), 0, 256u << 20, gemm});
   model.init(1);
   models::AdamOptimizer adam(dev, model.kernels(), model.layout().total(), model.layout().decayed_end(), {});
   Rng rng(2);
@@ -67,14 +70,14 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   const auto t2 = Clock::now();
   for (int i = 0; i < steps; ++i) step();
   const double profiled_ms = std::chrono::duration<double, std::milli>(Clock::now() - t2).count() / steps;
-  const kernels::GemmStats gemm = model.gemm().stats();
+  const kernels::GemmStats gemm_stats = model.gemm().stats();
   const double tokens = static_cast<double>(b.batch) * b.seq_len;
   const double gflops = c.flops_per_token(b.seq_len) * tokens / (ms * 1e-3) / 1e9;
   std::printf("%-6s L%d D%d H%d T%d V%d B%d  params %6.2fM  step %8.1f ms  %8.0f tok/s  %6.2f GFLOP/s  GEMM %4.1f%%  "
               "first step %.0f ms  loss %.3f\n",
               b.name, b.layers, b.dims, b.heads, b.seq_len, b.vocab, b.batch,
               static_cast<double>(model.layout().parameter_count()) / 1e6, ms, tokens / (ms * 1e-3), gflops,
-              100.0 * gemm.device_ms / steps / profiled_ms, first_ms, loss);
+              100.0 * gemm_stats.device_ms / steps / profiled_ms, first_ms, loss);
   std::fflush(stdout);
 }
 
@@ -83,13 +86,14 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
 int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "all";
   const int steps = argc > 2 ? std::stoi(argv[2]) : 5;
+  const std::string gemm = kernels::gemm_policy_from(argc > 3 ? std::optional<std::string>(argv[3]) : std::nullopt);
   const auto selected = device::select_devices(device::enumerate_devices(),
                                                device::parse_device_selection(device::device_spec_from(std::nullopt)));
   device::Device dev(selected.front());
   device::ProgramCache cache;
-  std::printf("device: %s (%s, %u CUs)  GEMM: clblast  steps timed: %d\n", dev.info().name.c_str(),
-              dev.info().platform_name.c_str(), dev.info().compute_units, steps);
+  std::printf("device: %s (%s, %u CUs)  GEMM: %s  steps timed: %d\n", dev.info().name.c_str(),
+              dev.info().platform_name.c_str(), dev.info().compute_units, gemm.c_str(), steps);
   for (const BenchConfig& b : kConfigs) {
-    if (which == "all" || which == b.name) run(b, dev, cache, steps);
+    if (which == "all" || which == b.name) run(b, dev, cache, steps, gemm);
   }
 }

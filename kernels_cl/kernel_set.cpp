@@ -5,8 +5,8 @@
 namespace paxocl::kernels {
 
 KernelSet::KernelSet(device::ProgramCache& cache, device::Device& device, std::string_view program,
-                     std::initializer_list<const char*> kernel_names)
-    : device_(device), program_(load_program(cache, device, program)) {
+                     std::initializer_list<const char*> kernel_names, std::string_view extra_options)
+    : device_(device), program_(load_program(cache, device, program, extra_options)) {
   for (const char* name : kernel_names) kernels_.emplace_back(program_, name);
 }
 

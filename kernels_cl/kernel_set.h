@@ -5,6 +5,7 @@
 #include <array>
 #include <initializer_list>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,7 +25,7 @@ inline cl_uint u32(std::size_t n) {
 class KernelSet {
  public:
   KernelSet(device::ProgramCache& cache, device::Device& device, std::string_view program,
-            std::initializer_list<const char*> kernel_names);
+            std::initializer_list<const char*> kernel_names, std::string_view extra_options = "");
 
   // Runs `kernel` over `items` work-items (rounded up to whole groups; kernels guard the tail).
   template <typename... Args>
@@ -34,6 +35,15 @@ class KernelSet {
     constexpr std::size_t kGroup = 64;
     const std::array<std::size_t, 1> global = {std::max<std::size_t>(1, (items + kGroup - 1) / kGroup) * kGroup};
     return device_.queue().launch(k, global);
+  }
+
+  // Runs `kernel` over an explicit N-D range with an explicit work-group shape.
+  template <typename... Args>
+  device::Event launch_nd(std::string_view kernel, std::span<const std::size_t> global,
+                          std::span<const std::size_t> local, const Args&... args) {
+    device::Kernel& k = find(kernel);
+    k.set_args(args...);
+    return device_.queue().launch(k, global, local);
   }
 
   device::Device& device() const { return device_; }

@@ -12,6 +12,8 @@ namespace paxocl::kernels {
 // OpenCL C 1.2 runs everywhere; -cl-mad-enable lets a*b+c fuse (as XLA does on GPUs).
 inline constexpr std::string_view kBuildOptions = "-cl-std=CL1.2 -cl-mad-enable";
 
-device::Program load_program(device::ProgramCache& cache, const device::Device& device, std::string_view name);
+// `extra_options` (e.g. "-DMR=8 -DNR=48") are appended for kernels built in several variants.
+device::Program load_program(device::ProgramCache& cache, const device::Device& device, std::string_view name,
+                             std::string_view extra_options = "");
 
 }  // namespace paxocl::kernels

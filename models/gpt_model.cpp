@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels_cl/auto_gemm.h"
 #include "models/layers/param_init.h"
 
 namespace paxocl::models {
@@ -15,13 +16,13 @@ std::size_t layout_alignment(const device::DeviceInfo& info) {
 }  // namespace
 
 GptModel::GptModel(device::Device& device, device::ProgramCache& cache, const GptConfig& config,
-                   GptModelOptions options, std::unique_ptr<kernels::Gemm> gemm)
+                   GptModelOptions options)
     : device_(device),
       config_((config.validate(), config)),
       options_(options),
       layout_(config, layout_alignment(device.info())),
       kernels_(cache, device),
-      gemm_(gemm ? std::move(gemm) : kernels::make_clblast_gemm(device)),
+      gemm_(kernels::make_gemm(device, cache, options.gemm)),
       params_(make_buffer(device, layout_.total(), "parameters")),
       grads_(make_buffer(device, layout_.total(), "gradients")) {
   if (options_.max_seq_len == 0) options_.max_seq_len = static_cast<std::size_t>(config.max_seq_len);

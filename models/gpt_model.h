@@ -26,13 +26,12 @@ struct GptModelOptions {
   std::size_t max_batch = 8;          // largest B a step may use
   std::size_t max_seq_len = 0;        // largest T; 0 = MAX_SEQ_LEN
   std::size_t attention_workspace_bytes = 64u << 20;  // bound on the (chunk, T, T) score workspace
+  std::string gemm = "auto";          // GEMM policy (kernels_cl/auto_gemm.h)
 };
 
 class GptModel {
  public:
-  // `gemm` defaults to CLBlast.
-  GptModel(device::Device& device, device::ProgramCache& cache, const GptConfig& config, GptModelOptions options,
-           std::unique_ptr<kernels::Gemm> gemm = nullptr);
+  GptModel(device::Device& device, device::ProgramCache& cache, const GptConfig& config, GptModelOptions options);
 
   void init(std::uint64_t seed);                      // Gaussian(INIT_STD) matrices, zero biases, unit LN scales
   void set_parameters(std::span<const float> flat);   // flat as ParameterLayout (size total())

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""PyTorch CPU reference for pax-ocl's training-step benchmark (bench/bench_train_step.cpp).
+
+Times the same GPT training step on the CPU with PyTorch (float32, no autocast) so pax-ocl's numbers
+can be put beside a well-known implementation. For benchmarking only: pax-ocl never needs PyTorch to
+build or test. Install (see bench/requirements-torch.txt):
+
+    python3 -m venv /tmp/torch-venv && /tmp/torch-venv/bin/pip install -r bench/requirements-torch.txt
+    /tmp/torch-venv/bin/python bench/torch_reference.py --config all --steps 3 --warmup 1
+
+Model, as pax-ocl's GptModel: GPT-2 style, wte (Vp, C) with Vp = VOCAB rounded up to a multiple of 128,
+learned wpe (MAX_SEQ_LEN, C); pre-LayerNorm blocks (eps 1e-5) with fused qkv Linear(C, 3C) and causal
+softmax attention scaled 1/sqrt(hs), MLP C -> 4C -> C with tanh GELU; final LayerNorm; tied LM head
+logits = y @ wte.T over Vp, the padding columns sliced off before the cross-entropy (mean). Init:
+Gaussian std 0.023 for every matrix, LayerNorm scales 1, biases 0. Step: zero_grad, forward, backward,
+clip_grad_norm_(1.0), AdamW(lr 1e-4, betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on 2-D params only).
+
+Output, one line per config (the shape of bench_train_step's):
+    torch  A  L2 D128 H4 T128 V4096 B8  params X.XXM  step Y ms  Z tok/s  W GFLOP/s  first step F ms  loss L
+GFLOP/s uses FLOPs/token = 6 * matmul params (per layer C*3C + C*C + 2*C*4C, plus Vp*C for the LM
+head) + 12*L*T*C, as GptConfig::flops_per_token.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:  # one clear line, no traceback
+    sys.exit(f"torch_reference.py: PyTorch is not importable ({e}); install it with: python3 -m venv "
+             f"/tmp/torch-venv && /tmp/torch-venv/bin/pip install -r bench/requirements-torch.txt, "
+             f"then run /tmp/torch-venv/bin/python bench/torch_reference.py")
+
+# name: (layers, dims, heads, seq_len, vocab, batch); A, B, C as bench_train_step.cpp, D = GPT-2 124M.
+CONFIGS = {
+    "A": (2, 128, 4, 128, 4096, 8),
+    "B": (4, 256, 4, 256, 8192, 8),
+    "C": (6, 384, 6, 256, 16384, 8),
+    "D": (12, 768, 12, 256, 50304, 4),
+}
+INIT_STD = 0.023
+LN_EPS = 1e-5
+
+
+def padded_vocab(v):
+    return (v + 127) // 128 * 128
+
+
+def flops_per_token(L, C, T, Vp):
+    matmul_params = L * (C * 3 * C + C * C + 2 * C * 4 * C) + Vp * C
+    return 6.0 * matmul_params + 12.0 * L * T * C
+
+
+class Block(nn.Module):
+    def __init__(self, C, n_head, T, sdpa):
+        super().__init__()
+        self.n_head, self.hs, self.sdpa = n_head, C // n_head, sdpa
+        self.ln1 = nn.LayerNorm(C, eps=LN_EPS)
+        self.qkv = nn.Linear(C, 3 * C, bias=True)
+        self.proj = nn.Linear(C, C, bias=True)
+        self.ln2 = nn.LayerNorm(C, eps=LN_EPS)
+        self.fc = nn.Linear(C, 4 * C, bias=True)
+        self.fcproj = nn.Linear(4 * C, C, bias=True)
+        if not sdpa:
+            self.register_buffer("mask", torch.ones(T, T, dtype=torch.bool).triu(1), persistent=False)
+
+    def attn(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, self.hs).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hs)
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.hs))
+            att = att.masked_fill(self.mask[:T, :T], float("-inf")).softmax(dim=-1)
+            y = att @ v
+        return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.fcproj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, L, C, n_head, T, V, sdpa):
+        super().__init__()
+        self.V, self.Vp = V, padded_vocab(V)
+        self.wte = nn.Parameter(torch.empty(self.Vp, C))
+        self.wpe = nn.Parameter(torch.empty(T, C))
+        self.blocks = nn.ModuleList(Block(C, n_head, T, sdpa) for _ in range(L))
+        self.lnf = nn.LayerNorm(C, eps=LN_EPS)
+        with torch.no_grad():
+            for p in self.parameters():
+                if p.dim() == 2:
+                    p.normal_(0.0, INIT_STD)
+                else:
+                    p.zero_()
+            for m in self.modules():
+                if isinstance(m, nn.LayerNorm):
+                    m.weight.fill_(1.0)
+
+    def forward(self, ids, targets):
+        T = ids.shape[1]
+        x = self.wte[ids] + self.wpe[:T]
+        for blk in self.blocks:
+            x = blk(x)
+        logits = self.lnf(x) @ self.wte.t()  # (B, T, Vp), tied LM head
+        logits = logits[:, :, : self.V]  # padding columns excluded from the softmax
+        return F.cross_entropy(logits.reshape(-1, self.V), targets.reshape(-1))
+
+
+def run(name, args):
+    L, C, H, T, V, B = CONFIGS[name]
+    torch.manual_seed(1)
+    model = GPT(L, C, H, T, V, args.sdpa)
+    decay = [p for p in model.parameters() if p.dim() == 2]
+    no_decay = [p for p in model.parameters() if p.dim() != 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=1e-4, betas=(0.9, 0.95), eps=1e-8)
+    gen = torch.Generator().manual_seed(2)
+    ids = torch.randint(0, V, (B, T), generator=gen)
+    targets = torch.randint(0, V, (B, T), generator=gen)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = model(ids, targets)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss.item()
+
+    t0 = time.perf_counter()
+    step()
+    first_ms = (time.perf_counter() - t0) * 1e3
+    for _ in range(max(0, args.warmup - 1)):
+        step()
+    t1 = time.perf_counter()
+    loss = float("nan")
+    for _ in range(args.steps):
+        loss = step()
+    ms = (time.perf_counter() - t1) * 1e3 / args.steps
+
+    params = sum(p.numel() for p in model.parameters())
+    tokens = B * T
+    tok_s = tokens / (ms * 1e-3)
+    gflops = flops_per_token(L, C, T, padded_vocab(V)) * tok_s / 1e9
+    if args.json:
+        print(json.dumps({"impl": "torch", "config": name, "layers": L, "dims": C, "heads": H, "seq_len": T,
+                          "vocab": V, "padded_vocab": padded_vocab(V), "batch": B, "params": params,
+                          "step_ms": round(ms, 3), "tok_s": round(tok_s, 1), "gflop_s": round(gflops, 3),
+                          "first_step_ms": round(first_ms, 1), "loss": round(loss, 5), "steps": args.steps,
+                          "warmup": args.warmup, "threads": args.threads, "sdpa": args.sdpa}))
+    else:
+        print(f"torch  {name:<2} L{L} D{C} H{H} T{T} V{V} B{B}  params {params / 1e6:6.2f}M  step {ms:8.1f} ms  "
+              f"{tok_s:8.0f} tok/s  {gflops:6.2f} GFLOP/s  first step {first_ms:.0f} ms  loss {loss:.3f}")
+    sys.stdout.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default="all", choices=[*CONFIGS, "all"], help="A, B, C, D or all (default all)")
+    ap.add_argument("--steps", type=int, default=5, help="timed steps (default 5)")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed steps before timing, >= 1 (default 1)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch.set_num_threads (default: cpu count)")
+    ap.add_argument("--sdpa", action="store_true", help="F.scaled_dot_product_attention(is_causal=True) attention")
+    ap.add_argument("--json", action="store_true", help="one JSON object per line")
+    args = ap.parse_args()
+    if args.steps < 1:
+        ap.error("--steps must be >= 1")
+    args.warmup = max(1, args.warmup)
+    if args.sdpa and not hasattr(F, "scaled_dot_product_attention"):
+        sys.exit(f"torch_reference.py: --sdpa needs torch >= 2.0 (this is torch {torch.__version__})")
+    torch.set_num_threads(args.threads)
+    attn = "sdpa" if args.sdpa else "matmul+masked softmax"
+    if args.json:
+        print(json.dumps({"impl": "torch", "torch": torch.__version__, "threads": torch.get_num_threads(),
+                          "attention": attn, "steps": args.steps, "warmup": args.warmup}))
+    else:
+        print(f"torch {torch.__version__}  CPU threads: {torch.get_num_threads()}  attention: {attn}  "
+              f"float32  steps timed: {args.steps}  warmup: {args.warmup}")
+    sys.stdout.flush()
+    for name in CONFIGS if args.config == "all" else [args.config]:
+        run(name, args)
+
+
+if __name__ == "__main__":
+    main()

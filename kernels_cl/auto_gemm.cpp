@@ -1,0 +1,172 @@
+#include "kernels_cl/auto_gemm.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "kernels_cl/packed_gemm.h"
+
+namespace paxocl::kernels {
+
+namespace {
+
+const std::vector<std::string>& variant_names() {
+  static const std::vector<std::string> names = {"clblast", "cpu-8x48", "cpu-12x32", "gpu-64x64"};
+  return names;
+}
+
+std::unique_ptr<Gemm> make_variant(device::Device& device, device::ProgramCache& cache, const std::string& name) {
+  if (name == "clblast") return make_clblast_gemm(device);
+  if (name == "cpu-8x48") return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kCpu, 8, 48});
+  if (name == "cpu-12x32") return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kCpu, 12, 32});
+  return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kGpu, 64, 64});
+}
+
+const char* bucket(std::size_t d) { return d <= 64 ? "64" : d <= 512 ? "512" : "big"; }
+
+// Chooses per shape class among candidates; see auto_gemm.h.
+class AutoGemm final : public Gemm {
+ public:
+  AutoGemm(device::Device& device, device::ProgramCache& cache, std::vector<std::string> candidates)
+      : device_(device), cache_(cache), candidates_(std::move(candidates)) {
+    if (!cache.dir().empty()) {
+      const auto& d = device.info();
+      const std::string key = fmt::format("{}|{}|{}|{}", d.name, d.vendor, d.driver_version, d.platform_version);
+      std::uint64_t h = 1469598103934665603ull;
+      for (unsigned char ch : key) h = (h ^ ch) * 1099511628211ull;
+      choices_file_ = cache.dir() / fmt::format("gemm-choices-{:016x}.txt", h);
+      std::ifstream in(choices_file_);
+      std::string cls, variant;
+      while (in >> cls >> variant) {
+        if (std::find(candidates_.begin(), candidates_.end(), variant) != candidates_.end()) choices_[cls] = variant;
+      }
+    }
+  }
+
+  void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+           const GemmOperand& c) override {
+    const std::string cls = gemm_shape_class(s);
+    auto it = choices_.find(cls);
+    if (it == choices_.end()) it = choices_.emplace(cls, tune(cls, s)).first;
+    Gemm& gemm = variant(it->second);
+    gemm.set_profiling(profiling_);
+    gemm.run(s, alpha, a, b, beta, c);
+  }
+
+  std::string name() const override { return "auto"; }
+  void set_profiling(bool on) override { profiling_ = on; }
+  GemmStats stats() override {
+    GemmStats total;
+    for (auto& [name, g] : variants_) {
+      total.calls += g->stats().calls;
+      total.device_ms += g->stats().device_ms;
+    }
+    return total;
+  }
+  void reset_stats() override {
+    for (auto& [name, g] : variants_) g->reset_stats();
+  }
+
+ private:
+  Gemm& variant(const std::string& name) {
+    auto it = variants_.find(name);
+    if (it == variants_.end()) it = variants_.emplace(name, make_variant(device_, cache_, name)).first;
+    return *it->second;
+  }
+
+  // Times every candidate on `s` with its dimensions capped at 1024, on scratch buffers.
+  std::string tune(const std::string& cls, GemmShape s) {
+    if (candidates_.size() == 1) return candidates_.front();
+    s.m = std::min<std::size_t>(s.m, 1024);
+    s.n = std::min<std::size_t>(s.n, 1024);
+    s.k = std::min<std::size_t>(s.k, 1024);
+    s.batch = std::min<std::size_t>(s.batch, 8);
+    const std::size_t a_rows = s.a == Transpose::kNo ? s.m : s.k, a_cols = s.a == Transpose::kNo ? s.k : s.m;
+    const std::size_t b_rows = s.b == Transpose::kNo ? s.k : s.n, b_cols = s.b == Transpose::kNo ? s.n : s.k;
+    device::Buffer<float> a(device_.context(), std::max<std::size_t>(1, s.batch * a_rows * a_cols), "tune.a");
+    device::Buffer<float> b(device_.context(), std::max<std::size_t>(1, s.batch * b_rows * b_cols), "tune.b");
+    device::Buffer<float> c(device_.context(), s.batch * s.m * s.n, "tune.c");
+    const GemmOperand ao{a.get(), 0, a_cols, a_rows * a_cols}, bo{b.get(), 0, b_cols, b_rows * b_cols},
+        co{c.get(), 0, s.n, s.m * s.n};
+    std::string best;
+    double best_ms = 0;
+    std::string report;
+    for (const std::string& name : candidates_) {
+      Gemm& g = variant(name);
+      g.run(s, 1.0f, ao, bo, 0.0f, co);  // first run: builds or loads the kernels
+      device_.queue().finish();
+      const auto t0 = std::chrono::steady_clock::now();
+      g.run(s, 1.0f, ao, bo, 0.0f, co);
+      device_.queue().finish();
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      report += fmt::format(" {} {:.2f} ms", name, ms);
+      if (best.empty() || ms < best_ms) {
+        best = name;
+        best_ms = ms;
+      }
+    }
+    spdlog::debug("GEMM class {}: chose {} ({})", cls, best, report);
+    save(cls, best);
+    return best;
+  }
+
+  void save(const std::string& cls, const std::string& variant_name) {
+    if (choices_file_.empty()) return;
+    std::map<std::string, std::string> all = choices_;
+    all[cls] = variant_name;
+    std::error_code ec;
+    std::filesystem::create_directories(choices_file_.parent_path(), ec);
+    const auto tmp = choices_file_.string() + fmt::format(".tmp.{}", ::getpid());
+    {
+      std::ofstream out(tmp);
+      for (const auto& [k, v] : all) out << k << " " << v << "\n";
+      if (!out) return;
+    }
+    std::filesystem::rename(tmp, choices_file_, ec);  // atomic; a lost race only re-times later
+  }
+
+  device::Device& device_;
+  device::ProgramCache& cache_;
+  std::vector<std::string> candidates_;
+  std::map<std::string, std::string> choices_;
+  std::map<std::string, std::unique_ptr<Gemm>> variants_;
+  std::filesystem::path choices_file_;
+  bool profiling_ = false;
+};
+
+}  // namespace
+
+std::string gemm_policy_from(const std::optional<std::string>& flag) {
+  std::string policy = "auto";
+  if (flag) {
+    policy = *flag;
+  } else if (const char* env = std::getenv(kGemmEnvVar); env != nullptr && *env != '\0') {
+    policy = env;
+  }
+  if (policy == "auto") return policy;
+  for (const std::string& n : variant_names()) {
+    if (n == policy) return policy;
+  }
+  std::string valid = "auto";
+  for (const std::string& n : variant_names()) valid += ", " + n;
+  throw ConfigError(fmt::format("GEMM '{}' is unknown; use one of: {}", policy, valid));
+}
+
+std::unique_ptr<Gemm> make_gemm(device::Device& device, device::ProgramCache& cache, const std::string& policy) {
+  if (policy != "auto") return make_variant(device, cache, gemm_policy_from(policy));
+  const bool cpu = device.info().kind == device::DeviceKind::kCpu;
+  return std::make_unique<AutoGemm>(device, cache, cpu ? std::vector<std::string>{"cpu-8x48", "cpu-12x32"}
+                                                        : std::vector<std::string>{"gpu-64x64", "clblast"});
+}
+
+std::string gemm_shape_class(const GemmShape& s) {
+  return fmt::format("m{}.n{}.k{}.{}", bucket(s.m), bucket(s.n), bucket(s.k), s.batch > 1 ? "batched" : "single");
+}
+
+}  // namespace paxocl::kernels

@@ -1,0 +1,31 @@
+// make_gemm: the GEMM a device runs, chosen by policy (PAX_OCL_GEMM or the caller):
+//   auto      pax-ocl picks per shape class among the variants for the device class — CPU
+//             devices: the register-tile variants (cpu-8x48, cpu-12x32); GPUs and others: the
+//             work-group variant (gpu-64x64) and CLBlast. At the first GEMM of a class it times
+//             each candidate on that shape (dimensions capped at 1024) and keeps the fastest; the
+//             choices are stored next to the program cache, so later processes skip the timing.
+//   clblast | cpu-8x48 | cpu-12x32 | gpu-64x64   that implementation for every shape.
+// Shape class: each of m, n, k bucketed as <= 64, <= 512 or larger, and batched or not
+// (transposes do not matter: packing absorbs them).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "device/program_cache.h"
+#include "kernels_cl/gemm.h"
+
+namespace paxocl::kernels {
+
+inline constexpr const char* kGemmEnvVar = "PAX_OCL_GEMM";
+
+// The policy named by `flag` if given, else $PAX_OCL_GEMM, else "auto". Throws ConfigError for
+// an unknown name, listing the valid ones.
+std::string gemm_policy_from(const std::optional<std::string>& flag);
+
+std::unique_ptr<Gemm> make_gemm(device::Device& device, device::ProgramCache& cache, const std::string& policy);
+
+std::string gemm_shape_class(const GemmShape& shape);  // "m512.n64.k2048.b" style
+
+}  // namespace paxocl::kernels

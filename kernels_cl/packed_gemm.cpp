@@ -1,0 +1,69 @@
+#include "kernels_cl/packed_gemm.h"
+
+#include <array>
+#include <chrono>
+
+#include <fmt/format.h>
+
+namespace paxocl::kernels {
+
+std::string GemmVariant::name() const {
+  return kind == Kind::kCpu ? fmt::format("cpu-{}x{}", mr, nr) : fmt::format("gpu-{}x{}", mr, nr);
+}
+
+PackedGemm::PackedGemm(device::ProgramCache& cache, device::Device& device, GemmVariant variant)
+    : device_(device),
+      variant_(variant),
+      pack_(cache, device, "gemm_pack", {"gemm_pack_a", "gemm_pack_b"}),
+      compute_(variant.kind == GemmVariant::Kind::kCpu
+                   ? KernelSet(cache, device, "gemm_cpu", {"gemm_cpu"}, fmt::format("-DMR={} -DNR={}", variant.mr, variant.nr))
+                   : KernelSet(cache, device, "gemm_gpu", {"gemm_gpu"})) {
+  if (variant.kind == GemmVariant::Kind::kCpu && (variant.nr % 16 != 0 || variant.mr < 1)) {
+    throw DeviceError(fmt::format("GEMM variant {}: NR must be a multiple of 16", variant.name()));
+  }
+  if (variant.kind == GemmVariant::Kind::kGpu) variant_.mr = variant_.nr = 64;
+}
+
+device::Buffer<float>& PackedGemm::workspace(device::Buffer<float>& buffer, std::size_t count, const char* name) {
+  if (buffer.count() < count) buffer = device::Buffer<float>(device_.context(), count + count / 2, name);
+  return buffer;
+}
+
+void PackedGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                     const GemmOperand& c) {
+  if (s.m == 0 || s.n == 0 || s.batch == 0) return;
+  std::chrono::steady_clock::time_point start;
+  if (profiling_) {
+    device_.queue().finish();
+    start = std::chrono::steady_clock::now();
+  }
+  const std::size_t mr = static_cast<std::size_t>(variant_.mr), nr = static_cast<std::size_t>(variant_.nr);
+  const std::size_t m_panels = (s.m + mr - 1) / mr, n_panels = (s.n + nr - 1) / nr;
+  const std::size_t k = std::max<std::size_t>(s.k, 1);  // k = 0 packs one zero row: C = beta C
+  auto& ap = workspace(packed_a_, s.batch * m_panels * mr * k, "gemm.packed_a");
+  auto& bp = workspace(packed_b_, s.batch * n_panels * nr * k, "gemm.packed_b");
+  const cl_uint trans_a = s.a == Transpose::kYes, trans_b = s.b == Transpose::kYes;
+  const std::size_t a_items = s.batch * m_panels * k, b_items = s.batch * n_panels * k;
+  pack_.launch("gemm_pack_a", a_items, ap, a.buffer, u32(a.offset), u32(a.ld), u32(a.batch_stride),
+               trans_a, u32(s.k == 0 ? 0 : s.m), u32(k), u32(mr), u32(m_panels), u32(a_items));
+  pack_.launch("gemm_pack_b", b_items, bp, b.buffer, u32(b.offset), u32(b.ld), u32(b.batch_stride),
+               trans_b, u32(k), u32(s.k == 0 ? 0 : s.n), u32(nr), u32(n_panels), u32(b_items));
+  const cl_mem cbuf = c.buffer;
+  if (variant_.kind == GemmVariant::Kind::kCpu) {
+    const std::size_t tiles = s.batch * m_panels * n_panels;
+    const std::array<std::size_t, 1> global{tiles}, local{1};
+    compute_.launch_nd("gemm_cpu", global, local, cbuf, u32(c.offset), u32(c.ld), u32(c.batch_stride), ap, bp, u32(s.m),
+                       u32(s.n), u32(k), u32(m_panels), u32(n_panels), alpha, beta, u32(tiles));
+  } else {
+    const std::array<std::size_t, 3> global{n_panels * 16, m_panels * 16, s.batch}, local{16, 16, 1};
+    compute_.launch_nd("gemm_gpu", global, local, cbuf, u32(c.offset), u32(c.ld), u32(c.batch_stride), ap, bp, u32(s.m),
+                       u32(s.n), u32(k), u32(m_panels), u32(n_panels), alpha, beta);
+  }
+  ++stats_.calls;
+  if (profiling_) {
+    device_.queue().finish();
+    stats_.device_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+}
+
+}  // namespace paxocl::kernels

@@ -1,0 +1,46 @@
+// PackedGemm: pax-ocl's own GEMM (kernels::Gemm). Both operands are first packed into contiguous
+// zero-padded panels (gemm_pack.cl), which absorbs every transpose, offset and leading dimension,
+// then a compute kernel shaped for the device class multiplies the panels:
+//   kCpu  gemm_cpu.cl: one work-item per MR x NR register tile, float16 accumulators, groups of 1
+//   kGpu  gemm_gpu.cl: 16 x 16 work-groups on 64 x 64 blocks with local-memory staging
+// Packing workspaces grow on demand and are reused.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "kernels_cl/gemm.h"
+#include "kernels_cl/kernel_set.h"
+
+namespace paxocl::kernels {
+
+struct GemmVariant {
+  enum class Kind { kCpu, kGpu } kind = Kind::kCpu;
+  int mr = 8, nr = 48;  // register tile (kCpu); both 64 for kGpu
+  std::string name() const;  // "cpu-8x48", "gpu-64x64"
+};
+
+class PackedGemm final : public Gemm {
+ public:
+  PackedGemm(device::ProgramCache& cache, device::Device& device, GemmVariant variant);
+
+  void run(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+           const GemmOperand& c) override;
+  std::string name() const override { return variant_.name(); }
+  void set_profiling(bool on) override { profiling_ = on; }
+  GemmStats stats() override { return stats_; }
+  void reset_stats() override { stats_ = {}; }
+
+ private:
+  device::Buffer<float>& workspace(device::Buffer<float>& buffer, std::size_t count, const char* name);
+
+  device::Device& device_;
+  GemmVariant variant_;
+  KernelSet pack_;
+  KernelSet compute_;
+  device::Buffer<float> packed_a_, packed_b_;
+  bool profiling_ = false;
+  GemmStats stats_;
+};
+
+}  // namespace paxocl::kernels
