@@ -6,7 +6,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "device/device_selection.h"
 #include "kernels_cl/auto_gemm.h"
@@ -78,6 +81,25 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
               b.name, b.layers, b.dims, b.heads, b.seq_len, b.vocab, b.batch,
               static_cast<double>(model.layout().parameter_count()) / 1e6, ms, tokens / (ms * 1e-3), gflops,
               100.0 * gemm_stats.device_ms / steps / profiled_ms, first_ms, loss);
+  model.gemm().set_profiling(false);
+
+  // Breakdown by kernel: device time of each kernel over one traced step (CLBlast's own kernels,
+  // launched outside pax-ocl's queue wrapper, appear only in the GEMM share above).
+  dev.queue().set_tracing(true);
+  step();
+  dev.queue().set_tracing(false);
+  std::map<std::string, std::pair<int, double>> by_kernel;
+  double traced_ms = 0;
+  for (const auto& e : dev.queue().take_trace()) {
+    by_kernel[e.kernel].first++;
+    by_kernel[e.kernel].second += e.ms;
+    traced_ms += e.ms;
+  }
+  std::vector<std::pair<std::string, std::pair<int, double>>> sorted(by_kernel.begin(), by_kernel.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
+  std::printf("       kernels (one step, device ms; %.1f ms traced of %.1f ms):", traced_ms, ms);
+  for (const auto& [name, v] : sorted) std::printf("  %s %.1f (%d)", name.c_str(), v.second, v.first);
+  std::printf("\n");
   std::fflush(stdout);
 }
 

@@ -45,7 +45,20 @@ Event Queue::launch(const Kernel& kernel, std::span<const std::size_t> global,
                                   nullptr, global.data(), local.empty() ? nullptr : local.data(),
                                   wait.size(), wait.data(), &ev),
            "clEnqueueNDRangeKernel", "launching kernel '" + kernel.name() + "'");
-  return Event(ev);
+  Event event(ev);
+  if (tracing_) traced_.emplace_back(kernel.name(), event);
+  return event;
+}
+
+std::vector<Queue::TraceEntry> Queue::take_trace() {
+  std::vector<TraceEntry> out;
+  out.reserve(traced_.size());
+  for (const auto& [name, event] : traced_) {
+    event.wait();
+    out.push_back({name, event.elapsed_ms()});
+  }
+  traced_.clear();
+  return out;
 }
 
 void Queue::flush() const { check_cl(clFlush(handle_.get()), "clFlush", "submitting queued commands"); }

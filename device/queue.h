@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "device/buffer.h"
 #include "device/context.h"
@@ -44,12 +46,24 @@ class Queue {
   void flush() const;
   void finish() const;
 
+  // Kernel tracing for benchmarks and profiles: while on, every launch's event is kept with the
+  // kernel's name; take_trace() waits for them and returns (name, device milliseconds) in launch
+  // order, clearing the record.
+  struct TraceEntry {
+    std::string kernel;
+    double ms = 0;
+  };
+  void set_tracing(bool on) { tracing_ = on; }
+  std::vector<TraceEntry> take_trace();
+
  private:
   enum class Direction { kHostToDevice, kDeviceToHost };
   Event transfer(Direction direction, cl_mem buffer, void* host, std::size_t bytes, bool blocking,
                  std::span<const Event> wait_for);
 
   ClHandle<cl_command_queue> handle_;
+  bool tracing_ = false;
+  std::vector<std::pair<std::string, Event>> traced_;
 };
 
 }  // namespace paxocl::device

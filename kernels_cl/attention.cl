@@ -1,24 +1,6 @@
-// Causal multi-head attention pieces around GEMMs (kernels_cl/attention.h composes them).
-// Heads layout: (B, NH, T, hs). Score blocks: (G, T, T) for a chunk of G = (batch, head) pairs,
-// so the T x T workspace is bounded by the chunk, never by B * NH.
-
-// heads[b, h, t, d] = rows[b, t, col + h*hs + d]       rows: (B, T, row_stride)  heads: (B, NH, T, hs)
-__kernel void rows_to_heads(__global float* heads, __global const float* rows, const uint T, const uint NH,
-                            const uint hs, const uint row_stride, const uint col, const uint n) {
-  const uint i = get_global_id(0);
-  if (i >= n) return;
-  const uint d = i % hs, t = (i / hs) % T, h = (i / (hs * T)) % NH, b = i / (hs * T * NH);
-  heads[i] = rows[((size_t)b * T + t) * row_stride + col + h * hs + d];
-}
-
-// rows[b, t, col + h*hs + d] = heads[b, h, t, d]   (the inverse scatter)
-__kernel void heads_to_rows(__global float* rows, __global const float* heads, const uint T, const uint NH,
-                            const uint hs, const uint row_stride, const uint col, const uint n) {
-  const uint i = get_global_id(0);
-  if (i >= n) return;
-  const uint d = i % hs, t = (i / hs) % T, h = (i / (hs * T)) % NH, b = i / (hs * T * NH);
-  rows[((size_t)b * T + t) * row_stride + col + h * hs + d] = heads[i];
-}
+// Causal multi-head attention pieces around GEMMs (models/layers/causal_attention.cpp composes
+// them). Score blocks: (G, T, T) for a chunk of G heads of one sequence; row statistics (lse,
+// delta) are indexed (b, h, t) with the chunk's first row at lse_offset / delta_offset.
 
 // In place on scores s (G, T, T): p[t, u] = exp(scale*s[t,u] - lse[t]) for u <= t, 0 above the
 // diagonal; lse[g, t] = log sum_{u<=t} exp(scale*s[t,u]).   One work-item per row.  lse: (.., T) at lse_offset
@@ -50,13 +32,16 @@ __kernel void causal_probs_from_lse(__global float* s, __global const float* lse
   for (uint u = t + 1; u < T; ++u) row[u] = 0.0f;
 }
 
-// delta[r] = sum_d out[r, d] * dout[r, d]   (= sum_u p[t,u] dp[t,u], the softmax backward's row term)
+// delta[(b*NH + h)*T + t] = sum_d out[b,t, h*hs + d] * dout[b,t, h*hs + d]   (out, dout: (B*T, NH*hs))
+// (= sum_u p[t,u] dp[t,u], the softmax backward's row term)
 __kernel void attention_row_dot(__global float* delta, __global const float* out, __global const float* dout,
-                                const uint hs, const uint rows) {
+                                const uint T, const uint NH, const uint hs, const uint rows) {
   const uint r = get_global_id(0);
   if (r >= rows) return;
+  const uint t = r % T, h = (r / T) % NH, b = r / (T * NH);
+  const size_t base = ((size_t)b * T + t) * NH * hs + h * hs;
   float acc = 0.0f;
-  for (uint d = 0; d < hs; ++d) acc += out[(size_t)r * hs + d] * dout[(size_t)r * hs + d];
+  for (uint d = 0; d < hs; ++d) acc += out[base + d] * dout[base + d];
   delta[r] = acc;
 }
 

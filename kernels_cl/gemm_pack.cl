@@ -1,35 +1,45 @@
-// Packing for pax-ocl's GEMM: op(A) (m, k) and op(B) (k, n), row-major with any leading dimension
-// and either transpose, are copied into contiguous zero-padded panels, one batch after another:
-//   A panels: Ap[batch][p][kk][r] = op(A)[p*PANEL + r][kk]   (PANEL rows, k-major)
-//   B panels: Bp[batch][q][kk][c] = op(B)[kk][q*PANEL + c]   (PANEL columns, k-major)
-// so the compute kernels stream both with unit stride whatever the caller's layout (this also
-// removes the cache-set conflicts of power-of-two leading dimensions). One work-item per
-// (batch, panel, kk) row of a panel.
+// Packing for pax-ocl's GEMM. An operand is seen as a matrix X (extent, k): op(A) (m, k), or
+// op(B)^T (n, k), addressed as src[offset + batch*batch_stride + x*x_stride + kk*k_stride], which
+// covers either transpose and any leading dimension. It is copied into contiguous zero-padded
+// panels of PANEL rows of X, k-major:
+//   dst[batch][p][kk][r] = X[p*PANEL + r][kk]   (0 where p*PANEL + r >= extent)
+// so the compute kernels read both operands with unit stride (and power-of-two leading dimensions
+// stop thrashing cache sets). One work-item packs a PANEL x 16 block: it reads whichever way the
+// source is contiguous, 16 floats at a time.
 
-__kernel void gemm_pack_a(__global float* dst, __global const float* src, const uint offset, const uint ld,
-                          const uint batch_stride, const uint transposed, const uint m, const uint k,
-                          const uint panel, const uint panels, const uint items) {
+__kernel void gemm_pack(__global float* dst, __global const float* src, const uint offset, const uint batch_stride,
+                        const uint x_stride, const uint k_stride, const uint extent, const uint k, const uint panel,
+                        const uint panels, const uint kblocks, const uint items) {
   const uint g = get_global_id(0);
   if (g >= items) return;
-  const uint kk = g % k, p = (g / k) % panels, b = g / (k * panels);
-  __global const float* a = src + offset + (size_t)b * batch_stride;
-  __global float* out = dst + (((size_t)b * panels + p) * k + kk) * panel;
-  for (uint r = 0; r < panel; ++r) {
-    const uint i = p * panel + r;
-    out[r] = i < m ? (transposed ? a[(size_t)kk * ld + i] : a[(size_t)i * ld + kk]) : 0.0f;
-  }
-}
-
-__kernel void gemm_pack_b(__global float* dst, __global const float* src, const uint offset, const uint ld,
-                          const uint batch_stride, const uint transposed, const uint k, const uint n,
-                          const uint panel, const uint panels, const uint items) {
-  const uint g = get_global_id(0);
-  if (g >= items) return;
-  const uint kk = g % k, q = (g / k) % panels, b = g / (k * panels);
-  __global const float* bm = src + offset + (size_t)b * batch_stride;
-  __global float* out = dst + (((size_t)b * panels + q) * k + kk) * panel;
-  for (uint c = 0; c < panel; ++c) {
-    const uint j = q * panel + c;
-    out[c] = j < n ? (transposed ? bm[(size_t)j * ld + kk] : bm[(size_t)kk * ld + j]) : 0.0f;
+  const uint kb = g % kblocks, p = (g / kblocks) % panels, b = g / (kblocks * panels);
+  const uint k0 = kb * 16, kc = min(16u, k - k0);
+  __global const float* s = src + offset + (size_t)b * batch_stride;
+  __global float* out = dst + (((size_t)b * panels + p) * k + k0) * panel;
+  if (k_stride == 1) {
+    // Rows of X are contiguous in k: read 16 k-values of each row, write them down the panel.
+    for (uint r = 0; r < panel; ++r) {
+      const uint x = p * panel + r;
+      if (x >= extent) {
+        for (uint t = 0; t < kc; ++t) out[t * panel + r] = 0.0f;
+      } else if (kc == 16) {
+        const float16 v = vload16(0, s + (size_t)x * x_stride + k0);
+        const float* lanes = (const float*)&v;
+        for (uint t = 0; t < 16; ++t) out[t * panel + r] = lanes[t];
+      } else {
+        for (uint t = 0; t < kc; ++t) out[t * panel + r] = s[(size_t)x * x_stride + k0 + t];
+      }
+    }
+  } else {
+    // Columns of X are contiguous (x_stride == 1): each k-row of the panel is a straight copy.
+    const uint valid = extent > p * panel ? min(panel, extent - p * panel) : 0;
+    for (uint t = 0; t < kc; ++t) {
+      __global const float* row = s + (size_t)(k0 + t) * k_stride + p * panel;
+      __global float* o = out + t * panel;
+      uint r = 0;
+      for (; r + 16 <= valid; r += 16) vstore16(vload16(0, row + r), 0, o + r);
+      for (; r < valid; ++r) o[r] = row[r];
+      for (; r < panel; ++r) o[r] = 0.0f;
+    }
   }
 }

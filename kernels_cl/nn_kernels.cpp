@@ -61,20 +61,7 @@ void GeluKernels::backward(FloatBuffer& dx, const FloatBuffer& x, const FloatBuf
 
 AttentionKernels::AttentionKernels(device::ProgramCache& cache, device::Device& device)
     : set_(cache, device, "attention",
-           {"rows_to_heads", "heads_to_rows", "causal_softmax_forward", "causal_probs_from_lse", "attention_row_dot",
-            "causal_softmax_backward"}) {}
-
-void AttentionKernels::rows_to_heads(FloatBuffer& heads, const FloatBuffer& rows, std::size_t B, std::size_t T,
-                                     std::size_t NH, std::size_t hs, std::size_t row_stride, std::size_t col) {
-  const std::size_t n = B * NH * T * hs;
-  set_.launch("rows_to_heads", n, heads, rows, u32(T), u32(NH), u32(hs), u32(row_stride), u32(col), u32(n));
-}
-
-void AttentionKernels::heads_to_rows(FloatBuffer& rows, const FloatBuffer& heads, std::size_t B, std::size_t T,
-                                     std::size_t NH, std::size_t hs, std::size_t row_stride, std::size_t col) {
-  const std::size_t n = B * NH * T * hs;
-  set_.launch("heads_to_rows", n, rows, heads, u32(T), u32(NH), u32(hs), u32(row_stride), u32(col), u32(n));
-}
+           {"causal_softmax_forward", "causal_probs_from_lse", "attention_row_dot", "causal_softmax_backward"}) {}
 
 void AttentionKernels::softmax_forward(FloatBuffer& scores, FloatBuffer& lse, std::size_t G, std::size_t T,
                                        float scale, std::size_t lse_offset) {
@@ -86,9 +73,10 @@ void AttentionKernels::probs_from_lse(FloatBuffer& scores, const FloatBuffer& ls
   set_.launch("causal_probs_from_lse", G * T, scores, lse, u32(T), scale, u32(lse_offset), u32(G * T));
 }
 
-void AttentionKernels::row_dot(FloatBuffer& delta, const FloatBuffer& out, const FloatBuffer& dout, std::size_t rows,
-                               std::size_t hs) {
-  set_.launch("attention_row_dot", rows, delta, out, dout, u32(hs), u32(rows));
+void AttentionKernels::row_dot(FloatBuffer& delta, const FloatBuffer& out, const FloatBuffer& dout, std::size_t B,
+                               std::size_t T, std::size_t NH, std::size_t hs) {
+  const std::size_t rows = B * NH * T;
+  set_.launch("attention_row_dot", rows, delta, out, dout, u32(T), u32(NH), u32(hs), u32(rows));
 }
 
 void AttentionKernels::softmax_backward(FloatBuffer& dprobs, const FloatBuffer& probs, const FloatBuffer& delta,

@@ -61,23 +61,18 @@ class GeluKernels {
   KernelSet set_;
 };
 
-// Layout moves and the softmax parts of causal attention (the GEMMs are in attention.h).
+// The softmax parts of causal attention (the GEMMs are in models/layers/causal_attention.cpp).
 class AttentionKernels {
  public:
   AttentionKernels(device::ProgramCache& cache, device::Device& device);
-  // heads (B, NH, T, hs) <- rows (B, T, row_stride) columns [col, col + NH*hs)
-  void rows_to_heads(FloatBuffer& heads, const FloatBuffer& rows, std::size_t B, std::size_t T, std::size_t NH,
-                     std::size_t hs, std::size_t row_stride, std::size_t col);
-  // rows (B, T, row_stride) columns [col, col + NH*hs) <- heads (B, NH, T, hs)
-  void heads_to_rows(FloatBuffer& rows, const FloatBuffer& heads, std::size_t B, std::size_t T, std::size_t NH,
-                     std::size_t hs, std::size_t row_stride, std::size_t col);
   // scores (G, T, T) -> probabilities in place; lse[lse_offset + g*T + t] = row logsumexp.
   void softmax_forward(FloatBuffer& scores, FloatBuffer& lse, std::size_t G, std::size_t T, float scale,
                        std::size_t lse_offset);
   void probs_from_lse(FloatBuffer& scores, const FloatBuffer& lse, std::size_t G, std::size_t T, float scale,
                       std::size_t lse_offset);
-  // delta (rows) = rowwise dot of out and dout (rows, hs)
-  void row_dot(FloatBuffer& delta, const FloatBuffer& out, const FloatBuffer& dout, std::size_t rows, std::size_t hs);
+  // delta (B, NH, T) = per head, the rowwise dot of out and dout, both (B*T, NH*hs)
+  void row_dot(FloatBuffer& delta, const FloatBuffer& out, const FloatBuffer& dout, std::size_t B, std::size_t T,
+               std::size_t NH, std::size_t hs);
   // dprobs (G, T, T) -> dscores in place, using probs and delta[delta_offset + g*T + t].
   void softmax_backward(FloatBuffer& dprobs, const FloatBuffer& probs, const FloatBuffer& delta, std::size_t G,
                         std::size_t T, float scale, std::size_t delta_offset);

@@ -14,7 +14,7 @@ std::string GemmVariant::name() const {
 PackedGemm::PackedGemm(device::ProgramCache& cache, device::Device& device, GemmVariant variant)
     : device_(device),
       variant_(variant),
-      pack_(cache, device, "gemm_pack", {"gemm_pack_a", "gemm_pack_b"}),
+      pack_(cache, device, "gemm_pack", {"gemm_pack"}),
       compute_(variant.kind == GemmVariant::Kind::kCpu
                    ? KernelSet(cache, device, "gemm_cpu", {"gemm_cpu"}, fmt::format("-DMR={} -DNR={}", variant.mr, variant.nr))
                    : KernelSet(cache, device, "gemm_gpu", {"gemm_gpu"})) {
@@ -27,6 +27,13 @@ PackedGemm::PackedGemm(device::ProgramCache& cache, device::Device& device, Gemm
 device::Buffer<float>& PackedGemm::workspace(device::Buffer<float>& buffer, std::size_t count, const char* name) {
   if (buffer.count() < count) buffer = device::Buffer<float>(device_.context(), count + count / 2, name);
   return buffer;
+}
+
+void PackedGemm::pack(device::Buffer<float>& dst, const GemmOperand& src, std::size_t x_stride, std::size_t k_stride,
+                      std::size_t extent, std::size_t k, std::size_t panel, std::size_t panels, std::size_t batch) {
+  const std::size_t kblocks = (k + 15) / 16, items = batch * panels * kblocks;
+  pack_.launch("gemm_pack", items, dst, src.buffer, u32(src.offset), u32(src.batch_stride), u32(x_stride), u32(k_stride),
+               u32(extent), u32(k), u32(panel), u32(panels), u32(kblocks), u32(items));
 }
 
 void PackedGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
@@ -42,12 +49,10 @@ void PackedGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, cons
   const std::size_t k = std::max<std::size_t>(s.k, 1);  // k = 0 packs one zero row: C = beta C
   auto& ap = workspace(packed_a_, s.batch * m_panels * mr * k, "gemm.packed_a");
   auto& bp = workspace(packed_b_, s.batch * n_panels * nr * k, "gemm.packed_b");
-  const cl_uint trans_a = s.a == Transpose::kYes, trans_b = s.b == Transpose::kYes;
-  const std::size_t a_items = s.batch * m_panels * k, b_items = s.batch * n_panels * k;
-  pack_.launch("gemm_pack_a", a_items, ap, a.buffer, u32(a.offset), u32(a.ld), u32(a.batch_stride),
-               trans_a, u32(s.k == 0 ? 0 : s.m), u32(k), u32(mr), u32(m_panels), u32(a_items));
-  pack_.launch("gemm_pack_b", b_items, bp, b.buffer, u32(b.offset), u32(b.ld), u32(b.batch_stride),
-               trans_b, u32(k), u32(s.k == 0 ? 0 : s.n), u32(nr), u32(n_panels), u32(b_items));
+  // X = op(A) (m, k): row-major A is x-major unless transposed; X = op(B)^T (n, k) the other way round.
+  const bool ta = s.a == Transpose::kYes, tb = s.b == Transpose::kYes;
+  pack(ap, a, ta ? 1 : a.ld, ta ? a.ld : 1, s.k == 0 ? 0 : s.m, k, mr, m_panels, s.batch);
+  pack(bp, b, tb ? b.ld : 1, tb ? 1 : b.ld, s.k == 0 ? 0 : s.n, k, nr, n_panels, s.batch);
   const cl_mem cbuf = c.buffer;
   if (variant_.kind == GemmVariant::Kind::kCpu) {
     const std::size_t tiles = s.batch * m_panels * n_panels;

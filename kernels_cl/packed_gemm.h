@@ -33,6 +33,9 @@ class PackedGemm final : public Gemm {
 
  private:
   device::Buffer<float>& workspace(device::Buffer<float>& buffer, std::size_t count, const char* name);
+  // Packs X (extent, k) at src with the given element strides into panels of `panel` rows.
+  void pack(device::Buffer<float>& dst, const GemmOperand& src, std::size_t x_stride, std::size_t k_stride,
+            std::size_t extent, std::size_t k, std::size_t panel, std::size_t panels, std::size_t batch);
 
   device::Device& device_;
   GemmVariant variant_;
