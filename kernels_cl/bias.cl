@@ -1,9 +1,9 @@
 // Bias of a linear layer.
 
 // out[n, c] += bias[c]                              out: (N, C)
-__kernel void bias_add(__global float* out, __global const float* bias, const uint C, const uint n_total) {
+__kernel void bias_add(__global float* out, __global const float* bias, const uint N, const uint C) {
   const uint i = get_global_id(0);
-  if (i < n_total) out[i] += bias[i % C];
+  if (i < N * C) out[i] += bias[i % C];
 }
 
 // dbias[c] += sum_n dout[n, c], rows in order (deterministic).     dout: (N, C)

@@ -17,12 +17,12 @@ device::Event Elementwise::fill(device::Buffer<float>& out, float value) { retur
 
 device::Event Elementwise::fill(device::Buffer<float>& out, float value, std::size_t n) {
   require_length(n, {out.count()}, "fill");
-  return set_.launch("fill_f32", n, out, value, u32(n));
+  return set_.launch_elements("fill_f32", n, out, value, u32(n));
 }
 
 device::Event Elementwise::axpy(device::Buffer<float>& y, const device::Buffer<float>& x, float alpha) {
   require_length(y.count(), {x.count()}, "axpy");
-  return set_.launch("axpy_f32", y.count(), y, x, alpha, u32(y.count()));
+  return set_.launch_elements("axpy_f32", y.count(), y, x, alpha, u32(y.count()));
 }
 
 device::Event Elementwise::add(device::Buffer<float>& out, const device::Buffer<float>& a,
@@ -33,11 +33,11 @@ device::Event Elementwise::add(device::Buffer<float>& out, const device::Buffer<
 device::Event Elementwise::add(device::Buffer<float>& out, const device::Buffer<float>& a,
                                const device::Buffer<float>& b, std::size_t n) {
   require_length(n, {out.count(), a.count(), b.count()}, "add");
-  return set_.launch("add_f32", n, out, a, b, u32(n));
+  return set_.launch_elements("add_f32", n, out, a, b, u32(n));
 }
 
 device::Event Elementwise::scale(device::Buffer<float>& x, float alpha) {
-  return set_.launch("scale_f32", x.count(), x, alpha, u32(x.count()));
+  return set_.launch_elements("scale_f32", x.count(), x, alpha, u32(x.count()));
 }
 
 }  // namespace paxocl::kernels

@@ -26,3 +26,13 @@ __kernel void gelu_backward(__global float* dx, __global const float* x, __globa
   const float du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
   dx[i] = dout[i] * (s + 2.0f * v * s * (1.0f - s) * du);
 }
+
+// Fused bias + GELU: pre[i] += bias[i % C] (kept for backward), out[i] = gelu(pre[i]).   (N, C)
+__kernel void bias_gelu_forward(__global float* pre, __global float* out, __global const float* bias, const uint N,
+                                const uint C) {
+  const uint i = get_global_id(0);
+  if (i >= N * C) return;
+  const float v = pre[i] + bias[i % C];
+  pre[i] = v;
+  out[i] = v * gelu_sigmoid(v);
+}

@@ -22,10 +22,24 @@ inline cl_uint u32(std::size_t n) {
   return static_cast<cl_uint>(n);
 }
 
+// Kernel variants per device class: a program "x" may have a CPU-shaped twin "x_cpu" (explicit
+// vectors, a row or 16 elements per work-item, for PoCL) with the same kernels and arguments.
+// CPU devices use it unless PAX_OCL_KERNELS=portable; every other device uses the portable one.
+inline constexpr const char* kKernelVariantEnvVar = "PAX_OCL_KERNELS";
+inline constexpr std::size_t kCpuElementsPerItem = 16;  // element-wise CPU kernels: float16 per item
+
 class KernelSet {
  public:
   KernelSet(device::ProgramCache& cache, device::Device& device, std::string_view program,
             std::initializer_list<const char*> kernel_names, std::string_view extra_options = "");
+
+  bool cpu_variant() const { return cpu_variant_; }
+
+  // Element-wise kernels: `n` elements, 16 per work-item in the CPU variant, 1 otherwise.
+  template <typename... Args>
+  device::Event launch_elements(std::string_view kernel, std::size_t n, const Args&... args) {
+    return launch(kernel, cpu_variant_ ? (n + kCpuElementsPerItem - 1) / kCpuElementsPerItem : n, args...);
+  }
 
   // Runs `kernel` over `items` work-items (rounded up to whole groups; kernels guard the tail).
   template <typename... Args>
@@ -52,6 +66,7 @@ class KernelSet {
   device::Kernel& find(std::string_view name);
 
   device::Device& device_;
+  bool cpu_variant_ = false;
   device::Program program_;
   std::vector<device::Kernel> kernels_;
 };

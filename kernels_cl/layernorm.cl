@@ -1,13 +1,21 @@
 // LayerNorm over the last dimension, statistics in fp32 (biased variance), as Pax's
-// reductions_in_fp32 LayerNorm. One work-item per row.
+// reductions_in_fp32 LayerNorm. One work-item per row (portable variant; layernorm_cpu.cl is
+// the CPU twin). Residual fusion: the forward can first form v = x + delta (written to sum_out)
+// and normalise v; the backward can add an incoming residual gradient to dx.
 
-// out = (x - mean) * rstd * w + b        x, out: (N, C)   mean, rstd: (N)
+// out = (v - mean) * rstd * w + b, v = x (+ delta)     x, delta, sum_out, out: (N, C)   mean, rstd: (N)
 __kernel void layernorm_forward(__global float* out, __global float* mean_out, __global float* rstd_out,
-                                __global const float* x, __global const float* w, __global const float* b,
-                                const uint N, const uint C, const float eps) {
+                                __global float* sum_out, __global const float* x, __global const float* delta,
+                                __global const float* w, __global const float* b, const uint N, const uint C,
+                                const float eps, const uint has_delta) {
   const uint n = get_global_id(0);
   if (n >= N) return;
-  __global const float* row = x + (size_t)n * C;
+  const size_t at = (size_t)n * C;
+  __global const float* row = x + at;
+  if (has_delta) {
+    for (uint c = 0; c < C; ++c) sum_out[at + c] = row[c] + delta[at + c];
+    row = sum_out + at;
+  }
   float sum = 0.0f;
   for (uint c = 0; c < C; ++c) sum += row[c];
   const float mean = sum / C;
@@ -17,33 +25,32 @@ __kernel void layernorm_forward(__global float* out, __global float* mean_out, _
     var += d * d;
   }
   const float rstd = rsqrt(var / C + eps);
-  __global float* o = out + (size_t)n * C;
-  for (uint c = 0; c < C; ++c) o[c] = (row[c] - mean) * rstd * w[c] + b[c];
+  for (uint c = 0; c < C; ++c) out[at + c] = (row[c] - mean) * rstd * w[c] + b[c];
   mean_out[n] = mean;
   rstd_out[n] = rstd;
 }
 
-// dx = rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm)), dnorm = dout * w.   dx: (N, C)
+// dx = (dresid +) rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm)), dnorm = dout * w.
 __kernel void layernorm_backward_dx(__global float* dx, __global const float* dout, __global const float* x,
                                     __global const float* w, __global const float* mean,
-                                    __global const float* rstd, const uint N, const uint C) {
+                                    __global const float* rstd, __global const float* dresid, const uint N,
+                                    const uint C, const uint has_resid) {
   const uint n = get_global_id(0);
   if (n >= N) return;
-  __global const float* xr = x + (size_t)n * C;
-  __global const float* dr = dout + (size_t)n * C;
+  const size_t at = (size_t)n * C;
   const float mu = mean[n], rs = rstd[n];
   float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
   for (uint c = 0; c < C; ++c) {
-    const float dnorm = dr[c] * w[c];
+    const float dnorm = dout[at + c] * w[c];
     dnorm_mean += dnorm;
-    dnorm_norm_mean += dnorm * (xr[c] - mu) * rs;
+    dnorm_norm_mean += dnorm * (x[at + c] - mu) * rs;
   }
   dnorm_mean /= C;
   dnorm_norm_mean /= C;
-  __global float* o = dx + (size_t)n * C;
   for (uint c = 0; c < C; ++c) {
-    const float norm = (xr[c] - mu) * rs;
-    o[c] = (dr[c] * w[c] - dnorm_mean - norm * dnorm_norm_mean) * rs;
+    const float norm = (x[at + c] - mu) * rs;
+    const float g = (dout[at + c] * w[c] - dnorm_mean - norm * dnorm_norm_mean) * rs;
+    dx[at + c] = has_resid ? dresid[at + c] + g : g;
   }
 }
 

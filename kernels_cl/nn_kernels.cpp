@@ -8,18 +8,19 @@ EmbeddingKernels::EmbeddingKernels(device::ProgramCache& cache, device::Device& 
 void EmbeddingKernels::forward(FloatBuffer& out, const IntBuffer& ids, const FloatBuffer& wte, const FloatBuffer& wpe,
                                std::size_t B, std::size_t T, std::size_t C) {
   const std::size_t n = B * T * C;
-  set_.launch("embedding_forward", n, out, ids, wte, wpe, u32(T), u32(C), u32(n));
+  set_.launch("embedding_forward", set_.cpu_variant() ? B * T : n, out, ids, wte, wpe, u32(T), u32(C), u32(n));
 }
 
 void EmbeddingKernels::backward_wpe(FloatBuffer& dwpe, const FloatBuffer& dout, std::size_t B, std::size_t T,
                                     std::size_t C) {
-  set_.launch("embedding_backward_wpe", T * C, dwpe, dout, u32(B), u32(T), u32(C));
+  set_.launch_elements("embedding_backward_wpe", T * C, dwpe, dout, u32(B), u32(T), u32(C));
 }
 
 void EmbeddingKernels::backward_wte(FloatBuffer& dwte, const FloatBuffer& dout, const IntBuffer& tokens,
                                     const IntBuffer& starts, const IntBuffer& positions, std::size_t U,
                                     std::size_t C) {
-  set_.launch("embedding_backward_wte", U * C, dwte, dout, tokens, starts, positions, u32(U), u32(C));
+  set_.launch("embedding_backward_wte", set_.cpu_variant() ? U : U * C, dwte, dout, tokens, starts, positions, u32(U),
+              u32(C));
 }
 
 LayerNormKernels::LayerNormKernels(device::ProgramCache& cache, device::Device& device)
@@ -27,36 +28,51 @@ LayerNormKernels::LayerNormKernels(device::ProgramCache& cache, device::Device& 
 
 void LayerNormKernels::forward(FloatBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, const FloatBuffer& x,
                                const FloatBuffer& w, const FloatBuffer& b, std::size_t N, std::size_t C, float eps) {
-  set_.launch("layernorm_forward", N, out, mean, rstd, x, w, b, u32(N), u32(C), eps);
+  // No residual: x stands in for the unused delta and sum buffers.
+  set_.launch("layernorm_forward", N, out, mean, rstd, x, x, x, w, b, u32(N), u32(C), eps, cl_uint{0});
+}
+
+void LayerNormKernels::forward_residual(FloatBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, FloatBuffer& sum,
+                                        const FloatBuffer& x, const FloatBuffer& delta, const FloatBuffer& w,
+                                        const FloatBuffer& b, std::size_t N, std::size_t C, float eps) {
+  set_.launch("layernorm_forward", N, out, mean, rstd, sum, x, delta, w, b, u32(N), u32(C), eps, cl_uint{1});
 }
 
 void LayerNormKernels::backward(FloatBuffer& dx, FloatBuffer& dw, FloatBuffer& db, const FloatBuffer& dout,
                                 const FloatBuffer& x, const FloatBuffer& w, const FloatBuffer& mean,
-                                const FloatBuffer& rstd, std::size_t N, std::size_t C) {
-  set_.launch("layernorm_backward_dx", N, dx, dout, x, w, mean, rstd, u32(N), u32(C));
-  set_.launch("layernorm_backward_params", C, dw, db, dout, x, mean, rstd, u32(N), u32(C));
+                                const FloatBuffer& rstd, const FloatBuffer* dresidual, std::size_t N, std::size_t C) {
+  const FloatBuffer& resid = dresidual != nullptr ? *dresidual : dout;
+  set_.launch("layernorm_backward_dx", N, dx, dout, x, w, mean, rstd, resid, u32(N), u32(C),
+              cl_uint{dresidual != nullptr});
+  set_.launch("layernorm_backward_params", set_.cpu_variant() ? (C + 15) / 16 : C, dw, db, dout, x, mean, rstd, u32(N),
+              u32(C));
 }
 
 BiasKernels::BiasKernels(device::ProgramCache& cache, device::Device& device)
     : set_(cache, device, "bias", {"bias_add", "bias_grad"}) {}
 
 void BiasKernels::add(FloatBuffer& out, const FloatBuffer& bias, std::size_t N, std::size_t C) {
-  set_.launch("bias_add", N * C, out, bias, u32(C), u32(N * C));
+  set_.launch("bias_add", set_.cpu_variant() ? N : N * C, out, bias, u32(N), u32(C));
 }
 
 void BiasKernels::grad(FloatBuffer& dbias, const FloatBuffer& dout, std::size_t N, std::size_t C) {
-  set_.launch("bias_grad", C, dbias, dout, u32(N), u32(C));
+  set_.launch("bias_grad", set_.cpu_variant() ? (C + 15) / 16 : C, dbias, dout, u32(N), u32(C));
 }
 
 GeluKernels::GeluKernels(device::ProgramCache& cache, device::Device& device)
-    : set_(cache, device, "gelu", {"gelu_forward", "gelu_backward"}) {}
+    : set_(cache, device, "gelu", {"gelu_forward", "gelu_backward", "bias_gelu_forward"}) {}
 
 void GeluKernels::forward(FloatBuffer& out, const FloatBuffer& x, std::size_t n) {
-  set_.launch("gelu_forward", n, out, x, u32(n));
+  set_.launch_elements("gelu_forward", n, out, x, u32(n));
 }
 
 void GeluKernels::backward(FloatBuffer& dx, const FloatBuffer& x, const FloatBuffer& dout, std::size_t n) {
-  set_.launch("gelu_backward", n, dx, x, dout, u32(n));
+  set_.launch_elements("gelu_backward", n, dx, x, dout, u32(n));
+}
+
+void GeluKernels::bias_forward(FloatBuffer& pre, FloatBuffer& out, const FloatBuffer& bias, std::size_t N,
+                               std::size_t C) {
+  set_.launch("bias_gelu_forward", set_.cpu_variant() ? N : N * C, pre, out, bias, u32(N), u32(C));
 }
 
 AttentionKernels::AttentionKernels(device::ProgramCache& cache, device::Device& device)
@@ -102,8 +118,8 @@ void OptimizerKernels::sum_squares(FloatBuffer& partial, const FloatBuffer& x, s
 
 void OptimizerKernels::adam(FloatBuffer& params, FloatBuffer& m, FloatBuffer& v, const FloatBuffer& grads,
                             std::size_t n, const AdamArgs& a) {
-  set_.launch("adam_update", n, params, m, v, grads, u32(n), a.grad_scale, a.lr, a.decay1, a.decay2, a.eps,
-              a.weight_decay);
+  set_.launch_elements("adam_update", n, params, m, v, grads, u32(n), a.grad_scale, a.lr, a.decay1, a.decay2, a.eps,
+                       a.weight_decay);
 }
 
 }  // namespace paxocl::kernels

@@ -33,9 +33,15 @@ class LayerNormKernels {
   // out (N, C) = LN(x) * w + b; mean, rstd (N) saved for backward.
   void forward(FloatBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, const FloatBuffer& x, const FloatBuffer& w,
                const FloatBuffer& b, std::size_t N, std::size_t C, float eps);
-  // dx (N, C) = d LN / d x applied to dout (overwrites); dw, db (C) += parameter gradients.
+  // Residual fusion: sum (N, C) = x + delta, and out = LN(sum) in the same pass.
+  void forward_residual(FloatBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, FloatBuffer& sum, const FloatBuffer& x,
+                        const FloatBuffer& delta, const FloatBuffer& w, const FloatBuffer& b, std::size_t N,
+                        std::size_t C, float eps);
+  // dx (N, C) = d LN / d x applied to dout (+ dresidual when given; overwrites dx);
+  // dw, db (C) += parameter gradients. x is the LN's input (the sum, for forward_residual).
   void backward(FloatBuffer& dx, FloatBuffer& dw, FloatBuffer& db, const FloatBuffer& dout, const FloatBuffer& x,
-                const FloatBuffer& w, const FloatBuffer& mean, const FloatBuffer& rstd, std::size_t N, std::size_t C);
+                const FloatBuffer& w, const FloatBuffer& mean, const FloatBuffer& rstd, const FloatBuffer* dresidual,
+                std::size_t N, std::size_t C);
 
  private:
   KernelSet set_;
@@ -56,6 +62,8 @@ class GeluKernels {
   GeluKernels(device::ProgramCache& cache, device::Device& device);
   void forward(FloatBuffer& out, const FloatBuffer& x, std::size_t n);                          // out = gelu(x)
   void backward(FloatBuffer& dx, const FloatBuffer& x, const FloatBuffer& dout, std::size_t n);  // dx = dout gelu'(x)
+  // Fused bias + GELU: pre (N, C) += bias (kept for backward); out (N, C) = gelu(pre).
+  void bias_forward(FloatBuffer& pre, FloatBuffer& out, const FloatBuffer& bias, std::size_t N, std::size_t C);
 
  private:
   KernelSet set_;

@@ -42,9 +42,9 @@ GptModel::GptModel(device::Device& device, device::ProgramCache& cache, const Gp
                                       options_.max_seq_len, options_.attention_workspace_bytes, prefix + ".attn"),
                       Linear(device, param(name("attn.proj.w")), param(name("attn.proj.b")), D, C, rows, prefix + ".proj")),
         LayerNorm(device, param(name("ln2.scale")), param(name("ln2.bias")), C, rows, prefix + ".ln2"),
-        Mlp(device, Linear(device, param(name("mlp.fc.w")), param(name("mlp.fc.b")), C, H, rows, prefix + ".fc"),
-            Linear(device, param(name("mlp.proj.w")), param(name("mlp.proj.b")), H, C, rows, prefix + ".fcproj"), H,
-            rows, prefix + ".mlp"),
+        Mlp(Linear(device, param(name("mlp.fc.w")), param(name("mlp.fc.b")), C, H, rows, prefix + ".fc",
+                   Linear::Activation::kGelu),
+            Linear(device, param(name("mlp.proj.w")), param(name("mlp.proj.b")), H, C, rows, prefix + ".fcproj")),
         C, rows, prefix);
   }
   final_norm_ = std::make_unique<LayerNorm>(device, param("lnf.scale"), param("lnf.bias"), C, rows, "lnf");

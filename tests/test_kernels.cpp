@@ -113,7 +113,7 @@ TEST_F(KernelTest, LayerNormForwardBackward) {
     expect_close(download(rstd, N), ref.rstd, 1e-6, 1e-4, "ln rstd");
     auto dx = zeros(N * C), dw = upload(std::vector<double>(C, 1.0)), db = upload(std::vector<double>(C, 1.0));
     auto dout_b = upload(dout);
-    kernels_->layernorm.backward(dx, dw, db, dout_b, xb, wb, mean, rstd, N, C);
+    kernels_->layernorm.backward(dx, dw, db, dout_b, xb, wb, mean, rstd, nullptr, N, C);
     const auto g = layernorm_backward(dout, x, w, ref.mean, ref.rstd, N, C);
     std::vector<double> want_dw(g.dw), want_db(g.db);
     for (double& v : want_dw) v += 1.0;

@@ -25,8 +25,17 @@ const FloatBuffer& LayerNorm::forward(LayerContext& ctx, const FloatBuffer& x) {
   return y_;
 }
 
-const FloatBuffer& LayerNorm::backward(LayerContext& ctx, const FloatBuffer& dy) {
-  ctx.kernels.layernorm.backward(dx_, scale_.grad, bias_.grad, dy, *x_, scale_.value, mean_, rstd_, ctx.rows(), dims_);
+const FloatBuffer& LayerNorm::forward_residual(LayerContext& ctx, const FloatBuffer& x, const FloatBuffer& delta,
+                                               FloatBuffer& sum) {
+  x_ = &sum;
+  ctx.kernels.layernorm.forward_residual(y_, mean_, rstd_, sum, x, delta, scale_.value, bias_.value, ctx.rows(), dims_,
+                                         kEpsilon);
+  return y_;
+}
+
+const FloatBuffer& LayerNorm::backward(LayerContext& ctx, const FloatBuffer& dy, const FloatBuffer* dresidual) {
+  ctx.kernels.layernorm.backward(dx_, scale_.grad, bias_.grad, dy, *x_, scale_.value, mean_, rstd_, dresidual,
+                                 ctx.rows(), dims_);
   return dx_;
 }
 

@@ -1,6 +1,7 @@
 // LayerNorm over the last dimension (eps 1e-5, statistics in fp32).
 //   x (N, C) -> y (N, C) = (x - mean) * rstd * scale + bias;  mean, rstd (N) kept for backward.
-// forward remembers x; backward returns dx (N, C) and accumulates dscale, dbias (C).
+// forward remembers its input (x, or the residual sum); backward returns dx (N, C) and
+// accumulates dscale, dbias (C).
 #pragma once
 
 #include "models/layers/layer_context.h"
@@ -15,7 +16,11 @@ class LayerNorm {
 
   void init(device::Queue& queue) const;  // scale 1, bias 0
   const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x);
-  const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dy);
+  // Residual fusion: sum = x + delta (into the caller's buffer, which it keeps alive), y = LN(sum).
+  const FloatBuffer& forward_residual(LayerContext& ctx, const FloatBuffer& x, const FloatBuffer& delta,
+                                      FloatBuffer& sum);
+  // dx = d LN(dy), plus `dresidual` when given (the gradient arriving through a residual branch).
+  const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dy, const FloatBuffer* dresidual = nullptr);
 
  private:
   Param scale_, bias_;

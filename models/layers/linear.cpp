@@ -9,13 +9,19 @@ using kernels::GemmShape;
 using kernels::Transpose;
 
 Linear::Linear(const device::Device& device, Param weight, Param bias, std::size_t in, std::size_t out,
-               std::size_t max_rows, const std::string& name)
+               std::size_t max_rows, const std::string& name, Activation activation)
     : weight_(std::move(weight)),
       bias_(std::move(bias)),
       in_(in),
       out_(out),
-      y_(make_buffer(device, max_rows * out, name + ".y")),
-      dx_(make_buffer(device, max_rows * in, name + ".dx")) {}
+      activation_(activation),
+      z_(make_buffer(device, max_rows * out, name + ".z")),
+      dx_(make_buffer(device, max_rows * in, name + ".dx")) {
+  if (activation == Activation::kGelu) {
+    activated_ = make_buffer(device, max_rows * out, name + ".gelu");
+    dz_ = make_buffer(device, max_rows * out, name + ".dz");
+  }
+}
 
 void Linear::init(device::Queue& queue, Rng& rng, float std) const {
   write_gaussian(queue, weight_.value, rng, std);
@@ -25,20 +31,30 @@ void Linear::init(device::Queue& queue, Rng& rng, float std) const {
 const FloatBuffer& Linear::forward(LayerContext& ctx, const FloatBuffer& x) {
   x_ = &x;
   const std::size_t N = ctx.rows();
-  // y (N, out) = x (N, in) * W^T
+  // z (N, out) = x (N, in) * W^T + b
   ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, N, out_, in_}, 1.0f, GemmOperand{x.get(), 0, in_},
-               GemmOperand{weight_.value.get(), 0, in_}, 0.0f, GemmOperand{y_.get(), 0, out_});
-  ctx.kernels.bias.add(y_, bias_.value, N, out_);
-  return y_;
+               GemmOperand{weight_.value.get(), 0, in_}, 0.0f, GemmOperand{z_.get(), 0, out_});
+  if (activation_ == Activation::kGelu) {
+    ctx.kernels.gelu.bias_forward(z_, activated_, bias_.value, N, out_);
+    return activated_;
+  }
+  ctx.kernels.bias.add(z_, bias_.value, N, out_);
+  return z_;
 }
 
-const FloatBuffer& Linear::backward(LayerContext& ctx, const FloatBuffer& dy) {
+const FloatBuffer& Linear::backward(LayerContext& ctx, const FloatBuffer& dy_in) {
   const std::size_t N = ctx.rows();
-  // dW (out, in) += dy^T (out, N) * x (N, in)
+  const FloatBuffer* dz = &dy_in;
+  if (activation_ == Activation::kGelu) {
+    ctx.kernels.gelu.backward(dz_, z_, dy_in, N * out_);
+    dz = &dz_;
+  }
+  const FloatBuffer& dy = *dz;
+  // dW (out, in) += dz^T (out, N) * x (N, in)
   ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, out_, in_, N}, 1.0f, GemmOperand{dy.get(), 0, out_},
                GemmOperand{x_->get(), 0, in_}, 1.0f, GemmOperand{weight_.grad.get(), 0, in_});
   ctx.kernels.bias.grad(bias_.grad, dy, N, out_);
-  // dx (N, in) = dy (N, out) * W (out, in)
+  // dx (N, in) = dz (N, out) * W (out, in)
   ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, N, in_, out_}, 1.0f, GemmOperand{dy.get(), 0, out_},
                GemmOperand{weight_.value.get(), 0, in_}, 0.0f, GemmOperand{dx_.get(), 0, in_});
   return dx_;

@@ -1,6 +1,7 @@
-// Linear: y = x W^T + b.      x (N, in)  W (out, in)  b (out)  y (N, out)
+// Linear: y = act(x W^T + b).      x (N, in)  W (out, in)  b (out)  y (N, out)
+// act is the identity or GELU-tanh; with GELU, bias and activation run as one fused kernel.
 // forward remembers x (the caller keeps it alive until backward); backward returns dx (N, in) and
-// accumulates dW += dy^T x and db += colsum(dy).
+// accumulates dW += dz^T x and db += colsum(dz), z the pre-activation.
 #pragma once
 
 #include <string>
@@ -12,8 +13,9 @@ namespace paxocl::models {
 
 class Linear {
  public:
+  enum class Activation { kNone, kGelu };
   Linear(const device::Device& device, Param weight, Param bias, std::size_t in, std::size_t out,
-         std::size_t max_rows, const std::string& name);
+         std::size_t max_rows, const std::string& name, Activation activation = Activation::kNone);
 
   void init(device::Queue& queue, Rng& rng, float std) const;  // W ~ N(0, std^2), b = 0
   const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x);
@@ -22,8 +24,10 @@ class Linear {
  private:
   Param weight_, bias_;
   std::size_t in_, out_;
+  Activation activation_;
   const FloatBuffer* x_ = nullptr;
-  FloatBuffer y_, dx_;
+  FloatBuffer z_, dx_;           // pre-activation (the output without activation), input gradient
+  FloatBuffer activated_, dz_;   // GELU only: act(z), and the gradient at z
 };
 
 }  // namespace paxocl::models

@@ -1,4 +1,4 @@
-// Mlp: the feed-forward block  x (N, C) -> fc (N, H) -> GELU-tanh -> proj (N, C).
+// Mlp: the feed-forward block  x (N, C) -> fc (N, H) with fused bias + GELU-tanh -> proj (N, C).
 #pragma once
 
 #include "models/layers/linear.h"
@@ -7,18 +7,18 @@ namespace paxocl::models {
 
 class Mlp {
  public:
-  Mlp(const device::Device& device, Linear fc, Linear proj, std::size_t hidden, std::size_t max_rows,
-      const std::string& name);
+  // `fc` must be built with Linear::Activation::kGelu.
+  Mlp(Linear fc, Linear proj) : fc_(std::move(fc)), proj_(std::move(proj)) {}
 
-  void init(device::Queue& queue, Rng& rng, float std) const;
-  const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x);
-  const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dy);
+  void init(device::Queue& queue, Rng& rng, float std) const {
+    fc_.init(queue, rng, std);
+    proj_.init(queue, rng, std);
+  }
+  const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x) { return proj_.forward(ctx, fc_.forward(ctx, x)); }
+  const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dy) { return fc_.backward(ctx, proj_.backward(ctx, dy)); }
 
  private:
   Linear fc_, proj_;
-  std::size_t hidden_;
-  const FloatBuffer* pre_activation_ = nullptr;  // fc output (N, H), owned by fc_
-  FloatBuffer activation_, dpre_;                 // GELU output and its input's gradient (N, H)
 };
 
 }  // namespace paxocl::models

@@ -10,9 +10,7 @@ TransformerBlock::TransformerBlock(const device::Device& device, LayerNorm ln1, 
       mlp_(std::move(mlp)),
       dims_(dims),
       x2_(make_buffer(device, max_rows * dims, name + ".x2")),
-      y_(make_buffer(device, max_rows * dims, name + ".y")),
-      dx2_(make_buffer(device, max_rows * dims, name + ".dx2")),
-      dx_(make_buffer(device, max_rows * dims, name + ".dx")) {}
+      y_(make_buffer(device, max_rows * dims, name + ".y")) {}
 
 void TransformerBlock::init(device::Queue& queue, Rng& rng, float std) const {
   ln1_.init(queue);
@@ -22,17 +20,17 @@ void TransformerBlock::init(device::Queue& queue, Rng& rng, float std) const {
 }
 
 const FloatBuffer& TransformerBlock::forward(LayerContext& ctx, const FloatBuffer& x) {
-  const std::size_t n = ctx.rows() * dims_;
-  ctx.kernels.elementwise.add(x2_, x, attention_.forward(ctx, ln1_.forward(ctx, x)), n);
-  ctx.kernels.elementwise.add(y_, x2_, mlp_.forward(ctx, ln2_.forward(ctx, x2_)), n);
+  // x2 = x + attention(...) is formed inside LN2 (residual fusion).
+  const FloatBuffer& m = ln2_.forward_residual(ctx, x, attention_.forward(ctx, ln1_.forward(ctx, x)), x2_);
+  ctx.kernels.elementwise.add(y_, x2_, mlp_.forward(ctx, m), ctx.rows() * dims_);
   return y_;
 }
 
 const FloatBuffer& TransformerBlock::backward(LayerContext& ctx, const FloatBuffer& dy) {
-  const std::size_t n = ctx.rows() * dims_;
-  ctx.kernels.elementwise.add(dx2_, dy, ln2_.backward(ctx, mlp_.backward(ctx, dy)), n);
-  ctx.kernels.elementwise.add(dx_, dx2_, ln1_.backward(ctx, attention_.backward(ctx, dx2_)), n);
-  return dx_;
+  // dx2 = dy + LN2'(mlp'(dy));  dx = dx2 + LN1'(attention'(dx2)): the residual adds are fused
+  // into the LayerNorm backward kernels.
+  const FloatBuffer& dx2 = ln2_.backward(ctx, mlp_.backward(ctx, dy), &dy);
+  return ln1_.backward(ctx, attention_.backward(ctx, dx2), &dx2);
 }
 
 }  // namespace paxocl::models

@@ -24,7 +24,7 @@ class TransformerBlock {
   LayerNorm ln2_;
   Mlp mlp_;
   std::size_t dims_;
-  FloatBuffer x2_, y_, dx2_, dx_;
+  FloatBuffer x2_, y_;
 };
 
 }  // namespace paxocl::models

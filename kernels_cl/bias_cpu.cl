@@ -1,0 +1,28 @@
+// CPU variant of bias.cl (PoCL): rows and 16-column blocks with float16 vectors.
+
+// out[n, :] += bias, one row per work-item.                           out: (N, C)
+__kernel void bias_add(__global float* out, __global const float* bias, const uint N, const uint C) {
+  const uint n = get_global_id(0);
+  if (n >= N) return;
+  __global float* row = out + (size_t)n * C;
+  uint c = 0;
+  for (; c + 16 <= C; c += 16) vstore16(vload16(0, row + c) + vload16(0, bias + c), 0, row + c);
+  for (; c < C; ++c) row[c] += bias[c];
+}
+
+// dbias[c0 .. c0+15] += column sums of dout, one 16-column block per work-item, rows in order.
+__kernel void bias_grad(__global float* dbias, __global const float* dout, const uint N, const uint C) {
+  const uint c0 = get_global_id(0) * 16;
+  if (c0 >= C) return;
+  if (c0 + 16 <= C) {
+    float16 acc = (float16)(0.0f);
+    for (uint n = 0; n < N; ++n) acc += vload16(0, dout + (size_t)n * C + c0);
+    vstore16(vload16(0, dbias + c0) + acc, 0, dbias + c0);
+  } else {
+    for (uint c = c0; c < C; ++c) {
+      float acc = 0.0f;
+      for (uint n = 0; n < N; ++n) acc += dout[(size_t)n * C + c];
+      dbias[c] += acc;
+    }
+  }
+}
