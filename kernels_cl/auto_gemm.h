@@ -2,7 +2,7 @@
 //   auto      pax-ocl picks per shape class among the variants for the device class — CPU
 //             devices: the register-tile variants (cpu-8x48, cpu-12x32); GPUs and others: the
 //             work-group variant (gpu-64x64) and CLBlast. At the first GEMM of a class it times
-//             each candidate on that shape (dimensions capped at 1024) and keeps the fastest; the
+//             each candidate on that shape (dimensions capped at 768, best of 3) and keeps the fastest; the
 //             choices are stored next to the program cache, so later processes skip the timing.
 //   clblast | cpu-8x48 | cpu-12x32 | gpu-64x64   that implementation for every shape.
 // Shape class: each of m, n, k bucketed as <= 64, <= 512 or larger, and batched or not

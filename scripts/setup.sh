@@ -18,6 +18,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev
+  libopenblas-dev                     # bench/bench_gemm only: the CPU GEMM reference
 )
 
 if [[ "${SKIP_APT:-0}" != 1 ]]; then

@@ -1,0 +1,124 @@
+// GEMM benchmark: pax-ocl's GEMM (each CPU variant and the auto-tuned choice; CLBlast with
+// --clblast) against OpenBLAS's cblas_sgemm on the GEMM shapes of one training step of the
+// benchmark models (forward, input gradients, weight gradients, attention). Wall time per call,
+// packing included (OpenBLAS packs internally too), best of `reps` after a warm-up.
+// Usage: bench_gemm [B|C|D|all] [reps] [--clblast]     (OpenBLAS threads: OPENBLAS_NUM_THREADS)
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "device/device_selection.h"
+#include "kernels_cl/auto_gemm.h"
+
+namespace {
+
+using namespace paxocl;
+using kernels::GemmShape;
+using kernels::Transpose;
+
+struct Model {
+  const char* name;
+  std::size_t layers, dims, heads, seq, vocab, batch;
+};
+constexpr Model kModels[] = {{"B", 4, 256, 4, 256, 8192, 8}, {"C", 6, 384, 6, 256, 16384, 8}, {"D", 12, 768, 12, 256, 50304, 4}};
+
+struct Shape {
+  std::string what;
+  GemmShape s;
+};
+
+std::vector<Shape> step_shapes(const Model& m) {
+  const std::size_t N = m.batch * m.seq, C = m.dims, Vp = (m.vocab + 127) / 128 * 128, T = m.seq, hs = C / m.heads;
+  const auto NT = [](std::size_t a, std::size_t b, std::size_t c, std::size_t batch = 1) {
+    return GemmShape{Transpose::kNo, Transpose::kYes, a, b, c, batch};
+  };
+  const auto NN = [](std::size_t a, std::size_t b, std::size_t c, std::size_t batch = 1) {
+    return GemmShape{Transpose::kNo, Transpose::kNo, a, b, c, batch};
+  };
+  const auto TN = [](std::size_t a, std::size_t b, std::size_t c, std::size_t batch = 1) {
+    return GemmShape{Transpose::kYes, Transpose::kNo, a, b, c, batch};
+  };
+  return {{"qkv x W^T", NT(N, 3 * C, C)},      {"fc x W^T", NT(N, 4 * C, C)},     {"fcproj x W^T", NT(N, C, 4 * C)},
+          {"logits y wte^T", NT(N, Vp, C)},    {"dx fc dz W", NN(N, C, 4 * C)},   {"dy dlogits wte", NN(N, C, Vp)},
+          {"dW qkv dz^T x", TN(3 * C, C, N)},  {"dW fc dz^T x", TN(4 * C, C, N)}, {"dwte dlogits^T y", TN(Vp, C, N)},
+          {"attn q k^T", NT(T, T, hs, m.heads)}, {"attn p v", NN(T, hs, T, m.heads)}};
+}
+
+double flops(const GemmShape& s) { return 2.0 * static_cast<double>(s.m) * s.n * s.k * s.batch; }
+
+template <typename F>
+double best_ms(int reps, F&& f) {
+  f();
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string which = argc > 1 ? argv[1] : "all";
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 3;
+  const bool with_clblast = argc > 3 && std::strcmp(argv[3], "--clblast") == 0;
+  const auto selected = device::select_devices(device::enumerate_devices(),
+                                               device::parse_device_selection(device::device_spec_from(std::nullopt)));
+  device::Device dev(selected.front());
+  device::ProgramCache cache;
+  std::vector<std::string> policies = {"cpu-8x48", "cpu-12x32", "auto"};
+  if (with_clblast) policies.push_back("clblast");
+  std::vector<std::unique_ptr<kernels::Gemm>> gemms;
+  for (const auto& p : policies) gemms.push_back(kernels::make_gemm(dev, cache, p));
+  std::printf("device: %s  OpenBLAS threads: %d  (GFLOP/s, best of %d)\n", dev.info().name.c_str(), openblas_get_num_threads(), reps);
+  std::printf("%-5s %-18s %-26s %9s", "model", "gemm", "shape (m n k x batch)", "OpenBLAS");
+  for (const auto& p : policies) std::printf(" %10s", p.c_str());
+  std::printf("  auto/OpenBLAS\n");
+  for (const Model& m : kModels) {
+    if (which != "all" && which != m.name) continue;
+    double total_blas = 0, total_auto = 0;
+    for (const Shape& sh : step_shapes(m)) {
+      const GemmShape& s = sh.s;
+      const std::size_t a_rows = s.a == Transpose::kNo ? s.m : s.k, a_cols = s.a == Transpose::kNo ? s.k : s.m;
+      const std::size_t b_rows = s.b == Transpose::kNo ? s.k : s.n, b_cols = s.b == Transpose::kNo ? s.n : s.k;
+      std::vector<float> A(s.batch * a_rows * a_cols, 0.5f), B(s.batch * b_rows * b_cols, 0.25f), C(s.batch * s.m * s.n);
+      const double blas_ms = best_ms(reps, [&] {
+        for (std::size_t i = 0; i < s.batch; ++i) {
+          cblas_sgemm(CblasRowMajor, s.a == Transpose::kYes ? CblasTrans : CblasNoTrans,
+                      s.b == Transpose::kYes ? CblasTrans : CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
+                      static_cast<int>(s.k), 1.0f, A.data() + i * a_rows * a_cols, static_cast<int>(a_cols),
+                      B.data() + i * b_rows * b_cols, static_cast<int>(b_cols), 0.0f, C.data() + i * s.m * s.n,
+                      static_cast<int>(s.n));
+        }
+      });
+      device::Buffer<float> a(dev.context(), A.size(), "a"), b(dev.context(), B.size(), "b"), c(dev.context(), C.size(), "c");
+      dev.queue().write(a, std::span<const float>(A));
+      dev.queue().write(b, std::span<const float>(B));
+      std::printf("%-5s %-18s %5zu %5zu %5zu x%-3zu        %9.1f", m.name, sh.what.c_str(), s.m, s.n, s.k, s.batch,
+                  flops(s) / blas_ms / 1e6);
+      double auto_ms = 0;
+      for (std::size_t g = 0; g < gemms.size(); ++g) {
+        const double ms = best_ms(reps, [&] {
+          gemms[g]->run(s, 1.0f, {a.get(), 0, a_cols, a_rows * a_cols}, {b.get(), 0, b_cols, b_rows * b_cols}, 0.0f,
+                        {c.get(), 0, s.n, s.m * s.n});
+          dev.queue().finish();
+        });
+        if (policies[g] == "auto") auto_ms = ms;
+        std::printf(" %10.1f", flops(s) / ms / 1e6);
+      }
+      std::printf("  %5.0f%%\n", 100.0 * blas_ms / auto_ms);
+      total_blas += blas_ms;
+      total_auto += auto_ms;
+      std::fflush(stdout);
+    }
+    std::printf("%-5s all shapes of a step: OpenBLAS %.1f ms, pax-ocl auto %.1f ms: %.0f%% of OpenBLAS's speed\n", m.name,
+                total_blas, total_auto, 100.0 * total_blas / total_auto);
+  }
+}
