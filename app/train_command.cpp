@@ -106,6 +106,7 @@ void print_help() {
 }  // namespace
 
 int run_train(const CliArgs& args, const collectives::ProcessWorld& world) {
+  const auto process_start = std::chrono::steady_clock::now();
   if (args.flag_bool("help")) {
     if (world.rank() == 0) print_help();
     return kExitOk;
@@ -158,6 +159,13 @@ int run_train(const CliArgs& args, const collectives::ProcessWorld& world) {
     const double loss = model.forward_backward(stream.batch(B, T, step));
     const double lr = s.lr.at(step);
     const models::OptimizerStepStats stats = adam.step(model.parameter_buffer(), model.gradient_buffer(), lr);
+    if (step == 0) {
+      dev.queue().finish();
+      const auto built = cache.stats();
+      spdlog::info("first step done {:.0f} ms after start (programs: {} from the cache, {} compiled, {:.0f} ms building)",
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - process_start).count(),
+                   built.hits, built.misses, built.build_ms);
+    }
     if (step % s.log_interval == 0 || step + 1 == s.max_steps) {
       dev.queue().finish();
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

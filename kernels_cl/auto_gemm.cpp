@@ -80,7 +80,7 @@ class AutoGemm final : public Gemm {
     return *it->second;
   }
 
-  // Times every candidate on `s` with its dimensions capped at 1024, on scratch buffers.
+  // Times every candidate on `s` with its dimensions capped at 768, on scratch buffers.
   std::string tune(const std::string& cls, GemmShape s) {
     if (candidates_.size() == 1) return candidates_.front();
     s.m = std::min<std::size_t>(s.m, 768);

@@ -60,8 +60,8 @@ std::vector<float> random_parameters(const models::ParameterLayout& layout, std:
 
 class GptModelTest : public DeviceTest {
  public:
-  std::unique_ptr<GptModel> make_model(const GptConfig& c, std::size_t max_batch) {
-    return std::make_unique<GptModel>(*device_, cache_, c, models::GptModelOptions{max_batch, 0, 64u << 20});
+  std::unique_ptr<GptModel> make_model(const GptConfig& c, std::size_t max_batch, const std::string& gemm = "auto") {
+    return std::make_unique<GptModel>(*device_, cache_, c, models::GptModelOptions{max_batch, 0, 64u << 20, gemm});
   }
 };
 
@@ -131,8 +131,9 @@ GptConfig small_config() {
 }
 
 // Runs `steps` training steps from `seed`; returns the losses.
-std::vector<double> train(GptModelTest& t, const GptConfig& c, int steps, std::uint64_t seed) {
-  auto model = t.make_model(c, 8);
+std::vector<double> train(GptModelTest& t, const GptConfig& c, int steps, std::uint64_t seed,
+                          const std::string& gemm = "auto") {
+  auto model = t.make_model(c, 8, gemm);
   model->init(seed);
   models::AdamOptimizer adam(*t.device_, model->kernels(), model->layout().total(), model->layout().decayed_end(), {});
   const models::LrSchedule lr{3e-3, 10, 10, 400, 0.1};
@@ -163,6 +164,17 @@ TEST_F(GptModelTest, SameSeedGivesBitwiseIdenticalLosses) {
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)), 0);
   const std::vector<double> other = train(*this, c, 1, 22);
   EXPECT_NE(other[0], a[0]) << "a different seed must give a different model";
+}
+
+TEST_F(GptModelTest, EveryGemmPathGivesTheSameLossCurve) {
+  const GptConfig c = small_config();
+  const std::vector<double> reference = train(*this, c, 8, 31, "cpu-8x48");
+  for (const char* gemm : {"cpu-12x32", "gpu-64x64", "clblast"}) {
+    const std::vector<double> losses = train(*this, c, 8, 31, gemm);
+    for (std::size_t i = 0; i < losses.size(); ++i) {
+      EXPECT_NEAR(losses[i], reference[i], 1e-4 * reference[i]) << gemm << " step " << i;
+    }
+  }
 }
 
 TEST_F(GptModelTest, OptimizerMatchesPraxisAdamWithClippingAndDecayOnMatricesOnly) {

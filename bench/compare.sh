@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One invocation, one machine: pax-ocl's training step and a PyTorch CPU reference of the same
+# model (bench/torch_reference.py: same configs, optimizer and thread count), then pax-ocl's GEMM
+# against OpenBLAS on the model's GEMM shapes.
+# Usage: bench/compare.sh [CONFIGS (default "A B C D")] [STEPS (default 3)]
+# Env:   TORCH_PYTHON   a python with torch (default: /tmp/torch-venv/bin/python, created from
+#                       bench/requirements-torch.txt when missing; PyTorch is a benchmark-only
+#                       dependency, never needed to build or test pax-ocl)
+#        THREADS        CPU threads for both (default: nproc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+configs=${1:-"A B C D"}
+steps=${2:-3}
+threads=${THREADS:-$(nproc)}
+[[ -x build/bench/bench_train_step ]] || { echo "bench/compare.sh: build first (scripts/setup.sh)" >&2; exit 2; }
+
+python=${TORCH_PYTHON:-/tmp/torch-venv/bin/python}
+if ! "$python" -c "import torch" 2>/dev/null; then
+  echo "# installing PyTorch for the comparison into /tmp/torch-venv (bench/requirements-torch.txt)"
+  python3 -m venv /tmp/torch-venv
+  /tmp/torch-venv/bin/pip install -q -r bench/requirements-torch.txt
+  python=/tmp/torch-venv/bin/python
+fi
+
+echo "# host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); threads: $threads"
+# pax-ocl: one PoCL device with every core (the comparison is one device against one process).
+for c in $configs; do POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=$threads build/bench/bench_train_step "$c" "$steps"; done
+for c in $configs; do "$python" bench/torch_reference.py --config "$c" --steps "$steps" --warmup 1 --threads "$threads"; done
+if [[ -x build/bench/bench_gemm ]]; then
+  POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=$threads OPENBLAS_NUM_THREADS=$threads build/bench/bench_gemm all 3
+fi
