@@ -22,6 +22,9 @@ std::string describe(const GemmShape& s) {
 class ClBlastGemm final : public Gemm {
  public:
   explicit ClBlastGemm(device::Device& device) : device_(device) {}
+  // CLBlast keeps compiled programs in a process-wide cache; release them while their context is
+  // alive, not from a static destructor at exit, after the OpenCL driver may be gone.
+  ~ClBlastGemm() override { clblast::ClearCache(); }
 
   void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override {
