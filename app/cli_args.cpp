@@ -55,6 +55,15 @@ std::string did_you_mean(std::string_view name, std::span<const std::string> can
   return s + "?)";
 }
 
+std::string format_flags(std::span<const FlagSpec> flags) {
+  std::string out;
+  for (const FlagSpec& f : flags) {
+    out += fmt::format("  --{:<14} {}{}\n", f.value.empty() ? f.name : f.name + "=", f.help,
+                       f.value.empty() ? "" : " [" + f.value + "]");
+  }
+  return out;
+}
+
 CliArgs::CliArgs(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg(argv[i]);

@@ -43,6 +43,9 @@ class CliArgs {
   std::map<std::string, std::string, std::less<>> fdl_;
 };
 
+// The "Flags:" lines of a command's --help, one per flag: name, help and accepted values.
+std::string format_flags(std::span<const FlagSpec> flags);
+
 // Up to three candidates closest to `name` by edit distance (case-insensitive), closest first;
 // empty when none is plausibly a typo of it.
 std::vector<std::string> nearest_names(std::string_view name, std::span<const std::string> candidates);

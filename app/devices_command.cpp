@@ -35,10 +35,7 @@ void print_help() {
                "devices form: ICI_MESH_SHAPE (devices per process) x DCN_MESH_SHAPE (processes), axes\n"
                "[data, fsdp, tensor]. Under mpirun or srun --mpi=pmix, rank 0 prints every process's part.\n\n"
                "Flags:\n";
-  for (const FlagSpec& f : kDevicesFlags) {
-    std::cout << fmt::format("  --{:<12} {}{}\n", f.value.empty() ? f.name : f.name + "=", f.help,
-                             f.value.empty() ? "" : " [" + f.value + "]");
-  }
+  std::cout << format_flags(kDevicesFlags);
   std::cout << "  --fdl.ICI_MESH_SHAPE=[d,f,t]  devices per process along each axis (default [N,1,1])\n"
                "  --fdl.DCN_MESH_SHAPE=[d,f,t]  processes along each axis (default [P,1,1])\n";
 }

@@ -95,10 +95,7 @@ const FlagSpec kTrainFlags[] = {
 void print_help() {
   std::cout << "Usage: pax-ocl train [flags] [--fdl.NAME=VALUE ...]\n\n"
                "Trains the GPT on one device on a synthetic token stream and prints the loss.\n\nFlags:\n";
-  for (const FlagSpec& f : kTrainFlags) {
-    std::cout << fmt::format("  --{:<14} {}{}\n", f.value.empty() ? f.name : f.name + "=", f.help,
-                             f.value.empty() ? "" : " [" + f.value + "]");
-  }
+  std::cout << format_flags(kTrainFlags);
   std::cout << "\nHyper-parameters (--fdl.NAME=VALUE):\n";
   for (const HParam& h : hparams()) std::cout << fmt::format("  {:<28} {}\n", h.name, h.help);
 }

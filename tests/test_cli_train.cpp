@@ -9,6 +9,7 @@
 #include "common/rng.h"
 #include "inputs/synthetic_stream.h"
 #include "models/weights_io.h"
+#include "tests/model_configs.h"
 #include "tests/reference_gpt.h"
 #include "tests/test_support.h"
 
@@ -17,17 +18,7 @@ namespace {
 
 const std::string kBinary = PAXOCL_BINARY;
 
-models::GptConfig llmc_config() {
-  models::GptConfig c;
-  c.num_layers = 1;
-  c.model_dims = 16;
-  c.hidden_dims = 64;
-  c.num_heads = 2;
-  c.dims_per_head = 8;
-  c.max_seq_len = 8;
-  c.vocab_size = 40;
-  return c;
-}
+models::GptConfig llmc_config() { return gpt_config(1, 16, 64, 2, 8, 8, 40); }
 
 std::string bytes_of(const std::filesystem::path& f) {
   std::ifstream in(f, std::ios::binary);

@@ -13,6 +13,7 @@
 #include "models/lr_schedule.h"
 #include "models/weights_io.h"
 #include "tests/device_fixture.h"
+#include "tests/model_configs.h"
 #include "tests/reference_gpt.h"
 
 namespace paxocl::testing {
@@ -22,17 +23,7 @@ using models::GptConfig;
 using models::GptModel;
 
 
-GptConfig tiny_config() {
-  GptConfig c;
-  c.num_layers = 2;
-  c.model_dims = 12;
-  c.hidden_dims = 20;
-  c.num_heads = 3;
-  c.dims_per_head = 4;
-  c.max_seq_len = 7;
-  c.vocab_size = 23;  // padded to 128
-  return c;
-}
+GptConfig tiny_config() { return gpt_config(2, 12, 20, 3, 4, 7, 23); }  // vocabulary padded to 128
 
 inputs::Batch random_batch(const GptConfig& c, int B, int T, std::uint64_t seed) {
   Rng rng(seed);
@@ -118,17 +109,7 @@ TEST_F(GptModelTest, FiniteDifferencesCoverEveryParameterTensor) {
   }
 }
 
-GptConfig small_config() {
-  GptConfig c;
-  c.num_layers = 2;
-  c.model_dims = 32;
-  c.hidden_dims = 128;
-  c.num_heads = 4;
-  c.dims_per_head = 8;
-  c.max_seq_len = 32;
-  c.vocab_size = 61;
-  return c;
-}
+GptConfig small_config() { return gpt_config(2, 32, 128, 4, 8, 32, 61); }
 
 // Runs `steps` training steps from `seed`; returns the losses.
 std::vector<double> train(GptModelTest& t, const GptConfig& c, int steps, std::uint64_t seed,
@@ -263,14 +244,7 @@ TEST_F(GptModelTest, BadBatchesAreDataErrors) {
 }
 
 TEST_F(GptModelTest, WeightFilesRoundTripThroughTheModel) {
-  GptConfig c;  // llm.c's shape rules: HIDDEN = 4 C, NH * hs = C
-  c.num_layers = 2;
-  c.model_dims = 16;
-  c.hidden_dims = 64;
-  c.num_heads = 2;
-  c.dims_per_head = 8;
-  c.max_seq_len = 9;
-  c.vocab_size = 50;
+  const GptConfig c = gpt_config(2, 16, 64, 2, 8, 9, 50);  // llm.c's shape rules: HIDDEN = 4 C, NH * hs = C
   auto model = make_model(c, 1);
   model->set_parameters(random_parameters(model->layout(), 61));
   TempDir dir;
