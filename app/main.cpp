@@ -26,7 +26,8 @@ struct Command {
 
 const Command kCommands[] = {
     {"devices", "list OpenCL devices, the host topology and the device mesh", paxocl::app::run_devices},
-    {"train", "train the GPT on one device (synthetic data for now)", paxocl::app::run_train},
+    {"train", "train the GPT on one device", paxocl::app::run_train},
+    {"data", "prepare a dataset (tokenizer + token shards) or inspect batches", paxocl::app::run_data},
 };
 
 void print_usage() {

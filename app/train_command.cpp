@@ -1,8 +1,8 @@
 // `pax-ocl train`: trains the GPT on one OpenCL device. The first form of the training job: its
-// hyper-parameters are Pax's names, set with --fdl.NAME=VALUE; the data is the synthetic stream
-// (inputs/synthetic_stream.h); --init_from starts from an llm.c or safetensors weights file and
-// --save_weights writes the result. Named experiments, corpora, evaluation, summaries,
-// checkpoints and multi-device training build on this.
+// hyper-parameters are Pax's names, set with --fdl.NAME=VALUE; --data picks the input (the KJV
+// by default, prepared on first use); --init_from starts from an llm.c or safetensors weights file
+// and --save_weights writes the result. Named experiments, evaluation, summaries, checkpoints and
+// multi-device training build on this.
 #include <chrono>
 #include <functional>
 #include <iostream>
@@ -14,7 +14,7 @@
 #include "app/commands.h"
 #include "app/hparam_values.h"
 #include "device/device_selection.h"
-#include "inputs/synthetic_stream.h"
+#include "inputs/dataset.h"
 #include "kernels_cl/auto_gemm.h"
 #include "models/adam_optimizer.h"
 #include "models/gpt_model.h"
@@ -26,7 +26,7 @@ namespace {
 
 struct TrainSettings {
   models::GptConfig model;  // defaults: a GPT of ~0.14M parameters that trains in seconds on a CPU
-  long batch = 8;           // PERCORE_BATCH_SIZE
+  double batch = 8;         // PERCORE_BATCH_SIZE (sequences per device; may be fractional in Pax)
   long max_steps = 200;
   long log_interval = 10;   // SUMMARY_INTERVAL_STEPS
   long seed = 1234;
@@ -65,7 +65,7 @@ const std::vector<HParam>& hparams() {
       {"MAX_SEQ_LEN", "sequence length", [](S& s, std::string_view v) { s.model.max_seq_len = static_cast<int>(parse_int_value("MAX_SEQ_LEN", v)); }},
       {"VOCAB_SIZE", "vocabulary size", [](S& s, std::string_view v) { s.model.vocab_size = static_cast<int>(parse_int_value("VOCAB_SIZE", v)); }},
       {"INIT_STD", "Gaussian init std", [](S& s, std::string_view v) { s.model.init_std = static_cast<float>(parse_float_value("INIT_STD", v)); }},
-      int_param("PERCORE_BATCH_SIZE", "sequences per step", &S::batch),
+      {"PERCORE_BATCH_SIZE", "sequences per device per step", [](S& s, std::string_view v) { s.batch = parse_float_value("PERCORE_BATCH_SIZE", v); }},
       int_param("MAX_STEPS", "training steps", &S::max_steps),
       int_param("SUMMARY_INTERVAL_STEPS", "steps between log lines", &S::log_interval),
       int_param("SEED", "seed of the init and the data", &S::seed),
@@ -90,11 +90,13 @@ const FlagSpec kTrainFlags[] = {
     {"init_from", "FILE", "initialise from weights: an llm.c checkpoint (.bin) or Hugging Face GPT-2 .safetensors"},
     {"save_weights", "FILE", "write the trained weights (.safetensors, else llm.c format)"},
     {"gemm", "auto|clblast|cpu-8x48|cpu-12x32|gpu-64x64", "GEMM implementation (env PAX_OCL_GEMM; default auto)"},
+    {"data", "kjv|synthetic|DIR|SHARDS", "training data: the KJV (prepared on first use), the synthetic stream, a "
+                                         "`pax-ocl data prepare` directory or token shard files (default kjv)"},
 };
 
 void print_help() {
   std::cout << "Usage: pax-ocl train [flags] [--fdl.NAME=VALUE ...]\n\n"
-               "Trains the GPT on one device on a synthetic token stream and prints the loss.\n\nFlags:\n";
+               "Trains the GPT on one device and prints the loss.\n\nFlags:\n";
   std::cout << format_flags(kTrainFlags);
   std::cout << "\nHyper-parameters (--fdl.NAME=VALUE):\n";
   for (const HParam& h : hparams()) std::cout << fmt::format("  {:<28} {}\n", h.name, h.help);
@@ -135,11 +137,17 @@ int run_train(const CliArgs& args, const collectives::ProcessWorld& world) {
   }
   s.model.validate();
   s.lr.validate();
-  if (s.batch < 1 || s.max_steps < 0 || s.log_interval < 1) {
-    throw ConfigError(fmt::format("PERCORE_BATCH_SIZE={} and SUMMARY_INTERVAL_STEPS={} must be >= 1, MAX_STEPS={} >= 0",
-                                  s.batch, s.log_interval, s.max_steps));
+  if (s.max_steps < 0 || s.log_interval < 1) {
+    throw ConfigError(fmt::format("SUMMARY_INTERVAL_STEPS={} must be >= 1 and MAX_STEPS={} >= 0", s.log_interval, s.max_steps));
   }
-  const int T = s.model.max_seq_len, B = static_cast<int>(s.batch);
+  const int T = s.model.max_seq_len, B = inputs::per_host_batch_size(s.batch, 1, world.size());
+  inputs::InputParams input_params;
+  input_params.seq_len = T;
+  input_params.batch_size = B;
+  input_params.num_infeed_hosts = world.size();
+  input_params.infeed_host_index = world.rank();
+  input_params.seed = static_cast<std::uint64_t>(s.seed);
+  const auto input = inputs::make_input(args.flag("data").value_or("kjv"), "train", input_params, s.model.vocab_size);
   models::GptModel model(dev, cache, s.model, models::GptModelOptions{static_cast<std::size_t>(B), 0, 64u << 20,
                                                                        kernels::gemm_policy_from(args.flag("gemm"))});
   if (init) {
@@ -148,12 +156,11 @@ int run_train(const CliArgs& args, const collectives::ProcessWorld& world) {
     model.init(static_cast<std::uint64_t>(s.seed));
   }
   models::AdamOptimizer adam(dev, model.kernels(), model.layout().total(), model.layout().decayed_end(), s.adam);
-  const inputs::SyntheticStream stream(s.model.vocab_size, 1u << 20, static_cast<std::uint64_t>(s.seed));
   std::cout << fmt::format("training on {}: {:.2f}M parameters, batch {} x {} tokens, {} steps\n", dev.info().name,
                            static_cast<double>(model.layout().parameter_count()) / 1e6, B, T, s.max_steps);
   auto start = std::chrono::steady_clock::now();
   for (long step = 0; step < s.max_steps; ++step) {
-    const double loss = model.forward_backward(stream.batch(B, T, step));
+    const double loss = model.forward_backward(*input->get_next());
     const double lr = s.lr.at(step);
     const models::OptimizerStepStats stats = adam.step(model.parameter_buffer(), model.gradient_buffer(), lr);
     if (step == 0) {

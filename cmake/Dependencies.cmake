@@ -11,6 +11,7 @@ find_package(fmt CONFIG REQUIRED)                  # libfmt-dev
 find_package(spdlog CONFIG REQUIRED)               # libspdlog-dev
 find_package(nlohmann_json 3.10 CONFIG REQUIRED)   # nlohmann-json3-dev
 find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)  # libhwloc-dev
 
 if(NOT Protobuf_PROTOC_EXECUTABLE)

@@ -7,7 +7,7 @@
 #include <regex>
 
 #include "common/rng.h"
-#include "inputs/synthetic_stream.h"
+#include "inputs/dataset.h"
 #include "models/weights_io.h"
 #include "tests/model_configs.h"
 #include "tests/reference_gpt.h"
@@ -42,7 +42,7 @@ class CliTrain : public ::testing::Test {
 };
 
 TEST_F(CliTrain, InitFromLlmcFileGivesTheReferenceLoss) {
-  const auto r = run_command(kBinary + " train --init_from=" + file_.string() +
+  const auto r = run_command(kBinary + " train --data=synthetic --init_from=" + file_.string() +
                              " --fdl.MAX_STEPS=1 --fdl.PERCORE_BATCH_SIZE=2 --fdl.SEED=5");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::smatch m;
@@ -50,8 +50,12 @@ TEST_F(CliTrain, InitFromLlmcFileGivesTheReferenceLoss) {
   const double got = std::stod(m[1]);
 
   const models::GptConfig c = llmc_config();
-  const inputs::SyntheticStream stream(c.vocab_size, 1u << 20, 5);
-  const inputs::Batch b = stream.batch(2, c.max_seq_len, 0);
+  inputs::InputParams input;  // the input `train --data=synthetic` builds
+  input.seq_len = c.max_seq_len;
+  input.batch_size = 2;
+  input.seed = 5;
+  input.prefetch_depth = 0;
+  const inputs::Batch b = *inputs::make_input("synthetic", "train", input, c.vocab_size)->get_next();
   const std::vector<double> params(weights_.data.begin(), weights_.data.end());
   const double want = reference_loss(c, models::ParameterLayout(c, 1), params, ReferenceBatch{b.batch, b.seq_len, b.ids, b.targets, b.weights});
   EXPECT_NEAR(got, want, 2e-6 + 1e-5 * want);
@@ -60,8 +64,8 @@ TEST_F(CliTrain, InitFromLlmcFileGivesTheReferenceLoss) {
 TEST_F(CliTrain, ZeroStepsWritesTheSameWeightsBack) {
   for (const char* name : {"out.bin", "out.safetensors"}) {
     const auto out = dir_.path() / name;
-    const auto r = run_command(kBinary + " train --init_from=" + file_.string() + " --fdl.MAX_STEPS=0 --save_weights=" +
-                               out.string());
+    const auto r = run_command(kBinary + " train --data=synthetic --init_from=" + file_.string() +
+                               " --fdl.MAX_STEPS=0 --save_weights=" + out.string());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     if (out.extension() == ".bin") {
       EXPECT_EQ(bytes_of(out), bytes_of(file_));
@@ -82,7 +86,7 @@ TEST_F(CliTrain, BadInputIsOneLineWithTheDocumentedExitCode) {
     int code;
     std::string says;
   } cases[] = {
-      {"train --init_from=/nonexistent/w.bin --fdl.MAX_STEPS=1", 3, "/nonexistent/w.bin"},
+      {"train --data=synthetic --init_from=/nonexistent/w.bin --fdl.MAX_STEPS=1", 3, "/nonexistent/w.bin"},
       {"train --fdl.NUM_LAYERS=two", 2, "--fdl.NUM_LAYERS=two: expected an integer"},
       {"train --fdl.LEARNING_RATE=fast", 2, "--fdl.LEARNING_RATE=fast: expected a finite number"},
       {"train --fdl.NUM_LAYER=2", 2, "did you mean --fdl.NUM_LAYERS"},

@@ -1,0 +1,174 @@
+#include "inputs/dataset.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "device/errors.h"
+#include "inputs/prefetch_input.h"
+#include "inputs/synthetic_stream.h"
+#include "inputs/token_shard.h"
+#include "inputs/tokenizer.h"
+#include "inputs/windowed_input.h"
+
+namespace paxocl::inputs {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Every document's tokens followed by EOS, in order.
+std::vector<std::uint32_t> encode_documents(const Tokenizer& tokenizer, const std::vector<Document>& docs) {
+  std::vector<std::uint32_t> tokens;
+  for (const Document& d : docs) {
+    for (int id : tokenizer.encode(d.text)) tokens.push_back(static_cast<std::uint32_t>(id));
+    tokens.push_back(static_cast<std::uint32_t>(tokenizer.eos_id()));
+  }
+  return tokens;
+}
+
+}  // namespace
+
+namespace {
+// Removes a directory when the scope ends, unless released (a failed preparation leaves nothing).
+struct RemoveOnExit {
+  fs::path dir;
+  ~RemoveOnExit() {
+    std::error_code ec;
+    if (!dir.empty()) fs::remove_all(dir, ec);
+  }
+};
+}  // namespace
+
+DatasetInfo prepare_dataset(const Corpus& corpus, const PrepareOptions& options, const std::string& source) {
+  const fs::path tmp = options.output_dir.string() + fmt::format(".tmp.{}", ::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) throw DataError(fmt::format("cannot create {}: {}", tmp.string(), ec.message()));
+  RemoveOnExit cleanup{tmp};
+
+  if (options.spm_model) {
+    fs::copy_file(*options.spm_model, tmp / "tokenizer.model", ec);
+    if (ec) throw DataError(fmt::format("cannot read SentencePiece model {}: {}", options.spm_model->string(), ec.message()));
+  } else {
+    const fs::path text = tmp / "tokenizer_training.txt";
+    {
+      std::ofstream out(text, std::ios::binary);
+      for (const Document& d : corpus.train) out << d.text << "\n";
+      if (!out) throw DataError(fmt::format("cannot write {}", text.string()));
+    }
+    train_tokenizer(text, tmp / "tokenizer", options.vocab_size, options.model_type);
+    fs::remove(text, ec);
+  }
+  const Tokenizer tokenizer(tmp / "tokenizer.model");
+  DatasetInfo info;
+  info.source = source;
+  info.vocab_size = tokenizer.vocab_size();
+  info.train_documents = corpus.train.size();
+  info.validation_documents = corpus.validation.size();
+  const auto train = encode_documents(tokenizer, corpus.train);
+  info.train_tokens = train.size();
+  write_token_shard(tmp / "train.tokens", train, static_cast<std::uint32_t>(info.vocab_size));
+  if (!corpus.validation.empty()) {
+    const auto validation = encode_documents(tokenizer, corpus.validation);
+    info.validation_tokens = validation.size();
+    write_token_shard(tmp / "validation.tokens", validation, static_cast<std::uint32_t>(info.vocab_size));
+  }
+  const nlohmann::json j = {{"source", info.source},
+                            {"vocab_size", info.vocab_size},
+                            {"model_type", options.spm_model ? "given" : options.model_type},
+                            {"train_documents", info.train_documents},
+                            {"validation_documents", info.validation_documents},
+                            {"train_tokens", info.train_tokens},
+                            {"validation_tokens", info.validation_tokens},
+                            {"eos_id", tokenizer.eos_id()},
+                            {"packing", "concat-then-split, EOS after every document"}};
+  std::ofstream(tmp / "dataset.json") << j.dump(2) << "\n";
+  fs::remove_all(options.output_dir, ec);
+  fs::create_directories(options.output_dir.parent_path(), ec);
+  fs::rename(tmp, options.output_dir, ec);
+  if (ec) throw DataError(fmt::format("cannot move the dataset into {}: {}", options.output_dir.string(), ec.message()));
+  cleanup.dir.clear();
+  return info;
+}
+
+DatasetInfo read_dataset_info(const fs::path& dir) {
+  std::ifstream in(dir / "dataset.json");
+  if (!in) {
+    throw DataError(fmt::format("{} is not a prepared dataset (no dataset.json); create one with `pax-ocl data prepare`",
+                                dir.string()));
+  }
+  nlohmann::json j;
+  try {
+    in >> j;
+    DatasetInfo info;
+    info.source = j.at("source");
+    info.vocab_size = j.at("vocab_size");
+    info.train_documents = j.at("train_documents");
+    info.validation_documents = j.at("validation_documents");
+    info.train_tokens = j.at("train_tokens");
+    info.validation_tokens = j.at("validation_tokens");
+    return info;
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(fmt::format("{}/dataset.json is malformed: {}", dir.string(), e.what()));
+  }
+}
+
+fs::path default_data_root() {
+  if (const char* env = std::getenv("PAX_OCL_DATA_DIR"); env != nullptr && *env != '\0') return env;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') return fs::path(xdg) / "pax-ocl" / "data";
+  const char* home = std::getenv("HOME");
+  return fs::path(home != nullptr ? home : ".") / ".cache" / "pax-ocl" / "data";
+}
+
+fs::path prepared_kjv(const fs::path& root, int vocab_size, const std::string& model_type) {
+  const fs::path dir = root / fmt::format("kjv-{}-{}", model_type, vocab_size);
+  if (fs::exists(dir / "dataset.json")) {
+    spdlog::debug("using the prepared KJV corpus in {}", dir.string());
+    return dir;
+  }
+  spdlog::info("preparing the KJV corpus for a {} tokenizer of {} pieces in {} (first use only)", model_type, vocab_size,
+               dir.string());
+  prepare_dataset(read_kjv(), PrepareOptions{dir, vocab_size, model_type, std::nullopt}, "kjv");
+  return dir;
+}
+
+std::unique_ptr<BaseInput> make_input(const std::string& source, const std::string& split, const InputParams& params,
+                                      int vocab_size) {
+  if (split != "train" && split != "validation") throw ConfigError(fmt::format("split '{}': use train or validation", split));
+  TokenStream stream;
+  if (source == "synthetic") {
+    // Training and validation draw different streams from the same structure (same successor map).
+    const SyntheticStream synthetic(vocab_size, 1u << 20, params.seed);
+    const auto& all = synthetic.tokens();
+    const std::size_t cut = all.size() * 9 / 10;
+    std::vector<std::uint32_t> tokens = split == "train" ? std::vector<std::uint32_t>(all.begin(), all.begin() + cut)
+                                                         : std::vector<std::uint32_t>(all.begin() + cut, all.end());
+    stream = TokenStream::from_tokens(std::move(tokens));
+  } else {
+    fs::path dir = source;
+    if (source == "kjv") dir = prepared_kjv(default_data_root(), vocab_size, "bpe");
+    if (fs::is_directory(dir)) {
+      const DatasetInfo info = read_dataset_info(dir);
+      if (info.vocab_size != vocab_size) {
+        throw DataError(fmt::format("the tokenizer of {} has {} pieces but VOCAB_SIZE={}; set --fdl.VOCAB_SIZE={} or "
+                                    "prepare the data with --vocab_size={}",
+                                    dir.string(), info.vocab_size, vocab_size, info.vocab_size, vocab_size));
+      }
+      stream = TokenStream::from_shards({dir / (split + ".tokens")}, static_cast<std::uint32_t>(vocab_size));
+    } else {
+      stream = TokenStream::from_shards(expand_shard_spec(source), static_cast<std::uint32_t>(vocab_size));
+    }
+  }
+  auto input = std::make_unique<WindowedInput>(std::move(stream), params);
+  if (params.prefetch_depth > 0) return std::make_unique<PrefetchInput>(std::move(input), params.prefetch_depth);
+  return input;
+}
+
+}  // namespace paxocl::inputs

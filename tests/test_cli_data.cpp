@@ -1,0 +1,104 @@
+// `pax-ocl data prepare | inspect` and `pax-ocl train --data=...` as users run them.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "common/rng.h"
+#include "tests/test_support.h"
+
+namespace paxocl::testing {
+namespace {
+
+const std::string kBinary = PAXOCL_BINARY;
+
+std::filesystem::path write_story(const std::filesystem::path& dir) {
+  const auto file = dir / "story.txt";
+  std::ofstream out(file);
+  const char* words[] = {"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "and", "runs", "far", "away"};
+  Rng rng(5);
+  for (int p = 0; p < 60; ++p) {
+    for (int s = 0; s < 20; ++s) {
+      for (int w = 0; w < 8; ++w) out << (w ? " " : "") << words[rng.next_u64() % 12];
+      out << ".\n";
+    }
+    out << "\n";
+  }
+  return file;
+}
+
+class CliData : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_ = dir_.path() / "data";
+    const auto r = run_command(kBinary + " data prepare --text=" + write_story(dir_.path()).string() + " --output_dir=" +
+                               data_.string() + " --vocab_size=64 --model_type=bpe");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_NE(r.out.find("vocabulary 64"), std::string::npos) << r.out;
+  }
+  TempDir dir_;
+  std::filesystem::path data_;
+};
+
+TEST_F(CliData, InspectDecodesBatchesOfBothSplits) {
+  for (const char* split : {"train", "validation"}) {
+    const auto r = run_command(kBinary + " data inspect --data=" + data_.string() + " --split=" + split +
+                               " --batches=1 --fdl.MAX_SEQ_LEN=16 --fdl.PERCORE_BATCH_SIZE=2");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("batch 0 row 1"), std::string::npos) << r.out;
+    // Decoded text is made of the story's words.
+    int words_found = 0;
+    for (const char* w : {"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "and", "runs", "far", "away"}) {
+      words_found += r.out.find(std::string(" ") + w) != std::string::npos;
+    }
+    EXPECT_GE(words_found, 2) << r.out;
+  }
+}
+
+TEST_F(CliData, TrainOnThePreparedDataset) {
+  const auto r = run_command(kBinary + " train --data=" + data_.string() +
+                             " --fdl.VOCAB_SIZE=64 --fdl.MAX_SEQ_LEN=16 --fdl.MAX_STEPS=3 --fdl.PERCORE_BATCH_SIZE=2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("step      2"), std::string::npos) << r.out;
+}
+
+TEST_F(CliData, BadDataIsOneLineAndExit3) {
+  const struct {
+    std::string args;
+    std::string says;
+  } cases[] = {
+      {"train --data=" + data_.string() + " --fdl.VOCAB_SIZE=512 --fdl.MAX_STEPS=1", "has 64 pieces but VOCAB_SIZE=512"},
+      {"train --data=" + (dir_.path() / "nothing-*.tokens").string() + " --fdl.MAX_STEPS=1", "no such file"},
+      {"data prepare --text=" + (dir_.path() / "missing.txt").string() + " --output_dir=" + (dir_.path() / "o").string(),
+       "cannot be read"},
+      {"data prepare --text=" + (dir_.path() / "story.txt").string() + " --output_dir=" + (dir_.path() / "o").string() +
+           " --vocab_size=100000",
+       "SentencePiece training"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_command(kBinary + " " + c.args);
+    EXPECT_EQ(r.exit_code, 3) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("pax-ocl: error: "), r.err.find("pax-ocl: error: ")) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "o")) << "a failed prepare leaves nothing behind";
+}
+
+TEST(CliDataKjv, DefaultCorpusIsPreparedOnceAndReused) {
+  if (run_command("command -v bible").exit_code != 0) GTEST_SKIP() << "Debian package bible-kjv is not installed";
+  TempDir root;
+  const std::string env = "PAX_OCL_DATA_DIR=" + root.path().string() + " ";
+  const std::string cmd = env + kBinary + " train --fdl.MAX_STEPS=1 --fdl.VOCAB_SIZE=256 --fdl.MAX_SEQ_LEN=32";
+  const auto first = run_command(cmd);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find("preparing the KJV corpus"), std::string::npos) << first.err;
+  const auto dataset = root.path() / "kjv-bpe-256" / "dataset.json";
+  ASSERT_TRUE(std::filesystem::exists(dataset));
+  const auto stamp = std::filesystem::last_write_time(dataset);
+  const auto second = run_command(cmd);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(second.err.find("preparing the KJV corpus"), std::string::npos) << "the cache must be reused";
+  EXPECT_EQ(std::filesystem::last_write_time(dataset), stamp);
+}
+
+}  // namespace
+}  // namespace paxocl::testing
