@@ -63,7 +63,9 @@ int prepare(const CliArgs& args) {
       if (comma > start) files.emplace_back(text->substr(start, comma - start));
       start = comma + 1;
     }
-    const double fraction = parse_float_value("validation_fraction", args.flag("validation_fraction").value_or("0.05"));
+    const double fraction = args.flag("validation_fraction")
+                                ? parse_float_value("validation_fraction", *args.flag("validation_fraction"))
+                                : inputs::kDefaultValidationFraction;
     corpus = inputs::read_text_files(files, fraction);
     source = *text;
   } else {

@@ -30,6 +30,7 @@ struct TrainSettings {
   long max_steps = 200;
   long log_interval = 10;   // SUMMARY_INTERVAL_STEPS
   long seed = 1234;
+  long prefetch_depth = 2;  // PREFETCH_DEPTH: batches prepared ahead of the device
   models::LrSchedule lr{3e-3, 10, 10, 10000, 0.1};
   models::AdamConfig adam;
   TrainSettings() {
@@ -69,6 +70,7 @@ const std::vector<HParam>& hparams() {
       int_param("MAX_STEPS", "training steps", &S::max_steps),
       int_param("SUMMARY_INTERVAL_STEPS", "steps between log lines", &S::log_interval),
       int_param("SEED", "seed of the init and the data", &S::seed),
+      int_param("PREFETCH_DEPTH", "batches prepared ahead by the input thread (0: none)", &S::prefetch_depth),
       {"LEARNING_RATE", "peak learning rate", [](S& s, std::string_view v) { s.lr.peak = parse_float_value("LEARNING_RATE", v); }},
       {"LR_COS_WARMUP", "linear warm-up steps", [](S& s, std::string_view v) { s.lr.warmup = parse_int_value("LR_COS_WARMUP", v); }},
       {"LR_COS_DECAY_START", "cosine decay start", [](S& s, std::string_view v) { s.lr.decay_start = parse_int_value("LR_COS_DECAY_START", v); }},
@@ -90,8 +92,10 @@ const FlagSpec kTrainFlags[] = {
     {"init_from", "FILE", "initialise from weights: an llm.c checkpoint (.bin) or Hugging Face GPT-2 .safetensors"},
     {"save_weights", "FILE", "write the trained weights (.safetensors, else llm.c format)"},
     {"gemm", "auto|clblast|cpu-8x48|cpu-12x32|gpu-64x64", "GEMM implementation (env PAX_OCL_GEMM; default auto)"},
-    {"data", "kjv|synthetic|DIR|SHARDS", "training data: the KJV (prepared on first use), the synthetic stream, a "
-                                         "`pax-ocl data prepare` directory or token shard files (default kjv)"},
+    {"data", "kjv|synthetic|DIR|text:FILES|SHARDS",
+     "training data: the KJV (prepared on first use), the synthetic stream, a `pax-ocl data prepare` directory, raw "
+     "text (with --tokenizer) or token shard files (default kjv)"},
+    {"tokenizer", "FILE.model", "SentencePiece model for --data=text:FILES"},
 };
 
 void print_help() {
@@ -147,6 +151,8 @@ int run_train(const CliArgs& args, const collectives::ProcessWorld& world) {
   input_params.num_infeed_hosts = world.size();
   input_params.infeed_host_index = world.rank();
   input_params.seed = static_cast<std::uint64_t>(s.seed);
+  input_params.prefetch_depth = static_cast<int>(s.prefetch_depth);
+  input_params.tokenizer_model = args.flag("tokenizer").value_or("");
   const auto input = inputs::make_input(args.flag("data").value_or("kjv"), "train", input_params, s.model.vocab_size);
   models::GptModel model(dev, cache, s.model, models::GptModelOptions{static_cast<std::size_t>(B), 0, 64u << 20,
                                                                        kernels::gemm_policy_from(args.flag("gemm"))});

@@ -11,6 +11,8 @@
 
 namespace paxocl::inputs {
 
+inline constexpr double kDefaultValidationFraction = 0.05;
+
 struct Document {
   std::string name;
   std::string text;

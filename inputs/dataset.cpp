@@ -143,7 +143,20 @@ std::unique_ptr<BaseInput> make_input(const std::string& source, const std::stri
                                       int vocab_size) {
   if (split != "train" && split != "validation") throw ConfigError(fmt::format("split '{}': use train or validation", split));
   TokenStream stream;
-  if (source == "synthetic") {
+  if (source.rfind("text:", 0) == 0) {
+    if (params.tokenizer_model.empty()) {
+      throw ConfigError(fmt::format("--data={} needs a SentencePiece model: pass --tokenizer=FILE.model", source));
+    }
+    const Tokenizer tokenizer(params.tokenizer_model);
+    if (tokenizer.vocab_size() != vocab_size) {
+      throw DataError(fmt::format("the tokenizer {} has {} pieces but VOCAB_SIZE={}; set --fdl.VOCAB_SIZE={}",
+                                  params.tokenizer_model, tokenizer.vocab_size(), vocab_size, tokenizer.vocab_size()));
+    }
+    std::vector<fs::path> files;
+    for (const auto& f : expand_shard_spec(source.substr(5))) files.push_back(f);
+    const Corpus corpus = read_text_files(files, kDefaultValidationFraction);
+    stream = TokenStream::from_tokens(encode_documents(tokenizer, split == "train" ? corpus.train : corpus.validation));
+  } else if (source == "synthetic") {
     // Training and validation draw different streams from the same structure (same successor map).
     const SyntheticStream synthetic(vocab_size, 1u << 20, params.seed);
     const auto& all = synthetic.tokens();

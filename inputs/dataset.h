@@ -45,10 +45,15 @@ std::filesystem::path default_data_root();
 // The KJV prepared for this vocabulary and model type under `root`, preparing it on first use.
 std::filesystem::path prepared_kjv(const std::filesystem::path& root, int vocab_size, const std::string& model_type);
 
-// The input for `source` = "synthetic" | "kjv" | a dataset directory | shard files (list/glob),
-// split "train" or "validation". Token ids are checked against `vocab_size`, and a dataset's
-// tokenizer must have exactly `vocab_size` pieces. Wrapped in a prefetch thread when
-// params.prefetch_depth > 0.
+// The input for `source`, split "train" or "validation":
+//   "synthetic"          the synthetic stream (90% train, 10% validation)
+//   "kjv"                the KJV, prepared on first use under default_data_root()
+//   a directory          a `pax-ocl data prepare` dataset
+//   "text:FILE[,FILE]"   raw text tokenised on the fly with params.tokenizer_model (documents and
+//                        the validation hold-out as `data prepare --text` makes them)
+//   anything else        token shard files (comma-separated list and/or glob patterns)
+// Token ids are checked against `vocab_size`, and a tokenizer must have exactly `vocab_size`
+// pieces. Wrapped in a prefetch thread when params.prefetch_depth > 0.
 std::unique_ptr<BaseInput> make_input(const std::string& source, const std::string& split, const InputParams& params,
                                       int vocab_size);
 

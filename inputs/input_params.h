@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace paxocl::inputs {
 
@@ -17,6 +18,7 @@ struct InputParams {
   std::uint64_t seed = 1234;       // shuffling order
   long eval_loop_num_batches = -1; // evaluation: N batches per pass, or -1 for exactly one epoch
   int prefetch_depth = 2;          // batches prepared ahead by a background thread (0: none)
+  std::string tokenizer_model;     // SentencePiece .model for raw-text sources ("text:FILES")
 
   void validate() const;  // ConfigError naming the bad field
 };

@@ -56,7 +56,7 @@ class TokenShard {
 void write_token_shard(const std::filesystem::path& file, std::span<const std::uint32_t> tokens,
                        std::uint32_t vocab_size);
 
-// The files a shard spec names: a comma-separated list of paths and glob patterns, each pattern
+// The files a spec names: a comma-separated list of paths and glob patterns, each pattern
 // expanded in sorted order. Throws DataError when a name or pattern matches nothing.
 std::vector<std::filesystem::path> expand_shard_spec(const std::string& spec);
 

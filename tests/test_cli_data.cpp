@@ -61,6 +61,17 @@ TEST_F(CliData, TrainOnThePreparedDataset) {
   EXPECT_NE(r.out.find("step      2"), std::string::npos) << r.out;
 }
 
+TEST_F(CliData, TrainOnRawTextTokenisedOnTheFly) {
+  const std::string text = "text:" + (dir_.path() / "story.txt").string();
+  const auto r = run_command(kBinary + " train --data=" + text + " --tokenizer=" + (data_ / "tokenizer.model").string() +
+                             " --fdl.VOCAB_SIZE=64 --fdl.MAX_SEQ_LEN=16 --fdl.MAX_STEPS=2 --fdl.PERCORE_BATCH_SIZE=2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("step      1"), std::string::npos) << r.out;
+  const auto no_tokenizer = run_command(kBinary + " train --data=" + text + " --fdl.VOCAB_SIZE=64 --fdl.MAX_STEPS=1");
+  EXPECT_EQ(no_tokenizer.exit_code, 2) << no_tokenizer.err;
+  EXPECT_NE(no_tokenizer.err.find("pass --tokenizer=FILE.model"), std::string::npos) << no_tokenizer.err;
+}
+
 TEST_F(CliData, BadDataIsOneLineAndExit3) {
   const struct {
     std::string args;
