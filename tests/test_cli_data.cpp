@@ -11,20 +11,7 @@ namespace {
 
 const std::string kBinary = PAXOCL_BINARY;
 
-std::filesystem::path write_story(const std::filesystem::path& dir) {
-  const auto file = dir / "story.txt";
-  std::ofstream out(file);
-  const char* words[] = {"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "and", "runs", "far", "away"};
-  Rng rng(5);
-  for (int p = 0; p < 60; ++p) {
-    for (int s = 0; s < 20; ++s) {
-      for (int w = 0; w < 8; ++w) out << (w ? " " : "") << words[rng.next_u64() % 12];
-      out << ".\n";
-    }
-    out << "\n";
-  }
-  return file;
-}
+std::filesystem::path write_story(const std::filesystem::path& dir) { return write_word_story(dir, 60, 5); }
 
 class CliData : public ::testing::Test {
  protected:

@@ -243,21 +243,7 @@ TEST(TokenShard, BadShardsAreClearDataErrors) {
 
 // ---- SentencePiece, corpora, datasets ------------------------------------------------------
 
-// A small text with repetition (12 words), so small tokenizers train in a moment.
-std::filesystem::path write_text(const std::filesystem::path& dir) {
-  const auto file = dir / "story.txt";
-  std::ofstream out(file);
-  const char* words[] = {"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "and", "runs", "far", "away"};
-  Rng rng(3);
-  for (int p = 0; p < 40; ++p) {
-    for (int s = 0; s < 20; ++s) {
-      for (int w = 0; w < 8; ++w) out << (w ? " " : "") << words[rng.next_u64() % 12];
-      out << ".\n";
-    }
-    out << "\n";  // paragraph = document
-  }
-  return file;
-}
+std::filesystem::path write_text(const std::filesystem::path& dir) { return paxocl::testing::write_word_story(dir, 40, 3); }
 
 TEST(Tokenizer, TrainedModelRoundTripsAndMatchesTheStandardTools) {
   TempDir dir;

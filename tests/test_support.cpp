@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <fstream>
+
+#include "common/rng.h"
 #include <random>
 #include <sstream>
 
@@ -27,6 +29,21 @@ CommandResult run_command(const std::string& command) {
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
+}
+
+std::filesystem::path write_word_story(const std::filesystem::path& dir, int paragraphs, std::uint64_t seed) {
+  const auto file = dir / "story.txt";
+  std::ofstream out(file);
+  const char* words[] = {"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "and", "runs", "far", "away"};
+  Rng rng(seed);
+  for (int p = 0; p < paragraphs; ++p) {
+    for (int s = 0; s < 20; ++s) {
+      for (int w = 0; w < 8; ++w) out << (w ? " " : "") << words[rng.next_u64() % 12];
+      out << ".\n";
+    }
+    out << "\n";  // paragraph = document
+  }
+  return file;
 }
 
 TempDir::TempDir() {

@@ -2,6 +2,7 @@
 // directories, and a scoped environment variable.
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -17,6 +18,10 @@ struct CommandResult {
 
 // Runs `command` through /bin/sh with stdin closed; captures stdout and stderr separately.
 CommandResult run_command(const std::string& command);
+
+// Writes `paragraphs` paragraphs of 20 random sentences over a 12-word vocabulary (blank-line
+// separated) to dir/story.txt, so small tokenizers train in a moment; returns the path.
+std::filesystem::path write_word_story(const std::filesystem::path& dir, int paragraphs, std::uint64_t seed);
 
 // A fresh empty directory under the build tree's temp area, removed when destroyed.
 class TempDir {
