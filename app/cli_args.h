@@ -12,7 +12,12 @@
 #include <string_view>
 #include <vector>
 
+#include "common/nearest_names.h"
+
 namespace paxocl::app {
+
+using paxocl::did_you_mean;
+using paxocl::nearest_names;
 
 struct FlagSpec {
   std::string name;      // without dashes
@@ -46,10 +51,5 @@ class CliArgs {
 // The "Flags:" lines of a command's --help, one per flag: name, help and accepted values.
 std::string format_flags(std::span<const FlagSpec> flags);
 
-// Up to three candidates closest to `name` by edit distance (case-insensitive), closest first;
-// empty when none is plausibly a typo of it.
-std::vector<std::string> nearest_names(std::string_view name, std::span<const std::string> candidates);
-// " (did you mean --x or --y?)" or "" — for error messages.
-std::string did_you_mean(std::string_view name, std::span<const std::string> candidates, std::string_view prefix);
 
 }  // namespace paxocl::app

@@ -12,7 +12,7 @@
 
 #include "app/agreed_step.h"
 #include "app/commands.h"
-#include "app/hparam_values.h"
+#include "models/hparam_values.h"
 #include "device/device_selection.h"
 #include "inputs/dataset.h"
 #include "kernels_cl/auto_gemm.h"
@@ -52,35 +52,35 @@ struct HParam {
 
 template <typename Field>
 HParam int_param(const char* name, const char* help, Field TrainSettings::*member) {
-  return {name, help, [=](TrainSettings& s, std::string_view v) { s.*member = static_cast<Field>(parse_int_value(name, v)); }};
+  return {name, help, [=](TrainSettings& s, std::string_view v) { s.*member = static_cast<Field>(models::parse_int_value(name, v)); }};
 }
 
 const std::vector<HParam>& hparams() {
   using S = TrainSettings;
   static const std::vector<HParam> table = {
-      {"NUM_LAYERS", "transformer blocks", [](S& s, std::string_view v) { s.model.num_layers = static_cast<int>(parse_int_value("NUM_LAYERS", v)); }},
-      {"MODEL_DIMS", "model width C", [](S& s, std::string_view v) { s.model.model_dims = static_cast<int>(parse_int_value("MODEL_DIMS", v)); }},
-      {"HIDDEN_DIMS", "MLP width", [](S& s, std::string_view v) { s.model.hidden_dims = static_cast<int>(parse_int_value("HIDDEN_DIMS", v)); }},
-      {"NUM_HEADS", "attention heads", [](S& s, std::string_view v) { s.model.num_heads = static_cast<int>(parse_int_value("NUM_HEADS", v)); }},
-      {"DIMS_PER_HEAD", "width of one head", [](S& s, std::string_view v) { s.model.dims_per_head = static_cast<int>(parse_int_value("DIMS_PER_HEAD", v)); }},
-      {"MAX_SEQ_LEN", "sequence length", [](S& s, std::string_view v) { s.model.max_seq_len = static_cast<int>(parse_int_value("MAX_SEQ_LEN", v)); }},
-      {"VOCAB_SIZE", "vocabulary size", [](S& s, std::string_view v) { s.model.vocab_size = static_cast<int>(parse_int_value("VOCAB_SIZE", v)); }},
-      {"INIT_STD", "Gaussian init std", [](S& s, std::string_view v) { s.model.init_std = static_cast<float>(parse_float_value("INIT_STD", v)); }},
-      {"PERCORE_BATCH_SIZE", "sequences per device per step", [](S& s, std::string_view v) { s.batch = parse_float_value("PERCORE_BATCH_SIZE", v); }},
+      {"NUM_LAYERS", "transformer blocks", [](S& s, std::string_view v) { s.model.num_layers = static_cast<int>(models::parse_int_value("NUM_LAYERS", v)); }},
+      {"MODEL_DIMS", "model width C", [](S& s, std::string_view v) { s.model.model_dims = static_cast<int>(models::parse_int_value("MODEL_DIMS", v)); }},
+      {"HIDDEN_DIMS", "MLP width", [](S& s, std::string_view v) { s.model.hidden_dims = static_cast<int>(models::parse_int_value("HIDDEN_DIMS", v)); }},
+      {"NUM_HEADS", "attention heads", [](S& s, std::string_view v) { s.model.num_heads = static_cast<int>(models::parse_int_value("NUM_HEADS", v)); }},
+      {"DIMS_PER_HEAD", "width of one head", [](S& s, std::string_view v) { s.model.dims_per_head = static_cast<int>(models::parse_int_value("DIMS_PER_HEAD", v)); }},
+      {"MAX_SEQ_LEN", "sequence length", [](S& s, std::string_view v) { s.model.max_seq_len = static_cast<int>(models::parse_int_value("MAX_SEQ_LEN", v)); }},
+      {"VOCAB_SIZE", "vocabulary size", [](S& s, std::string_view v) { s.model.vocab_size = static_cast<int>(models::parse_int_value("VOCAB_SIZE", v)); }},
+      {"INIT_STD", "Gaussian init std", [](S& s, std::string_view v) { s.model.init_std = static_cast<float>(models::parse_float_value("INIT_STD", v)); }},
+      {"PERCORE_BATCH_SIZE", "sequences per device per step", [](S& s, std::string_view v) { s.batch = models::parse_float_value("PERCORE_BATCH_SIZE", v); }},
       int_param("MAX_STEPS", "training steps", &S::max_steps),
       int_param("SUMMARY_INTERVAL_STEPS", "steps between log lines", &S::log_interval),
       int_param("SEED", "seed of the init and the data", &S::seed),
       int_param("PREFETCH_DEPTH", "batches prepared ahead by the input thread (0: none)", &S::prefetch_depth),
-      {"LEARNING_RATE", "peak learning rate", [](S& s, std::string_view v) { s.lr.peak = parse_float_value("LEARNING_RATE", v); }},
-      {"LR_COS_WARMUP", "linear warm-up steps", [](S& s, std::string_view v) { s.lr.warmup = parse_int_value("LR_COS_WARMUP", v); }},
-      {"LR_COS_DECAY_START", "cosine decay start", [](S& s, std::string_view v) { s.lr.decay_start = parse_int_value("LR_COS_DECAY_START", v); }},
-      {"LR_COS_DECAY_END", "cosine decay end", [](S& s, std::string_view v) { s.lr.decay_end = parse_int_value("LR_COS_DECAY_END", v); }},
-      {"LR_COS_MIN_RATIO", "final LR / peak", [](S& s, std::string_view v) { s.lr.min_ratio = parse_float_value("LR_COS_MIN_RATIO", v); }},
-      {"ADAM_BETA1", "Adam beta1", [](S& s, std::string_view v) { s.adam.beta1 = parse_float_value("ADAM_BETA1", v); }},
-      {"ADAM_BETA2", "Adam beta2", [](S& s, std::string_view v) { s.adam.beta2 = parse_float_value("ADAM_BETA2", v); }},
-      {"ADAM_EPSILON", "Adam epsilon", [](S& s, std::string_view v) { s.adam.epsilon = parse_float_value("ADAM_EPSILON", v); }},
-      {"WEIGHT_DECAY", "decoupled weight decay (matrices)", [](S& s, std::string_view v) { s.adam.weight_decay = parse_float_value("WEIGHT_DECAY", v); }},
-      {"CLIP_GRADIENT_NORM_TO_VALUE", "global-norm clip (<= 0: off)", [](S& s, std::string_view v) { s.adam.clip_gradient_norm = parse_float_value("CLIP_GRADIENT_NORM_TO_VALUE", v); }},
+      {"LEARNING_RATE", "peak learning rate", [](S& s, std::string_view v) { s.lr.peak = models::parse_float_value("LEARNING_RATE", v); }},
+      {"LR_COS_WARMUP", "linear warm-up steps", [](S& s, std::string_view v) { s.lr.warmup = models::parse_int_value("LR_COS_WARMUP", v); }},
+      {"LR_COS_DECAY_START", "cosine decay start", [](S& s, std::string_view v) { s.lr.decay_start = models::parse_int_value("LR_COS_DECAY_START", v); }},
+      {"LR_COS_DECAY_END", "cosine decay end", [](S& s, std::string_view v) { s.lr.decay_end = models::parse_int_value("LR_COS_DECAY_END", v); }},
+      {"LR_COS_MIN_RATIO", "final LR / peak", [](S& s, std::string_view v) { s.lr.min_ratio = models::parse_float_value("LR_COS_MIN_RATIO", v); }},
+      {"ADAM_BETA1", "Adam beta1", [](S& s, std::string_view v) { s.adam.beta1 = models::parse_float_value("ADAM_BETA1", v); }},
+      {"ADAM_BETA2", "Adam beta2", [](S& s, std::string_view v) { s.adam.beta2 = models::parse_float_value("ADAM_BETA2", v); }},
+      {"ADAM_EPSILON", "Adam epsilon", [](S& s, std::string_view v) { s.adam.epsilon = models::parse_float_value("ADAM_EPSILON", v); }},
+      {"WEIGHT_DECAY", "decoupled weight decay (matrices)", [](S& s, std::string_view v) { s.adam.weight_decay = models::parse_float_value("WEIGHT_DECAY", v); }},
+      {"CLIP_GRADIENT_NORM_TO_VALUE", "global-norm clip (<= 0: off)", [](S& s, std::string_view v) { s.adam.clip_gradient_norm = models::parse_float_value("CLIP_GRADIENT_NORM_TO_VALUE", v); }},
   };
   return table;
 }

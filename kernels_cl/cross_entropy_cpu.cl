@@ -1,6 +1,7 @@
 // CPU variant of cross_entropy.cl (PoCL): the same fused softmax + cross-entropy, one row per
 // work-item, with float16 vectors along the vocabulary.
-__kernel void softmax_cross_entropy(__global float* logits, __global float* losses, __global const int* targets,
+__kernel void softmax_cross_entropy(__global float* logits, __global float* losses, __global float* correct,
+                                    __global const int* targets,
                                     __global const float* weights, const uint N, const uint V, const uint Vp,
                                     const float inv_weight_sum) {
   const uint n = get_global_id(0);
@@ -25,6 +26,9 @@ __kernel void softmax_cross_entropy(__global float* logits, __global float* loss
   const int target = targets[n];
   const float w = weights[n];
   losses[n] = w * (lse - row[target]);
+  uint argmax = 0;  // the first maximum, before the row is overwritten
+  while (argmax + 1 < V && row[argmax] != mx) ++argmax;
+  correct[n] = argmax == (uint)target ? w : 0.0f;
   const float g = w * inv_weight_sum;
   for (v = 0; v + 16 <= V; v += 16) vstore16(g * exp(vload16(0, row + v) - lse), 0, row + v);
   for (; v < V; ++v) row[v] = g * exp(row[v] - lse);

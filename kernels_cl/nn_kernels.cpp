@@ -103,10 +103,12 @@ void AttentionKernels::softmax_backward(FloatBuffer& dprobs, const FloatBuffer& 
 CrossEntropyKernels::CrossEntropyKernels(device::ProgramCache& cache, device::Device& device)
     : set_(cache, device, "cross_entropy", {"softmax_cross_entropy"}) {}
 
-void CrossEntropyKernels::softmax_cross_entropy(FloatBuffer& logits, FloatBuffer& losses, const IntBuffer& targets,
+void CrossEntropyKernels::softmax_cross_entropy(FloatBuffer& logits, FloatBuffer& losses, FloatBuffer& correct,
+                                                const IntBuffer& targets,
                                                 const FloatBuffer& weights, std::size_t N, std::size_t V,
                                                 std::size_t Vp, float inv_weight_sum) {
-  set_.launch("softmax_cross_entropy", N, logits, losses, targets, weights, u32(N), u32(V), u32(Vp), inv_weight_sum);
+  set_.launch("softmax_cross_entropy", N, logits, losses, correct, targets, weights, u32(N), u32(V), u32(Vp),
+              inv_weight_sum);
 }
 
 OptimizerKernels::OptimizerKernels(device::ProgramCache& cache, device::Device& device)

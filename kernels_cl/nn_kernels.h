@@ -92,8 +92,9 @@ class AttentionKernels {
 class CrossEntropyKernels {
  public:
   CrossEntropyKernels(device::ProgramCache& cache, device::Device& device);
-  // logits (N, Vp) -> dlogits in place; losses (N) = w * ce. Columns >= V are padding.
-  void softmax_cross_entropy(FloatBuffer& logits, FloatBuffer& losses, const IntBuffer& targets,
+  // logits (N, Vp) -> dlogits in place; losses (N) = w * ce; correct (N) = w * [argmax == target].
+  // Columns >= V are padding.
+  void softmax_cross_entropy(FloatBuffer& logits, FloatBuffer& losses, FloatBuffer& correct, const IntBuffer& targets,
                              const FloatBuffer& weights, std::size_t N, std::size_t V, std::size_t Vp,
                              float inv_weight_sum);
 

@@ -128,15 +128,15 @@ const FloatBuffer& GptModel::forward_trunk(LayerContext& ctx, const inputs::Batc
   return final_norm_->forward(ctx, *x);
 }
 
-double GptModel::loss(const inputs::Batch& batch) {
+LossStats GptModel::evaluate(const inputs::Batch& batch) {
   LayerContext ctx = context_for(batch);
   return head_->forward(ctx, forward_trunk(ctx, batch), batch.targets, batch.weights);
 }
 
-double GptModel::forward_backward(const inputs::Batch& batch) {
+LossStats GptModel::train_step_gradients(const inputs::Batch& batch) {
   LayerContext ctx = context_for(batch);
   kernels_.elementwise.fill(grads_, 0.0f);  // every gradient kernel accumulates
-  const double loss = head_->forward(ctx, forward_trunk(ctx, batch), batch.targets, batch.weights);
+  const LossStats loss = head_->forward(ctx, forward_trunk(ctx, batch), batch.targets, batch.weights);
   const FloatBuffer* dx = &final_norm_->backward(ctx, head_->backward(ctx));
   for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) dx = &it->backward(ctx, *dx);
   embedding_->backward(ctx, *dx);

@@ -42,8 +42,11 @@ class GptModel {
   void load_weights(const HostWeights& weights);
   HostWeights save_weights();
 
-  double loss(const inputs::Batch& batch);              // forward only (evaluation)
-  double forward_backward(const inputs::Batch& batch);  // gradients of the returned loss, into gradient_buffer()
+  LossStats evaluate(const inputs::Batch& batch);       // forward only: loss sums and accuracy
+  double loss(const inputs::Batch& batch) { return evaluate(batch).mean_loss(); }
+  // Gradients of the batch's mean loss into gradient_buffer(); returns the batch's loss sums.
+  LossStats train_step_gradients(const inputs::Batch& batch);
+  double forward_backward(const inputs::Batch& batch) { return train_step_gradients(batch).mean_loss(); }
 
   const GptConfig& config() const { return config_; }
   const ParameterLayout& layout() const { return layout_; }

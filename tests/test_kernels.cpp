@@ -182,14 +182,23 @@ TEST_F(KernelTest, AttentionAtMaxSeqLen2048) {
 
 TEST_F(KernelTest, SoftmaxCrossEntropyWithPaddingAndWeights) {
   const int N = 6, V = 37, Vp = 64;
-  const auto logits = random(N * Vp, 22, 3.0);
+  auto logits = random(N * Vp, 22, 3.0);
   const std::vector<int> targets = {0, 36, 5, 5, 17, 2};
+  logits[static_cast<std::size_t>(3 * Vp + 5)] = 20.0;  // row 3 predicts its target
   const std::vector<double> weights = {1.0, 0.5, 0.0, 2.0, 1.0, 1.0};
   double wsum = 0;
   for (double w : weights) wsum += w;
-  auto lb = upload(logits), losses = zeros(N), wb = upload(weights);
+  auto lb = upload(logits), losses = zeros(N), correct = zeros(N), wb = upload(weights);
   auto tb = upload_ints(targets);
-  kernels_->cross_entropy.softmax_cross_entropy(lb, losses, tb, wb, N, V, Vp, static_cast<float>(1.0 / wsum));
+  kernels_->cross_entropy.softmax_cross_entropy(lb, losses, correct, tb, wb, N, V, Vp, static_cast<float>(1.0 / wsum));
+  const auto got_correct = download(correct, N);
+  for (int n = 0; n < N; ++n) {  // weight where the first argmax over [0, V) is the target
+    int argmax = 0;
+    for (int v = 1; v < V; ++v) {
+      if (logits[static_cast<std::size_t>(n * Vp + v)] > logits[static_cast<std::size_t>(n * Vp + argmax)]) argmax = v;
+    }
+    EXPECT_EQ(got_correct[static_cast<std::size_t>(n)], argmax == targets[static_cast<std::size_t>(n)] ? weights[static_cast<std::size_t>(n)] : 0.0);
+  }
   const auto ref = softmax_cross_entropy(logits, N, Vp, V, targets, weights);
   const auto row_losses = download(losses, N);
   double loss = 0;

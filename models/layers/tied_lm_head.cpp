@@ -14,12 +14,13 @@ TiedLmHead::TiedLmHead(const device::Device& device, Param wte, std::size_t dims
       padded_vocab_(padded_vocab),
       logits_(make_buffer(device, max_rows * padded_vocab, name + ".logits")),
       losses_(make_buffer(device, max_rows, name + ".losses")),
+      correct_(make_buffer(device, max_rows, name + ".correct")),
       weights_(make_buffer(device, max_rows, name + ".weights")),
       dy_(make_buffer(device, max_rows * dims, name + ".dy")),
       targets_(device.context(), max_rows, name + ".targets") {}
 
-double TiedLmHead::forward(LayerContext& ctx, const FloatBuffer& y, const std::vector<int>& targets,
-                           const std::vector<float>& weights) {
+LossStats TiedLmHead::forward(LayerContext& ctx, const FloatBuffer& y, const std::vector<int>& targets,
+                              const std::vector<float>& weights) {
   y_ = &y;
   const std::size_t N = ctx.rows();
   double weight_sum = 0;
@@ -31,13 +32,18 @@ double TiedLmHead::forward(LayerContext& ctx, const FloatBuffer& y, const std::v
   ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, N, padded_vocab_, dims_}, 1.0f, GemmOperand{y.get(), 0, dims_},
                GemmOperand{wte_.value.get(), 0, dims_}, 0.0f, GemmOperand{logits_.get(), 0, padded_vocab_});
   const float inv_weight_sum = weight_sum > 0 ? static_cast<float>(1.0 / weight_sum) : 0.0f;
-  ctx.kernels.cross_entropy.softmax_cross_entropy(logits_, losses_, targets_, weights_, N, vocab_, padded_vocab_,
-                                                  inv_weight_sum);
-  std::vector<float> losses(N);
+  ctx.kernels.cross_entropy.softmax_cross_entropy(logits_, losses_, correct_, targets_, weights_, N, vocab_,
+                                                  padded_vocab_, inv_weight_sum);
+  std::vector<float> losses(N), correct(N);
   q.read(losses_, std::span<float>(losses));
-  double total = 0;
-  for (float l : losses) total += l;
-  return weight_sum > 0 ? total / weight_sum : 0.0;
+  q.read(correct_, std::span<float>(correct));
+  LossStats stats;
+  stats.weight = weight_sum;
+  for (std::size_t i = 0; i < N; ++i) {
+    stats.weighted_loss += losses[i];
+    stats.correct += correct[i];
+  }
+  return stats;
 }
 
 const FloatBuffer& TiedLmHead::backward(LayerContext& ctx) {

@@ -10,21 +10,36 @@
 
 namespace paxocl::models {
 
+// Sums over one batch, in double, for exact weighting across batches.
+struct LossStats {
+  double weighted_loss = 0;  // sum of w * ce
+  double weight = 0;         // sum of w
+  double correct = 0;        // sum of w over positions whose argmax is the target
+  double mean_loss() const { return weight > 0 ? weighted_loss / weight : 0.0; }
+  double accuracy() const { return weight > 0 ? correct / weight : 0.0; }
+  LossStats& operator+=(const LossStats& o) {
+    weighted_loss += o.weighted_loss;
+    weight += o.weight;
+    correct += o.correct;
+    return *this;
+  }
+};
+
 class TiedLmHead {
  public:
   TiedLmHead(const device::Device& device, Param wte, std::size_t dims, std::size_t vocab, std::size_t padded_vocab,
              std::size_t max_rows, const std::string& name);
 
-  // Returns the weighted mean loss (summed on the host in double, in a fixed order).
-  double forward(LayerContext& ctx, const FloatBuffer& y, const std::vector<int>& targets,
-                 const std::vector<float>& weights);
+  // The batch's loss sums (added on the host in double, in a fixed order).
+  LossStats forward(LayerContext& ctx, const FloatBuffer& y, const std::vector<int>& targets,
+                    const std::vector<float>& weights);
   const FloatBuffer& backward(LayerContext& ctx);
 
  private:
   Param wte_;
   std::size_t dims_, vocab_, padded_vocab_;
   const FloatBuffer* y_ = nullptr;
-  FloatBuffer logits_, losses_, weights_, dy_;
+  FloatBuffer logits_, losses_, correct_, weights_, dy_;
   device::Buffer<cl_int> targets_;
 };
 

@@ -1,4 +1,4 @@
-#include "app/hparam_values.h"
+#include "models/hparam_values.h"
 
 #include <charconv>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "device/errors.h"
 
-namespace paxocl::app {
+namespace paxocl::models {
 
 namespace {
 std::string strip(std::string_view text) {
@@ -54,4 +54,25 @@ std::string parse_string_value(std::string_view field, std::string_view text) {
   return std::string(text);
 }
 
-}  // namespace paxocl::app
+std::vector<long> parse_int_list_value(std::string_view field, std::string_view text) {
+  std::string body = parse_string_value(field, text);  // a shell may pass the list quoted
+  if (!body.empty() && body.front() == '[') {
+    if (body.back() != ']') throw ConfigError(fmt::format("--fdl.{}={}: expected a list of integers such as [8,1,1]", field, text));
+    body = body.substr(1, body.size() - 2);
+  }
+  std::vector<long> values;
+  std::size_t start = 0;
+  while (start <= body.size()) {
+    const std::size_t comma = std::min(body.find(',', start), body.size());
+    const std::string item = body.substr(start, comma - start);
+    try {
+      values.push_back(parse_int_value(field, item));
+    } catch (const ConfigError&) {
+      throw ConfigError(fmt::format("--fdl.{}={}: expected a list of integers such as [8,1,1]", field, text));
+    }
+    start = comma + 1;
+  }
+  return values;
+}
+
+}  // namespace paxocl::models

@@ -1,0 +1,60 @@
+// Experiment: a named set of Pax hyper-parameters (the UPPER_CASE attributes of a Pax experiment
+// class), with the registry of named experiments and the --fdl overrides.
+//   Experiment::named("Pile126M")          a registered experiment (unknown names suggest the nearest)
+//   Experiment::from_file("exp.json")       {"fdl_config": "Default", "NUM_LAYERS": 6, ...}: inherits
+//                                           from a named experiment and overrides some values
+//   e.set("PERCORE_BATCH_SIZE", "4")        an override, parsed by the field's type
+//   e.to_json()                             the resolved experiment, loadable by from_file
+// Types: int, float, bool, string (quotes optional), int list ("[8,1,1]").
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/gpt_config.h"
+
+namespace paxocl::models {
+
+enum class HParamType { kInt, kFloat, kBool, kString, kIntList };
+using HParamValue = std::variant<long, double, bool, std::string, std::vector<long>>;
+
+struct HParamSpec {
+  std::string name;
+  HParamType type;
+  std::string help;
+};
+
+class Experiment {
+ public:
+  static const std::vector<HParamSpec>& schema();
+  static std::vector<std::string> names();              // registered experiments
+  static Experiment named(const std::string& name);      // ConfigError (with suggestions) if unknown
+  static Experiment from_file(const std::filesystem::path& file);  // ConfigError naming the file and field
+
+  const std::string& name() const { return name_; }
+  void set(const std::string& field, std::string_view text);        // ConfigError: unknown field / bad value
+  void set_json(const std::string& field, const nlohmann::json& value);
+
+  long get_int(const std::string& field) const;
+  double get_float(const std::string& field) const;
+  bool get_bool(const std::string& field) const;
+  std::string get_string(const std::string& field) const;
+  std::vector<long> get_int_list(const std::string& field) const;
+
+  nlohmann::json to_json() const;
+  GptConfig model_config() const;  // NUM_LAYERS .. VOCAB_SIZE, INIT_STD
+
+ private:
+  const HParamSpec& spec(const std::string& field) const;
+  std::string name_;
+  std::string base_;  // the registered experiment it derives from
+  std::map<std::string, HParamValue> values_;
+};
+
+}  // namespace paxocl::models
