@@ -15,5 +15,6 @@ inline const FlagSpec kCommonFlags[] = {
 int run_devices(const CliArgs& args, const collectives::ProcessWorld& world);
 int run_train(const CliArgs& args, const collectives::ProcessWorld& world);
 int run_data(const CliArgs& args, const collectives::ProcessWorld& world);
+int run_eval(const CliArgs& args, const collectives::ProcessWorld& world);
 
 }  // namespace paxocl::app

@@ -26,7 +26,8 @@ struct Command {
 
 const Command kCommands[] = {
     {"devices", "list OpenCL devices, the host topology and the device mesh", paxocl::app::run_devices},
-    {"train", "train the GPT on one device", paxocl::app::run_train},
+    {"train", "train an experiment (default: Default, a small GPT on the KJV)", paxocl::app::run_train},
+    {"eval", "evaluate an experiment on eval_train and eval_test", paxocl::app::run_eval},
     {"data", "prepare a dataset (tokenizer + token shards) or inspect batches", paxocl::app::run_data},
 };
 

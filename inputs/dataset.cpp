@@ -145,7 +145,7 @@ std::unique_ptr<BaseInput> make_input(const std::string& source, const std::stri
   TokenStream stream;
   if (source.rfind("text:", 0) == 0) {
     if (params.tokenizer_model.empty()) {
-      throw ConfigError(fmt::format("--data={} needs a SentencePiece model: pass --tokenizer=FILE.model", source));
+      throw ConfigError(fmt::format("DATA={} needs a SentencePiece model: set --fdl.TOKENIZER=FILE.model", source));
     }
     const Tokenizer tokenizer(params.tokenizer_model);
     if (tokenizer.vocab_size() != vocab_size) {

@@ -1,9 +1,12 @@
 #include "inputs/tokenizer.h"
 
-#include <sentencepiece_processor.h>
-#include <sentencepiece_trainer.h>
+#include <dlfcn.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <mutex>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -11,34 +14,100 @@
 
 namespace paxocl::inputs {
 
-Tokenizer::Tokenizer(const std::filesystem::path& model)
-    : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()), path_(model) {
+namespace {
+
+// The libpaxocl_spm bridge (inputs/spm_bridge.cpp), loaded once with its own symbol scope.
+struct Bridge {
+  void* (*load)(const char*, char*, std::size_t) = nullptr;
+  void (*free_model)(void*) = nullptr;
+  int (*vocab_size)(void*) = nullptr;
+  int (*eos_id)(void*) = nullptr;
+  int (*encode)(void*, const char*, std::size_t, int**, std::size_t*, char*, std::size_t) = nullptr;
+  int (*decode)(void*, const int*, std::size_t, char**, char*, std::size_t) = nullptr;
+  int (*train)(const char*, char*, std::size_t) = nullptr;
+};
+
+std::string bridge_path() {
+  if (const char* env = std::getenv("PAX_OCL_SPM_BRIDGE"); env != nullptr && *env != '\0') return env;
+  // Next to the executable (an installed pax-ocl), else where the build put it.
+  char exe[4096] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    const std::filesystem::path beside = std::filesystem::path(std::string(exe, static_cast<std::size_t>(n))).parent_path() /
+                                         "libpaxocl_spm.so";
+    if (std::filesystem::exists(beside)) return beside.string();
+  }
+  return PAXOCL_SPM_BRIDGE;
+}
+
+const Bridge& bridge() {
+  static Bridge b;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const std::string path = bridge_path();
+    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (handle == nullptr) {
+      throw DataError(fmt::format("cannot load the SentencePiece bridge {} ({}); rebuild pax-ocl or set PAX_OCL_SPM_BRIDGE",
+                                  path, ::dlerror()));
+    }
+    auto sym = [&](const char* name) {
+      void* f = ::dlsym(handle, name);
+      if (f == nullptr) throw DataError(fmt::format("{}: missing symbol {}", path, name));
+      return f;
+    };
+    b.load = reinterpret_cast<decltype(b.load)>(sym("paxocl_spm_load"));
+    b.free_model = reinterpret_cast<decltype(b.free_model)>(sym("paxocl_spm_free"));
+    b.vocab_size = reinterpret_cast<decltype(b.vocab_size)>(sym("paxocl_spm_vocab_size"));
+    b.eos_id = reinterpret_cast<decltype(b.eos_id)>(sym("paxocl_spm_eos_id"));
+    b.encode = reinterpret_cast<decltype(b.encode)>(sym("paxocl_spm_encode"));
+    b.decode = reinterpret_cast<decltype(b.decode)>(sym("paxocl_spm_decode"));
+    b.train = reinterpret_cast<decltype(b.train)>(sym("paxocl_spm_train"));
+  });
+  return b;
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer(const std::filesystem::path& model) : path_(model) {
   if (!std::filesystem::is_regular_file(model)) {
     throw DataError(fmt::format("tokenizer {}: no such file; run `pax-ocl data prepare` or pass a SentencePiece .model",
                                 model.string()));
   }
-  const auto status = sp_->Load(model.string());
-  if (!status.ok()) throw DataError(fmt::format("tokenizer {}: not a SentencePiece model ({})", model.string(), status.ToString()));
+  char err[512] = {};
+  sp_ = bridge().load(model.c_str(), err, sizeof err);
+  if (sp_ == nullptr) throw DataError(fmt::format("tokenizer {}: not a SentencePiece model ({})", model.string(), err));
 }
 
-Tokenizer::~Tokenizer() = default;
-Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() {
+  if (sp_ != nullptr) bridge().free_model(sp_);
+}
 
-int Tokenizer::vocab_size() const { return sp_->GetPieceSize(); }
-int Tokenizer::eos_id() const { return sp_->eos_id(); }
+Tokenizer::Tokenizer(Tokenizer&& other) noexcept : sp_(std::exchange(other.sp_, nullptr)), path_(std::move(other.path_)) {}
+
+int Tokenizer::vocab_size() const { return bridge().vocab_size(sp_); }
+int Tokenizer::eos_id() const { return bridge().eos_id(sp_); }
 
 std::vector<int> Tokenizer::encode(std::string_view text) const {
-  std::vector<int> ids;
-  const auto status = sp_->Encode(text, &ids);
-  if (!status.ok()) throw DataError(fmt::format("tokenizer {}: encoding failed ({})", path_.string(), status.ToString()));
-  return ids;
+  int* ids = nullptr;
+  std::size_t count = 0;
+  char err[512] = {};
+  if (bridge().encode(sp_, text.data(), text.size(), &ids, &count, err, sizeof err) != 0) {
+    throw DataError(fmt::format("tokenizer {}: encoding failed ({})", path_.string(), err));
+  }
+  std::vector<int> out(ids, ids + count);
+  std::free(ids);
+  return out;
 }
 
 std::string Tokenizer::decode(std::span<const int> ids) const {
-  std::string text;
-  const auto status = sp_->Decode(std::vector<int>(ids.begin(), ids.end()), &text);
-  if (!status.ok()) throw DataError(fmt::format("tokenizer {}: decoding failed ({})", path_.string(), status.ToString()));
-  return text;
+  char* text = nullptr;
+  char err[512] = {};
+  if (bridge().decode(sp_, ids.data(), ids.size(), &text, err, sizeof err) != 0) {
+    throw DataError(fmt::format("tokenizer {}: decoding failed ({})", path_.string(), err));
+  }
+  std::string out(text);
+  std::free(text);
+  return out;
 }
 
 void train_tokenizer(const std::filesystem::path& text_file, const std::filesystem::path& model_prefix, int vocab_size,
@@ -51,9 +120,9 @@ void train_tokenizer(const std::filesystem::path& text_file, const std::filesyst
       "--input={} --model_prefix={} --vocab_size={} --model_type={} --character_coverage=1.0 --num_threads={} "
       "--minloglevel=2",
       text_file.string(), model_prefix.string(), vocab_size, model_type, threads);
-  const auto status = sentencepiece::SentencePieceTrainer::Train(args);
-  if (!status.ok()) {
-    throw DataError(fmt::format("SentencePiece training on {} failed: {}", text_file.string(), status.ToString()));
+  char err[1024] = {};
+  if (bridge().train(args.c_str(), err, sizeof err) != 0) {
+    throw DataError(fmt::format("SentencePiece training on {} failed: {}", text_file.string(), err));
   }
 }
 

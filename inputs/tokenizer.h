@@ -1,5 +1,7 @@
 // Tokenizer: a SentencePiece model (libsentencepiece), the same .model file the standard
 // spm_encode / spm_decode tools read. train_tokenizer() runs libsentencepiece's trainer.
+// libsentencepiece is reached through the libpaxocl_spm bridge in its own symbol scope (see
+// inputs/spm_bridge.cpp for why).
 #pragma once
 
 #include <filesystem>
@@ -8,10 +10,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-namespace sentencepiece {
-class SentencePieceProcessor;
-}
 
 namespace paxocl::inputs {
 
@@ -27,7 +25,7 @@ class Tokenizer {
   std::string decode(std::span<const int> ids) const;
 
  private:
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  void* sp_ = nullptr;  // the bridge's processor handle
   std::filesystem::path path_;
 };
 

@@ -22,6 +22,7 @@ class CliData : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     ASSERT_NE(r.out.find("vocabulary 64"), std::string::npos) << r.out;
   }
+  std::string job() const { return (dir_.path() / "job").string(); }
   TempDir dir_;
   std::filesystem::path data_;
 };
@@ -42,21 +43,23 @@ TEST_F(CliData, InspectDecodesBatchesOfBothSplits) {
 }
 
 TEST_F(CliData, TrainOnThePreparedDataset) {
-  const auto r = run_command(kBinary + " train --data=" + data_.string() +
+  const auto r = run_command(kBinary + " train --fdl.DATA=" + data_.string() + " --job_log_dir=" + job() +
                              " --fdl.VOCAB_SIZE=64 --fdl.MAX_SEQ_LEN=16 --fdl.MAX_STEPS=3 --fdl.PERCORE_BATCH_SIZE=2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("step      2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step      3/3"), std::string::npos) << r.out;
 }
 
 TEST_F(CliData, TrainOnRawTextTokenisedOnTheFly) {
   const std::string text = "text:" + (dir_.path() / "story.txt").string();
-  const auto r = run_command(kBinary + " train --data=" + text + " --tokenizer=" + (data_ / "tokenizer.model").string() +
-                             " --fdl.VOCAB_SIZE=64 --fdl.MAX_SEQ_LEN=16 --fdl.MAX_STEPS=2 --fdl.PERCORE_BATCH_SIZE=2");
+  const auto r = run_command(kBinary + " train --fdl.DATA=" + text + " --fdl.TOKENIZER=" + (data_ / "tokenizer.model").string() +
+                             " --fdl.VOCAB_SIZE=64 --fdl.MAX_SEQ_LEN=16 --fdl.MAX_STEPS=2 --fdl.PERCORE_BATCH_SIZE=2"
+                             " --job_log_dir=" + job());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("step      1"), std::string::npos) << r.out;
-  const auto no_tokenizer = run_command(kBinary + " train --data=" + text + " --fdl.VOCAB_SIZE=64 --fdl.MAX_STEPS=1");
+  EXPECT_NE(r.out.find("step      2/2"), std::string::npos) << r.out;
+  const auto no_tokenizer = run_command(kBinary + " train --fdl.DATA=" + text + " --fdl.VOCAB_SIZE=64 --fdl.MAX_STEPS=1" +
+                                        " --job_log_dir=" + job());
   EXPECT_EQ(no_tokenizer.exit_code, 2) << no_tokenizer.err;
-  EXPECT_NE(no_tokenizer.err.find("pass --tokenizer=FILE.model"), std::string::npos) << no_tokenizer.err;
+  EXPECT_NE(no_tokenizer.err.find("set --fdl.TOKENIZER=FILE.model"), std::string::npos) << no_tokenizer.err;
 }
 
 TEST_F(CliData, BadDataIsOneLineAndExit3) {
@@ -64,8 +67,10 @@ TEST_F(CliData, BadDataIsOneLineAndExit3) {
     std::string args;
     std::string says;
   } cases[] = {
-      {"train --data=" + data_.string() + " --fdl.VOCAB_SIZE=512 --fdl.MAX_STEPS=1", "has 64 pieces but VOCAB_SIZE=512"},
-      {"train --data=" + (dir_.path() / "nothing-*.tokens").string() + " --fdl.MAX_STEPS=1", "no such file"},
+      {"train --fdl.DATA=" + data_.string() + " --fdl.VOCAB_SIZE=512 --fdl.MAX_STEPS=1 --job_log_dir=" + job(),
+       "has 64 pieces but VOCAB_SIZE=512"},
+      {"train --fdl.DATA=" + (dir_.path() / "nothing-*.tokens").string() + " --fdl.MAX_STEPS=1 --job_log_dir=" + job(),
+       "no such file"},
       {"data prepare --text=" + (dir_.path() / "missing.txt").string() + " --output_dir=" + (dir_.path() / "o").string(),
        "cannot be read"},
       {"data prepare --text=" + (dir_.path() / "story.txt").string() + " --output_dir=" + (dir_.path() / "o").string() +
@@ -85,7 +90,8 @@ TEST(CliDataKjv, DefaultCorpusIsPreparedOnceAndReused) {
   if (run_command("command -v bible").exit_code != 0) GTEST_SKIP() << "Debian package bible-kjv is not installed";
   TempDir root;
   const std::string env = "PAX_OCL_DATA_DIR=" + root.path().string() + " ";
-  const std::string cmd = env + kBinary + " train --fdl.MAX_STEPS=1 --fdl.VOCAB_SIZE=256 --fdl.MAX_SEQ_LEN=32";
+  const std::string cmd = env + kBinary + " train --fdl.MAX_STEPS=1 --fdl.VOCAB_SIZE=256 --fdl.MAX_SEQ_LEN=32" +
+                          " --fdl.EVAL_LOOP_NUM_BATCHES=1 --job_log_dir=" + (root.path() / "job").string();
   const auto first = run_command(cmd);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.err.find("preparing the KJV corpus"), std::string::npos) << first.err;

@@ -42,11 +42,12 @@ class CliTrain : public ::testing::Test {
 };
 
 TEST_F(CliTrain, InitFromLlmcFileGivesTheReferenceLoss) {
-  const auto r = run_command(kBinary + " train --data=synthetic --init_from=" + file_.string() +
-                             " --fdl.MAX_STEPS=1 --fdl.PERCORE_BATCH_SIZE=2 --fdl.SEED=5");
+  const auto r = run_command(kBinary + " train --fdl.DATA=synthetic --init_from=" + file_.string() +
+                             " --fdl.MAX_STEPS=1 --fdl.PERCORE_BATCH_SIZE=2 --fdl.SEED=5 --fdl.SUMMARY_INTERVAL_STEPS=1"
+                             " --fdl.EVAL_LOOP_NUM_BATCHES=2 --job_log_dir=" + (dir_.path() / "job").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(step +0  loss ([0-9.]+))"))) << r.out;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(step +1/1  loss ([0-9.]+))"))) << r.out;
   const double got = std::stod(m[1]);
 
   const models::GptConfig c = llmc_config();
@@ -64,8 +65,9 @@ TEST_F(CliTrain, InitFromLlmcFileGivesTheReferenceLoss) {
 TEST_F(CliTrain, ZeroStepsWritesTheSameWeightsBack) {
   for (const char* name : {"out.bin", "out.safetensors"}) {
     const auto out = dir_.path() / name;
-    const auto r = run_command(kBinary + " train --data=synthetic --init_from=" + file_.string() +
-                               " --fdl.MAX_STEPS=0 --save_weights=" + out.string());
+    const auto r = run_command(kBinary + " train --fdl.DATA=synthetic --init_from=" + file_.string() +
+                               " --fdl.MAX_STEPS=0 --save_weights=" + out.string() + " --job_log_dir=" +
+                               (dir_.path() / "job0").string());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     if (out.extension() == ".bin") {
       EXPECT_EQ(bytes_of(out), bytes_of(file_));
@@ -86,7 +88,7 @@ TEST_F(CliTrain, BadInputIsOneLineWithTheDocumentedExitCode) {
     int code;
     std::string says;
   } cases[] = {
-      {"train --data=synthetic --init_from=/nonexistent/w.bin --fdl.MAX_STEPS=1", 3, "/nonexistent/w.bin"},
+      {"train --fdl.DATA=synthetic --init_from=/nonexistent/w.bin --fdl.MAX_STEPS=1", 3, "/nonexistent/w.bin"},
       {"train --fdl.NUM_LAYERS=two", 2, "--fdl.NUM_LAYERS=two: expected an integer"},
       {"train --fdl.LEARNING_RATE=fast", 2, "--fdl.LEARNING_RATE=fast: expected a finite number"},
       {"train --fdl.NUM_LAYER=2", 2, "did you mean --fdl.NUM_LAYERS"},

@@ -1,0 +1,80 @@
+// libpaxocl_spm: a tiny C API over libsentencepiece, loaded by inputs/tokenizer.cpp with
+// dlopen(RTLD_LOCAL | RTLD_DEEPBIND). Debian's libsentencepiece embeds its own protobuf 3.14 with
+// the same symbol names as the system libprotobuf 3.21 that pax-ocl uses for its manifests and
+// TensorBoard events; in one global symbol scope the two versions bind to each other's code and
+// crash at start-up. Behind dlopen with DEEPBIND, sentencepiece resolves to its own copy.
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+void set_error(char* err, std::size_t len, const std::string& what) {
+  if (err != nullptr && len > 0) {
+    std::strncpy(err, what.c_str(), len - 1);
+    err[len - 1] = '\0';
+  }
+}
+}  // namespace
+
+extern "C" {
+
+void* paxocl_spm_load(const char* model, char* err, std::size_t err_len) {
+  auto* sp = new sentencepiece::SentencePieceProcessor();
+  const auto status = sp->Load(model);
+  if (!status.ok()) {
+    set_error(err, err_len, status.ToString());
+    delete sp;
+    return nullptr;
+  }
+  return sp;
+}
+
+void paxocl_spm_free(void* sp) { delete static_cast<sentencepiece::SentencePieceProcessor*>(sp); }
+
+int paxocl_spm_vocab_size(void* sp) { return static_cast<sentencepiece::SentencePieceProcessor*>(sp)->GetPieceSize(); }
+
+int paxocl_spm_eos_id(void* sp) { return static_cast<sentencepiece::SentencePieceProcessor*>(sp)->eos_id(); }
+
+// *ids is malloc'ed; the caller frees it with free().
+int paxocl_spm_encode(void* sp, const char* text, std::size_t len, int** ids, std::size_t* count, char* err,
+                      std::size_t err_len) {
+  std::vector<int> out;
+  const auto status = static_cast<sentencepiece::SentencePieceProcessor*>(sp)->Encode(std::string(text, len), &out);
+  if (!status.ok()) {
+    set_error(err, err_len, status.ToString());
+    return 1;
+  }
+  *count = out.size();
+  *ids = static_cast<int*>(std::malloc(sizeof(int) * (out.empty() ? 1 : out.size())));
+  std::memcpy(*ids, out.data(), sizeof(int) * out.size());
+  return 0;
+}
+
+// *text is malloc'ed and NUL-terminated; the caller frees it with free().
+int paxocl_spm_decode(void* sp, const int* ids, std::size_t count, char** text, char* err, std::size_t err_len) {
+  std::string out;
+  const auto status =
+      static_cast<sentencepiece::SentencePieceProcessor*>(sp)->Decode(std::vector<int>(ids, ids + count), &out);
+  if (!status.ok()) {
+    set_error(err, err_len, status.ToString());
+    return 1;
+  }
+  *text = static_cast<char*>(std::malloc(out.size() + 1));
+  std::memcpy(*text, out.c_str(), out.size() + 1);
+  return 0;
+}
+
+int paxocl_spm_train(const char* args, char* err, std::size_t err_len) {
+  const auto status = sentencepiece::SentencePieceTrainer::Train(args);
+  if (!status.ok()) {
+    set_error(err, err_len, status.ToString());
+    return 1;
+  }
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,292 @@
+#include "scheduler/train_job.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "device/device_selection.h"
+#include "device/errors.h"
+#include "inputs/dataset.h"
+#include "models/adam_optimizer.h"
+#include "models/gpt_model.h"
+#include "models/lr_schedule.h"
+#include "scheduler/summary_writer.h"
+
+namespace paxocl::scheduler {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string hms(double seconds) {
+  const long s = static_cast<long>(seconds + 0.5);
+  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+// Everything one job needs, built from the experiment.
+struct Setup {
+  const models::Experiment& exp;
+  models::GptConfig config;
+  models::LrSchedule lr;
+  models::AdamConfig adam;
+  inputs::InputParams input;
+  long eval_batches;
+  std::string data;
+};
+
+Setup resolve(const models::Experiment& e, const collectives::ProcessWorld& world) {
+  Setup s{e, e.model_config(), {}, {}, {}, e.get_int("EVAL_LOOP_NUM_BATCHES"), e.get_string("DATA")};
+  s.config.validate();
+  long devices = 1;
+  for (long d : e.get_int_list("ICI_MESH_SHAPE")) devices *= d;
+  for (long d : e.get_int_list("DCN_MESH_SHAPE")) devices *= d;
+  if (e.get_int_list("ICI_MESH_SHAPE").size() != 3 || e.get_int_list("DCN_MESH_SHAPE").size() != 3) {
+    throw ConfigError("ICI_MESH_SHAPE and DCN_MESH_SHAPE need 3 dimensions [data, fsdp, tensor]");
+  }
+  if (devices != 1 || world.size() != 1) {
+    throw ConfigError(fmt::format(
+        "this experiment's mesh holds {} device(s) over {} process(es), but pax-ocl trains on one device in one process "
+        "until data/FSDP parallelism lands; set --fdl.ICI_MESH_SHAPE=[1,1,1] --fdl.DCN_MESH_SHAPE=[1,1,1] and run without "
+        "mpirun",
+        devices, world.size()));
+  }
+  const std::string dtype = e.get_string("FPROP_DTYPE");
+  if (dtype == "bfloat16") {
+    spdlog::warn("FPROP_DTYPE=bfloat16: pax-ocl computes in float32 (bfloat16 kernels are not implemented)");
+  } else if (dtype != "float32") {
+    throw ConfigError(fmt::format("FPROP_DTYPE={}: use float32 (or bfloat16, computed in float32)", dtype));
+  }
+  if (e.get_string("LR_SCHEDULE") != "linear_rampup_cosine_decay") {
+    throw ConfigError(fmt::format("LR_SCHEDULE={}: pax-ocl implements linear_rampup_cosine_decay", e.get_string("LR_SCHEDULE")));
+  }
+  s.lr = models::LrSchedule{e.get_float("LEARNING_RATE"), e.get_int("LR_COS_WARMUP"), e.get_int("LR_COS_DECAY_START"),
+                            e.get_int("LR_COS_DECAY_END"), e.get_float("LR_COS_MIN_RATIO")};
+  s.lr.validate();
+  s.adam = models::AdamConfig{e.get_float("ADAM_BETA1"), e.get_float("ADAM_BETA2"), e.get_float("ADAM_EPSILON"),
+                              e.get_float("WEIGHT_DECAY"), e.get_float("CLIP_GRADIENT_NORM_TO_VALUE")};
+  for (const char* f : {"MAX_STEPS", "SUMMARY_INTERVAL_STEPS", "EVAL_INTERVAL_STEPS"}) {
+    if (e.get_int(f) < (std::string(f) == "SUMMARY_INTERVAL_STEPS" ? 1 : 0)) {
+      throw ConfigError(fmt::format("{}={}: must be {}", f, e.get_int(f), std::string(f) == "SUMMARY_INTERVAL_STEPS" ? ">= 1" : ">= 0"));
+    }
+  }
+  s.input.seq_len = s.config.max_seq_len;
+  s.input.batch_size = inputs::per_host_batch_size(e.get_float("PERCORE_BATCH_SIZE"), static_cast<int>(devices), world.size());
+  s.input.num_infeed_hosts = world.size();
+  s.input.infeed_host_index = world.rank();
+  s.input.seed = static_cast<std::uint64_t>(e.get_int("SEED"));
+  s.input.prefetch_depth = static_cast<int>(e.get_int("PREFETCH_DEPTH"));
+  s.input.tokenizer_model = e.get_string("TOKENIZER");
+  s.input.eval_loop_num_batches = s.eval_batches;
+  s.input.validate();
+  return s;
+}
+
+// The job directory, the resolved experiment and a log file that receives every log line.
+void open_job_dir(const models::Experiment& e, const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw ConfigError(fmt::format("--job_log_dir={}: cannot create it ({})", dir.string(), ec.message()));
+  std::ofstream(dir / "experiment.json") << e.to_json().dump(2) << "\n";
+  auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>((dir / "train.log").string());
+  spdlog::default_logger()->sinks().push_back(file_sink);
+}
+
+struct Runtime {
+  Runtime(const Setup& s, const JobOptions& o)
+      : device(device::select_devices(device::enumerate_devices(), device::parse_device_selection(o.devices_spec)).front()),
+        model(device, cache, s.config,
+              models::GptModelOptions{static_cast<std::size_t>(s.input.batch_size), 0, 64u << 20, o.gemm_policy}) {
+    if (o.init_weights) {
+      model.load_weights(*o.init_weights);
+      spdlog::info("initialised from the --init_from weights");
+    } else {
+      model.init(static_cast<std::uint64_t>(s.exp.get_int("SEED")));
+    }
+  }
+  device::ProgramCache cache;
+  device::Device device;
+  models::GptModel model;
+};
+
+// GFLOP/s of a 1024^3 GEMM on the model's GEMM: the peak MFU is measured against.
+double measure_gemm_peak(device::Device& dev, kernels::Gemm& gemm) {
+  const std::size_t n = 1024;
+  device::Buffer<float> a(dev.context(), n * n, "peak.a"), b(dev.context(), n * n, "peak.b"), c(dev.context(), n * n, "peak.c");
+  const kernels::GemmShape s{kernels::Transpose::kNo, kernels::Transpose::kYes, n, n, n};
+  double best = 1e30;
+  for (int i = 0; i < 4; ++i) {
+    const auto t0 = Clock::now();
+    gemm.run(s, 1.0f, {a.get(), 0, n}, {b.get(), 0, n}, 0.0f, {c.get(), 0, n});
+    dev.queue().finish();
+    if (i > 0) best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return 2.0 * static_cast<double>(n * n * n) / best / 1e9;
+}
+
+// One evaluation pass; writes its summaries.
+models::LossStats evaluate(models::GptModel& model, inputs::BaseInput& input, SummaryWriter& out, long step,
+                           const char* name) {
+  input.reset();
+  models::LossStats total;
+  long batches = 0;
+  while (auto batch = input.get_next()) {
+    total += model.evaluate(*batch);
+    ++batches;
+  }
+  out.scalar("loss", total.mean_loss(), step);
+  out.scalar("log_pplx", total.mean_loss(), step);
+  out.scalar("fraction_of_correct_next_step_preds", total.accuracy(), step);
+  spdlog::info("{} at step {}: loss {:.4f}  log_pplx {:.4f}  accuracy {:.4f}  ({} batches, {:.0f} tokens)", name, step,
+               total.mean_loss(), total.mean_loss(), total.accuracy(), batches, total.weight);
+  return total;
+}
+
+struct EvalInputs {
+  std::unique_ptr<inputs::BaseInput> train, test;
+};
+
+EvalInputs make_eval_inputs(const Setup& s) {
+  inputs::InputParams p = s.input;
+  p.is_training = false;
+  p.prefetch_depth = 0;
+  EvalInputs e;
+  e.train = inputs::make_input(s.data, "train", p, s.config.vocab_size);
+  try {
+    e.test = inputs::make_input(s.data, "validation", p, s.config.vocab_size);
+  } catch (const DataError& err) {
+    spdlog::warn("no validation data ({}); eval_test is skipped", err.what());
+  }
+  return e;
+}
+
+}  // namespace
+
+std::filesystem::path default_job_log_dir(const std::string& experiment) {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return std::filesystem::path("runs") / fmt::format("{}-{}", experiment, stamp);
+}
+
+int run_training(const models::Experiment& experiment, const JobOptions& options, const collectives::ProcessWorld& world) {
+  const auto started = Clock::now();
+  const Setup s = resolve(experiment, world);
+  open_job_dir(experiment, options.job_log_dir);
+  Runtime rt(s, options);
+  models::GptModel& model = rt.model;
+  models::AdamOptimizer adam(rt.device, model.kernels(), model.layout().total(), model.layout().decayed_end(), s.adam);
+  auto train_input = inputs::make_input(s.data, "train", s.input, s.config.vocab_size);
+  EvalInputs eval = make_eval_inputs(s);
+
+  const std::filesystem::path summaries = options.job_log_dir / "summaries";
+  SummaryWriter train_out(summaries / "train"), eval_train_out(summaries / "eval_train"), eval_test_out(summaries / "eval_test");
+  const double peak_gflops = measure_gemm_peak(rt.device, model.gemm());
+  const long max_steps = experiment.get_int("MAX_STEPS"), summary_every = experiment.get_int("SUMMARY_INTERVAL_STEPS"),
+             eval_every = experiment.get_int("EVAL_INTERVAL_STEPS");
+  const double tokens_per_step = static_cast<double>(s.input.batch_size) * s.config.max_seq_len * world.size();
+  const double flops_per_step = s.config.flops_per_token(s.config.max_seq_len) * tokens_per_step;
+  train_out.scalar("num_params", static_cast<double>(model.layout().parameter_count()), 0);
+  train_out.scalar("global_batch_size", static_cast<double>(s.input.batch_size) * world.size(), 0);
+  train_out.scalar("mfu_peak_gflops_measured", peak_gflops, 0);
+  std::cout << fmt::format(
+                   "experiment {}: {:.2f}M parameters, {} x {} tokens per step, {} steps on {}\n"
+                   "MFU is measured against this device's GEMM peak, measured now: {:.1f} GFLOP/s\n"
+                   "job directory: {}\n",
+                   experiment.name(), static_cast<double>(model.layout().parameter_count()) / 1e6, s.input.batch_size,
+                   s.config.max_seq_len, max_steps, rt.device.info().name, peak_gflops, options.job_log_dir.string())
+            << std::flush;
+
+  const bool live = ::isatty(STDOUT_FILENO) != 0;
+  models::LossStats interval;
+  double grad_norm_sum = 0, clipped_norm_sum = 0;
+  long interval_steps = 0;
+  auto interval_start = Clock::now();
+  const auto train_start = Clock::now();
+  for (long step = 0; step < max_steps; ++step) {
+    const inputs::Batch batch = *train_input->get_next();
+    const models::LossStats stats = model.train_step_gradients(batch);
+    const double lr = s.lr.at(step);
+    const models::OptimizerStepStats opt = adam.step(model.parameter_buffer(), model.gradient_buffer(), lr);
+    interval += stats;
+    grad_norm_sum += opt.grad_norm;
+    clipped_norm_sum += opt.grad_norm * opt.grad_scale;
+    ++interval_steps;
+    const long done = step + 1;
+    if (step == 0) {
+      spdlog::info("first step done {:.0f} ms after start (programs: {} from the cache, {} compiled)",
+                   std::chrono::duration<double, std::milli>(Clock::now() - started).count(), rt.cache.stats().hits,
+                   rt.cache.stats().misses);
+    }
+    if (done % summary_every == 0 || done == max_steps) {
+      const double secs = std::chrono::duration<double>(Clock::now() - interval_start).count();
+      const double steps_per_sec = interval_steps / secs, tokens_per_sec = steps_per_sec * tokens_per_step;
+      const double tflops = steps_per_sec * flops_per_step / 1e12, mfu = tflops * 1e3 / peak_gflops;
+      const double elapsed = std::chrono::duration<double>(Clock::now() - train_start).count();
+      const double eta = elapsed / done * static_cast<double>(max_steps - done);
+      train_out.scalar("loss", interval.mean_loss(), done);
+      train_out.scalar("log_pplx", interval.mean_loss(), done);
+      train_out.scalar("fraction_of_correct_next_step_preds", interval.accuracy(), done);
+      train_out.scalar("learning_rate", lr, done);
+      train_out.scalar("grad_norm", grad_norm_sum / interval_steps, done);
+      train_out.scalar("grad_norm_clipped", clipped_norm_sum / interval_steps, done);
+      train_out.scalar("steps_per_sec", steps_per_sec, done);
+      train_out.scalar("tokens_per_sec", tokens_per_sec, done);
+      train_out.scalar("tflops_per_sec", tflops, done);
+      train_out.scalar("mfu", mfu, done);
+      const std::string line = fmt::format(
+          "step {:>6}/{}  loss {:.4f}  log_pplx {:.4f}  lr {:.2e}  {:.0f} tok/s  MFU {:.1f}%  elapsed {}  ETA {}", done,
+          max_steps, interval.mean_loss(), interval.mean_loss(), lr, tokens_per_sec, 100 * mfu, hms(elapsed), hms(eta));
+      std::cout << (live ? "\r\033[K" : "") << line << "\n" << std::flush;
+      spdlog::default_logger()->sinks().back()->log(
+          spdlog::details::log_msg(spdlog::source_loc{}, "pax-ocl", spdlog::level::info, line));
+      interval = {};
+      grad_norm_sum = clipped_norm_sum = 0;
+      interval_steps = 0;
+      interval_start = Clock::now();
+    } else if (live) {
+      std::cout << fmt::format("\r\033[Kstep {:>6}/{}  loss {:.4f}", done, max_steps, stats.mean_loss()) << std::flush;
+    }
+    if ((eval_every > 0 && done % eval_every == 0) || done == max_steps) {
+      evaluate(model, *eval.train, eval_train_out, done, "eval_train");
+      if (eval.test) evaluate(model, *eval.test, eval_test_out, done, "eval_test");
+      interval_start = Clock::now();  // evaluation time is not training throughput
+    }
+  }
+  if (adam.steps_skipped() > 0) spdlog::warn("{} step(s) skipped for non-finite gradients", adam.steps_skipped());
+  if (options.save_weights) {
+    models::save_weights_file(*options.save_weights, model.save_weights());
+    spdlog::info("weights written to {}", options.save_weights->string());
+  }
+  std::cout << fmt::format("done in {}. Summaries: {}\nView them with: tensorboard --logdir {}\n",
+                           hms(std::chrono::duration<double>(Clock::now() - started).count()), summaries.string(),
+                           summaries.string());
+  return kExitOk;
+}
+
+int run_evaluation(const models::Experiment& experiment, const JobOptions& options,
+                   const collectives::ProcessWorld& world) {
+  const Setup s = resolve(experiment, world);
+  open_job_dir(experiment, options.job_log_dir);
+  Runtime rt(s, options);
+  spdlog::info("no checkpoints yet: evaluating the model's initialisation");
+  EvalInputs eval = make_eval_inputs(s);
+  const std::filesystem::path summaries = options.job_log_dir / "summaries";
+  SummaryWriter eval_train_out(summaries / "eval_train"), eval_test_out(summaries / "eval_test");
+  const models::LossStats train = evaluate(rt.model, *eval.train, eval_train_out, 0, "eval_train");
+  std::cout << fmt::format("eval_train: loss {:.4f}  accuracy {:.4f}\n", train.mean_loss(), train.accuracy());
+  if (eval.test) {
+    const models::LossStats test = evaluate(rt.model, *eval.test, eval_test_out, 0, "eval_test");
+    std::cout << fmt::format("eval_test: loss {:.4f}  accuracy {:.4f}\n", test.mean_loss(), test.accuracy());
+  }
+  return kExitOk;
+}
+
+}  // namespace paxocl::scheduler
