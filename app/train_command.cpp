@@ -51,7 +51,15 @@ models::Experiment load_experiment(const CliArgs& args, std::optional<models::Ho
   args.validate(kJobFlags, fields);
   const auto file = args.flag("fdl_config_file");
   if (file && args.flag("fdl_config")) throw ConfigError("give --fdl_config or --fdl_config_file, not both");
-  models::Experiment e = file ? models::Experiment::from_file(*file) : models::Experiment::named(args.flag("fdl_config").value_or("Default"));
+  // Without an experiment named, an existing job directory's resolved experiment is used (as
+  // `pax-ocl eval --job_log_dir=runs/x` expects); otherwise the Default experiment.
+  std::optional<std::filesystem::path> from = file ? std::optional<std::filesystem::path>(*file) : std::nullopt;
+  if (const auto job = args.flag("job_log_dir"); !from && !args.flag("fdl_config") && job &&
+                                                   std::filesystem::exists(std::filesystem::path(*job) / "experiment.json")) {
+    from = std::filesystem::path(*job) / "experiment.json";
+  }
+  models::Experiment e = from ? models::Experiment::from_file(*from)
+                              : models::Experiment::named(args.flag("fdl_config").value_or("Default"));
   for (const auto& [name, value] : args.fdl_overrides()) e.set(name, value);
   if (const auto weights = args.flag("init_from")) {
     init = models::load_weights_file(*weights, static_cast<int>(e.get_int("NUM_HEADS")), 1);

@@ -1,0 +1,80 @@
+// The training job as users run it: the default experiment's loss falls in a short run, the job
+// directory holds the resolved experiment, the log and TensorBoard summaries, the resolved
+// experiment runs again as it is, and `pax-ocl eval` evaluates a job.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+
+#include "tests/test_support.h"
+
+namespace paxocl::testing {
+namespace {
+
+const std::string kBinary = PAXOCL_BINARY;
+
+std::vector<double> losses_of(const std::string& out) {
+  std::vector<double> losses;
+  const std::regex line(R"(step +\d+/\d+  loss ([0-9.]+))");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it) {
+    losses.push_back(std::stod((*it)[1]));
+  }
+  return losses;
+}
+
+TEST(CliJob, DefaultExperimentLossFallsAndTheJobDirectoryIsComplete) {
+  if (run_command("command -v bible").exit_code != 0) GTEST_SKIP() << "Debian package bible-kjv is not installed";
+  TempDir dir;
+  const std::string job = (dir.path() / "job").string();
+  // The default experiment, shortened: 60 steps, an evaluation at 30 and at the end.
+  const auto r = run_command(kBinary + " train --job_log_dir=" + job +
+                             " --fdl.MAX_STEPS=60 --fdl.SUMMARY_INTERVAL_STEPS=10 --fdl.EVAL_INTERVAL_STEPS=30"
+                             " --fdl.EVAL_LOOP_NUM_BATCHES=3 --fdl.LR_COS_WARMUP=10 --fdl.LR_COS_DECAY_START=11"
+                             " --fdl.LR_COS_DECAY_END=60");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<double> losses = losses_of(r.out);
+  ASSERT_EQ(losses.size(), 6u) << r.out;
+  EXPECT_LT(losses.back(), losses.front() - 1.0) << r.out;  // from ~ln(4096) = 8.3 down
+  EXPECT_NE(r.out.find("tensorboard --logdir " + job + "/summaries"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("eval_test at step 60"), std::string::npos) << r.err;
+
+  for (const char* sub : {"train", "eval_train", "eval_test"}) {
+    bool found = false;
+    for (const auto& f : std::filesystem::directory_iterator(std::filesystem::path(job) / "summaries" / sub)) {
+      found = found || (f.path().filename().string().rfind("events.out.tfevents.", 0) == 0 && f.file_size() > 100);
+    }
+    EXPECT_TRUE(found) << sub;
+  }
+  std::ifstream log(std::filesystem::path(job) / "train.log");
+  const std::string log_text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log_text.find("step     60/60"), std::string::npos) << "console lines are logged too";
+
+  // The resolved experiment reruns as it is, and eval reads it from the job directory.
+  const auto again = run_command(kBinary + " train --fdl_config_file=" + job + "/experiment.json --fdl.MAX_STEPS=1" +
+                                 " --fdl.EVAL_LOOP_NUM_BATCHES=1 --job_log_dir=" + (dir.path() / "again").string());
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  const auto eval = run_command(kBinary + " eval --job_log_dir=" + job);
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_NE(eval.out.find("eval_test: loss"), std::string::npos) << eval.out;
+}
+
+TEST(CliJob, ExperimentErrorsAreOneLine) {
+  const struct {
+    std::string args;
+    std::string says;
+  } cases[] = {
+      {"train --fdl_config=Pile125M", "did you mean Pile126M"},
+      {"train --fdl_config=Pile126M --fdl.MAX_STEPS=1", "holds 64 device(s) over 1 process(es)"},
+      {"train --fdl.ICI_MESH_SHAPE=[2,1]", "need 3 dimensions"},
+      {"train --fdl.FPROP_DTYPE=float16", "FPROP_DTYPE=float16: use float32"},
+      {"train --fdl_config_file=/nonexistent.json", "cannot be read"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_command(kBinary + " " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace paxocl::testing

@@ -1,0 +1,165 @@
+// Experiments and hyper-parameter overrides (every type, lists, typos, malformed values,
+// inheritance from a file), and TensorBoard event files checked by an independent reader.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "common/crc32c.h"
+#include "device/errors.h"
+#include "models/experiment.h"
+#include "proto/tensorboard.pb.h"
+#include "scheduler/summary_writer.h"
+#include "tests/test_support.h"
+
+namespace paxocl {
+namespace {
+
+using models::Experiment;
+
+std::string config_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Experiment, RegistryHoldsPaxGpuConfigs) {
+  const Experiment pile = Experiment::named("Pile126M");
+  EXPECT_EQ(pile.get_int("NUM_LAYERS"), 12);
+  EXPECT_EQ(pile.get_int("MODEL_DIMS"), 768);
+  EXPECT_EQ(pile.get_int("VOCAB_SIZE"), 50304);
+  EXPECT_EQ(pile.get_int_list("ICI_MESH_SHAPE"), (std::vector<long>{8, 1, 1}));
+  EXPECT_DOUBLE_EQ(pile.get_float("LEARNING_RATE"), 6e-4);
+  EXPECT_EQ(pile.get_int("LR_COS_WARMUP"), 636);
+  const Experiment big = Experiment::named("GPT175B");
+  EXPECT_EQ(big.get_int("NUM_LAYERS"), 96);
+  EXPECT_EQ(big.get_int_list("DCN_MESH_SHAPE"), (std::vector<long>{1, 32, 1}));
+  EXPECT_EQ(Experiment::named("GPT5B").get_int("HIDDEN_DIMS"), 16384);
+  EXPECT_EQ(Experiment::named("Default").get_string("DATA"), "kjv");
+  EXPECT_NE(config_error([] { Experiment::named("Pile125M"); }).find("did you mean Pile126M"), std::string::npos);
+}
+
+TEST(Experiment, OverridesParseByTheFieldsType) {
+  Experiment e = Experiment::named("Default");
+  e.set("NUM_LAYERS", "6");
+  e.set("PERCORE_BATCH_SIZE", "0.5");
+  e.set("LEARNING_RATE", "6e-4");
+  e.set("ICI_MESH_SHAPE", "[2, 1, 1]");
+  e.set("DCN_MESH_SHAPE", "\"[1,2,1]\"");
+  e.set("FPROP_DTYPE", "\"bfloat16\"");
+  e.set("DATA", "synthetic");
+  EXPECT_EQ(e.get_int("NUM_LAYERS"), 6);
+  EXPECT_DOUBLE_EQ(e.get_float("PERCORE_BATCH_SIZE"), 0.5);
+  EXPECT_DOUBLE_EQ(e.get_float("LEARNING_RATE"), 6e-4);
+  EXPECT_EQ(e.get_int_list("ICI_MESH_SHAPE"), (std::vector<long>{2, 1, 1}));
+  EXPECT_EQ(e.get_int_list("DCN_MESH_SHAPE"), (std::vector<long>{1, 2, 1}));
+  EXPECT_EQ(e.get_string("FPROP_DTYPE"), "bfloat16");
+  EXPECT_EQ(e.get_string("DATA"), "synthetic");
+}
+
+TEST(Experiment, BadOverridesNameTheFieldAndType) {
+  Experiment e = Experiment::named("Default");
+  EXPECT_NE(config_error([&] { e.set("NUM_LAYERS", "6.5"); }).find("--fdl.NUM_LAYERS=6.5: expected an integer"),
+            std::string::npos);
+  EXPECT_NE(config_error([&] { e.set("LEARNING_RATE", "fast"); }).find("expected a finite number"), std::string::npos);
+  EXPECT_NE(config_error([&] { e.set("ICI_MESH_SHAPE", "[2,x]"); }).find("expected a list of integers"), std::string::npos);
+  EXPECT_NE(config_error([&] { e.set("ICI_MESH_SHAPE", "[2,1"); }).find("expected a list of integers"), std::string::npos);
+  EXPECT_NE(config_error([&] { e.set("DATA", "\"kjv"); }).find("unterminated string"), std::string::npos);
+  EXPECT_NE(config_error([&] { e.set("NUM_LAYER", "2"); }).find("did you mean NUM_LAYERS"), std::string::npos);
+}
+
+TEST(Experiment, FileInheritsFromANamedExperimentAndRoundTrips) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "mine.json";
+  std::ofstream(file) << R"({"fdl_config": "SyntheticBench", "NUM_LAYERS": 3, "LEARNING_RATE": 2e-4,
+                             "ICI_MESH_SHAPE": [1, 1, 1], "DATA": "synthetic"})";
+  const Experiment e = Experiment::from_file(file);
+  EXPECT_EQ(e.name(), "mine");
+  EXPECT_EQ(e.get_int("NUM_LAYERS"), 3);                       // overridden
+  EXPECT_EQ(e.get_int("MODEL_DIMS"), 384);                     // inherited from SyntheticBench
+  EXPECT_DOUBLE_EQ(e.get_float("LEARNING_RATE"), 2e-4);
+  // The resolved experiment, written out, loads back to the same values.
+  const auto resolved = dir.path() / "resolved.json";
+  std::ofstream(resolved) << e.to_json().dump(2);
+  EXPECT_EQ(Experiment::from_file(resolved).to_json(), e.to_json());
+
+  std::ofstream(dir.path() / "bad1.json") << R"({"NUM_LAYERS": 3})";
+  EXPECT_NE(config_error([&] { Experiment::from_file(dir.path() / "bad1.json"); }).find("\"fdl_config\""), std::string::npos);
+  std::ofstream(dir.path() / "bad2.json") << R"({"fdl_config": "Default", "NUM_LAYERS": "three"})";
+  EXPECT_NE(config_error([&] { Experiment::from_file(dir.path() / "bad2.json"); }).find("NUM_LAYERS=\"three\": expected an integer"),
+            std::string::npos);
+  std::ofstream(dir.path() / "bad3.json") << "{not json";
+  EXPECT_NE(config_error([&] { Experiment::from_file(dir.path() / "bad3.json"); }).find("not valid JSON"), std::string::npos);
+}
+
+// ---- TensorBoard event files ----------------------------------------------------------------
+
+// CRC-32C computed bit by bit (independent of common/crc32c.h's table), masked as TFRecord does.
+std::uint32_t reference_masked_crc(const std::string& data) {
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char byte : data) {
+    crc ^= byte;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+  }
+  crc = ~crc;
+  return ((crc >> 15) | (crc << 17)) + 0xA282EAD8u;
+}
+
+TEST(SummaryWriter, Crc32cOfTheStandardCheckString) {
+  // CRC-32C("123456789") = 0xE3069283 (the catalogue check value), for both implementations.
+  EXPECT_EQ(crc32c("123456789"), 0xE3069283u);
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char byte : std::string("123456789")) {
+    crc ^= byte;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+  }
+  EXPECT_EQ(~crc, 0xE3069283u);
+}
+
+TEST(SummaryWriter, RecordsReadBackWithValidCrcsAndTensorFlowFieldNumbers) {
+  testing::TempDir dir;
+  std::filesystem::path file;
+  {
+    scheduler::SummaryWriter w(dir.path() / "train");
+    w.scalar("loss", 4.25, 10);
+    w.scalar("learning_rate", 1e-3, 20);
+    file = w.file();
+  }
+  EXPECT_EQ(file.filename().string().rfind("events.out.tfevents.", 0), 0u);
+  std::ifstream in(file, std::ios::binary);
+  std::vector<std::string> records;
+  for (;;) {
+    std::uint64_t length = 0;
+    std::uint32_t length_crc = 0, data_crc = 0;
+    if (!in.read(reinterpret_cast<char*>(&length), 8)) break;
+    ASSERT_TRUE(in.read(reinterpret_cast<char*>(&length_crc), 4));
+    EXPECT_EQ(length_crc, reference_masked_crc(std::string(reinterpret_cast<const char*>(&length), 8)));
+    std::string data(length, '\0');
+    ASSERT_TRUE(in.read(data.data(), static_cast<std::streamsize>(length)));
+    ASSERT_TRUE(in.read(reinterpret_cast<char*>(&data_crc), 4));
+    EXPECT_EQ(data_crc, reference_masked_crc(data));
+    records.push_back(data);
+  }
+  ASSERT_EQ(records.size(), 3u);
+  proto::tensorboard::Event header, first, second;
+  ASSERT_TRUE(header.ParseFromString(records[0]));
+  EXPECT_EQ(header.file_version(), "brain.Event:2");
+  ASSERT_TRUE(first.ParseFromString(records[1]));
+  EXPECT_EQ(first.step(), 10);
+  ASSERT_EQ(first.summary().value_size(), 1);
+  EXPECT_EQ(first.summary().value(0).tag(), "loss");
+  EXPECT_FLOAT_EQ(first.summary().value(0).simple_value(), 4.25f);
+  ASSERT_TRUE(second.ParseFromString(records[2]));
+  EXPECT_EQ(second.summary().value(0).tag(), "learning_rate");
+  // TensorFlow's wire layout: Event.step is field 2 (varint, key 0x10), Event.summary field 5
+  // (key 0x2A), Summary.value field 1 (key 0x0A), Value.tag field 1, Value.simple_value field 2
+  // (fixed32, key 0x15).
+  EXPECT_NE(records[1].find('\x10'), std::string::npos);
+  EXPECT_NE(records[1].find('\x2A'), std::string::npos);
+  EXPECT_NE(records[1].find(std::string("\x0A\x04loss\x15", 7)), std::string::npos);
+}
+
+}  // namespace
+}  // namespace paxocl
