@@ -45,16 +45,16 @@ void print_help(const char* command) {
 }
 
 // The experiment the flags describe, with the weights file's architecture when --init_from is given.
-models::Experiment load_experiment(const CliArgs& args, std::optional<models::HostWeights>& init) {
+models::Experiment load_experiment(const CliArgs& args, bool from_job_dir, std::optional<models::HostWeights>& init) {
   std::vector<std::string> fields;
   for (const auto& s : models::Experiment::schema()) fields.push_back(s.name);
   args.validate(kJobFlags, fields);
   const auto file = args.flag("fdl_config_file");
   if (file && args.flag("fdl_config")) throw ConfigError("give --fdl_config or --fdl_config_file, not both");
-  // Without an experiment named, an existing job directory's resolved experiment is used (as
-  // `pax-ocl eval --job_log_dir=runs/x` expects); otherwise the Default experiment.
+  // `pax-ocl eval --job_log_dir=runs/x` without an experiment named evaluates that job's resolved
+  // experiment; otherwise the experiment named, or Default.
   std::optional<std::filesystem::path> from = file ? std::optional<std::filesystem::path>(*file) : std::nullopt;
-  if (const auto job = args.flag("job_log_dir"); !from && !args.flag("fdl_config") && job &&
+  if (const auto job = args.flag("job_log_dir"); from_job_dir && !from && !args.flag("fdl_config") && job &&
                                                    std::filesystem::exists(std::filesystem::path(*job) / "experiment.json")) {
     from = std::filesystem::path(*job) / "experiment.json";
   }
@@ -93,7 +93,7 @@ int run_job(const CliArgs& args, const collectives::ProcessWorld& world, const c
     return kExitOk;
   }
   std::optional<models::HostWeights> init;
-  const models::Experiment e = load_experiment(args, init);
+  const models::Experiment e = load_experiment(args, !train, init);
   const scheduler::JobOptions o = job_options(args, e, init);
   return train ? scheduler::run_training(e, o, world) : scheduler::run_evaluation(e, o, world);
 }
