@@ -16,13 +16,9 @@ namespace {
 
 using models::Experiment;
 
-std::string config_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
+template <typename F>
+std::string config_error(F&& f) {
+  return testing::error_message<ConfigError>(std::forward<F>(f));
 }
 
 TEST(Experiment, RegistryHoldsPaxGpuConfigs) {

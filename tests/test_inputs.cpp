@@ -188,13 +188,9 @@ TEST(InputParams, PerHostBatchFromFractionalPercoreBatch) {
 
 // ---- token shards --------------------------------------------------------------------------
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "(no error)";
+template <typename F>
+std::string error_of(F&& f) {
+  return paxocl::testing::error_message<DataError>(std::forward<F>(f));
 }
 
 TEST(TokenShard, RoundTripInBothWidthsAcrossShards) {

@@ -8,18 +8,12 @@
 #include "device/errors.h"
 #include "device/mesh.h"
 #include "device/mesh_proto.h"
+#include "tests/test_support.h"
 
 namespace paxocl::device {
 namespace {
 
-std::string config_error(auto&& fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string config_error(auto&& fn) { return testing::error_message<ConfigError>(fn); }
 
 TEST(MeshShapeParsing, AcceptsPaxForms) {
   EXPECT_EQ(parse_mesh_shape("[2,1,1]", "X"), (MeshShape{2, 1, 1}));

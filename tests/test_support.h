@@ -23,6 +23,17 @@ CommandResult run_command(const std::string& command);
 // separated) to dir/story.txt, so small tokenizers train in a moment; returns the path.
 std::filesystem::path write_word_story(const std::filesystem::path& dir, int paragraphs, std::uint64_t seed);
 
+// The what() of the E that `f` throws, or "(no error)": for asserting on one-line error messages.
+template <typename E, typename F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 // A fresh empty directory under the build tree's temp area, removed when destroyed.
 class TempDir {
  public:
