@@ -1,0 +1,139 @@
+#include "collectives/ici_communicator.h"
+
+#include <fmt/format.h>
+
+#include "collectives/mpi_communicator.h"
+#include "device/cl_error.h"
+#include "device/errors.h"
+
+namespace paxocl::collectives {
+
+IciCommunicator::IciCommunicator(std::vector<device::Device*> members) : members_(std::move(members)) {
+  if (members_.empty()) throw ConfigError("an ICI communicator needs at least one device");
+  for (device::Device* d : members_) queues_.push_back(d->make_queue());
+  worker_ = std::thread([this] { run(); });
+}
+
+IciCommunicator::~IciCommunicator() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  worker_.join();
+}
+
+void IciCommunicator::enqueue(std::function<void()> work, Pending pending) {
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.emplace_back(std::move(work), pending);
+  }
+  wake_.notify_all();
+}
+
+void IciCommunicator::run() {
+  for (;;) {
+    std::pair<std::function<void()>, Pending> job;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping, all work done
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    try {
+      job.first();
+      job.second.complete();
+    } catch (...) {
+      job.second.fail(std::current_exception());
+    }
+  }
+}
+
+void IciCommunicator::read(int member, const device::Buffer<float>& b, std::size_t offset, std::span<float> out,
+                           const Events& wait_for) {
+  if (out.empty()) return;  // an empty shard (more members than elements)
+  const std::vector<cl_event> raw = device::raw_events(wait_for);
+  device::check_cl(clEnqueueReadBuffer(queues_[static_cast<std::size_t>(member)].get(), b.get(), CL_TRUE,
+                                       offset * sizeof(float), out.size_bytes(), out.data(),
+                                       static_cast<cl_uint>(raw.size()), raw.empty() ? nullptr : raw.data(), nullptr),
+                   "clEnqueueReadBuffer", fmt::format("staging {} floats of ICI member {} to the host", out.size(), member));
+}
+
+void IciCommunicator::write(int member, const device::Buffer<float>& b, std::size_t offset, std::span<const float> in) {
+  if (in.empty()) return;
+  device::check_cl(clEnqueueWriteBuffer(queues_[static_cast<std::size_t>(member)].get(), b.get(), CL_TRUE,
+                                        offset * sizeof(float), in.size_bytes(), in.data(), 0, nullptr, nullptr),
+                   "clEnqueueWriteBuffer", fmt::format("staging {} floats from the host to ICI member {}", in.size(), member));
+}
+
+namespace {
+void require(const IciCommunicator::Buffers& buffers, int members, const char* what) {
+  if (static_cast<int>(buffers.size()) != members) {
+    throw ConfigError(fmt::format("{}: {} buffers for a group of {} devices", what, buffers.size(), members));
+  }
+}
+}  // namespace
+
+Pending IciCommunicator::all_reduce(Buffers buffers, std::size_t n, Events wait_for) {
+  require(buffers, size(), "all_reduce");
+  Pending pending;
+  enqueue([this, buffers = std::move(buffers), n, wait_for = std::move(wait_for)] {
+    std::vector<float> sum(n, 0.0f), part(n);
+    for (int m = 0; m < size(); ++m) {  // member order: the same sum on every run
+      read(m, buffers[static_cast<std::size_t>(m)], 0, part, wait_for);
+      for (std::size_t i = 0; i < n; ++i) sum[i] += part[i];
+    }
+    for (int m = 0; m < size(); ++m) write(m, buffers[static_cast<std::size_t>(m)], 0, sum);
+  }, pending);
+  return pending;
+}
+
+Pending IciCommunicator::all_gather(Buffers shards, Buffers outputs, std::size_t n, Events wait_for) {
+  require(shards, size(), "all_gather");
+  require(outputs, size(), "all_gather");
+  Pending pending;
+  enqueue([this, shards = std::move(shards), outputs = std::move(outputs), n, wait_for = std::move(wait_for)] {
+    std::vector<float> all(n);
+    for (int m = 0; m < size(); ++m) {
+      const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
+      read(m, shards[static_cast<std::size_t>(m)], 0, std::span<float>(all).subspan(b, e - b), wait_for);
+    }
+    for (int m = 0; m < size(); ++m) write(m, outputs[static_cast<std::size_t>(m)], 0, all);
+  }, pending);
+  return pending;
+}
+
+Pending IciCommunicator::reduce_scatter(Buffers inputs, Buffers shards, std::size_t n, Events wait_for) {
+  require(inputs, size(), "reduce_scatter");
+  require(shards, size(), "reduce_scatter");
+  Pending pending;
+  enqueue([this, inputs = std::move(inputs), shards = std::move(shards), n, wait_for = std::move(wait_for)] {
+    std::vector<float> sum(n, 0.0f), part(n);
+    for (int m = 0; m < size(); ++m) {
+      read(m, inputs[static_cast<std::size_t>(m)], 0, part, wait_for);
+      for (std::size_t i = 0; i < n; ++i) sum[i] += part[i];
+    }
+    for (int m = 0; m < size(); ++m) {
+      const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
+      write(m, shards[static_cast<std::size_t>(m)], 0, std::span<const float>(sum).subspan(b, e - b));
+    }
+  }, pending);
+  return pending;
+}
+
+Pending IciCommunicator::broadcast(Buffers buffers, std::size_t n, int root, Events wait_for) {
+  require(buffers, size(), "broadcast");
+  if (root < 0 || root >= size()) throw ConfigError(fmt::format("broadcast root {} is not in a group of {}", root, size()));
+  Pending pending;
+  enqueue([this, buffers = std::move(buffers), n, root, wait_for = std::move(wait_for)] {
+    std::vector<float> data(n);
+    read(root, buffers[static_cast<std::size_t>(root)], 0, data, wait_for);
+    for (int m = 0; m < size(); ++m) {
+      if (m != root) write(m, buffers[static_cast<std::size_t>(m)], 0, data);
+    }
+  }, pending);
+  return pending;
+}
+
+}  // namespace paxocl::collectives

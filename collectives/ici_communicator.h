@@ -1,0 +1,55 @@
+// IciCommunicator: asynchronous collectives among OpenCL devices of this process (the ICI part
+// of a mesh axis group). Devices of different contexts cannot address each other's memory, so
+// data is staged through host memory by a worker thread on per-device communication queues:
+// each member's buffer is read once its wait events have completed, combined on the host (sums
+// in member order: reproducible), and written back. The caller's host thread never blocks;
+// compute queues can wait on Pending::device_event(member's context).
+//
+// Element ranges are split by MpiCommunicator::shard_range, so sizes need not divide by the group.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "collectives/pending.h"
+#include "device/device.h"
+
+namespace paxocl::collectives {
+
+class IciCommunicator {
+ public:
+  using Buffers = std::vector<device::Buffer<float>>;  // one per member, in member order
+  using Events = std::vector<device::Event>;           // host-side dependencies of an operation
+
+  explicit IciCommunicator(std::vector<device::Device*> members);
+  ~IciCommunicator();
+  IciCommunicator(const IciCommunicator&) = delete;
+  IciCommunicator& operator=(const IciCommunicator&) = delete;
+
+  int size() const { return static_cast<int>(members_.size()); }
+
+  Pending all_reduce(Buffers buffers, std::size_t n, Events wait_for = {});                  // sum, in place
+  Pending all_gather(Buffers shards, Buffers outputs, std::size_t n, Events wait_for = {});  // outputs: n each
+  Pending reduce_scatter(Buffers inputs, Buffers shards, std::size_t n, Events wait_for = {});  // sum
+  Pending broadcast(Buffers buffers, std::size_t n, int root, Events wait_for = {});
+
+ private:
+  void enqueue(std::function<void()> work, Pending pending);
+  void run();
+  void read(int member, const device::Buffer<float>& b, std::size_t offset, std::span<float> out, const Events& wait_for);
+  void write(int member, const device::Buffer<float>& b, std::size_t offset, std::span<const float> in);
+
+  std::vector<device::Device*> members_;
+  std::vector<device::Queue> queues_;  // communication queues, one per member
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::pair<std::function<void()>, Pending>> jobs_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace paxocl::collectives
