@@ -75,15 +75,16 @@ void require(const IciCommunicator::Buffers& buffers, int members, const char* w
 }
 }  // namespace
 
-Pending IciCommunicator::all_reduce(Buffers buffers, std::size_t n, Events wait_for) {
+Pending IciCommunicator::all_reduce(Buffers buffers, std::size_t n, Events wait_for, HostStage across) {
   require(buffers, size(), "all_reduce");
   Pending pending;
-  enqueue([this, buffers = std::move(buffers), n, wait_for = std::move(wait_for)] {
+  enqueue([this, buffers = std::move(buffers), n, wait_for = std::move(wait_for), across = std::move(across)] {
     std::vector<float> sum(n, 0.0f), part(n);
     for (int m = 0; m < size(); ++m) {  // member order: the same sum on every run
       read(m, buffers[static_cast<std::size_t>(m)], 0, part, wait_for);
       for (std::size_t i = 0; i < n; ++i) sum[i] += part[i];
     }
+    if (across) across(sum);
     for (int m = 0; m < size(); ++m) write(m, buffers[static_cast<std::size_t>(m)], 0, sum);
   }, pending);
   return pending;

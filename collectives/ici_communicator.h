@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -32,7 +33,11 @@ class IciCommunicator {
 
   int size() const { return static_cast<int>(members_.size()); }
 
-  Pending all_reduce(Buffers buffers, std::size_t n, Events wait_for = {});                  // sum, in place
+  // Runs on the host sum before it is written back: how hierarchical collectives continue across
+  // processes (e.g. an MPI all-reduce, then a scale for a mean).
+  using HostStage = std::function<void(std::span<float>)>;
+
+  Pending all_reduce(Buffers buffers, std::size_t n, Events wait_for = {}, HostStage across = {});  // sum, in place
   Pending all_gather(Buffers shards, Buffers outputs, std::size_t n, Events wait_for = {});  // outputs: n each
   Pending reduce_scatter(Buffers inputs, Buffers shards, std::size_t n, Events wait_for = {});  // sum
   Pending broadcast(Buffers buffers, std::size_t n, int root, Events wait_for = {});

@@ -93,6 +93,13 @@ std::vector<std::string> ProcessWorld::all_gather(const std::string& value) cons
   return all;
 }
 
+void ProcessWorld::all_reduce_sum(std::vector<double>& values) const {
+  if (!uses_mpi_ || size_ == 1) return;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM,
+                          MPI_COMM_WORLD),
+            "MPI_Allreduce");
+}
+
 void ProcessWorld::barrier() const {
   if (uses_mpi_) check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 }

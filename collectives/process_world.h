@@ -30,6 +30,8 @@ class ProcessWorld {
   // Every rank's value, in rank order (collective: all ranks must call).
   std::vector<int> all_gather(int value) const;
   std::vector<std::string> all_gather(const std::string& value) const;
+  // Element-wise sums over all ranks, in place (collective). For small host-side statistics.
+  void all_reduce_sum(std::vector<double>& values) const;
   void barrier() const;
   // Ends every process of the job with `exit_code` (MPI_Abort); plain exit() without MPI.
   [[noreturn]] void abort(int exit_code) const;

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <numeric>
 
 #include <fmt/format.h>
 #include <spdlog/sinks/basic_file_sink.h>
@@ -15,6 +16,8 @@
 #include "device/device_selection.h"
 #include "device/errors.h"
 #include "inputs/dataset.h"
+#include "collectives/gradient_averager.h"
+#include "device/mesh.h"
 #include "models/adam_optimizer.h"
 #include "models/gpt_model.h"
 #include "models/lr_schedule.h"
@@ -37,27 +40,35 @@ struct Setup {
   models::GptConfig config;
   models::LrSchedule lr;
   models::AdamConfig adam;
-  inputs::InputParams input;
+  inputs::InputParams input;  // this process's training input (batch: every local device's rows)
   long eval_batches;
   std::string data;
+  int local_devices;  // replicas in this process (ICI data axis)
+  int replicas;       // replicas in the job (ICI x DCN data axis)
+  int device_batch() const { return input.batch_size / local_devices; }
 };
 
 Setup resolve(const models::Experiment& e, const collectives::ProcessWorld& world) {
-  Setup s{e, e.model_config(), {}, {}, {}, e.get_int("EVAL_LOOP_NUM_BATCHES"), e.get_string("DATA")};
+  Setup s{e, e.model_config(), {}, {}, {}, e.get_int("EVAL_LOOP_NUM_BATCHES"), e.get_string("DATA"), 1, 1};
   s.config.validate();
-  long devices = 1;
-  for (long d : e.get_int_list("ICI_MESH_SHAPE")) devices *= d;
-  for (long d : e.get_int_list("DCN_MESH_SHAPE")) devices *= d;
-  if (e.get_int_list("ICI_MESH_SHAPE").size() != 3 || e.get_int_list("DCN_MESH_SHAPE").size() != 3) {
-    throw ConfigError("ICI_MESH_SHAPE and DCN_MESH_SHAPE need 3 dimensions [data, fsdp, tensor]");
+  const std::vector<long> ici = e.get_int_list("ICI_MESH_SHAPE"), dcn = e.get_int_list("DCN_MESH_SHAPE");
+  if (ici.size() != 3 || dcn.size() != 3) throw ConfigError("ICI_MESH_SHAPE and DCN_MESH_SHAPE need 3 dimensions [data, fsdp, tensor]");
+  for (std::size_t a = 0; a < 3; ++a) {
+    if (ici[a] < 1 || dcn[a] < 1) throw ConfigError("every mesh dimension must be at least 1");
   }
-  if (devices != 1 || world.size() != 1) {
+  if (ici[1] * ici[2] * dcn[1] * dcn[2] != 1) {
     throw ConfigError(fmt::format(
-        "this experiment's mesh holds {} device(s) over {} process(es), but pax-ocl trains on one device in one process "
-        "until data/FSDP parallelism lands; set --fdl.ICI_MESH_SHAPE=[1,1,1] --fdl.DCN_MESH_SHAPE=[1,1,1] and run without "
-        "mpirun",
-        devices, world.size()));
+        "ICI_MESH_SHAPE=[{},{},{}] x DCN_MESH_SHAPE=[{},{},{}] uses the fsdp or tensor axis; pax-ocl implements data "
+        "parallelism so far: put every device on the data axis, e.g. ICI_MESH_SHAPE=[{},1,1] DCN_MESH_SHAPE=[{},1,1]",
+        ici[0], ici[1], ici[2], dcn[0], dcn[1], dcn[2], ici[0] * ici[1] * ici[2], dcn[0] * dcn[1] * dcn[2]));
   }
+  s.local_devices = static_cast<int>(ici[0]);
+  if (dcn[0] != world.size()) {
+    throw ConfigError(fmt::format("DCN_MESH_SHAPE=[{},1,1] holds {} process(es), but the job has {}; set "
+                                  "--fdl.DCN_MESH_SHAPE=[{},1,1] or launch {} process(es)",
+                                  dcn[0], dcn[0], world.size(), world.size(), dcn[0]));
+  }
+  s.replicas = s.local_devices * world.size();
   const std::string dtype = e.get_string("FPROP_DTYPE");
   if (dtype == "bfloat16") {
     spdlog::warn("FPROP_DTYPE=bfloat16: pax-ocl computes in float32 (bfloat16 kernels are not implemented)");
@@ -78,7 +89,12 @@ Setup resolve(const models::Experiment& e, const collectives::ProcessWorld& worl
     }
   }
   s.input.seq_len = s.config.max_seq_len;
-  s.input.batch_size = inputs::per_host_batch_size(e.get_float("PERCORE_BATCH_SIZE"), static_cast<int>(devices), world.size());
+  s.input.batch_size = inputs::per_host_batch_size(e.get_float("PERCORE_BATCH_SIZE"), s.replicas, world.size());
+  if (s.input.batch_size % s.local_devices != 0) {
+    throw ConfigError(fmt::format("PERCORE_BATCH_SIZE={} is not a whole number of sequences per device; data "
+                                  "parallelism needs whole sequences on every device",
+                                  e.get_float("PERCORE_BATCH_SIZE")));
+  }
   s.input.num_infeed_hosts = world.size();
   s.input.infeed_host_index = world.rank();
   s.input.seed = static_cast<std::uint64_t>(e.get_int("SEED"));
@@ -90,31 +106,91 @@ Setup resolve(const models::Experiment& e, const collectives::ProcessWorld& worl
 }
 
 // The job directory, the resolved experiment and a log file that receives every log line.
-void open_job_dir(const models::Experiment& e, const std::filesystem::path& dir) {
+void open_job_dir(const models::Experiment& e, const std::filesystem::path& dir, int rank) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw ConfigError(fmt::format("--job_log_dir={}: cannot create it ({})", dir.string(), ec.message()));
-  std::ofstream(dir / "experiment.json") << e.to_json().dump(2) << "\n";
-  auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>((dir / "train.log").string());
+  if (rank == 0) std::ofstream(dir / "experiment.json") << e.to_json().dump(2) << "\n";
+  const std::string log = rank == 0 ? "train.log" : fmt::format("train-rank{}.log", rank);
+  auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>((dir / log).string());
   spdlog::default_logger()->sinks().push_back(file_sink);
 }
 
+// One data-parallel replica: a device with its own copy of the model and optimizer state.
+struct Replica {
+  std::unique_ptr<device::Device> device;
+  std::unique_ptr<models::GptModel> model;
+  std::unique_ptr<models::AdamOptimizer> adam;
+};
+
 struct Runtime {
-  Runtime(const Setup& s, const JobOptions& o)
-      : device(device::select_devices(device::enumerate_devices(), device::parse_device_selection(o.devices_spec)).front()),
-        model(device, cache, s.config,
-              models::GptModelOptions{static_cast<std::size_t>(s.input.batch_size), 0, 64u << 20, o.gemm_policy}) {
-    if (o.init_weights) {
-      model.load_weights(*o.init_weights);
-      spdlog::info("initialised from the --init_from weights");
-    } else {
-      model.init(static_cast<std::uint64_t>(s.exp.get_int("SEED")));
+  Runtime(const Setup& s, const JobOptions& o, const collectives::ProcessWorld& world) {
+    const auto selected = device::select_devices(device::enumerate_devices(), device::parse_device_selection(o.devices_spec));
+    // The mesh check: ICI_MESH_SHAPE's devices must be available in this process.
+    device::Mesh(device::MeshShape{s.local_devices, 1, 1}, device::MeshShape{world.size(), 1, 1}, world.size(),
+                 std::min<int>(static_cast<int>(selected.size()), s.local_devices));
+    for (int r = 0; r < s.local_devices; ++r) {
+      Replica rep;
+      rep.device = std::make_unique<device::Device>(selected[static_cast<std::size_t>(r)]);
+      rep.model = std::make_unique<models::GptModel>(
+          *rep.device, cache, s.config,
+          models::GptModelOptions{static_cast<std::size_t>(s.device_batch()), 0, 64u << 20, o.gemm_policy});
+      if (o.init_weights) {
+        rep.model->load_weights(*o.init_weights);
+      } else {
+        rep.model->init(static_cast<std::uint64_t>(s.exp.get_int("SEED")));  // the same seed: identical replicas
+      }
+      rep.adam = std::make_unique<models::AdamOptimizer>(*rep.device, rep.model->kernels(), rep.model->layout().total(),
+                                                         rep.model->layout().decayed_end(), s.adam);
+      replicas.push_back(std::move(rep));
+    }
+    if (o.init_weights) spdlog::info("initialised from the --init_from weights");
+    if (s.replicas > 1) {
+      std::vector<device::Device*> local;
+      for (auto& r : replicas) local.push_back(r.device.get());
+      std::vector<int> ranks(static_cast<std::size_t>(world.size()));
+      std::iota(ranks.begin(), ranks.end(), 0);
+      averager = std::make_unique<collectives::GradientAverager>(local, world, ranks);
     }
   }
+  models::GptModel& model() { return *replicas.front().model; }
+  device::Device& device() { return *replicas.front().device; }
+
   device::ProgramCache cache;
-  device::Device device;
-  models::GptModel model;
+  std::vector<Replica> replicas;
+  std::unique_ptr<collectives::GradientAverager> averager;
 };
+
+// One data-parallel training step: each replica takes its rows of the batch, the gradients are
+// averaged over every replica of the job, and every replica applies the same update.
+models::LossStats train_step(Runtime& rt, const inputs::Batch& batch, int device_batch, double lr,
+                             models::OptimizerStepStats& opt) {
+  models::LossStats stats;
+  collectives::IciCommunicator::Buffers grads;
+  for (std::size_t r = 0; r < rt.replicas.size(); ++r) {
+    inputs::Batch part{device_batch, batch.seq_len, {}, {}, {}};
+    const std::size_t rows = static_cast<std::size_t>(device_batch) * static_cast<std::size_t>(batch.seq_len);
+    const auto begin = static_cast<std::ptrdiff_t>(r * rows), end = static_cast<std::ptrdiff_t>((r + 1) * rows);
+    part.ids.assign(batch.ids.begin() + begin, batch.ids.begin() + end);
+    part.targets.assign(batch.targets.begin() + begin, batch.targets.begin() + end);
+    part.weights.assign(batch.weights.begin() + begin, batch.weights.begin() + end);
+    stats += rt.replicas[r].model->train_step_gradients(part);
+    grads.push_back(rt.replicas[r].model->gradient_buffer());
+  }
+  if (rt.averager) {
+    for (auto& r : rt.replicas) r.device->queue().finish();
+    rt.averager->average(grads, rt.model().layout().total()).wait();
+  }
+  for (auto& r : rt.replicas) opt = r.adam->step(r.model->parameter_buffer(), r.model->gradient_buffer(), lr);
+  return stats;
+}
+
+// Sums a process's loss statistics over the job (collective).
+models::LossStats job_total(const collectives::ProcessWorld& world, models::LossStats local) {
+  std::vector<double> v = {local.weighted_loss, local.weight, local.correct};
+  world.all_reduce_sum(v);
+  return models::LossStats{v[0], v[1], v[2]};
+}
 
 // GFLOP/s of a 1024^3 GEMM on the model's GEMM: the peak MFU is measured against.
 double measure_gemm_peak(device::Device& dev, kernels::Gemm& gemm) {
@@ -131,19 +207,22 @@ double measure_gemm_peak(device::Device& dev, kernels::Gemm& gemm) {
   return 2.0 * static_cast<double>(n * n * n) / best / 1e9;
 }
 
-// One evaluation pass; writes its summaries.
-models::LossStats evaluate(models::GptModel& model, inputs::BaseInput& input, SummaryWriter& out, long step,
-                           const char* name) {
+// One evaluation pass over this process's shard, totalled over the job; rank 0 writes summaries.
+models::LossStats evaluate(const collectives::ProcessWorld& world, models::GptModel& model, inputs::BaseInput& input,
+                           SummaryWriter* out, long step, const char* name) {
   input.reset();
-  models::LossStats total;
+  models::LossStats local;
   long batches = 0;
   while (auto batch = input.get_next()) {
-    total += model.evaluate(*batch);
+    local += model.evaluate(*batch);
     ++batches;
   }
-  out.scalar("loss", total.mean_loss(), step);
-  out.scalar("log_pplx", total.mean_loss(), step);
-  out.scalar("fraction_of_correct_next_step_preds", total.accuracy(), step);
+  const models::LossStats total = job_total(world, local);
+  if (out != nullptr) {
+    out->scalar("loss", total.mean_loss(), step);
+    out->scalar("log_pplx", total.mean_loss(), step);
+    out->scalar("fraction_of_correct_next_step_preds", total.accuracy(), step);
+  }
   spdlog::info("{} at step {}: loss {:.4f}  log_pplx {:.4f}  accuracy {:.4f}  ({} batches, {:.0f} tokens)", name, step,
                total.mean_loss(), total.mean_loss(), total.accuracy(), batches, total.weight);
   return total;
@@ -155,6 +234,7 @@ struct EvalInputs {
 
 EvalInputs make_eval_inputs(const Setup& s) {
   inputs::InputParams p = s.input;
+  p.batch_size = s.device_batch();  // evaluated on one device per process
   p.is_training = false;
   p.prefetch_depth = 0;
   EvalInputs e;
@@ -179,32 +259,42 @@ std::filesystem::path default_job_log_dir(const std::string& experiment) {
 int run_training(const models::Experiment& experiment, const JobOptions& options, const collectives::ProcessWorld& world) {
   const auto started = Clock::now();
   const Setup s = resolve(experiment, world);
-  open_job_dir(experiment, options.job_log_dir);
-  Runtime rt(s, options);
-  models::GptModel& model = rt.model;
-  models::AdamOptimizer adam(rt.device, model.kernels(), model.layout().total(), model.layout().decayed_end(), s.adam);
+  open_job_dir(experiment, options.job_log_dir, world.rank());
+  Runtime rt(s, options, world);
+  models::GptModel& model = rt.model();
   auto train_input = inputs::make_input(s.data, "train", s.input, s.config.vocab_size);
   EvalInputs eval = make_eval_inputs(s);
 
+  const bool chief = world.rank() == 0;  // rank 0 writes summaries and the console
   const std::filesystem::path summaries = options.job_log_dir / "summaries";
-  SummaryWriter train_out(summaries / "train"), eval_train_out(summaries / "eval_train"), eval_test_out(summaries / "eval_test");
-  const double peak_gflops = measure_gemm_peak(rt.device, model.gemm());
+  std::unique_ptr<SummaryWriter> train_out, eval_train_out, eval_test_out;
+  if (chief) {
+    train_out = std::make_unique<SummaryWriter>(summaries / "train");
+    eval_train_out = std::make_unique<SummaryWriter>(summaries / "eval_train");
+    eval_test_out = std::make_unique<SummaryWriter>(summaries / "eval_test");
+  }
+  const double peak_gflops = measure_gemm_peak(rt.device(), model.gemm()) * s.replicas;
   const long max_steps = experiment.get_int("MAX_STEPS"), summary_every = experiment.get_int("SUMMARY_INTERVAL_STEPS"),
              eval_every = experiment.get_int("EVAL_INTERVAL_STEPS");
   const double tokens_per_step = static_cast<double>(s.input.batch_size) * s.config.max_seq_len * world.size();
   const double flops_per_step = s.config.flops_per_token(s.config.max_seq_len) * tokens_per_step;
-  train_out.scalar("num_params", static_cast<double>(model.layout().parameter_count()), 0);
-  train_out.scalar("global_batch_size", static_cast<double>(s.input.batch_size) * world.size(), 0);
-  train_out.scalar("mfu_peak_gflops_measured", peak_gflops, 0);
-  std::cout << fmt::format(
-                   "experiment {}: {:.2f}M parameters, {} x {} tokens per step, {} steps on {}\n"
-                   "MFU is measured against this device's GEMM peak, measured now: {:.1f} GFLOP/s\n"
-                   "job directory: {}\n",
-                   experiment.name(), static_cast<double>(model.layout().parameter_count()) / 1e6, s.input.batch_size,
-                   s.config.max_seq_len, max_steps, rt.device.info().name, peak_gflops, options.job_log_dir.string())
-            << std::flush;
+  if (chief) {
+    train_out->scalar("num_params", static_cast<double>(model.layout().parameter_count()), 0);
+    train_out->scalar("global_batch_size", static_cast<double>(s.input.batch_size) * world.size(), 0);
+    train_out->scalar("mfu_peak_gflops_measured", peak_gflops, 0);
+    std::cout << fmt::format(
+                     "experiment {}: {:.2f}M parameters, {} x {} tokens per step, {} steps, data parallel over {} "
+                     "device(s) ({} per process) on {}\n"
+                     "MFU is measured against the devices' GEMM peak, measured now: {:.1f} GFLOP/s in all\n"
+                     "job directory: {}\n",
+                     experiment.name(), static_cast<double>(model.layout().parameter_count()) / 1e6,
+                     s.input.batch_size * world.size(), s.config.max_seq_len, max_steps, s.replicas, s.local_devices,
+                     rt.device().info().name, peak_gflops, options.job_log_dir.string())
+              << std::flush;
+  }
 
-  const bool live = ::isatty(STDOUT_FILENO) != 0;
+  // A live line only on a real terminal of a single process (launchers forward output through a pty).
+  const bool live = chief && world.size() == 1 && ::isatty(STDOUT_FILENO) != 0;
   models::LossStats interval;
   double grad_norm_sum = 0, clipped_norm_sum = 0;
   long interval_steps = 0;
@@ -212,9 +302,9 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
   const auto train_start = Clock::now();
   for (long step = 0; step < max_steps; ++step) {
     const inputs::Batch batch = *train_input->get_next();
-    const models::LossStats stats = model.train_step_gradients(batch);
     const double lr = s.lr.at(step);
-    const models::OptimizerStepStats opt = adam.step(model.parameter_buffer(), model.gradient_buffer(), lr);
+    models::OptimizerStepStats opt;
+    const models::LossStats stats = train_step(rt, batch, s.device_batch(), lr, opt);
     interval += stats;
     grad_norm_sum += opt.grad_norm;
     clipped_norm_sum += opt.grad_norm * opt.grad_scale;
@@ -226,27 +316,30 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
                    rt.cache.stats().misses);
     }
     if (done % summary_every == 0 || done == max_steps) {
+      const models::LossStats total = job_total(world, interval);
       const double secs = std::chrono::duration<double>(Clock::now() - interval_start).count();
       const double steps_per_sec = interval_steps / secs, tokens_per_sec = steps_per_sec * tokens_per_step;
       const double tflops = steps_per_sec * flops_per_step / 1e12, mfu = tflops * 1e3 / peak_gflops;
       const double elapsed = std::chrono::duration<double>(Clock::now() - train_start).count();
       const double eta = elapsed / done * static_cast<double>(max_steps - done);
-      train_out.scalar("loss", interval.mean_loss(), done);
-      train_out.scalar("log_pplx", interval.mean_loss(), done);
-      train_out.scalar("fraction_of_correct_next_step_preds", interval.accuracy(), done);
-      train_out.scalar("learning_rate", lr, done);
-      train_out.scalar("grad_norm", grad_norm_sum / interval_steps, done);
-      train_out.scalar("grad_norm_clipped", clipped_norm_sum / interval_steps, done);
-      train_out.scalar("steps_per_sec", steps_per_sec, done);
-      train_out.scalar("tokens_per_sec", tokens_per_sec, done);
-      train_out.scalar("tflops_per_sec", tflops, done);
-      train_out.scalar("mfu", mfu, done);
-      const std::string line = fmt::format(
-          "step {:>6}/{}  loss {:.4f}  log_pplx {:.4f}  lr {:.2e}  {:.0f} tok/s  MFU {:.1f}%  elapsed {}  ETA {}", done,
-          max_steps, interval.mean_loss(), interval.mean_loss(), lr, tokens_per_sec, 100 * mfu, hms(elapsed), hms(eta));
-      std::cout << (live ? "\r\033[K" : "") << line << "\n" << std::flush;
-      spdlog::default_logger()->sinks().back()->log(
-          spdlog::details::log_msg(spdlog::source_loc{}, "pax-ocl", spdlog::level::info, line));
+      if (chief) {
+        train_out->scalar("loss", total.mean_loss(), done);
+        train_out->scalar("log_pplx", total.mean_loss(), done);
+        train_out->scalar("fraction_of_correct_next_step_preds", total.accuracy(), done);
+        train_out->scalar("learning_rate", lr, done);
+        train_out->scalar("grad_norm", grad_norm_sum / interval_steps, done);
+        train_out->scalar("grad_norm_clipped", clipped_norm_sum / interval_steps, done);
+        train_out->scalar("steps_per_sec", steps_per_sec, done);
+        train_out->scalar("tokens_per_sec", tokens_per_sec, done);
+        train_out->scalar("tflops_per_sec", tflops, done);
+        train_out->scalar("mfu", mfu, done);
+        const std::string line = fmt::format(
+            "step {:>6}/{}  loss {:.4f}  log_pplx {:.4f}  lr {:.2e}  {:.0f} tok/s  MFU {:.1f}%  elapsed {}  ETA {}", done,
+            max_steps, total.mean_loss(), total.mean_loss(), lr, tokens_per_sec, 100 * mfu, hms(elapsed), hms(eta));
+        std::cout << (live ? "\r\033[K" : "") << line << "\n" << std::flush;
+        spdlog::default_logger()->sinks().back()->log(
+            spdlog::details::log_msg(spdlog::source_loc{}, "pax-ocl", spdlog::level::info, line));
+      }
       interval = {};
       grad_norm_sum = clipped_norm_sum = 0;
       interval_steps = 0;
@@ -255,36 +348,44 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
       std::cout << fmt::format("\r\033[Kstep {:>6}/{}  loss {:.4f}", done, max_steps, stats.mean_loss()) << std::flush;
     }
     if ((eval_every > 0 && done % eval_every == 0) || done == max_steps) {
-      evaluate(model, *eval.train, eval_train_out, done, "eval_train");
-      if (eval.test) evaluate(model, *eval.test, eval_test_out, done, "eval_test");
+      evaluate(world, model, *eval.train, eval_train_out.get(), done, "eval_train");
+      if (eval.test) evaluate(world, model, *eval.test, eval_test_out.get(), done, "eval_test");
       interval_start = Clock::now();  // evaluation time is not training throughput
     }
   }
-  if (adam.steps_skipped() > 0) spdlog::warn("{} step(s) skipped for non-finite gradients", adam.steps_skipped());
-  if (options.save_weights) {
+  if (rt.replicas.front().adam->steps_skipped() > 0) {
+    spdlog::warn("{} step(s) skipped for non-finite gradients", rt.replicas.front().adam->steps_skipped());
+  }
+  if (options.save_weights && chief) {
     models::save_weights_file(*options.save_weights, model.save_weights());
     spdlog::info("weights written to {}", options.save_weights->string());
   }
-  std::cout << fmt::format("done in {}. Summaries: {}\nView them with: tensorboard --logdir {}\n",
-                           hms(std::chrono::duration<double>(Clock::now() - started).count()), summaries.string(),
-                           summaries.string());
+  if (chief) {
+    std::cout << fmt::format("done in {}. Summaries: {}\nView them with: tensorboard --logdir {}\n",
+                             hms(std::chrono::duration<double>(Clock::now() - started).count()), summaries.string(),
+                             summaries.string());
+  }
   return kExitOk;
 }
 
 int run_evaluation(const models::Experiment& experiment, const JobOptions& options,
                    const collectives::ProcessWorld& world) {
   const Setup s = resolve(experiment, world);
-  open_job_dir(experiment, options.job_log_dir);
-  Runtime rt(s, options);
+  open_job_dir(experiment, options.job_log_dir, world.rank());
+  Runtime rt(s, options, world);
   spdlog::info("no checkpoints yet: evaluating the model's initialisation");
   EvalInputs eval = make_eval_inputs(s);
   const std::filesystem::path summaries = options.job_log_dir / "summaries";
-  SummaryWriter eval_train_out(summaries / "eval_train"), eval_test_out(summaries / "eval_test");
-  const models::LossStats train = evaluate(rt.model, *eval.train, eval_train_out, 0, "eval_train");
-  std::cout << fmt::format("eval_train: loss {:.4f}  accuracy {:.4f}\n", train.mean_loss(), train.accuracy());
+  std::unique_ptr<SummaryWriter> eval_train_out, eval_test_out;
+  if (world.rank() == 0) {
+    eval_train_out = std::make_unique<SummaryWriter>(summaries / "eval_train");
+    eval_test_out = std::make_unique<SummaryWriter>(summaries / "eval_test");
+  }
+  const models::LossStats train = evaluate(world, rt.model(), *eval.train, eval_train_out.get(), 0, "eval_train");
+  if (world.rank() == 0) std::cout << fmt::format("eval_train: loss {:.4f}  accuracy {:.4f}\n", train.mean_loss(), train.accuracy());
   if (eval.test) {
-    const models::LossStats test = evaluate(rt.model, *eval.test, eval_test_out, 0, "eval_test");
-    std::cout << fmt::format("eval_test: loss {:.4f}  accuracy {:.4f}\n", test.mean_loss(), test.accuracy());
+    const models::LossStats test = evaluate(world, rt.model(), *eval.test, eval_test_out.get(), 0, "eval_test");
+    if (world.rank() == 0) std::cout << fmt::format("eval_test: loss {:.4f}  accuracy {:.4f}\n", test.mean_loss(), test.accuracy());
   }
   return kExitOk;
 }

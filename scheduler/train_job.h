@@ -5,7 +5,9 @@
 // Per step: batch -> forward/backward -> global-norm clipping -> Adam update with the LR schedule.
 // Every SUMMARY_INTERVAL_STEPS: summaries and a console line; every EVAL_INTERVAL_STEPS and at
 // the end: evaluation on training data (eval_train) and on the validation split (eval_test).
-// Runs on one device per process until the collectives land (ICI x DCN must be one device).
+// Data parallelism over the mesh's data axis: one model replica per device (ICI_MESH_SHAPE[0]
+// per process, DCN_MESH_SHAPE[0] processes), gradients averaged over every replica
+// (collectives::GradientAverager), the same update everywhere. FSDP and tensor axes must be 1.
 #pragma once
 
 #include <filesystem>

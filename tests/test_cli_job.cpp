@@ -15,7 +15,7 @@ const std::string kBinary = PAXOCL_BINARY;
 
 std::vector<double> losses_of(const std::string& out) {
   std::vector<double> losses;
-  const std::regex line(R"(step +\d+/\d+  loss ([0-9.]+))");
+  const std::regex line(R"(step +\d+/\d+  loss ([0-9.]+)  log_pplx)");  // summary lines, not live ones
   for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it) {
     losses.push_back(std::stod((*it)[1]));
   }
@@ -58,13 +58,51 @@ TEST(CliJob, DefaultExperimentLossFallsAndTheJobDirectoryIsComplete) {
   EXPECT_NE(eval.out.find("eval_test: loss"), std::string::npos) << eval.out;
 }
 
+// A small synthetic experiment, 20 steps, losses printed every 5.
+const std::string kSmall =
+    " train --fdl.DATA=synthetic --fdl.VOCAB_SIZE=512 --fdl.NUM_LAYERS=2 --fdl.MODEL_DIMS=64 --fdl.HIDDEN_DIMS=256"
+    " --fdl.NUM_HEADS=4 --fdl.DIMS_PER_HEAD=16 --fdl.MAX_SEQ_LEN=32 --fdl.MAX_STEPS=20 --fdl.SUMMARY_INTERVAL_STEPS=5"
+    " --fdl.EVAL_INTERVAL_STEPS=0 --fdl.EVAL_LOOP_NUM_BATCHES=2 --fdl.LR_COS_WARMUP=2 --fdl.LR_COS_DECAY_START=3"
+    " --fdl.LR_COS_DECAY_END=20";
+
+void expect_same_curve(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    // Gradients are summed in another order, so fp32 rounding may differ slightly.
+    EXPECT_NEAR(got[i], want[i], 2e-4 * want[i]) << what << " summary " << i;
+  }
+}
+
+TEST(CliJob, DataParallelOverDevicesAndProcessesMatchesOneDevice) {
+  TempDir dir;
+  const auto one = run_command(kBinary + kSmall + " --fdl.PERCORE_BATCH_SIZE=8 --job_log_dir=" + (dir.path() / "one").string());
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const std::vector<double> reference = losses_of(one.out);
+  ASSERT_EQ(reference.size(), 4u) << one.out;
+
+  // Same global batch of 8: two devices in one process (ICI), then two processes (DCN).
+  const auto ici = run_command(kBinary + kSmall + " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1] --job_log_dir=" +
+                               (dir.path() / "ici").string());
+  ASSERT_EQ(ici.exit_code, 0) << ici.err;
+  EXPECT_NE(ici.out.find("data parallel over 2 device(s)"), std::string::npos) << ici.out;
+  expect_same_curve(losses_of(ici.out), reference, "ICI [2,1,1]");
+
+  const auto dcn = run_command(std::string(PAXOCL_MPIEXEC) + " --oversubscribe -np 2 " + kBinary + kSmall +
+                               " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[2,1,1] --job_log_dir=" +
+                               (dir.path() / "dcn").string());
+  ASSERT_EQ(dcn.exit_code, 0) << dcn.err;
+  expect_same_curve(losses_of(dcn.out), reference, "DCN [2,1,1]");
+}
+
 TEST(CliJob, ExperimentErrorsAreOneLine) {
   const struct {
     std::string args;
     std::string says;
   } cases[] = {
       {"train --fdl_config=Pile125M", "did you mean Pile126M"},
-      {"train --fdl_config=Pile126M --fdl.MAX_STEPS=1", "holds 64 device(s) over 1 process(es)"},
+      {"train --fdl_config=Pile126M --fdl.MAX_STEPS=1", "DCN_MESH_SHAPE=[8,1,1] holds 8 process(es), but the job has 1"},
+      {"train --fdl.ICI_MESH_SHAPE=[1,2,1]", "pax-ocl implements data parallelism so far"},
+      {"train --fdl.ICI_MESH_SHAPE=[4,1,1] --devices=0", "holds 4 device(s) per process, but this process has 1"},
       {"train --fdl.ICI_MESH_SHAPE=[2,1]", "need 3 dimensions"},
       {"train --fdl.FPROP_DTYPE=float16", "FPROP_DTYPE=float16: use float32"},
       {"train --fdl_config_file=/nonexistent.json", "cannot be read"},
