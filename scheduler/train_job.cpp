@@ -114,6 +114,7 @@ void open_job_dir(const models::Experiment& e, const std::filesystem::path& dir,
   const std::string log = rank == 0 ? "train.log" : fmt::format("train-rank{}.log", rank);
   auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>((dir / log).string());
   spdlog::default_logger()->sinks().push_back(file_sink);
+  spdlog::default_logger()->flush_on(spdlog::level::info);  // a killed job keeps its log
 }
 
 // One data-parallel replica: a device with its own copy of the model and optimizer state.

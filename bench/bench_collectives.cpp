@@ -1,0 +1,93 @@
+// Collective bandwidth vs message size, per backend, with nccl-tests' definitions:
+//   algbw = bytes / time;  busbw = algbw * 2(n-1)/n for all-reduce, algbw * (n-1)/n for
+//   all-gather and reduce-scatter (bytes = the full tensor).
+// Backends: "mpi" (host buffers across the processes of `mpirun -np N`) and "ici" (device buffers
+// across this process's OpenCL devices, staged through the host).
+// Usage: bench_collectives mpi|ici [max_bytes]     e.g. mpirun -np 2 bench_collectives mpi
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+#include <string>
+
+#include "collectives/ici_communicator.h"
+#include "collectives/mpi_communicator.h"
+#include "device/device_selection.h"
+
+using namespace paxocl;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+template <typename F>
+double best_seconds(int reps, F&& f) {
+  f();
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = Clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+void report(bool print, const char* backend, const char* op, std::size_t bytes, double secs, int n) {
+  if (!print) return;
+  const double algbw = static_cast<double>(bytes) / secs / 1e9;
+  const double factor = std::string(op) == "all_reduce" ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
+  std::printf("%-4s %-14s %12zu B  %10.1f us  algbw %8.3f GB/s  busbw %8.3f GB/s\n", backend, op, bytes, secs * 1e6,
+              algbw, algbw * factor);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  collectives::ProcessWorld world(&argc, &argv);
+  const std::string backend = argc > 1 ? argv[1] : "mpi";
+  const std::size_t max_bytes = argc > 2 ? std::stoull(argv[2]) : (256u << 20);
+  std::vector<std::size_t> sizes;
+  for (std::size_t b = 8; b <= max_bytes; b *= 8) sizes.push_back(b);
+  if (sizes.back() != max_bytes) sizes.push_back(max_bytes);
+
+  if (backend == "mpi") {
+    std::vector<int> ranks(static_cast<std::size_t>(world.size()));
+    std::iota(ranks.begin(), ranks.end(), 0);
+    collectives::MpiCommunicator comm(world, ranks);
+    const bool print = world.rank() == 0;
+    if (print) std::printf("# MPI over %d process(es)\n", comm.size());
+    for (std::size_t bytes : sizes) {
+      const std::size_t n = std::max<std::size_t>(1, bytes / sizeof(float));
+      std::vector<float> data(n, 1.0f), shard(collectives::MpiCommunicator::shard_range(n, comm.size(), comm.rank()).second -
+                                              collectives::MpiCommunicator::shard_range(n, comm.size(), comm.rank()).first);
+      const int reps = bytes > (16u << 20) ? 3 : 10;
+      report(print, "mpi", "all_reduce", n * 4, best_seconds(reps, [&] { comm.all_reduce(data).wait(); }), comm.size());
+      report(print, "mpi", "all_gather", n * 4, best_seconds(reps, [&] { comm.all_gather(shard, data).wait(); }), comm.size());
+      report(print, "mpi", "reduce_scatter", n * 4, best_seconds(reps, [&] { comm.reduce_scatter(data, shard).wait(); }),
+             comm.size());
+    }
+    return 0;
+  }
+  std::vector<std::unique_ptr<device::Device>> devices;
+  for (const auto& info : device::select_devices(device::enumerate_devices(), device::parse_device_selection("auto"))) {
+    devices.push_back(std::make_unique<device::Device>(info));
+  }
+  std::vector<device::Device*> members;
+  for (auto& d : devices) members.push_back(d.get());
+  collectives::IciCommunicator comm(members);
+  std::printf("# ICI over %d OpenCL device(s), host-staged\n", comm.size());
+  for (std::size_t bytes : sizes) {
+    const std::size_t n = std::max<std::size_t>(1, bytes / sizeof(float));
+    collectives::IciCommunicator::Buffers full, shards;
+    for (auto& d : devices) {
+      full.emplace_back(d->context(), n, "full");
+      shards.emplace_back(d->context(), std::max<std::size_t>(1, n / members.size() + 1), "shard");
+    }
+    const int reps = bytes > (16u << 20) ? 3 : 10;
+    report(true, "ici", "all_reduce", n * 4, best_seconds(reps, [&] { comm.all_reduce(full, n).wait(); }), comm.size());
+    report(true, "ici", "all_gather", n * 4, best_seconds(reps, [&] { comm.all_gather(shards, full, n).wait(); }), comm.size());
+    report(true, "ici", "reduce_scatter", n * 4, best_seconds(reps, [&] { comm.reduce_scatter(full, shards, n).wait(); }),
+           comm.size());
+  }
+  return 0;
+}
