@@ -67,6 +67,15 @@ void IciCommunicator::write(int member, const device::Buffer<float>& b, std::siz
                    "clEnqueueWriteBuffer", fmt::format("staging {} floats from the host to ICI member {}", in.size(), member));
 }
 
+std::vector<float> IciCommunicator::sum_members(const Buffers& buffers, std::size_t n, const Events& wait_for) {
+  std::vector<float> sum(n, 0.0f), part(n);
+  for (int m = 0; m < size(); ++m) {  // member order: the same sum on every run
+    read(m, buffers[static_cast<std::size_t>(m)], 0, part, wait_for);
+    for (std::size_t i = 0; i < n; ++i) sum[i] += part[i];
+  }
+  return sum;
+}
+
 namespace {
 void require(const IciCommunicator::Buffers& buffers, int members, const char* what) {
   if (static_cast<int>(buffers.size()) != members) {
@@ -79,11 +88,7 @@ Pending IciCommunicator::all_reduce(Buffers buffers, std::size_t n, Events wait_
   require(buffers, size(), "all_reduce");
   Pending pending;
   enqueue([this, buffers = std::move(buffers), n, wait_for = std::move(wait_for), across = std::move(across)] {
-    std::vector<float> sum(n, 0.0f), part(n);
-    for (int m = 0; m < size(); ++m) {  // member order: the same sum on every run
-      read(m, buffers[static_cast<std::size_t>(m)], 0, part, wait_for);
-      for (std::size_t i = 0; i < n; ++i) sum[i] += part[i];
-    }
+    std::vector<float> sum = sum_members(buffers, n, wait_for);
     if (across) across(sum);
     for (int m = 0; m < size(); ++m) write(m, buffers[static_cast<std::size_t>(m)], 0, sum);
   }, pending);
@@ -110,11 +115,7 @@ Pending IciCommunicator::reduce_scatter(Buffers inputs, Buffers shards, std::siz
   require(shards, size(), "reduce_scatter");
   Pending pending;
   enqueue([this, inputs = std::move(inputs), shards = std::move(shards), n, wait_for = std::move(wait_for)] {
-    std::vector<float> sum(n, 0.0f), part(n);
-    for (int m = 0; m < size(); ++m) {
-      read(m, inputs[static_cast<std::size_t>(m)], 0, part, wait_for);
-      for (std::size_t i = 0; i < n; ++i) sum[i] += part[i];
-    }
+    const std::vector<float> sum = sum_members(inputs, n, wait_for);
     for (int m = 0; m < size(); ++m) {
       const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
       write(m, shards[static_cast<std::size_t>(m)], 0, std::span<const float>(sum).subspan(b, e - b));

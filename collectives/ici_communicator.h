@@ -47,6 +47,7 @@ class IciCommunicator {
   void run();
   void read(int member, const device::Buffer<float>& b, std::size_t offset, std::span<float> out, const Events& wait_for);
   void write(int member, const device::Buffer<float>& b, std::size_t offset, std::span<const float> in);
+  std::vector<float> sum_members(const Buffers& buffers, std::size_t n, const Events& wait_for);  // n floats each
 
   std::vector<device::Device*> members_;
   std::vector<device::Queue> queues_;  // communication queues, one per member
