@@ -52,11 +52,12 @@ void IciCommunicator::run() {
 
 void IciCommunicator::read(int member, const device::Buffer<float>& b, std::size_t offset, std::span<float> out,
                            const Events& wait_for) {
+  // The events may belong to other members' contexts, which a wait list cannot mix: wait on the
+  // host instead (this is the worker thread; the caller does not block).
+  for (const device::Event& e : wait_for) e.wait();
   if (out.empty()) return;  // an empty shard (more members than elements)
-  const std::vector<cl_event> raw = device::raw_events(wait_for);
   device::check_cl(clEnqueueReadBuffer(queues_[static_cast<std::size_t>(member)].get(), b.get(), CL_TRUE,
-                                       offset * sizeof(float), out.size_bytes(), out.data(),
-                                       static_cast<cl_uint>(raw.size()), raw.empty() ? nullptr : raw.data(), nullptr),
+                                       offset * sizeof(float), out.size_bytes(), out.data(), 0, nullptr, nullptr),
                    "clEnqueueReadBuffer", fmt::format("staging {} floats of ICI member {} to the host", out.size(), member));
 }
 

@@ -24,7 +24,7 @@ namespace paxocl::collectives {
 class IciCommunicator {
  public:
   using Buffers = std::vector<device::Buffer<float>>;  // one per member, in member order
-  using Events = std::vector<device::Event>;           // host-side dependencies of an operation
+  using Events = std::vector<device::Event>;           // dependencies of an operation (any members' contexts)
 
   explicit IciCommunicator(std::vector<device::Device*> members);
   ~IciCommunicator();

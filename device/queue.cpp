@@ -61,6 +61,13 @@ std::vector<Queue::TraceEntry> Queue::take_trace() {
   return out;
 }
 
+Event Queue::marker() {
+  cl_event ev = nullptr;
+  check_cl(clEnqueueMarkerWithWaitList(handle_.get(), 0, nullptr, &ev), "clEnqueueMarkerWithWaitList",
+           "marking a point in a command queue");
+  return Event(ev);
+}
+
 void Queue::flush() const { check_cl(clFlush(handle_.get()), "clFlush", "submitting queued commands"); }
 void Queue::finish() const {
   check_cl(clFinish(handle_.get()), "clFinish", "waiting for queued commands to complete");

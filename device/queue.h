@@ -43,6 +43,8 @@ class Queue {
   Event launch(const Kernel& kernel, std::span<const std::size_t> global,
                std::span<const std::size_t> local = {}, std::span<const Event> wait_for = {});
 
+  // An event that completes when everything enqueued so far has (for other queues' wait lists).
+  Event marker();
   void flush() const;
   void finish() const;
 

@@ -47,6 +47,7 @@ const std::vector<HParamSpec>& Experiment::schema() {
       {"DATA", T::kString, "kjv | synthetic | dataset directory | text:FILES | token shards"},
       {"TOKENIZER", T::kString, "SentencePiece .model for DATA=text:FILES"},
       {"PREFETCH_DEPTH", T::kInt, "batches prepared ahead by the input thread"},
+      {"OVERLAP_COMMUNICATION", T::kBool, "reduce each block's gradients during the backward of the blocks before it"},
   };
   return specs;
 }
@@ -88,7 +89,8 @@ Values defaults() {
           {"SEED", 1234L},
           {"DATA", std::string("kjv")},
           {"TOKENIZER", std::string("")},
-          {"PREFETCH_DEPTH", 2L}};
+          {"PREFETCH_DEPTH", 2L},
+          {"OVERLAP_COMMUNICATION", true}};
 }
 
 // Pax's GPU GPT configs (paxml/contrib/gpu/scripts_gpu/configs.py; ../shared/reference/pax-notes.md

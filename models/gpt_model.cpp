@@ -133,12 +133,15 @@ LossStats GptModel::evaluate(const inputs::Batch& batch) {
   return head_->forward(ctx, forward_trunk(ctx, batch), batch.targets, batch.weights);
 }
 
-LossStats GptModel::train_step_gradients(const inputs::Batch& batch) {
+LossStats GptModel::train_step_gradients(const inputs::Batch& batch, const std::function<void(int)>& block_done) {
   LayerContext ctx = context_for(batch);
   kernels_.elementwise.fill(grads_, 0.0f);  // every gradient kernel accumulates
   const LossStats loss = head_->forward(ctx, forward_trunk(ctx, batch), batch.targets, batch.weights);
   const FloatBuffer* dx = &final_norm_->backward(ctx, head_->backward(ctx));
-  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) dx = &it->backward(ctx, *dx);
+  for (int l = static_cast<int>(blocks_.size()) - 1; l >= 0; --l) {
+    dx = &blocks_[static_cast<std::size_t>(l)].backward(ctx, *dx);
+    if (block_done) block_done(l);
+  }
   embedding_->backward(ctx, *dx);
   return loss;
 }

@@ -1,5 +1,6 @@
 #include "models/parameter_layout.h"
 
+#include <functional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -47,6 +48,35 @@ ParameterLayout::ParameterLayout(const GptConfig& c, std::size_t alignment) : al
   add("lnf.scale", {C}, false, Init::kOne);
   add("lnf.bias", {C}, false, Init::kZero);
   total_ = (total_ + alignment_ - 1) / alignment_ * alignment_;
+}
+
+namespace {
+// Merges tensors (in layout order) into ranges; tensors separated only by alignment padding join.
+std::vector<ParameterLayout::Range> merge(const std::vector<TensorSpec>& tensors, std::size_t alignment,
+                                          const std::function<bool(const TensorSpec&)>& take) {
+  std::vector<ParameterLayout::Range> ranges;
+  for (const TensorSpec& t : tensors) {
+    if (!take(t)) continue;
+    if (!ranges.empty()) {
+      ParameterLayout::Range& last = ranges.back();
+      const std::size_t end = (last.offset + last.count + alignment - 1) / alignment * alignment;
+      if (end == t.offset) {
+        last.count = t.offset + t.count - last.offset;
+        continue;
+      }
+    }
+    ranges.push_back({t.offset, t.count});
+  }
+  return ranges;
+}
+}  // namespace
+
+std::vector<ParameterLayout::Range> ParameterLayout::ranges_with_prefix(std::string_view prefix) const {
+  return merge(tensors_, alignment_, [&](const TensorSpec& t) { return t.name.rfind(prefix, 0) == 0; });
+}
+
+std::vector<ParameterLayout::Range> ParameterLayout::ranges_outside_blocks() const {
+  return merge(tensors_, alignment_, [](const TensorSpec& t) { return t.name.rfind("h", 0) != 0; });
 }
 
 const TensorSpec& ParameterLayout::at(std::string_view name) const {

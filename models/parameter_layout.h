@@ -49,6 +49,15 @@ class ParameterLayout {
 
   static std::string layer_name(int layer, std::string_view suffix);  // "h3.mlp.fc.w"
 
+  // The contiguous [offset, offset + count) ranges holding the tensors whose names start with
+  // `prefix` ("h3." for block 3): one for its matrices, one for its vectors.
+  struct Range {
+    std::size_t offset = 0, count = 0;
+  };
+  std::vector<Range> ranges_with_prefix(std::string_view prefix) const;
+  // The ranges of every tensor outside the transformer blocks (wte, wpe, lnf).
+  std::vector<Range> ranges_outside_blocks() const;
+
  private:
   std::vector<TensorSpec> tensors_;
   std::size_t total_ = 0, decayed_end_ = 0, alignment_ = 1;

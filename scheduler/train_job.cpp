@@ -164,10 +164,24 @@ struct Runtime {
 
 // One data-parallel training step: each replica takes its rows of the batch, the gradients are
 // averaged over every replica of the job, and every replica applies the same update.
-models::LossStats train_step(Runtime& rt, const inputs::Batch& batch, int device_batch, double lr,
+// With `overlap`, each block's gradients are averaged as soon as the last replica's backward has
+// produced them (a marker on its queue gates the staging), so the reduction of block l runs
+// while blocks l-1 .. 0 still compute; without it, one reduction follows the whole backward.
+// Both give the same sums in the same order.
+models::LossStats train_step(Runtime& rt, const inputs::Batch& batch, int device_batch, double lr, bool overlap,
                              models::OptimizerStepStats& opt) {
   models::LossStats stats;
-  collectives::IciCommunicator::Buffers grads;
+  const models::ParameterLayout& layout = rt.model().layout();
+  std::vector<collectives::Pending> reductions;
+  // Averages the given ranges of every replica's gradients once `ready` (one event per replica) fire.
+  auto average = [&](const std::vector<models::ParameterLayout::Range>& ranges, const std::vector<device::Event>& ready) {
+    for (const auto& range : ranges) {
+      collectives::IciCommunicator::Buffers views;
+      for (auto& r : rt.replicas) views.push_back(r.model->gradient_buffer().view(range.offset, range.count, "grad range"));
+      reductions.push_back(rt.averager->average(views, range.count, ready));
+    }
+  };
+  std::vector<device::Event> ready;  // markers of the replicas whose backward is complete
   for (std::size_t r = 0; r < rt.replicas.size(); ++r) {
     inputs::Batch part{device_batch, batch.seq_len, {}, {}, {}};
     const std::size_t rows = static_cast<std::size_t>(device_batch) * static_cast<std::size_t>(batch.seq_len);
@@ -175,12 +189,27 @@ models::LossStats train_step(Runtime& rt, const inputs::Batch& batch, int device
     part.ids.assign(batch.ids.begin() + begin, batch.ids.begin() + end);
     part.targets.assign(batch.targets.begin() + begin, batch.targets.begin() + end);
     part.weights.assign(batch.weights.begin() + begin, batch.weights.begin() + end);
-    stats += rt.replicas[r].model->train_step_gradients(part);
-    grads.push_back(rt.replicas[r].model->gradient_buffer());
+    const bool last = r + 1 == rt.replicas.size();
+    std::function<void(int)> block_done;
+    if (overlap && rt.averager && last) {
+      block_done = [&](int l) {
+        std::vector<device::Event> now = ready;
+        now.push_back(rt.replicas[r].device->queue().marker());
+        rt.replicas[r].device->queue().flush();
+        average(layout.ranges_with_prefix(fmt::format("h{}.", l)), now);
+      };
+    }
+    stats += rt.replicas[r].model->train_step_gradients(part, block_done);
+    ready.push_back(rt.replicas[r].device->queue().marker());
+    rt.replicas[r].device->queue().flush();
   }
   if (rt.averager) {
-    for (auto& r : rt.replicas) r.device->queue().finish();
-    rt.averager->average(grads, rt.model().layout().total()).wait();
+    if (overlap) {
+      average(layout.ranges_outside_blocks(), ready);  // wte, wpe, lnf: final only at the very end
+    } else {
+      average({models::ParameterLayout::Range{0, layout.total()}}, ready);
+    }
+    for (const collectives::Pending& p : reductions) p.wait();
   }
   for (auto& r : rt.replicas) opt = r.adam->step(r.model->parameter_buffer(), r.model->gradient_buffer(), lr);
   return stats;
@@ -267,6 +296,7 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
   EvalInputs eval = make_eval_inputs(s);
 
   const bool chief = world.rank() == 0;  // rank 0 writes summaries and the console
+  const bool overlap = experiment.get_bool("OVERLAP_COMMUNICATION");
   const std::filesystem::path summaries = options.job_log_dir / "summaries";
   std::unique_ptr<SummaryWriter> train_out, eval_train_out, eval_test_out;
   if (chief) {
@@ -305,7 +335,7 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
     const inputs::Batch batch = *train_input->get_next();
     const double lr = s.lr.at(step);
     models::OptimizerStepStats opt;
-    const models::LossStats stats = train_step(rt, batch, s.device_batch(), lr, opt);
+    const models::LossStats stats = train_step(rt, batch, s.device_batch(), lr, overlap, opt);
     interval += stats;
     grad_norm_sum += opt.grad_norm;
     clipped_norm_sum += opt.grad_norm * opt.grad_scale;

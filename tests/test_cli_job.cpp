@@ -92,6 +92,17 @@ TEST(CliJob, DataParallelOverDevicesAndProcessesMatchesOneDevice) {
                                (dir.path() / "dcn").string());
   ASSERT_EQ(dcn.exit_code, 0) << dcn.err;
   expect_same_curve(losses_of(dcn.out), reference, "DCN [2,1,1]");
+
+  // Overlapped (per-block, during backward) and serial gradient reduction: identical results.
+  const auto serial = run_command(kBinary + kSmall + " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1]" +
+                                  " --fdl.OVERLAP_COMMUNICATION=false --job_log_dir=" + (dir.path() / "serial").string());
+  ASSERT_EQ(serial.exit_code, 0) << serial.err;
+  EXPECT_EQ(losses_of(serial.out), losses_of(ici.out));
+  const auto dcn_serial = run_command(std::string(PAXOCL_MPIEXEC) + " --oversubscribe -np 2 " + kBinary + kSmall +
+                                      " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[2,1,1]"
+                                      " --fdl.OVERLAP_COMMUNICATION=false --job_log_dir=" + (dir.path() / "dcn_serial").string());
+  ASSERT_EQ(dcn_serial.exit_code, 0) << dcn_serial.err;
+  EXPECT_EQ(losses_of(dcn_serial.out), losses_of(dcn.out));
 }
 
 TEST(CliJob, ExperimentErrorsAreOneLine) {
