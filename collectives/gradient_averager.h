@@ -20,6 +20,7 @@ class GradientAverager {
 
   Pending average(IciCommunicator::Buffers gradients, std::size_t n, IciCommunicator::Events wait_for = {});
   int replicas() const { return ici_.size() * mpi_.size(); }
+  IciCommunicator& ici() { return ici_; }  // for tracing
 
  private:
   IciCommunicator ici_;

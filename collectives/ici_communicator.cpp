@@ -1,5 +1,8 @@
 #include "collectives/ici_communicator.h"
 
+#include <chrono>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "collectives/mpi_communicator.h"
@@ -23,29 +26,47 @@ IciCommunicator::~IciCommunicator() {
   worker_.join();
 }
 
-void IciCommunicator::enqueue(std::function<void()> work, Pending pending) {
+void IciCommunicator::enqueue(std::function<void()> work, Pending pending, std::string name) {
   {
     std::lock_guard lock(mutex_);
-    jobs_.emplace_back(std::move(work), pending);
+    jobs_.push_back(Job{std::move(work), pending, std::move(name)});
   }
   wake_.notify_all();
 }
 
+void IciCommunicator::set_tracing(bool on) {
+  std::lock_guard lock(mutex_);
+  tracing_ = on;
+}
+
+std::vector<IciCommunicator::TraceEntry> IciCommunicator::take_trace() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(trace_, {});
+}
+
 void IciCommunicator::run() {
   for (;;) {
-    std::pair<std::function<void()>, Pending> job;
+    Job job;
+    bool traced = false;
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
       if (jobs_.empty()) return;  // stopping, all work done
       job = std::move(jobs_.front());
       jobs_.pop_front();
+      traced = tracing_;
     }
+    const auto start = std::chrono::steady_clock::now();
     try {
-      job.first();
-      job.second.complete();
+      job.work();
+      job.pending.complete();
     } catch (...) {
-      job.second.fail(std::current_exception());
+      job.pending.fail(std::current_exception());
+    }
+    if (traced) {
+      const auto end = std::chrono::steady_clock::now();
+      std::lock_guard lock(mutex_);
+      trace_.push_back({job.name, start.time_since_epoch().count(), end.time_since_epoch().count()});
     }
   }
 }
@@ -92,7 +113,7 @@ Pending IciCommunicator::all_reduce(Buffers buffers, std::size_t n, Events wait_
     std::vector<float> sum = sum_members(buffers, n, wait_for);
     if (across) across(sum);
     for (int m = 0; m < size(); ++m) write(m, buffers[static_cast<std::size_t>(m)], 0, sum);
-  }, pending);
+  }, pending, "all_reduce");
   return pending;
 }
 
@@ -107,7 +128,7 @@ Pending IciCommunicator::all_gather(Buffers shards, Buffers outputs, std::size_t
       read(m, shards[static_cast<std::size_t>(m)], 0, std::span<float>(all).subspan(b, e - b), wait_for);
     }
     for (int m = 0; m < size(); ++m) write(m, outputs[static_cast<std::size_t>(m)], 0, all);
-  }, pending);
+  }, pending, "all_gather");
   return pending;
 }
 
@@ -121,7 +142,7 @@ Pending IciCommunicator::reduce_scatter(Buffers inputs, Buffers shards, std::siz
       const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
       write(m, shards[static_cast<std::size_t>(m)], 0, std::span<const float>(sum).subspan(b, e - b));
     }
-  }, pending);
+  }, pending, "reduce_scatter");
   return pending;
 }
 
@@ -135,7 +156,7 @@ Pending IciCommunicator::broadcast(Buffers buffers, std::size_t n, int root, Eve
     for (int m = 0; m < size(); ++m) {
       if (m != root) write(m, buffers[static_cast<std::size_t>(m)], 0, data);
     }
-  }, pending);
+  }, pending, "broadcast");
   return pending;
 }
 

@@ -10,7 +10,9 @@
 
 #include <condition_variable>
 #include <deque>
+#include <cstdint>
 #include <functional>
+#include <string>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -33,6 +35,14 @@ class IciCommunicator {
 
   int size() const { return static_cast<int>(members_.size()); }
 
+  // Tracing: while on, each operation's host-clock interval (steady_clock ns) is recorded.
+  struct TraceEntry {
+    std::string name;
+    std::int64_t start_ns = 0, end_ns = 0;
+  };
+  void set_tracing(bool on);
+  std::vector<TraceEntry> take_trace();
+
   // Runs on the host sum before it is written back: how hierarchical collectives continue across
   // processes (e.g. an MPI all-reduce, then a scale for a mean).
   using HostStage = std::function<void(std::span<float>)>;
@@ -43,7 +53,7 @@ class IciCommunicator {
   Pending broadcast(Buffers buffers, std::size_t n, int root, Events wait_for = {});
 
  private:
-  void enqueue(std::function<void()> work, Pending pending);
+  void enqueue(std::function<void()> work, Pending pending, std::string name);
   void run();
   void read(int member, const device::Buffer<float>& b, std::size_t offset, std::span<float> out, const Events& wait_for);
   void write(int member, const device::Buffer<float>& b, std::size_t offset, std::span<const float> in);
@@ -53,8 +63,14 @@ class IciCommunicator {
   std::vector<device::Queue> queues_;  // communication queues, one per member
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::pair<std::function<void()>, Pending>> jobs_;
-  bool stopping_ = false;
+  struct Job {
+    std::function<void()> work;
+    Pending pending;
+    std::string name;
+  };
+  std::deque<Job> jobs_;
+  bool stopping_ = false, tracing_ = false;
+  std::vector<TraceEntry> trace_;
   std::thread worker_;
 };
 

@@ -55,7 +55,8 @@ std::vector<Queue::TraceEntry> Queue::take_trace() {
   out.reserve(traced_.size());
   for (const auto& [name, event] : traced_) {
     event.wait();
-    out.push_back({name, event.elapsed_ms()});
+    out.push_back({name, event.elapsed_ms(), event.profile_ns(CL_PROFILING_COMMAND_START),
+                   event.profile_ns(CL_PROFILING_COMMAND_END)});
   }
   traced_.clear();
   return out;

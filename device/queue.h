@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <utility>
@@ -54,6 +55,7 @@ class Queue {
   struct TraceEntry {
     std::string kernel;
     double ms = 0;
+    std::uint64_t start_ns = 0, end_ns = 0;  // the device's clock (see scheduler/trace.h to align it)
   };
   void set_tracing(bool on) { tracing_ = on; }
   std::vector<TraceEntry> take_trace();

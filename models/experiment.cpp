@@ -48,6 +48,7 @@ const std::vector<HParamSpec>& Experiment::schema() {
       {"TOKENIZER", T::kString, "SentencePiece .model for DATA=text:FILES"},
       {"PREFETCH_DEPTH", T::kInt, "batches prepared ahead by the input thread"},
       {"OVERLAP_COMMUNICATION", T::kBool, "reduce each block's gradients during the backward of the blocks before it"},
+      {"TRACE_STEPS", T::kIntList, "steps written to job_log_dir/trace.json (Perfetto), e.g. [5,6]"},
   };
   return specs;
 }
@@ -90,7 +91,8 @@ Values defaults() {
           {"DATA", std::string("kjv")},
           {"TOKENIZER", std::string("")},
           {"PREFETCH_DEPTH", 2L},
-          {"OVERLAP_COMMUNICATION", true}};
+          {"OVERLAP_COMMUNICATION", true},
+          {"TRACE_STEPS", std::vector<long>{}}};
 }
 
 // Pax's GPU GPT configs (paxml/contrib/gpu/scripts_gpu/configs.py; ../shared/reference/pax-notes.md

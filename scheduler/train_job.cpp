@@ -6,10 +6,12 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <algorithm>
 #include <iostream>
 #include <numeric>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -21,6 +23,7 @@
 #include "models/adam_optimizer.h"
 #include "models/gpt_model.h"
 #include "models/lr_schedule.h"
+#include "scheduler/step_trace.h"
 #include "scheduler/summary_writer.h"
 
 namespace paxocl::scheduler {
@@ -215,6 +218,31 @@ models::LossStats train_step(Runtime& rt, const inputs::Batch& batch, int device
   return stats;
 }
 
+void set_step_tracing(Runtime& rt, bool on) {
+  for (auto& r : rt.replicas) r.device->queue().set_tracing(on);
+  if (rt.averager) rt.averager->ici().set_tracing(on);
+}
+
+// The kernels of every replica and the collectives of one step, on the host's time base.
+std::vector<TraceEvent> collect_step_trace(Runtime& rt, const std::vector<std::int64_t>& offsets, long step) {
+  std::vector<TraceEvent> events;
+  for (std::size_t r = 0; r < rt.replicas.size(); ++r) {
+    auto& q = rt.replicas[r].device->queue();
+    q.set_tracing(false);
+    for (const auto& k : q.take_trace()) {
+      events.push_back({k.kernel, fmt::format("device {} compute", r), static_cast<std::int64_t>(k.start_ns) + offsets[r],
+                        static_cast<std::int64_t>(k.end_ns) + offsets[r]});
+    }
+  }
+  if (rt.averager) {
+    rt.averager->ici().set_tracing(false);
+    for (const auto& c : rt.averager->ici().take_trace()) {
+      events.push_back({fmt::format("gradient {} (step {})", c.name, step), "communication", c.start_ns, c.end_ns});
+    }
+  }
+  return events;
+}
+
 // Sums a process's loss statistics over the job (collective).
 models::LossStats job_total(const collectives::ProcessWorld& world, models::LossStats local) {
   std::vector<double> v = {local.weighted_loss, local.weight, local.correct};
@@ -297,6 +325,15 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
 
   const bool chief = world.rank() == 0;  // rank 0 writes summaries and the console
   const bool overlap = experiment.get_bool("OVERLAP_COMMUNICATION");
+  const std::vector<long> trace_steps = experiment.get_int_list("TRACE_STEPS");
+  std::vector<std::int64_t> clock_offsets;  // per replica: host ns - device ns
+  if (!trace_steps.empty()) {
+    for (auto& r : rt.replicas) {
+      r.device->queue().set_tracing(false);
+      clock_offsets.push_back(device_clock_offset_ns(r.device->queue()));
+    }
+  }
+  nlohmann::json trace = nlohmann::json::array();
   const std::filesystem::path summaries = options.job_log_dir / "summaries";
   std::unique_ptr<SummaryWriter> train_out, eval_train_out, eval_test_out;
   if (chief) {
@@ -335,7 +372,16 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
     const inputs::Batch batch = *train_input->get_next();
     const double lr = s.lr.at(step);
     models::OptimizerStepStats opt;
+    const bool traced = std::find(trace_steps.begin(), trace_steps.end(), step + 1) != trace_steps.end();
+    if (traced) set_step_tracing(rt, true);
     const models::LossStats stats = train_step(rt, batch, s.device_batch(), lr, overlap, opt);
+    if (traced) {
+      const std::vector<TraceEvent> events = collect_step_trace(rt, clock_offsets, step + 1);
+      const CommOverlap o = measure_overlap(events);
+      spdlog::info("step {} trace: {} events; communication {:.2f} ms, exposed {:.2f} ms ({:.0f}% hidden behind compute)",
+                   step + 1, events.size(), o.comm_ms, o.exposed_ms, 100 * o.hidden_fraction());
+      for (auto& e : chrome_events(events, world.rank())) trace.push_back(e);
+    }
     interval += stats;
     grad_norm_sum += opt.grad_norm;
     clipped_norm_sum += opt.grad_norm * opt.grad_scale;
@@ -382,6 +428,18 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
       evaluate(world, model, *eval.train, eval_train_out.get(), done, "eval_train");
       if (eval.test) evaluate(world, model, *eval.test, eval_test_out.get(), done, "eval_test");
       interval_start = Clock::now();  // evaluation time is not training throughput
+    }
+  }
+  if (!trace_steps.empty()) {
+    const std::vector<std::string> parts = world.all_gather(trace.dump());  // every rank's events
+    if (chief) {
+      nlohmann::json all = nlohmann::json::array();
+      for (const std::string& p : parts) {
+        for (auto& e : nlohmann::json::parse(p)) all.push_back(e);
+      }
+      std::ofstream(options.job_log_dir / "trace.json") << nlohmann::json{{"traceEvents", all}}.dump() << "\n";
+      spdlog::info("trace of steps {} written to {} (open it in ui.perfetto.dev)", fmt::join(trace_steps, ","),
+                   (options.job_log_dir / "trace.json").string());
     }
   }
   if (rt.replicas.front().adam->steps_skipped() > 0) {

@@ -5,6 +5,9 @@
 
 #include <fstream>
 #include <regex>
+#include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/test_support.h"
 
@@ -103,6 +106,30 @@ TEST(CliJob, DataParallelOverDevicesAndProcessesMatchesOneDevice) {
                                       " --fdl.OVERLAP_COMMUNICATION=false --job_log_dir=" + (dir.path() / "dcn_serial").string());
   ASSERT_EQ(dcn_serial.exit_code, 0) << dcn_serial.err;
   EXPECT_EQ(losses_of(dcn_serial.out), losses_of(dcn.out));
+}
+
+TEST(CliJob, TraceOfChosenStepsShowsKernelsAndCommunication) {
+  TempDir dir;
+  const auto r = run_command(kBinary + kSmall + " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1]" +
+                             " --fdl.TRACE_STEPS=[2,3] --job_log_dir=" + (dir.path() / "job").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("step 2 trace:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hidden behind compute"), std::string::npos) << r.err;
+  std::ifstream in(dir.path() / "job" / "trace.json");
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::set<std::string> tracks;
+  int slices = 0, communication = 0;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") tracks.insert(e.at("args").at("name").get<std::string>());
+    if (e.at("ph") == "X") {
+      ++slices;
+      EXPECT_GE(e.at("dur").get<double>(), 0.0);
+      communication += e.at("name").get<std::string>().rfind("gradient all_reduce", 0) == 0;
+    }
+  }
+  EXPECT_EQ(tracks, (std::set<std::string>{"communication", "device 0 compute", "device 1 compute"}));
+  EXPECT_GT(slices, 100);
+  EXPECT_GT(communication, 2);  // per-block reductions of two steps
 }
 
 TEST(CliJob, ExperimentErrorsAreOneLine) {
