@@ -48,6 +48,7 @@ const std::vector<HParamSpec>& Experiment::schema() {
       {"TOKENIZER", T::kString, "SentencePiece .model for DATA=text:FILES"},
       {"PREFETCH_DEPTH", T::kInt, "batches prepared ahead by the input thread"},
       {"OVERLAP_COMMUNICATION", T::kBool, "reduce each block's gradients during the backward of the blocks before it"},
+      {"GRADIENT_BUCKET_BYTES", T::kInt, "with OVERLAP_COMMUNICATION: combine finished blocks' gradients into one reduction of at least this many bytes (0: one per block)"},
       {"TRACE_STEPS", T::kIntList, "steps written to job_log_dir/trace.json (Perfetto), e.g. [5,6]"},
   };
   return specs;
@@ -92,6 +93,7 @@ Values defaults() {
           {"TOKENIZER", std::string("")},
           {"PREFETCH_DEPTH", 2L},
           {"OVERLAP_COMMUNICATION", true},
+          {"GRADIENT_BUCKET_BYTES", 0L},
           {"TRACE_STEPS", std::vector<long>{}}};
 }
 

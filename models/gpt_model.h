@@ -47,7 +47,7 @@ class GptModel {
   double loss(const inputs::Batch& batch) { return evaluate(batch).mean_loss(); }
   // Gradients of the batch's mean loss into gradient_buffer(); returns the batch's loss sums.
   // `block_done(l)` is called as soon as block l's backward is enqueued (l = L-1 down to 0): its
-  // gradients (layout().ranges_with_prefix("h<l>.")) are final once the queue gets there, which
+  // gradients (layout().ranges_of_blocks(l, l)) are final once the queue gets there, which
   // is when their reduction can start while earlier blocks still compute.
   LossStats train_step_gradients(const inputs::Batch& batch, const std::function<void(int)>& block_done = {});
   double forward_backward(const inputs::Batch& batch) { return train_step_gradients(batch).mean_loss(); }

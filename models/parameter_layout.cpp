@@ -1,5 +1,6 @@
 #include "models/parameter_layout.h"
 
+#include <charconv>
 #include <functional>
 #include <stdexcept>
 
@@ -71,8 +72,12 @@ std::vector<ParameterLayout::Range> merge(const std::vector<TensorSpec>& tensors
 }
 }  // namespace
 
-std::vector<ParameterLayout::Range> ParameterLayout::ranges_with_prefix(std::string_view prefix) const {
-  return merge(tensors_, alignment_, [&](const TensorSpec& t) { return t.name.rfind(prefix, 0) == 0; });
+std::vector<ParameterLayout::Range> ParameterLayout::ranges_of_blocks(int first, int last) const {
+  return merge(tensors_, alignment_, [&](const TensorSpec& t) {
+    int layer = -1;  // "h<layer>.<suffix>"; other names keep -1
+    if (t.name.size() > 1 && t.name[0] == 'h') std::from_chars(t.name.data() + 1, t.name.data() + t.name.size(), layer);
+    return layer >= first && layer <= last;
+  });
 }
 
 std::vector<ParameterLayout::Range> ParameterLayout::ranges_outside_blocks() const {

@@ -49,12 +49,13 @@ class ParameterLayout {
 
   static std::string layer_name(int layer, std::string_view suffix);  // "h3.mlp.fc.w"
 
-  // The contiguous [offset, offset + count) ranges holding the tensors whose names start with
-  // `prefix` ("h3." for block 3): one for its matrices, one for its vectors.
+  // The contiguous [offset, offset + count) ranges holding the tensors of blocks first..last
+  // (inclusive): one for their matrices, one for their vectors (joined when they are all the
+  // blocks: the final block's matrices end where block 0's vectors start), as blocks are stored in order.
   struct Range {
     std::size_t offset = 0, count = 0;
   };
-  std::vector<Range> ranges_with_prefix(std::string_view prefix) const;
+  std::vector<Range> ranges_of_blocks(int first, int last) const;
   // The ranges of every tensor outside the transformer blocks (wte, wpe, lnf).
   std::vector<Range> ranges_outside_blocks() const;
 

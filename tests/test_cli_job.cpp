@@ -101,6 +101,14 @@ TEST(CliJob, DataParallelOverDevicesAndProcessesMatchesOneDevice) {
                                   " --fdl.OVERLAP_COMMUNICATION=false --job_log_dir=" + (dir.path() / "serial").string());
   ASSERT_EQ(serial.exit_code, 0) << serial.err;
   EXPECT_EQ(losses_of(serial.out), losses_of(ici.out));
+  // Both blocks (~200 KB of gradients each) combined into one bucket.
+  for (const char* bytes : {"300000"}) {
+    const auto bucketed = run_command(kBinary + kSmall + " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1]" +
+                                      " --fdl.GRADIENT_BUCKET_BYTES=" + bytes + " --job_log_dir=" +
+                                      (dir.path() / "bucketed").string());
+    ASSERT_EQ(bucketed.exit_code, 0) << bucketed.err;
+    EXPECT_EQ(losses_of(bucketed.out), losses_of(ici.out)) << "GRADIENT_BUCKET_BYTES=" << bytes;
+  }
   const auto dcn_serial = run_command(std::string(PAXOCL_MPIEXEC) + " --oversubscribe -np 2 " + kBinary + kSmall +
                                       " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[2,1,1]"
                                       " --fdl.OVERLAP_COMMUNICATION=false --job_log_dir=" + (dir.path() / "dcn_serial").string());
@@ -143,6 +151,7 @@ TEST(CliJob, ExperimentErrorsAreOneLine) {
       {"train --fdl.ICI_MESH_SHAPE=[4,1,1] --devices=0", "holds 4 device(s) per process, but this process has 1"},
       {"train --fdl.ICI_MESH_SHAPE=[2,1]", "need 3 dimensions"},
       {"train --fdl.FPROP_DTYPE=float16", "FPROP_DTYPE=float16: use float32"},
+      {"train --fdl.GRADIENT_BUCKET_BYTES=-1", "GRADIENT_BUCKET_BYTES=-1: must be >= 0"},
       {"train --fdl_config_file=/nonexistent.json", "cannot be read"},
   };
   for (const auto& c : cases) {

@@ -1,6 +1,7 @@
 // The GPT on an OpenCL device end to end: loss and every gradient against the float64 reference,
 // finite differences of the fp32 model over every parameter tensor, training on a synthetic
 // stream, bitwise reproducibility, the optimizer and schedule, and weight files through the model.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -213,6 +214,29 @@ TEST_F(GptModelTest, NonFiniteGradientsSkipTheStep) {
   EXPECT_EQ(adam.steps_skipped(), 1);
   EXPECT_EQ(adam.steps_applied(), 0);
   EXPECT_EQ(download(pb, n), p) << "a skipped step must not touch the parameters";
+}
+
+// Gradient buckets: the ranges of blocks first..last hold exactly those blocks' tensors, in two
+// contiguous runs at most (matrices, vectors; they join when all blocks are taken), with or without alignment padding between tensors.
+TEST(ParameterLayout, RangesOfBlocksHoldExactlyThoseBlocks) {
+  const GptConfig c = gpt_config(3, 12, 20, 3, 4, 7, 23);
+  for (std::size_t alignment : {1u, 16u}) {
+    const models::ParameterLayout layout(c, alignment);
+    for (int first = 0; first < c.num_layers; ++first) {
+      for (int last = first; last < c.num_layers; ++last) {
+        const auto ranges = layout.ranges_of_blocks(first, last);
+        EXPECT_LE(ranges.size(), 2u);
+        for (const models::TensorSpec& t : layout.tensors()) {
+          int layer = -1;
+          if (t.name[0] == 'h') layer = std::stoi(t.name.substr(1));
+          const bool inside = std::any_of(ranges.begin(), ranges.end(), [&](const auto& r) {
+            return t.offset >= r.offset && t.offset + t.count <= r.offset + r.count;
+          });
+          EXPECT_EQ(inside, layer >= first && layer <= last) << t.name << " blocks " << first << ".." << last;
+        }
+      }
+    }
+  }
 }
 
 TEST(LrSchedule, LinearRampupThenCosineDecayToTheMinimumRatio) {
