@@ -26,10 +26,10 @@ IciCommunicator::~IciCommunicator() {
   worker_.join();
 }
 
-void IciCommunicator::enqueue(std::function<void()> work, Pending pending, std::string name) {
+void IciCommunicator::enqueue(std::function<void()> work, Events wait_for, Pending pending, std::string name) {
   {
     std::lock_guard lock(mutex_);
-    jobs_.push_back(Job{std::move(work), pending, std::move(name)});
+    jobs_.push_back(Job{std::move(work), std::move(wait_for), pending, std::move(name)});
   }
   wake_.notify_all();
 }
@@ -56,8 +56,13 @@ void IciCommunicator::run() {
       jobs_.pop_front();
       traced = tracing_;
     }
-    const auto start = std::chrono::steady_clock::now();
+    auto start = std::chrono::steady_clock::now();
     try {
+      // The events may belong to other members' contexts, which a wait list cannot mix: wait on
+      // the host (this is the worker thread; callers do not block). The trace starts after, so
+      // it shows the transfer, not the wait for the data.
+      for (const device::Event& e : job.wait_for) e.wait();
+      start = std::chrono::steady_clock::now();
       job.work();
       job.pending.complete();
     } catch (...) {
@@ -71,11 +76,7 @@ void IciCommunicator::run() {
   }
 }
 
-void IciCommunicator::read(int member, const device::Buffer<float>& b, std::size_t offset, std::span<float> out,
-                           const Events& wait_for) {
-  // The events may belong to other members' contexts, which a wait list cannot mix: wait on the
-  // host instead (this is the worker thread; the caller does not block).
-  for (const device::Event& e : wait_for) e.wait();
+void IciCommunicator::read(int member, const device::Buffer<float>& b, std::size_t offset, std::span<float> out) {
   if (out.empty()) return;  // an empty shard (more members than elements)
   device::check_cl(clEnqueueReadBuffer(queues_[static_cast<std::size_t>(member)].get(), b.get(), CL_TRUE,
                                        offset * sizeof(float), out.size_bytes(), out.data(), 0, nullptr, nullptr),
@@ -89,10 +90,10 @@ void IciCommunicator::write(int member, const device::Buffer<float>& b, std::siz
                    "clEnqueueWriteBuffer", fmt::format("staging {} floats from the host to ICI member {}", in.size(), member));
 }
 
-std::vector<float> IciCommunicator::sum_members(const Buffers& buffers, std::size_t n, const Events& wait_for) {
+std::vector<float> IciCommunicator::sum_members(const Buffers& buffers, std::size_t n) {
   std::vector<float> sum(n, 0.0f), part(n);
   for (int m = 0; m < size(); ++m) {  // member order: the same sum on every run
-    read(m, buffers[static_cast<std::size_t>(m)], 0, part, wait_for);
+    read(m, buffers[static_cast<std::size_t>(m)], 0, part);
     for (std::size_t i = 0; i < n; ++i) sum[i] += part[i];
   }
   return sum;
@@ -109,11 +110,11 @@ void require(const IciCommunicator::Buffers& buffers, int members, const char* w
 Pending IciCommunicator::all_reduce(Buffers buffers, std::size_t n, Events wait_for, HostStage across) {
   require(buffers, size(), "all_reduce");
   Pending pending;
-  enqueue([this, buffers = std::move(buffers), n, wait_for = std::move(wait_for), across = std::move(across)] {
-    std::vector<float> sum = sum_members(buffers, n, wait_for);
+  enqueue([this, buffers = std::move(buffers), n, across = std::move(across)] {
+    std::vector<float> sum = sum_members(buffers, n);
     if (across) across(sum);
     for (int m = 0; m < size(); ++m) write(m, buffers[static_cast<std::size_t>(m)], 0, sum);
-  }, pending, "all_reduce");
+  }, std::move(wait_for), pending, "all_reduce");
   return pending;
 }
 
@@ -121,14 +122,14 @@ Pending IciCommunicator::all_gather(Buffers shards, Buffers outputs, std::size_t
   require(shards, size(), "all_gather");
   require(outputs, size(), "all_gather");
   Pending pending;
-  enqueue([this, shards = std::move(shards), outputs = std::move(outputs), n, wait_for = std::move(wait_for)] {
+  enqueue([this, shards = std::move(shards), outputs = std::move(outputs), n] {
     std::vector<float> all(n);
     for (int m = 0; m < size(); ++m) {
       const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
-      read(m, shards[static_cast<std::size_t>(m)], 0, std::span<float>(all).subspan(b, e - b), wait_for);
+      read(m, shards[static_cast<std::size_t>(m)], 0, std::span<float>(all).subspan(b, e - b));
     }
     for (int m = 0; m < size(); ++m) write(m, outputs[static_cast<std::size_t>(m)], 0, all);
-  }, pending, "all_gather");
+  }, std::move(wait_for), pending, "all_gather");
   return pending;
 }
 
@@ -136,13 +137,13 @@ Pending IciCommunicator::reduce_scatter(Buffers inputs, Buffers shards, std::siz
   require(inputs, size(), "reduce_scatter");
   require(shards, size(), "reduce_scatter");
   Pending pending;
-  enqueue([this, inputs = std::move(inputs), shards = std::move(shards), n, wait_for = std::move(wait_for)] {
-    const std::vector<float> sum = sum_members(inputs, n, wait_for);
+  enqueue([this, inputs = std::move(inputs), shards = std::move(shards), n] {
+    const std::vector<float> sum = sum_members(inputs, n);
     for (int m = 0; m < size(); ++m) {
       const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
       write(m, shards[static_cast<std::size_t>(m)], 0, std::span<const float>(sum).subspan(b, e - b));
     }
-  }, pending, "reduce_scatter");
+  }, std::move(wait_for), pending, "reduce_scatter");
   return pending;
 }
 
@@ -150,13 +151,13 @@ Pending IciCommunicator::broadcast(Buffers buffers, std::size_t n, int root, Eve
   require(buffers, size(), "broadcast");
   if (root < 0 || root >= size()) throw ConfigError(fmt::format("broadcast root {} is not in a group of {}", root, size()));
   Pending pending;
-  enqueue([this, buffers = std::move(buffers), n, root, wait_for = std::move(wait_for)] {
+  enqueue([this, buffers = std::move(buffers), n, root] {
     std::vector<float> data(n);
-    read(root, buffers[static_cast<std::size_t>(root)], 0, data, wait_for);
+    read(root, buffers[static_cast<std::size_t>(root)], 0, data);
     for (int m = 0; m < size(); ++m) {
       if (m != root) write(m, buffers[static_cast<std::size_t>(m)], 0, data);
     }
-  }, pending, "broadcast");
+  }, std::move(wait_for), pending, "broadcast");
   return pending;
 }
 

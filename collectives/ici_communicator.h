@@ -35,7 +35,8 @@ class IciCommunicator {
 
   int size() const { return static_cast<int>(members_.size()); }
 
-  // Tracing: while on, each operation's host-clock interval (steady_clock ns) is recorded.
+  // Tracing: while on, each operation's host-clock interval (steady_clock ns) is recorded, from
+  // when its wait_for events have completed to when its result is written.
   struct TraceEntry {
     std::string name;
     std::int64_t start_ns = 0, end_ns = 0;
@@ -53,11 +54,11 @@ class IciCommunicator {
   Pending broadcast(Buffers buffers, std::size_t n, int root, Events wait_for = {});
 
  private:
-  void enqueue(std::function<void()> work, Pending pending, std::string name);
+  void enqueue(std::function<void()> work, Events wait_for, Pending pending, std::string name);
   void run();
-  void read(int member, const device::Buffer<float>& b, std::size_t offset, std::span<float> out, const Events& wait_for);
+  void read(int member, const device::Buffer<float>& b, std::size_t offset, std::span<float> out);
   void write(int member, const device::Buffer<float>& b, std::size_t offset, std::span<const float> in);
-  std::vector<float> sum_members(const Buffers& buffers, std::size_t n, const Events& wait_for);  // n floats each
+  std::vector<float> sum_members(const Buffers& buffers, std::size_t n);  // n floats each
 
   std::vector<device::Device*> members_;
   std::vector<device::Queue> queues_;  // communication queues, one per member
@@ -65,6 +66,7 @@ class IciCommunicator {
   std::condition_variable wake_;
   struct Job {
     std::function<void()> work;
+    Events wait_for;  // waited on by the worker before `work`
     Pending pending;
     std::string name;
   };

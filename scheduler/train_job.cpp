@@ -386,8 +386,12 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
     if (traced) {
       const std::vector<TraceEvent> events = collect_step_trace(rt, clock_offsets, step + 1);
       const CommOverlap o = measure_overlap(events);
-      spdlog::info("step {} trace: {} events; communication {:.2f} ms, exposed {:.2f} ms ({:.0f}% hidden behind compute)",
-                   step + 1, events.size(), o.comm_ms, o.exposed_ms, 100 * o.hidden_fraction());
+      if (rt.averager) {
+        spdlog::info("step {} trace: {} events; communication {:.2f} ms, exposed {:.2f} ms ({:.0f}% hidden behind compute)",
+                     step + 1, events.size(), o.comm_ms, o.exposed_ms, 100 * o.hidden_fraction());
+      } else {
+        spdlog::info("step {} trace: {} events; no communication (one replica)", step + 1, events.size());
+      }
       for (auto& e : chrome_events(events, world.rank())) trace.push_back(e);
     }
     interval += stats;

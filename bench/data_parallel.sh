@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Data-parallel training step, overlap of gradient reduction with backward on and off, over this
+# process's devices (ICI) and over MPI processes (DCN). For each setup: the last summary's tok/s,
+# the loss (identical across rows of the same mesh is the correctness check) and, from the step
+# trace, how much of the communication ran hidden behind compute.
+# Usage: bench/data_parallel.sh [CONFIG (default Default)] [STEPS (default 30)]
+# Env:   DEVICES   PoCL devices per process for ICI (default 2); BATCH sequences per replica
+#        (default 4; the 1-device row takes DEVICES x BATCH, the same global batch); MPIEXEC
+#        (default mpirun). DCN uses 2 processes of 1 device: its loss matches when DEVICES=2.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+config=${1:-Default}
+steps=${2:-30}
+devices=${DEVICES:-2}
+batch=${BATCH:-4}
+mpiexec=${MPIEXEC:-mpirun}
+[[ -x build/pax-ocl ]] || { echo "bench/data_parallel.sh: build first (scripts/setup.sh)" >&2; exit 2; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+common="--fdl_config=$config --fdl.MAX_STEPS=$steps --fdl.SUMMARY_INTERVAL_STEPS=$steps --fdl.EVAL_INTERVAL_STEPS=0
+        --fdl.TRACE_STEPS=[$((steps - 5)),$((steps - 4))]"
+pocl_devices=$(printf 'pthread %.0s' $(seq "$devices"))
+
+# run NAME LAUNCHER ARGS...: one training run, one result row.
+run() {
+  local name=$1 launcher=$2
+  shift 2
+  local out="$work/$name.out"
+  # shellcheck disable=SC2086
+  POCL_DEVICES=${POCL_DEVICES_OVERRIDE:-$pocl_devices} $launcher build/pax-ocl train $common "$@" \
+    --job_log_dir="$work/$name" >"$out" 2>&1 || { echo "$name: failed, log follows" >&2; cat "$out" >&2; exit 1; }
+  local summary hidden
+  summary=$(grep -E "step +$steps/$steps  loss" "$out" | tail -1)
+  hidden=$(grep -oE '[0-9]+% hidden' "$out" | tr -d '% hidden' | paste -sd/ - || true)
+  if [[ -n $hidden ]]; then hidden="$hidden%"; else hidden=n/a; fi
+  printf '%-28s loss %s  %6s tok/s  hidden %s\n' "$name" \
+    "$(awk '{print $4}' <<<"$summary")" "$(grep -oE '[0-9]+ tok/s' <<<"$summary" | cut -d' ' -f1)" "$hidden"
+}
+
+echo "# host: $(nproc) cores; config $config, $steps steps; hidden: per traced step (and per rank under MPI)"
+POCL_DEVICES_OVERRIDE=pthread run "1 device" "" --fdl.PERCORE_BATCH_SIZE=$((devices * batch))
+for overlap in true false; do
+  run "ICI [$devices,1,1] overlap=$overlap" "" --fdl.PERCORE_BATCH_SIZE=$batch --fdl.ICI_MESH_SHAPE=[$devices,1,1] --fdl.OVERLAP_COMMUNICATION=$overlap
+done
+run "ICI [$devices,1,1] bucket=4MB" "" --fdl.PERCORE_BATCH_SIZE=$batch --fdl.ICI_MESH_SHAPE=[$devices,1,1] --fdl.GRADIENT_BUCKET_BYTES=4000000
+for overlap in true false; do
+  POCL_DEVICES_OVERRIDE=pthread run "DCN [2,1,1] overlap=$overlap" "$mpiexec --oversubscribe -np 2" \
+    --devices=0 --fdl.PERCORE_BATCH_SIZE=$batch --fdl.DCN_MESH_SHAPE=[2,1,1] --fdl.OVERLAP_COMMUNICATION=$overlap
+done
