@@ -52,6 +52,14 @@ ParameterLayout::ParameterLayout(const GptConfig& c, std::size_t alignment) : al
 }
 
 namespace {
+// The transformer block a tensor belongs to, from its name "h<block>.<suffix>" (layer_name); -1
+// for the tensors outside the blocks (wte, wpe, lnf).
+int block_of(const TensorSpec& t) {
+  int block = -1;
+  if (t.name.size() > 1 && t.name[0] == 'h') std::from_chars(t.name.data() + 1, t.name.data() + t.name.size(), block);
+  return block;
+}
+
 // Merges tensors (in layout order) into ranges; tensors separated only by alignment padding join.
 std::vector<ParameterLayout::Range> merge(const std::vector<TensorSpec>& tensors, std::size_t alignment,
                                           const std::function<bool(const TensorSpec&)>& take) {
@@ -73,15 +81,11 @@ std::vector<ParameterLayout::Range> merge(const std::vector<TensorSpec>& tensors
 }  // namespace
 
 std::vector<ParameterLayout::Range> ParameterLayout::ranges_of_blocks(int first, int last) const {
-  return merge(tensors_, alignment_, [&](const TensorSpec& t) {
-    int layer = -1;  // "h<layer>.<suffix>"; other names keep -1
-    if (t.name.size() > 1 && t.name[0] == 'h') std::from_chars(t.name.data() + 1, t.name.data() + t.name.size(), layer);
-    return layer >= first && layer <= last;
-  });
+  return merge(tensors_, alignment_, [&](const TensorSpec& t) { return block_of(t) >= first && block_of(t) <= last; });
 }
 
 std::vector<ParameterLayout::Range> ParameterLayout::ranges_outside_blocks() const {
-  return merge(tensors_, alignment_, [](const TensorSpec& t) { return t.name.rfind("h", 0) != 0; });
+  return merge(tensors_, alignment_, [](const TensorSpec& t) { return block_of(t) < 0; });
 }
 
 const TensorSpec& ParameterLayout::at(std::string_view name) const {
