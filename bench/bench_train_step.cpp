@@ -14,6 +14,7 @@
 #include "device/device_selection.h"
 #include "kernels_cl/auto_gemm.h"
 #include "models/adam_optimizer.h"
+#include "common/rng.h"
 #include "models/gpt_model.h"
 
 namespace {

@@ -69,6 +69,14 @@ Event Queue::marker() {
   return Event(ev);
 }
 
+void Queue::wait_for(std::span<const Event> events) {
+  if (events.empty()) return;
+  std::vector<cl_event> list;
+  for (const Event& e : events) list.push_back(e.get());
+  check_cl(clEnqueueBarrierWithWaitList(handle_.get(), static_cast<cl_uint>(list.size()), list.data(), nullptr),
+           "clEnqueueBarrierWithWaitList", "making a queue wait for other queues' or the host's events");
+}
+
 void Queue::flush() const { check_cl(clFlush(handle_.get()), "clFlush", "submitting queued commands"); }
 void Queue::finish() const {
   check_cl(clFinish(handle_.get()), "clFinish", "waiting for queued commands to complete");

@@ -46,6 +46,9 @@ class Queue {
 
   // An event that completes when everything enqueued so far has (for other queues' wait lists).
   Event marker();
+  // Commands enqueued after this wait for `events` (any contexts' user events, e.g. a collective's
+  // Pending::device_event): the device waits, not the host.
+  void wait_for(std::span<const Event> events);
   void flush() const;
   void finish() const;
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "kernels_cl/auto_gemm.h"
-#include "models/layers/param_init.h"
+#include "models/initial_parameters.h"
 
 namespace paxocl::models {
 
@@ -13,6 +13,8 @@ std::size_t layout_alignment(const device::DeviceInfo& info) {
   // also keeps tensors cache-line aligned.
   return std::max<std::size_t>(64, info.base_address_align_bytes / sizeof(float));
 }
+
+std::size_t align_up(std::size_t n, std::size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 }  // namespace
 
 GptModel::GptModel(device::Device& device, device::ProgramCache& cache, const GptConfig& config,
@@ -21,14 +23,17 @@ GptModel::GptModel(device::Device& device, device::ProgramCache& cache, const Gp
       config_((config.validate(), config)),
       options_(options),
       layout_(config, layout_alignment(device.info())),
+      rest_unit_(layout_.unit(-1)),
+      block_unit_(layout_.unit(0)),
       kernels_(cache, device),
       gemm_(kernels::make_gemm(device, cache, options.gemm)),
-      params_(make_buffer(device, layout_.total(), "parameters")),
-      grads_(make_buffer(device, layout_.total(), "gradients")) {
+      params_(make_buffer(device, resident_floats(), "parameters")),
+      grads_(make_buffer(device, resident_floats(), "gradients")) {
   if (options_.max_seq_len == 0) options_.max_seq_len = static_cast<std::size_t>(config.max_seq_len);
   const std::size_t rows = options_.max_batch * options_.max_seq_len;
   const std::size_t C = config.model_dims, D = config.attention_dims(), H = config.hidden_dims;
   kernels_.elementwise.fill(params_, 0.0f);  // padding between tensors stays zero
+  kernels_.elementwise.fill(grads_, 0.0f);
   embedding_ = std::make_unique<Embedding>(device, param("wte"), param("wpe"), C, rows, "embedding");
   blocks_.reserve(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
@@ -52,22 +57,54 @@ GptModel::GptModel(device::Device& device, device::ProgramCache& cache, const Gp
                                        static_cast<std::size_t>(config.padded_vocab()), rows, "lm_head");
 }
 
+// Full residency: the layout's offset. FSDP residency: unit(-1) at 0, then slot s of block units
+// at unit_device_offset(s); a tensor sits at its packed offset inside its unit.
+std::size_t GptModel::unit_device_offset(int block) const {
+  const std::size_t a = layout_.alignment();
+  if (block < 0) return 0;
+  const int slot = block % options_.resident_block_slots;
+  return align_up(rest_unit_.size, a) + static_cast<std::size_t>(slot) * align_up(block_unit_.size, a);
+}
+
+std::size_t GptModel::resident_floats() const {
+  const int slots = options_.resident_block_slots;
+  if (slots < 0) throw ConfigError(fmt::format("resident_block_slots={}: must be >= 0", slots));
+  if (slots == 0) return layout_.total();
+  return align_up(rest_unit_.size, layout_.alignment()) +
+         static_cast<std::size_t>(slots) * align_up(block_unit_.size, layout_.alignment());
+}
+
+std::size_t GptModel::device_offset(const TensorSpec& t) const {
+  if (options_.resident_block_slots == 0) return t.offset;
+  return unit_device_offset(ParameterLayout::block_of(t)) + layout_.packed_offset(t);
+}
+
+FloatBuffer GptModel::unit_parameters(int block) const {
+  const std::size_t size = block < 0 ? rest_unit_.size : block_unit_.size;
+  return params_.view(unit_device_offset(block), size, fmt::format("unit {} parameters", block));
+}
+
+FloatBuffer GptModel::unit_gradients(int block) const {
+  const std::size_t size = block < 0 ? rest_unit_.size : block_unit_.size;
+  return grads_.view(unit_device_offset(block), size, fmt::format("unit {} gradients", block));
+}
+
+void GptModel::require_full_residency(const char* what) const {
+  if (options_.resident_block_slots != 0) {
+    throw std::logic_error(fmt::format("GptModel::{} needs every parameter resident (this model holds FSDP slots)", what));
+  }
+}
+
 Param GptModel::param(const std::string& name) const {
   const TensorSpec& t = layout_.at(name);
-  return Param{params_.view(t.offset, t.count, name), grads_.view(t.offset, t.count, name + ".grad")};
+  const std::size_t at = device_offset(t);
+  return Param{params_.view(at, t.count, name), grads_.view(at, t.count, name + ".grad")};
 }
 
-void GptModel::init(std::uint64_t seed) {
-  Rng rng(seed);
-  auto& q = device_.queue();
-  const float std = config_.init_std;
-  embedding_->init(q, rng, std);
-  for (const TransformerBlock& block : blocks_) block.init(q, rng, std);
-  final_norm_->init(q);
-  q.finish();
-}
+void GptModel::init(std::uint64_t seed) { set_parameters(initial_parameters(layout_, seed, config_.init_std)); }
 
 void GptModel::set_parameters(std::span<const float> flat) {
+  require_full_residency("set_parameters");
   if (flat.size() != layout_.total()) {
     throw DataError(fmt::format("parameter image has {} floats; this model's layout needs {}", flat.size(), layout_.total()));
   }
@@ -75,12 +112,14 @@ void GptModel::set_parameters(std::span<const float> flat) {
 }
 
 std::vector<float> GptModel::parameters() {
+  require_full_residency("parameters");
   std::vector<float> flat(layout_.total());
   device_.queue().read(params_, std::span<float>(flat));
   return flat;
 }
 
 std::vector<float> GptModel::gradients() {
+  require_full_residency("gradients");
   std::vector<float> flat(layout_.total());
   device_.queue().read(grads_, std::span<float>(flat));
   return flat;
@@ -122,27 +161,45 @@ LayerContext GptModel::context_for(const inputs::Batch& batch) {
                       static_cast<std::size_t>(batch.seq_len)};
 }
 
-const FloatBuffer& GptModel::forward_trunk(LayerContext& ctx, const inputs::Batch& batch) {
-  const FloatBuffer* x = &embedding_->forward(ctx, batch.ids);
-  for (TransformerBlock& block : blocks_) x = &block.forward(ctx, *x);
-  return final_norm_->forward(ctx, *x);
+GptModel::Pass GptModel::begin_pass(const inputs::Batch& batch, bool gradients) {
+  Pass pass{context_for(batch), &batch, nullptr};
+  if (gradients) kernels_.elementwise.fill(grads_, 0.0f);  // every gradient kernel accumulates
+  pass.x = &embedding_->forward(pass.ctx, batch.ids);
+  return pass;
 }
 
+void GptModel::forward_block(Pass& pass, int block) {
+  pass.x = &blocks_.at(static_cast<std::size_t>(block)).forward(pass.ctx, *pass.x);
+}
+
+LossStats GptModel::forward_loss(Pass& pass) {
+  return head_->forward(pass.ctx, final_norm_->forward(pass.ctx, *pass.x), pass.batch->targets, pass.batch->weights);
+}
+
+void GptModel::begin_backward(Pass& pass) { pass.x = &final_norm_->backward(pass.ctx, head_->backward(pass.ctx)); }
+
+void GptModel::backward_block(Pass& pass, int block) {
+  pass.x = &blocks_.at(static_cast<std::size_t>(block)).backward(pass.ctx, *pass.x);
+}
+
+void GptModel::finish_backward(Pass& pass) { embedding_->backward(pass.ctx, *pass.x); }
+
 LossStats GptModel::evaluate(const inputs::Batch& batch) {
-  LayerContext ctx = context_for(batch);
-  return head_->forward(ctx, forward_trunk(ctx, batch), batch.targets, batch.weights);
+  Pass pass = begin_pass(batch, false);
+  for (int l = 0; l < config_.num_layers; ++l) forward_block(pass, l);
+  return forward_loss(pass);
 }
 
 LossStats GptModel::train_step_gradients(const inputs::Batch& batch, const std::function<void(int)>& block_done) {
-  LayerContext ctx = context_for(batch);
-  kernels_.elementwise.fill(grads_, 0.0f);  // every gradient kernel accumulates
-  const LossStats loss = head_->forward(ctx, forward_trunk(ctx, batch), batch.targets, batch.weights);
-  const FloatBuffer* dx = &final_norm_->backward(ctx, head_->backward(ctx));
-  for (int l = static_cast<int>(blocks_.size()) - 1; l >= 0; --l) {
-    dx = &blocks_[static_cast<std::size_t>(l)].backward(ctx, *dx);
+  Pass pass = begin_pass(batch, true);
+  for (int l = 0; l < config_.num_layers; ++l) forward_block(pass, l);
+  const LossStats loss = forward_loss(pass);
+  begin_backward(pass);
+  for (int l = config_.num_layers - 1; l >= 0; --l) {
+    backward_block(pass, l);
     if (block_done) block_done(l);
   }
-  embedding_->backward(ctx, *dx);
+  finish_backward(pass);
   return loss;
 }
 

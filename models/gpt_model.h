@@ -1,8 +1,10 @@
 // GptModel: Pax's GPT decoder on one OpenCL device.
 //   ids (B, T) -> Embedding (wte + wpe) -> NUM_LAYERS x TransformerBlock -> final LayerNorm
 //   -> TiedLmHead (logits = y wte^T, weighted mean softmax cross-entropy)
-// Parameters, gradients live in two flat device buffers laid out by ParameterLayout; each layer
-// receives views of its own tensors and never touches another layer's.
+// Parameters, gradients live in two device buffers; each layer receives views of its own tensors
+// and never touches another layer's. With full residency (the default) the buffers are the flat
+// ParameterLayout; with FSDP residency they hold only the unit outside the blocks and a few block
+// slots, which a scheduler fills by all-gathers (scheduler/fsdp_step.h).
 #pragma once
 
 #include <cstdint>
@@ -28,13 +30,17 @@ struct GptModelOptions {
   std::size_t max_seq_len = 0;        // largest T; 0 = MAX_SEQ_LEN
   std::size_t attention_workspace_bytes = 64u << 20;  // bound on the (chunk, T, T) score workspace
   std::string gemm = "auto";          // GEMM policy (kernels_cl/auto_gemm.h)
+  // 0: every parameter resident, as the flat layout. k > 0: FSDP residency: the buffers hold
+  // unit(-1) then k block slots (each ParameterLayout::Unit-packed); block l lives in slot l % k.
+  int resident_block_slots = 0;
 };
 
 class GptModel {
  public:
   GptModel(device::Device& device, device::ProgramCache& cache, const GptConfig& config, GptModelOptions options);
 
-  void init(std::uint64_t seed);                      // Gaussian(INIT_STD) matrices, zero biases, unit LN scales
+  // Parameter images need full residency (ConfigError otherwise).
+  void init(std::uint64_t seed);                      // models/initial_parameters.h
   void set_parameters(std::span<const float> flat);   // flat as ParameterLayout (size total())
   std::vector<float> parameters();
   std::vector<float> gradients();
@@ -52,6 +58,29 @@ class GptModel {
   LossStats train_step_gradients(const inputs::Batch& batch, const std::function<void(int)>& block_done = {});
   double forward_backward(const inputs::Batch& batch) { return train_step_gradients(batch).mean_loss(); }
 
+  // A pass in phases, for schedulers that put collectives between blocks (scheduler/fsdp_step.h);
+  // evaluate() and train_step_gradients() are these calls in this order:
+  //   Pass p = begin_pass(batch, gradients);  // embedding forward; with gradients: all zeroed
+  //   forward_block(p, 0 .. L-1);  LossStats s = forward_loss(p);
+  //   begin_backward(p);  backward_block(p, L-1 .. 0);  finish_backward(p);
+  struct Pass {
+    LayerContext ctx;
+    const inputs::Batch* batch;
+    const FloatBuffer* x;  // (B*T, C): the activation (forward) or its gradient (backward) between phases
+  };
+  Pass begin_pass(const inputs::Batch& batch, bool gradients);
+  void forward_block(Pass& pass, int block);
+  LossStats forward_loss(Pass& pass);
+  void begin_backward(Pass& pass);
+  void backward_block(Pass& pass, int block);
+  void finish_backward(Pass& pass);
+
+  // FSDP residency: the device memory of a unit (ParameterLayout::unit(block), block -1 for the
+  // one outside the blocks): block l's is its slot's, shared with the blocks l +- k*slots.
+  FloatBuffer unit_parameters(int block) const;
+  FloatBuffer unit_gradients(int block) const;
+  int resident_block_slots() const { return options_.resident_block_slots; }
+
   const GptConfig& config() const { return config_; }
   const ParameterLayout& layout() const { return layout_; }
   FloatBuffer& parameter_buffer() { return params_; }
@@ -62,13 +91,17 @@ class GptModel {
 
  private:
   LayerContext context_for(const inputs::Batch& batch);
-  const FloatBuffer& forward_trunk(LayerContext& ctx, const inputs::Batch& batch);  // -> final LN output
   Param param(const std::string& name) const;
+  std::size_t device_offset(const TensorSpec& t) const;  // where t lives in params_ / grads_
+  std::size_t unit_device_offset(int block) const;       // FSDP residency: where unit(block) starts
+  std::size_t resident_floats() const;                    // size of params_ / grads_
+  void require_full_residency(const char* what) const;
 
   device::Device& device_;
   GptConfig config_;
   GptModelOptions options_;
   ParameterLayout layout_;
+  ParameterLayout::Unit rest_unit_, block_unit_;  // unit(-1), unit(0): sizes of FSDP residency
   kernels::KernelLibrary kernels_;
   std::unique_ptr<kernels::Gemm> gemm_;
   FloatBuffer params_, grads_;

@@ -1,5 +1,6 @@
 #include "models/parameter_layout.h"
 
+#include <algorithm>
 #include <charconv>
 #include <functional>
 #include <stdexcept>
@@ -10,7 +11,8 @@ namespace paxocl::models {
 
 std::string ParameterLayout::layer_name(int layer, std::string_view suffix) { return fmt::format("h{}.{}", layer, suffix); }
 
-ParameterLayout::ParameterLayout(const GptConfig& c, std::size_t alignment) : alignment_(std::max<std::size_t>(1, alignment)) {
+ParameterLayout::ParameterLayout(const GptConfig& c, std::size_t alignment)
+    : alignment_(std::max<std::size_t>(1, alignment)), num_blocks_(c.num_layers) {
   const std::int64_t C = c.model_dims, D = c.attention_dims(), H = c.hidden_dims, Vp = c.padded_vocab();
   using Init = TensorSpec::Init;
   auto add = [&](std::string name, std::vector<std::int64_t> shape, bool decay, Init init) {
@@ -51,14 +53,14 @@ ParameterLayout::ParameterLayout(const GptConfig& c, std::size_t alignment) : al
   total_ = (total_ + alignment_ - 1) / alignment_ * alignment_;
 }
 
-namespace {
-// The transformer block a tensor belongs to, from its name "h<block>.<suffix>" (layer_name); -1
-// for the tensors outside the blocks (wte, wpe, lnf).
-int block_of(const TensorSpec& t) {
+// From the name "h<block>.<suffix>" (layer_name).
+int ParameterLayout::block_of(const TensorSpec& t) {
   int block = -1;
   if (t.name.size() > 1 && t.name[0] == 'h') std::from_chars(t.name.data() + 1, t.name.data() + t.name.size(), block);
   return block;
 }
+
+namespace {
 
 // Merges tensors (in layout order) into ranges; tensors separated only by alignment padding join.
 std::vector<ParameterLayout::Range> merge(const std::vector<TensorSpec>& tensors, std::size_t alignment,
@@ -86,6 +88,31 @@ std::vector<ParameterLayout::Range> ParameterLayout::ranges_of_blocks(int first,
 
 std::vector<ParameterLayout::Range> ParameterLayout::ranges_outside_blocks() const {
   return merge(tensors_, alignment_, [](const TensorSpec& t) { return block_of(t) < 0; });
+}
+
+ParameterLayout::Unit ParameterLayout::unit(int block) const {
+  if (block < -1 || block >= num_blocks_) {
+    throw std::out_of_range(fmt::format("no unit for block {} in a model of {} blocks", block, num_blocks_));
+  }
+  Unit u;
+  u.block = block;
+  u.ranges = block < 0 ? ranges_outside_blocks() : ranges_of_blocks(block, block);
+  for (const Range& r : u.ranges) {
+    u.size = (u.size + alignment_ - 1) / alignment_ * alignment_;
+    u.packed_offsets.push_back(u.size);
+    if (r.offset < decayed_end_) u.decayed = u.size + std::min(r.count, decayed_end_ - r.offset);
+    u.size += r.count;
+  }
+  return u;
+}
+
+std::size_t ParameterLayout::packed_offset(const TensorSpec& t) const {
+  const Unit u = unit(block_of(t));
+  for (std::size_t i = 0; i < u.ranges.size(); ++i) {
+    const Range& r = u.ranges[i];
+    if (t.offset >= r.offset && t.offset < r.offset + r.count) return u.packed_offsets[i] + (t.offset - r.offset);
+  }
+  throw std::logic_error(fmt::format("tensor '{}' lies in no range of its unit", t.name));
 }
 
 const TensorSpec& ParameterLayout::at(std::string_view name) const {

@@ -59,9 +59,27 @@ class ParameterLayout {
   // The ranges of every tensor outside the transformer blocks (wte, wpe, lnf).
   std::vector<Range> ranges_outside_blocks() const;
 
+  // A unit: what FSDP gathers, shards and reduce-scatters as one piece: one transformer block, or
+  // everything outside the blocks (block -1: wte, wpe, lnf; used at both ends of the pass). Its
+  // ranges are packed one after another, each starting on an alignment boundary, into `size`
+  // floats, matrices first, so weight decay applies to the prefix [0, decayed).
+  // Every block's unit has the same size and internal offsets.
+  struct Unit {
+    int block = -1;
+    std::vector<Range> ranges;               // in the flat layout
+    std::vector<std::size_t> packed_offsets;  // where each range starts inside the unit
+    std::size_t size = 0, decayed = 0;
+  };
+  Unit unit(int block) const;  // block in [-1, num_layers)
+  int num_blocks() const { return num_blocks_; }
+  // Where tensor `t` starts inside its unit (its unit is unit(block_of(t))).
+  std::size_t packed_offset(const TensorSpec& t) const;
+  static int block_of(const TensorSpec& t);  // -1 outside the blocks
+
  private:
   std::vector<TensorSpec> tensors_;
   std::size_t total_ = 0, decayed_end_ = 0, alignment_ = 1;
+  int num_blocks_ = 0;
 };
 
 }  // namespace paxocl::models

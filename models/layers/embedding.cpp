@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "models/layers/param_init.h"
 
 namespace paxocl::models {
 
@@ -17,11 +16,6 @@ Embedding::Embedding(const device::Device& device, Param wte, Param wpe, std::si
       starts_(device.context(), max_rows + 1, name + ".starts"),
       positions_(device.context(), max_rows, name + ".positions"),
       x_(make_buffer(device, max_rows * dims, name + ".x")) {}
-
-void Embedding::init(device::Queue& queue, Rng& rng, float std) const {
-  write_gaussian(queue, wte_.value, rng, std);
-  write_gaussian(queue, wpe_.value, rng, std);
-}
 
 const FloatBuffer& Embedding::forward(LayerContext& ctx, const std::vector<int>& ids) {
   const std::size_t N = ctx.rows();

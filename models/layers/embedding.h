@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "models/layers/layer_context.h"
-#include "common/rng.h"
 
 namespace paxocl::models {
 
@@ -17,7 +16,6 @@ class Embedding {
   Embedding(const device::Device& device, Param wte, Param wpe, std::size_t dims, std::size_t max_rows,
             const std::string& name);
 
-  void init(device::Queue& queue, Rng& rng, float std) const;  // both ~ N(0, std^2)
   // `ids` holds ctx.rows() token ids; every id must be < Vp (the model checks the batch).
   const FloatBuffer& forward(LayerContext& ctx, const std::vector<int>& ids);
   void backward(LayerContext& ctx, const FloatBuffer& dx);

@@ -1,6 +1,5 @@
 #include "models/layers/layer_norm.h"
 
-#include "models/layers/param_init.h"
 
 namespace paxocl::models {
 
@@ -13,11 +12,6 @@ LayerNorm::LayerNorm(const device::Device& device, Param scale, Param bias, std:
       mean_(make_buffer(device, max_rows, name + ".mean")),
       rstd_(make_buffer(device, max_rows, name + ".rstd")),
       dx_(make_buffer(device, max_rows * dims, name + ".dx")) {}
-
-void LayerNorm::init(device::Queue& queue) const {
-  write_constant(queue, scale_.value, 1.0f);
-  write_constant(queue, bias_.value, 0.0f);
-}
 
 const FloatBuffer& LayerNorm::forward(LayerContext& ctx, const FloatBuffer& x) {
   x_ = &x;

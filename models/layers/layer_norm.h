@@ -14,7 +14,6 @@ class LayerNorm {
   LayerNorm(const device::Device& device, Param scale, Param bias, std::size_t dims, std::size_t max_rows,
             const std::string& name);
 
-  void init(device::Queue& queue) const;  // scale 1, bias 0
   const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x);
   // Residual fusion: sum = x + delta (into the caller's buffer, which it keeps alive), y = LN(sum).
   const FloatBuffer& forward_residual(LayerContext& ctx, const FloatBuffer& x, const FloatBuffer& delta,

@@ -1,6 +1,5 @@
 #include "models/layers/linear.h"
 
-#include "models/layers/param_init.h"
 
 namespace paxocl::models {
 
@@ -21,11 +20,6 @@ Linear::Linear(const device::Device& device, Param weight, Param bias, std::size
     activated_ = make_buffer(device, max_rows * out, name + ".gelu");
     dz_ = make_buffer(device, max_rows * out, name + ".dz");
   }
-}
-
-void Linear::init(device::Queue& queue, Rng& rng, float std) const {
-  write_gaussian(queue, weight_.value, rng, std);
-  write_constant(queue, bias_.value, 0.0f);
 }
 
 const FloatBuffer& Linear::forward(LayerContext& ctx, const FloatBuffer& x) {

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "models/layers/layer_context.h"
-#include "common/rng.h"
 
 namespace paxocl::models {
 
@@ -17,7 +16,6 @@ class Linear {
   Linear(const device::Device& device, Param weight, Param bias, std::size_t in, std::size_t out,
          std::size_t max_rows, const std::string& name, Activation activation = Activation::kNone);
 
-  void init(device::Queue& queue, Rng& rng, float std) const;  // W ~ N(0, std^2), b = 0
   const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x);
   const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dy);
 

@@ -10,10 +10,6 @@ class Mlp {
   // `fc` must be built with Linear::Activation::kGelu.
   Mlp(Linear fc, Linear proj) : fc_(std::move(fc)), proj_(std::move(proj)) {}
 
-  void init(device::Queue& queue, Rng& rng, float std) const {
-    fc_.init(queue, rng, std);
-    proj_.init(queue, rng, std);
-  }
   const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x) { return proj_.forward(ctx, fc_.forward(ctx, x)); }
   const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dy) { return fc_.backward(ctx, proj_.backward(ctx, dy)); }
 

@@ -12,10 +12,6 @@ class SelfAttention {
   SelfAttention(Linear qkv, CausalAttention core, Linear proj)
       : qkv_(std::move(qkv)), core_(std::move(core)), proj_(std::move(proj)) {}
 
-  void init(device::Queue& queue, Rng& rng, float std) const {
-    qkv_.init(queue, rng, std);
-    proj_.init(queue, rng, std);
-  }
   const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x) {
     return proj_.forward(ctx, core_.forward(ctx, qkv_.forward(ctx, x)));
   }

@@ -12,13 +12,6 @@ TransformerBlock::TransformerBlock(const device::Device& device, LayerNorm ln1, 
       x2_(make_buffer(device, max_rows * dims, name + ".x2")),
       y_(make_buffer(device, max_rows * dims, name + ".y")) {}
 
-void TransformerBlock::init(device::Queue& queue, Rng& rng, float std) const {
-  ln1_.init(queue);
-  attention_.init(queue, rng, std);
-  ln2_.init(queue);
-  mlp_.init(queue, rng, std);
-}
-
 const FloatBuffer& TransformerBlock::forward(LayerContext& ctx, const FloatBuffer& x) {
   // x2 = x + attention(...) is formed inside LN2 (residual fusion).
   const FloatBuffer& m = ln2_.forward_residual(ctx, x, attention_.forward(ctx, ln1_.forward(ctx, x)), x2_);

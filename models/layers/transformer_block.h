@@ -14,7 +14,6 @@ class TransformerBlock {
   TransformerBlock(const device::Device& device, LayerNorm ln1, SelfAttention attention, LayerNorm ln2, Mlp mlp,
                    std::size_t dims, std::size_t max_rows, const std::string& name);
 
-  void init(device::Queue& queue, Rng& rng, float std) const;
   const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x);
   const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dy);
 

@@ -1,0 +1,28 @@
+#include "models/initial_parameters.h"
+
+#include <algorithm>
+
+#include "common/rng.h"
+
+namespace paxocl::models {
+
+std::vector<float> initial_parameters(const ParameterLayout& layout, std::uint64_t seed, float init_std) {
+  std::vector<float> flat(layout.total(), 0.0f);
+  Rng rng(seed);
+  for (const TensorSpec& t : layout.tensors()) {
+    float* values = flat.data() + t.offset;
+    switch (t.init) {
+      case TensorSpec::Init::kGaussian:
+        for (std::size_t i = 0; i < t.count; ++i) values[i] = static_cast<float>(init_std * rng.normal());
+        break;
+      case TensorSpec::Init::kOne:
+        std::fill_n(values, t.count, 1.0f);
+        break;
+      case TensorSpec::Init::kZero:
+        break;
+    }
+  }
+  return flat;
+}
+
+}  // namespace paxocl::models
