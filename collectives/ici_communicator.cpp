@@ -107,6 +107,12 @@ void require(const IciCommunicator::Buffers& buffers, int members, const char* w
 }
 }  // namespace
 
+Pending IciCommunicator::stage(std::function<void()> work, Events wait_for, std::string name) {
+  Pending pending;
+  enqueue(std::move(work), std::move(wait_for), pending, std::move(name));
+  return pending;
+}
+
 Pending IciCommunicator::all_reduce(Buffers buffers, std::size_t n, Events wait_for, HostStage across) {
   require(buffers, size(), "all_reduce");
   Pending pending;

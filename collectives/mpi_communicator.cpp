@@ -137,20 +137,29 @@ Pending MpiCommunicator::all_reduce(std::span<float> data) {
   });
 }
 
-Pending MpiCommunicator::all_gather(std::span<const float> mine, std::span<float> all) {
+void MpiCommunicator::set_split(Request& r, std::size_t n, const Split& split, std::size_t mine, const char* what) const {
+  std::size_t at = 0;
+  for (int i = 0; i < size(); ++i) {
+    const std::size_t count = split.empty() ? shard_range(n, size(), i).second - shard_range(n, size(), i).first
+                                            : split.at(static_cast<std::size_t>(i));
+    r.counts.push_back(static_cast<int>(count));
+    r.displacements.push_back(static_cast<int>(at));
+    at += count;
+  }
+  if ((!split.empty() && split.size() != static_cast<std::size_t>(size())) || at != n) {
+    throw DeviceError(fmt::format("{}: a split of {} floats over {} members adds up to {}", what, n, size(), at));
+  }
+  const auto own = static_cast<std::size_t>(r.counts[static_cast<std::size_t>(rank_)]);
+  if (mine != own) {
+    throw DeviceError(fmt::format("{}: member {} holds {} elements, its shard of {} is {}", what, rank_, mine, n, own));
+  }
+}
+
+Pending MpiCommunicator::all_gather(std::span<const float> mine, std::span<float> all, Split split) {
   auto r = std::make_unique<Request>();
   r->what = fmt::format("MPI_Iallgatherv of {} floats", all.size());
-  const auto [begin, end] = shard_range(all.size(), size(), rank_);
-  if (mine.size() != end - begin) {
-    throw DeviceError(fmt::format("all_gather: member {} holds {} elements, its shard of {} is {}", rank_, mine.size(),
-                                  all.size(), end - begin));
-  }
+  set_split(*r, all.size(), split, mine.size(), "all_gather");
   if (comm_ == nullptr) std::copy(mine.begin(), mine.end(), all.begin());
-  for (int i = 0; i < size(); ++i) {
-    const auto [b, e] = shard_range(all.size(), size(), i);
-    r->counts.push_back(static_cast<int>(e - b));
-    r->displacements.push_back(static_cast<int>(b));
-  }
   Request& req_data = *r;
   return start(std::move(r), [&](void* req) {
     return MPI_Iallgatherv(mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, all.data(), req_data.counts.data(),
@@ -158,21 +167,11 @@ Pending MpiCommunicator::all_gather(std::span<const float> mine, std::span<float
   });
 }
 
-Pending MpiCommunicator::reduce_scatter(std::span<const float> all, std::span<float> mine) {
+Pending MpiCommunicator::reduce_scatter(std::span<const float> all, std::span<float> mine, Split split) {
   auto r = std::make_unique<Request>();
   r->what = fmt::format("MPI_Ireduce_scatter of {} floats", all.size());
-  const auto [begin, end] = shard_range(all.size(), size(), rank_);
-  if (mine.size() != end - begin) {
-    throw DeviceError(fmt::format("reduce_scatter: member {} holds {} elements, its shard of {} is {}", rank_,
-                                  mine.size(), all.size(), end - begin));
-  }
-  if (comm_ == nullptr) {
-    std::copy(all.begin() + static_cast<std::ptrdiff_t>(begin), all.begin() + static_cast<std::ptrdiff_t>(end), mine.begin());
-  }
-  for (int i = 0; i < size(); ++i) {
-    const auto [b, e] = shard_range(all.size(), size(), i);
-    r->counts.push_back(static_cast<int>(e - b));
-  }
+  set_split(*r, all.size(), split, mine.size(), "reduce_scatter");
+  if (comm_ == nullptr) std::copy(all.begin(), all.end(), mine.begin());  // a group of one keeps everything
   Request& req_data = *r;
   return start(std::move(r), [&](void* req) {
     return MPI_Ireduce_scatter(all.data(), mine.data(), req_data.counts.data(), MPI_FLOAT, MPI_SUM, group_comm(comm_),

@@ -36,9 +36,13 @@ class MpiCommunicator {
   int size() const { return static_cast<int>(ranks_.size()); }
   int rank() const { return rank_; }  // this process's index in the group
 
+  // How `all` splits into members' shards: the members' element counts in order (summing to its
+  // size); empty = shard_range's split.
+  using Split = std::vector<std::size_t>;
+
   Pending all_reduce(std::span<float> data);                                // sum, in place
-  Pending all_gather(std::span<const float> mine, std::span<float> all);   // all = members' shards in order
-  Pending reduce_scatter(std::span<const float> all, std::span<float> mine);  // sum; member i keeps shard i
+  Pending all_gather(std::span<const float> mine, std::span<float> all, Split split = {});  // all = shards in order
+  Pending reduce_scatter(std::span<const float> all, std::span<float> mine, Split split = {});  // sum; member i keeps shard i
   Pending broadcast(std::span<float> data, int root);
 
   // [begin, end) of shard `index` when n elements are split over `parts` members.
@@ -46,6 +50,8 @@ class MpiCommunicator {
 
  private:
   struct Request;
+  // Fills r's counts and displacements for `split` of n; throws unless this member's count is `mine`.
+  void set_split(Request& r, std::size_t n, const Split& split, std::size_t mine, const char* what) const;
   // Issues the MPI call (given the MPI_Request* to fill) and hands the request to the progress thread.
   Pending start(std::unique_ptr<Request> request, const std::function<int(void*)>& issue);
   void progress();

@@ -1,36 +1,58 @@
 #include "models/adam_optimizer.h"
 
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 namespace paxocl::models {
 
 AdamOptimizer::AdamOptimizer(device::Device& device, kernels::KernelLibrary& kernels, std::size_t total,
                              std::size_t decayed_end, AdamConfig config)
+    : AdamOptimizer(device, kernels, total,
+                    std::vector<Segment>{{0, decayed_end, true}, {decayed_end, total - decayed_end, false}}, config) {}
+
+AdamOptimizer::AdamOptimizer(device::Device& device, kernels::KernelLibrary& kernels, std::size_t total,
+                             std::vector<Segment> segments, AdamConfig config)
     : device_(device),
       kernels_(kernels),
       total_(total),
-      decayed_end_(decayed_end),
       config_(config),
       m_(make_buffer(device, total, "adam.m")),
       v_(make_buffer(device, total, "adam.v")),
       partial_(make_buffer(device, (total + kNormChunk - 1) / kNormChunk, "adam.norm_partials")) {
   kernels_.elementwise.fill(m_, 0.0f);
   kernels_.elementwise.fill(v_, 0.0f);
+  // Adjacent segments of the same decay become one launch; empty ones none.
+  for (const Segment& s : segments) {
+    if (s.count == 0) continue;
+    if (s.offset + s.count > total_) throw std::logic_error("AdamOptimizer: a segment lies outside the buffers");
+    if (!segments_.empty() && segments_.back().decay == s.decay && segments_.back().offset + segments_.back().count == s.offset) {
+      segments_.back().count += s.count;
+    } else {
+      segments_.push_back(s);
+    }
+  }
 }
 
-double AdamOptimizer::grad_norm(const FloatBuffer& grads) {
+double AdamOptimizer::sum_squares(const FloatBuffer& grads) {
   kernels_.optimizer.sum_squares(partial_, grads, total_, kNormChunk);
   std::vector<float> partial(partial_.count());
   device_.queue().read(partial_, std::span<float>(partial));
   double sum = 0;
   for (float p : partial) sum += p;
-  return std::sqrt(sum);
+  return sum;
 }
 
+double AdamOptimizer::grad_norm(const FloatBuffer& grads) { return std::sqrt(sum_squares(grads)); }
+
 OptimizerStepStats AdamOptimizer::step(FloatBuffer& params, const FloatBuffer& grads, double lr) {
+  return step_with_norm(params, grads, lr, grad_norm(grads));
+}
+
+OptimizerStepStats AdamOptimizer::step_with_norm(FloatBuffer& params, const FloatBuffer& grads, double lr,
+                                                 double grad_norm) {
   OptimizerStepStats stats;
-  stats.grad_norm = grad_norm(grads);
+  stats.grad_norm = grad_norm;
   if (!std::isfinite(stats.grad_norm)) {
     ++skipped_;
     return stats;
@@ -47,19 +69,12 @@ OptimizerStepStats AdamOptimizer::step(FloatBuffer& params, const FloatBuffer& g
                                            static_cast<float>(decay(config_.beta2)),
                                            static_cast<float>(config_.epsilon),
                                            static_cast<float>(config_.weight_decay)};
-  // Matrices (decayed), then vectors (no decay): two launches over views of the flat buffers.
-  auto views = [&](std::size_t begin, std::size_t count) {
-    return std::array<FloatBuffer, 4>{params.view(begin, count, "params"), m_.view(begin, count, "m"),
-                                      v_.view(begin, count, "v"), grads.view(begin, count, "grads")};
-  };
-  if (decayed_end_ > 0) {
-    auto [p, m, v, g] = views(0, decayed_end_);
-    kernels_.optimizer.adam(p, m, v, g, decayed_end_, args);
-  }
-  if (total_ > decayed_end_) {
-    auto [p, m, v, g] = views(decayed_end_, total_ - decayed_end_);
-    args.weight_decay = 0.0f;
-    kernels_.optimizer.adam(p, m, v, g, total_ - decayed_end_, args);
+  // One launch per segment, over views of the buffers.
+  for (const Segment& s : segments_) {
+    FloatBuffer p = params.view(s.offset, s.count, "params"), m = m_.view(s.offset, s.count, "m"),
+                v = v_.view(s.offset, s.count, "v"), g = grads.view(s.offset, s.count, "grads");
+    args.weight_decay = s.decay ? static_cast<float>(config_.weight_decay) : 0.0f;
+    kernels_.optimizer.adam(p, m, v, g, s.count, args);
   }
   stats.applied = true;
   return stats;

@@ -4,10 +4,14 @@
 //   2. a step whose norm is not finite is skipped and counted, nothing is applied;
 //   3. clipping: gradients scaled by min(1, CLIP_GRADIENT_NORM_TO_VALUE / norm);
 //   4. Adam with bias-corrected moments (betas 0.9 / 0.95, eps 1e-8 outside the sqrt) and
-//      decoupled weight decay on the matrices only (the layout's decayed prefix).
+//      decoupled weight decay on the matrices only (the layout's decayed prefix, or, on an FSDP
+//      shard, the decayed segments).
+// Sharded (FSDP): the norm is global, so the caller sums sum_squares() over the shards and passes
+// the norm to step_with_norm().
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "kernels_cl/kernel_library.h"
 #include "models/layers/layer_context.h"
@@ -30,12 +34,22 @@ struct OptimizerStepStats {
 
 class AdamOptimizer {
  public:
+  struct Segment {
+    std::size_t offset = 0, count = 0;
+    bool decay = false;  // weight decay applies
+  };
   // `total` floats in params/grads; [0, decayed_end) gets weight decay.
   AdamOptimizer(device::Device& device, kernels::KernelLibrary& kernels, std::size_t total, std::size_t decayed_end,
                 AdamConfig config);
+  // `total` floats; each segment's decay as given; floats in no segment are left alone.
+  AdamOptimizer(device::Device& device, kernels::KernelLibrary& kernels, std::size_t total,
+                std::vector<Segment> segments, AdamConfig config);
 
   OptimizerStepStats step(FloatBuffer& params, const FloatBuffer& grads, double lr);
+  // `grad_norm`: the global norm of which `grads` is a part (clipping and the skip test use it).
+  OptimizerStepStats step_with_norm(FloatBuffer& params, const FloatBuffer& grads, double lr, double grad_norm);
   double grad_norm(const FloatBuffer& grads);
+  double sum_squares(const FloatBuffer& grads);  // fixed-order sum over the `total` floats
 
   long steps_applied() const { return count_; }
   long steps_skipped() const { return skipped_; }
@@ -46,7 +60,8 @@ class AdamOptimizer {
   static constexpr std::size_t kNormChunk = 4096;
   device::Device& device_;
   kernels::KernelLibrary& kernels_;
-  std::size_t total_, decayed_end_;
+  std::size_t total_;
+  std::vector<Segment> segments_;
   AdamConfig config_;
   FloatBuffer m_, v_, partial_;
   long count_ = 0, skipped_ = 0;

@@ -125,7 +125,9 @@ std::vector<float> GptModel::gradients() {
   return flat;
 }
 
-void GptModel::load_weights(const HostWeights& weights) {
+void GptModel::load_weights(const HostWeights& weights) { set_parameters(flat_from_weights(weights)); }
+
+std::vector<float> GptModel::flat_from_weights(const HostWeights& weights) const {
   const GptConfig& f = weights.config;
   const GptConfig& m = config_;
   if (f.num_layers != m.num_layers || f.model_dims != m.model_dims || f.hidden_dims != m.hidden_dims ||
@@ -145,7 +147,7 @@ void GptModel::load_weights(const HostWeights& weights) {
     std::copy_n(weights.data.begin() + static_cast<std::ptrdiff_t>(s.offset), t.count,
                 flat.begin() + static_cast<std::ptrdiff_t>(t.offset));
   }
-  set_parameters(flat);
+  return flat;
 }
 
 HostWeights GptModel::save_weights() { return HostWeights{config_, layout_.alignment(), parameters()}; }

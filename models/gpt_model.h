@@ -47,6 +47,8 @@ class GptModel {
   // Weight files (models/weights_io.h): the file's config must match this model's (INIT_STD aside);
   // tensors are copied by name, so the file's alignment may differ from the device's.
   void load_weights(const HostWeights& weights);
+  // The file's tensors as this model's flat layout image (any residency).
+  std::vector<float> flat_from_weights(const HostWeights& weights) const;
   HostWeights save_weights();
 
   LossStats evaluate(const inputs::Batch& batch);       // forward only: loss sums and accuracy

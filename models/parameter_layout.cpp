@@ -103,6 +103,8 @@ ParameterLayout::Unit ParameterLayout::unit(int block) const {
     if (r.offset < decayed_end_) u.decayed = u.size + std::min(r.count, decayed_end_ - r.offset);
     u.size += r.count;
   }
+  // Past the matrices' alignment padding, so shards split there stay sub-buffer aligned (the padding is zero).
+  u.decayed = std::min(u.size, (u.decayed + alignment_ - 1) / alignment_ * alignment_);
   return u;
 }
 

@@ -62,7 +62,7 @@ class ParameterLayout {
   // A unit: what FSDP gathers, shards and reduce-scatters as one piece: one transformer block, or
   // everything outside the blocks (block -1: wte, wpe, lnf; used at both ends of the pass). Its
   // ranges are packed one after another, each starting on an alignment boundary, into `size`
-  // floats, matrices first, so weight decay applies to the prefix [0, decayed).
+  // floats, matrices first, so weight decay applies to the prefix [0, decayed) (aligned).
   // Every block's unit has the same size and internal offsets.
   struct Unit {
     int block = -1;

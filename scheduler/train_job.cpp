@@ -18,10 +18,11 @@
 #include "device/device_selection.h"
 #include "device/errors.h"
 #include "inputs/dataset.h"
-#include "collectives/gradient_averager.h"
 #include "device/mesh.h"
 #include "models/adam_optimizer.h"
 #include "models/gpt_model.h"
+#include "models/initial_parameters.h"
+#include "scheduler/step_program.h"
 #include "models/lr_schedule.h"
 #include "scheduler/step_trace.h"
 #include "scheduler/summary_writer.h"
@@ -46,30 +47,33 @@ struct Setup {
   inputs::InputParams input;  // this process's training input (batch: every local device's rows)
   long eval_batches;
   std::string data;
-  int local_devices;  // replicas in this process (ICI data axis)
-  int replicas;       // replicas in the job (ICI x DCN data axis)
+  collectives::FsdpMesh mesh;  // the data and fsdp axes, ICI and DCN
+  int local_devices;  // devices of this process (ICI data x fsdp)
+  int replicas;       // devices in the job, each on its own rows of the batch
   int device_batch() const { return input.batch_size / local_devices; }
 };
 
 Setup resolve(const models::Experiment& e, const collectives::ProcessWorld& world) {
-  Setup s{e, e.model_config(), {}, {}, {}, e.get_int("EVAL_LOOP_NUM_BATCHES"), e.get_string("DATA"), 1, 1};
+  Setup s{e, e.model_config(), {}, {}, {}, e.get_int("EVAL_LOOP_NUM_BATCHES"), e.get_string("DATA"), {}, 1, 1};
   s.config.validate();
   const std::vector<long> ici = e.get_int_list("ICI_MESH_SHAPE"), dcn = e.get_int_list("DCN_MESH_SHAPE");
   if (ici.size() != 3 || dcn.size() != 3) throw ConfigError("ICI_MESH_SHAPE and DCN_MESH_SHAPE need 3 dimensions [data, fsdp, tensor]");
   for (std::size_t a = 0; a < 3; ++a) {
     if (ici[a] < 1 || dcn[a] < 1) throw ConfigError("every mesh dimension must be at least 1");
   }
-  if (ici[1] * ici[2] * dcn[1] * dcn[2] != 1) {
+  if (ici[2] * dcn[2] != 1) {
     throw ConfigError(fmt::format(
-        "ICI_MESH_SHAPE=[{},{},{}] x DCN_MESH_SHAPE=[{},{},{}] uses the fsdp or tensor axis; pax-ocl implements data "
-        "parallelism so far: put every device on the data axis, e.g. ICI_MESH_SHAPE=[{},1,1] DCN_MESH_SHAPE=[{},1,1]",
-        ici[0], ici[1], ici[2], dcn[0], dcn[1], dcn[2], ici[0] * ici[1] * ici[2], dcn[0] * dcn[1] * dcn[2]));
+        "ICI_MESH_SHAPE=[{},{},{}] x DCN_MESH_SHAPE=[{},{},{}] uses the tensor axis; pax-ocl implements data and fsdp "
+        "parallelism so far: put the devices on the data or fsdp axis, e.g. ICI_MESH_SHAPE=[1,{},1]",
+        ici[0], ici[1], ici[2], dcn[0], dcn[1], dcn[2], ici[0] * ici[1] * ici[2]));
   }
-  s.local_devices = static_cast<int>(ici[0]);
-  if (dcn[0] != world.size()) {
-    throw ConfigError(fmt::format("DCN_MESH_SHAPE=[{},1,1] holds {} process(es), but the job has {}; set "
-                                  "--fdl.DCN_MESH_SHAPE=[{},1,1] or launch {} process(es)",
-                                  dcn[0], dcn[0], world.size(), world.size(), dcn[0]));
+  s.mesh = collectives::FsdpMesh{static_cast<int>(ici[0]), static_cast<int>(ici[1]), static_cast<int>(dcn[0]),
+                                 static_cast<int>(dcn[1])};
+  s.local_devices = s.mesh.ici_data * s.mesh.ici_fsdp;
+  if (dcn[0] * dcn[1] != world.size()) {
+    throw ConfigError(fmt::format("DCN_MESH_SHAPE=[{},{},1] holds {} process(es), but the job has {}; set "
+                                  "--fdl.DCN_MESH_SHAPE so that its product is {}, or launch {} process(es)",
+                                  dcn[0], dcn[1], dcn[0] * dcn[1], world.size(), world.size(), dcn[0] * dcn[1]));
   }
   s.replicas = s.local_devices * world.size();
   const std::string dtype = e.get_string("FPROP_DTYPE");
@@ -95,7 +99,7 @@ Setup resolve(const models::Experiment& e, const collectives::ProcessWorld& worl
   s.input.batch_size = inputs::per_host_batch_size(e.get_float("PERCORE_BATCH_SIZE"), s.replicas, world.size());
   if (s.input.batch_size % s.local_devices != 0) {
     throw ConfigError(fmt::format("PERCORE_BATCH_SIZE={} is not a whole number of sequences per device; data "
-                                  "parallelism needs whole sequences on every device",
+                                  "and fsdp parallelism need whole sequences on every device",
                                   e.get_float("PERCORE_BATCH_SIZE")));
   }
   s.input.num_infeed_hosts = world.size();
@@ -120,135 +124,29 @@ void open_job_dir(const models::Experiment& e, const std::filesystem::path& dir,
   spdlog::default_logger()->flush_on(spdlog::level::info);  // a killed job keeps its log
 }
 
-// One data-parallel replica: a device with its own copy of the model and optimizer state.
-struct Replica {
-  std::unique_ptr<device::Device> device;
-  std::unique_ptr<models::GptModel> model;
-  std::unique_ptr<models::AdamOptimizer> adam;
-};
-
+// The devices' step program, with its parameters loaded from --init_from or the initialisation.
 struct Runtime {
   Runtime(const Setup& s, const JobOptions& o, const collectives::ProcessWorld& world) {
     const auto selected = device::select_devices(device::enumerate_devices(), device::parse_device_selection(o.devices_spec));
     // The mesh check: ICI_MESH_SHAPE's devices must be available in this process.
-    device::Mesh(device::MeshShape{s.local_devices, 1, 1}, device::MeshShape{world.size(), 1, 1}, world.size(),
-                 std::min<int>(static_cast<int>(selected.size()), s.local_devices));
-    for (int r = 0; r < s.local_devices; ++r) {
-      Replica rep;
-      rep.device = std::make_unique<device::Device>(selected[static_cast<std::size_t>(r)]);
-      rep.model = std::make_unique<models::GptModel>(
-          *rep.device, cache, s.config,
-          models::GptModelOptions{static_cast<std::size_t>(s.device_batch()), 0, 64u << 20, o.gemm_policy});
-      if (o.init_weights) {
-        rep.model->load_weights(*o.init_weights);
-      } else {
-        rep.model->init(static_cast<std::uint64_t>(s.exp.get_int("SEED")));  // the same seed: identical replicas
-      }
-      rep.adam = std::make_unique<models::AdamOptimizer>(*rep.device, rep.model->kernels(), rep.model->layout().total(),
-                                                         rep.model->layout().decayed_end(), s.adam);
-      replicas.push_back(std::move(rep));
-    }
-    if (o.init_weights) spdlog::info("initialised from the --init_from weights");
-    if (s.replicas > 1) {
-      std::vector<device::Device*> local;
-      for (auto& r : replicas) local.push_back(r.device.get());
-      std::vector<int> ranks(static_cast<std::size_t>(world.size()));
-      std::iota(ranks.begin(), ranks.end(), 0);
-      averager = std::make_unique<collectives::GradientAverager>(local, world, ranks);
+    device::Mesh(device::MeshShape{s.mesh.ici_data, s.mesh.ici_fsdp, 1}, device::MeshShape{s.mesh.dcn_data, s.mesh.dcn_fsdp, 1},
+                 world.size(), std::min<int>(static_cast<int>(selected.size()), s.local_devices));
+    StepOptions options{s.config, s.adam, s.device_batch(), o.gemm_policy, s.mesh,
+                        s.exp.get_bool("OVERLAP_COMMUNICATION"),
+                        static_cast<std::size_t>(s.exp.get_int("GRADIENT_BUCKET_BYTES")),
+                        static_cast<int>(s.exp.get_int("FSDP_PREFETCH_DEPTH"))};
+    program = make_step_program(selected, cache, world, options);
+    if (o.init_weights) {
+      program->load_parameters(program->model().flat_from_weights(*o.init_weights));
+      spdlog::info("initialised from the --init_from weights");
+    } else {  // the same seed everywhere: identical replicas
+      program->load_parameters(
+          models::initial_parameters(program->layout(), static_cast<std::uint64_t>(s.exp.get_int("SEED")), s.config.init_std));
     }
   }
-  models::GptModel& model() { return *replicas.front().model; }
-  device::Device& device() { return *replicas.front().device; }
-
   device::ProgramCache cache;
-  std::vector<Replica> replicas;
-  std::unique_ptr<collectives::GradientAverager> averager;
+  std::unique_ptr<StepProgram> program;
 };
-
-// One data-parallel training step: each replica takes its rows of the batch, the gradients are
-// averaged over every replica of the job, and every replica applies the same update.
-// With `overlap`, finished blocks' gradients are averaged as soon as the last replica's backward
-// has produced them (a marker on its queue gates the staging), so the reduction of block l runs
-// while blocks l-1 .. 0 still compute; without it, one reduction follows the whole backward.
-// `bucket_bytes` combines consecutive finished blocks until their gradients reach that size, as
-// XLA's all-reduce combiner does: fewer, larger collectives (less latency) against a later start.
-// Every variant gives the same sums in the same order.
-models::LossStats train_step(Runtime& rt, const inputs::Batch& batch, int device_batch, double lr, bool overlap,
-                             std::size_t bucket_bytes, models::OptimizerStepStats& opt) {
-  models::LossStats stats;
-  const models::ParameterLayout& layout = rt.model().layout();
-  std::vector<collectives::Pending> reductions;
-  // Averages the given ranges of every replica's gradients once `ready` (one event per replica) fire.
-  auto average = [&](const std::vector<models::ParameterLayout::Range>& ranges, const std::vector<device::Event>& ready) {
-    for (const auto& range : ranges) {
-      collectives::IciCommunicator::Buffers views;
-      for (auto& r : rt.replicas) views.push_back(r.model->gradient_buffer().view(range.offset, range.count, "grad range"));
-      reductions.push_back(rt.averager->average(views, range.count, ready));
-    }
-  };
-  std::vector<device::Event> ready;  // markers of the replicas whose backward is complete
-  for (std::size_t r = 0; r < rt.replicas.size(); ++r) {
-    inputs::Batch part{device_batch, batch.seq_len, {}, {}, {}};
-    const std::size_t rows = static_cast<std::size_t>(device_batch) * static_cast<std::size_t>(batch.seq_len);
-    const auto begin = static_cast<std::ptrdiff_t>(r * rows), end = static_cast<std::ptrdiff_t>((r + 1) * rows);
-    part.ids.assign(batch.ids.begin() + begin, batch.ids.begin() + end);
-    part.targets.assign(batch.targets.begin() + begin, batch.targets.begin() + end);
-    part.weights.assign(batch.weights.begin() + begin, batch.weights.begin() + end);
-    const bool last = r + 1 == rt.replicas.size();
-    std::function<void(int)> block_done;
-    if (overlap && rt.averager && last) {
-      block_done = [&, bucket_last = -1, bucket_floats = std::size_t{0}](int l) mutable {
-        if (bucket_last < 0) bucket_last = l;  // blocks finish from L-1 down to 0
-        for (const auto& range : layout.ranges_of_blocks(l, l)) bucket_floats += range.count;
-        if (bucket_floats * sizeof(float) < bucket_bytes && l > 0) return;
-        std::vector<device::Event> now = ready;
-        now.push_back(rt.replicas[r].device->queue().marker());
-        rt.replicas[r].device->queue().flush();
-        average(layout.ranges_of_blocks(l, bucket_last), now);
-        bucket_last = -1;
-        bucket_floats = 0;
-      };
-    }
-    stats += rt.replicas[r].model->train_step_gradients(part, block_done);
-    ready.push_back(rt.replicas[r].device->queue().marker());
-    rt.replicas[r].device->queue().flush();
-  }
-  if (rt.averager) {
-    if (overlap) {
-      average(layout.ranges_outside_blocks(), ready);  // wte, wpe, lnf: final only at the very end
-    } else {
-      average({models::ParameterLayout::Range{0, layout.total()}}, ready);
-    }
-    for (const collectives::Pending& p : reductions) p.wait();
-  }
-  for (auto& r : rt.replicas) opt = r.adam->step(r.model->parameter_buffer(), r.model->gradient_buffer(), lr);
-  return stats;
-}
-
-void set_step_tracing(Runtime& rt, bool on) {
-  for (auto& r : rt.replicas) r.device->queue().set_tracing(on);
-  if (rt.averager) rt.averager->ici().set_tracing(on);
-}
-
-// The kernels of every replica and the collectives of one step, on the host's time base.
-std::vector<TraceEvent> collect_step_trace(Runtime& rt, const std::vector<std::int64_t>& offsets, long step) {
-  std::vector<TraceEvent> events;
-  for (std::size_t r = 0; r < rt.replicas.size(); ++r) {
-    auto& q = rt.replicas[r].device->queue();
-    q.set_tracing(false);
-    for (const auto& k : q.take_trace()) {
-      events.push_back({k.kernel, fmt::format("device {} compute", r), static_cast<std::int64_t>(k.start_ns) + offsets[r],
-                        static_cast<std::int64_t>(k.end_ns) + offsets[r]});
-    }
-  }
-  if (rt.averager) {
-    rt.averager->ici().set_tracing(false);
-    for (const auto& c : rt.averager->ici().take_trace()) {
-      events.push_back({fmt::format("gradient {} (step {})", c.name, step), "communication", c.start_ns, c.end_ns});
-    }
-  }
-  return events;
-}
 
 // Sums a process's loss statistics over the job (collective).
 models::LossStats job_total(const collectives::ProcessWorld& world, models::LossStats local) {
@@ -273,14 +171,32 @@ double measure_gemm_peak(device::Device& dev, kernels::Gemm& gemm) {
 }
 
 // One evaluation pass over this process's shard, totalled over the job; rank 0 writes summaries.
-models::LossStats evaluate(const collectives::ProcessWorld& world, models::GptModel& model, inputs::BaseInput& input,
+// When the program's forward is collective (FSDP over processes) every process runs as many
+// passes as the one with the most batches: the others run zero-weight batches.
+models::LossStats evaluate(const collectives::ProcessWorld& world, StepProgram& program, inputs::BaseInput& input,
                            SummaryWriter* out, long step, const char* name) {
   input.reset();
   models::LossStats local;
   long batches = 0;
-  while (auto batch = input.get_next()) {
-    local += model.evaluate(*batch);
+  std::optional<inputs::Batch> last;
+  for (;;) {
+    std::optional<inputs::Batch> batch = input.get_next();
+    if (program.evaluation_is_collective()) {
+      std::vector<double> any = {batch ? 1.0 : 0.0};
+      world.all_reduce_sum(any);
+      if (any[0] == 0) break;
+      if (!batch && last) {
+        batch = last;
+        std::fill(batch->weights.begin(), batch->weights.end(), 0.0f);
+      } else if (!batch) {
+        throw DataError(fmt::format("{}: this process has no evaluation data while others do", name));
+      }
+    } else if (!batch) {
+      break;
+    }
+    local += program.evaluate(*batch);
     ++batches;
+    last = std::move(batch);
   }
   const models::LossStats total = job_total(world, local);
   if (out != nullptr) {
@@ -326,20 +242,16 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
   const Setup s = resolve(experiment, world);
   open_job_dir(experiment, options.job_log_dir, world.rank());
   Runtime rt(s, options, world);
-  models::GptModel& model = rt.model();
+  StepProgram& program = *rt.program;
+  models::GptModel& model = program.model();
   auto train_input = inputs::make_input(s.data, "train", s.input, s.config.vocab_size);
   EvalInputs eval = make_eval_inputs(s);
 
   const bool chief = world.rank() == 0;  // rank 0 writes summaries and the console
-  const bool overlap = experiment.get_bool("OVERLAP_COMMUNICATION");
-  const auto bucket_bytes = static_cast<std::size_t>(experiment.get_int("GRADIENT_BUCKET_BYTES"));
   const std::vector<long> trace_steps = experiment.get_int_list("TRACE_STEPS");
-  std::vector<std::int64_t> clock_offsets;  // per replica: host ns - device ns
+  std::vector<std::int64_t> clock_offsets;  // per device: host ns - device ns
   if (!trace_steps.empty()) {
-    for (auto& r : rt.replicas) {
-      r.device->queue().set_tracing(false);
-      clock_offsets.push_back(device_clock_offset_ns(r.device->queue()));
-    }
+    for (device::Device* d : program.devices()) clock_offsets.push_back(device_clock_offset_ns(d->queue()));
   }
   nlohmann::json trace = nlohmann::json::array();
   const std::filesystem::path summaries = options.job_log_dir / "summaries";
@@ -349,7 +261,7 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
     eval_train_out = std::make_unique<SummaryWriter>(summaries / "eval_train");
     eval_test_out = std::make_unique<SummaryWriter>(summaries / "eval_test");
   }
-  const double peak_gflops = measure_gemm_peak(rt.device(), model.gemm()) * s.replicas;
+  const double peak_gflops = measure_gemm_peak(program.device(), model.gemm()) * s.replicas;
   const long max_steps = experiment.get_int("MAX_STEPS"), summary_every = experiment.get_int("SUMMARY_INTERVAL_STEPS"),
              eval_every = experiment.get_int("EVAL_INTERVAL_STEPS");
   const double tokens_per_step = static_cast<double>(s.input.batch_size) * s.config.max_seq_len * world.size();
@@ -359,13 +271,17 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
     train_out->scalar("global_batch_size", static_cast<double>(s.input.batch_size) * world.size(), 0);
     train_out->scalar("mfu_peak_gflops_measured", peak_gflops, 0);
     std::cout << fmt::format(
-                     "experiment {}: {:.2f}M parameters, {} x {} tokens per step, {} steps, data parallel over {} "
+                     "experiment {}: {:.2f}M parameters, {} x {} tokens per step, {} steps, {} over {} "
                      "device(s) ({} per process) on {}\n"
                      "MFU is measured against the devices' GEMM peak, measured now: {:.1f} GFLOP/s in all\n"
                      "job directory: {}\n",
                      experiment.name(), static_cast<double>(model.layout().parameter_count()) / 1e6,
-                     s.input.batch_size * world.size(), s.config.max_seq_len, max_steps, s.replicas, s.local_devices,
-                     rt.device().info().name, peak_gflops, options.job_log_dir.string())
+                     s.input.batch_size * world.size(), s.config.max_seq_len, max_steps,
+                     s.mesh.ici_fsdp * s.mesh.dcn_fsdp > 1
+                         ? fmt::format("FSDP (fsdp {} x data {})", s.mesh.ici_fsdp * s.mesh.dcn_fsdp,
+                                       s.mesh.ici_data * s.mesh.dcn_data)
+                         : std::string("data parallel"),
+                     s.replicas, s.local_devices, program.device().info().name, peak_gflops, options.job_log_dir.string())
               << std::flush;
   }
 
@@ -381,12 +297,12 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
     const double lr = s.lr.at(step);
     models::OptimizerStepStats opt;
     const bool traced = std::find(trace_steps.begin(), trace_steps.end(), step + 1) != trace_steps.end();
-    if (traced) set_step_tracing(rt, true);
-    const models::LossStats stats = train_step(rt, batch, s.device_batch(), lr, overlap, bucket_bytes, opt);
+    if (traced) program.set_tracing(true);
+    const models::LossStats stats = program.train_step(batch, lr, opt);
     if (traced) {
-      const std::vector<TraceEvent> events = collect_step_trace(rt, clock_offsets, step + 1);
+      const std::vector<TraceEvent> events = program.take_trace(clock_offsets, step + 1);
       const CommOverlap o = measure_overlap(events);
-      if (rt.averager) {
+      if (program.communicates()) {
         spdlog::info("step {} trace: {} events; communication {:.2f} ms, exposed {:.2f} ms ({:.0f}% hidden behind compute)",
                      step + 1, events.size(), o.comm_ms, o.exposed_ms, 100 * o.hidden_fraction());
       } else {
@@ -437,8 +353,8 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
       std::cout << fmt::format("\r\033[Kstep {:>6}/{}  loss {:.4f}", done, max_steps, stats.mean_loss()) << std::flush;
     }
     if ((eval_every > 0 && done % eval_every == 0) || done == max_steps) {
-      evaluate(world, model, *eval.train, eval_train_out.get(), done, "eval_train");
-      if (eval.test) evaluate(world, model, *eval.test, eval_test_out.get(), done, "eval_test");
+      evaluate(world, program, *eval.train, eval_train_out.get(), done, "eval_train");
+      if (eval.test) evaluate(world, program, *eval.test, eval_test_out.get(), done, "eval_test");
       interval_start = Clock::now();  // evaluation time is not training throughput
     }
   }
@@ -454,12 +370,13 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
                    (options.job_log_dir / "trace.json").string());
     }
   }
-  if (rt.replicas.front().adam->steps_skipped() > 0) {
-    spdlog::warn("{} step(s) skipped for non-finite gradients", rt.replicas.front().adam->steps_skipped());
-  }
-  if (options.save_weights && chief) {
-    models::save_weights_file(*options.save_weights, model.save_weights());
-    spdlog::info("weights written to {}", options.save_weights->string());
+  if (program.steps_skipped() > 0) spdlog::warn("{} step(s) skipped for non-finite gradients", program.steps_skipped());
+  if (options.save_weights) {
+    const models::HostWeights weights{s.config, model.layout().alignment(), program.parameters()};  // collective
+    if (chief) {
+      models::save_weights_file(*options.save_weights, weights);
+      spdlog::info("weights written to {}", options.save_weights->string());
+    }
   }
   if (chief) {
     std::cout << fmt::format("done in {}. Summaries: {}\nView them with: tensorboard --logdir {}\n",
@@ -482,10 +399,10 @@ int run_evaluation(const models::Experiment& experiment, const JobOptions& optio
     eval_train_out = std::make_unique<SummaryWriter>(summaries / "eval_train");
     eval_test_out = std::make_unique<SummaryWriter>(summaries / "eval_test");
   }
-  const models::LossStats train = evaluate(world, rt.model(), *eval.train, eval_train_out.get(), 0, "eval_train");
+  const models::LossStats train = evaluate(world, *rt.program, *eval.train, eval_train_out.get(), 0, "eval_train");
   if (world.rank() == 0) std::cout << fmt::format("eval_train: loss {:.4f}  accuracy {:.4f}\n", train.mean_loss(), train.accuracy());
   if (eval.test) {
-    const models::LossStats test = evaluate(world, rt.model(), *eval.test, eval_test_out.get(), 0, "eval_test");
+    const models::LossStats test = evaluate(world, *rt.program, *eval.test, eval_test_out.get(), 0, "eval_test");
     if (world.rank() == 0) std::cout << fmt::format("eval_test: loss {:.4f}  accuracy {:.4f}\n", test.mean_loss(), test.accuracy());
   }
   return kExitOk;

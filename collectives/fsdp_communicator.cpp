@@ -1,0 +1,87 @@
+#include "collectives/fsdp_communicator.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "device/errors.h"
+
+namespace paxocl::collectives {
+
+namespace {
+std::vector<int> ranks_along(int count, int first, int stride) {
+  std::vector<int> ranks;
+  for (int i = 0; i < count; ++i) ranks.push_back(first + i * stride);
+  return ranks;
+}
+
+MpiCommunicator::Split chunk_sizes(const UnitSplit& split) {
+  MpiCommunicator::Split sizes;
+  for (const auto& c : split.chunks) sizes.push_back(c.end - c.begin);
+  return sizes;
+}
+}  // namespace
+
+FsdpCommunicator::FsdpCommunicator(std::vector<device::Device*> local, const ProcessWorld& world, FsdpMesh mesh)
+    : mesh_(mesh),
+      ici_(std::move(local)),
+      fsdp_group_(world, ranks_along(mesh.dcn_fsdp, world.rank() / mesh.dcn_fsdp * mesh.dcn_fsdp, 1)),
+      data_group_(world, ranks_along(mesh.dcn_data, world.rank() % mesh.dcn_fsdp, mesh.dcn_fsdp)) {
+  if (ici_.size() != mesh.ici_data * mesh.ici_fsdp || world.size() != mesh.dcn_data * mesh.dcn_fsdp) {
+    throw ConfigError(fmt::format("FSDP mesh ICI [{},{}] x DCN [{},{}] does not match {} device(s) x {} process(es)",
+                                  mesh.ici_data, mesh.ici_fsdp, mesh.dcn_data, mesh.dcn_fsdp, ici_.size(), world.size()));
+  }
+}
+
+Pending FsdpCommunicator::gather(const UnitSplit& split, IciCommunicator::Buffers shard_buffers,
+                                 IciCommunicator::Buffers slots, IciCommunicator::Events wait_for, std::string name,
+                                 std::span<float> host) {
+  return ici_.stage([this, split, shard_buffers = std::move(shard_buffers), slots = std::move(slots), host] {
+    std::vector<float> unit(split.size, 0.0f);
+    for (int f = 0; f < mesh_.ici_fsdp; ++f) {  // the replica of ICI data index 0 holds shard f
+      const auto& s = split.shards[static_cast<std::size_t>(f)];
+      ici_.read(f, shard_buffers[static_cast<std::size_t>(f)], split.shard_offsets[static_cast<std::size_t>(f)],
+                std::span<float>(unit).subspan(s.begin, s.end - s.begin));
+    }
+    if (mesh_.dcn_fsdp > 1) {
+      const auto& c = split.chunks[static_cast<std::size_t>(process_fsdp_index())];
+      const std::vector<float> mine(unit.begin() + static_cast<std::ptrdiff_t>(c.begin),
+                                    unit.begin() + static_cast<std::ptrdiff_t>(c.end));
+      fsdp_group_.all_gather(mine, unit, chunk_sizes(split)).wait();
+    }
+    for (int k = 0; k < ici_.size(); ++k) {
+      if (slots[static_cast<std::size_t>(k)].get() != nullptr) ici_.write(k, slots[static_cast<std::size_t>(k)], 0, unit);
+    }
+    if (!host.empty()) std::copy(unit.begin(), unit.end(), host.begin());
+  }, std::move(wait_for), std::move(name));
+}
+
+Pending FsdpCommunicator::reduce_scatter(const UnitSplit& split, IciCommunicator::Buffers unit_gradients,
+                                         IciCommunicator::Buffers gradient_shards, float scale,
+                                         IciCommunicator::Events wait_for, std::string name) {
+  return ici_.stage([this, split, unit_gradients = std::move(unit_gradients),
+                     gradient_shards = std::move(gradient_shards), scale] {
+    std::vector<float> sum(split.size, 0.0f), part(split.size);
+    for (int k = 0; k < ici_.size(); ++k) {  // device order: the same sum on every run
+      ici_.read(k, unit_gradients[static_cast<std::size_t>(k)], 0, part);
+      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
+    }
+    const auto& c = split.chunks[static_cast<std::size_t>(process_fsdp_index())];
+    std::vector<float> chunk(c.end - c.begin);
+    if (mesh_.dcn_fsdp > 1) {
+      fsdp_group_.reduce_scatter(sum, chunk, chunk_sizes(split)).wait();
+    } else {
+      std::copy_n(sum.begin() + static_cast<std::ptrdiff_t>(c.begin), chunk.size(), chunk.begin());
+    }
+    if (mesh_.dcn_data > 1) data_group_.all_reduce(chunk).wait();
+    for (float& v : chunk) v *= scale;
+    for (int k = 0; k < ici_.size(); ++k) {
+      const auto f = static_cast<std::size_t>(k % mesh_.ici_fsdp);
+      const auto& s = split.shards[f];
+      ici_.write(k, gradient_shards[static_cast<std::size_t>(k)], split.shard_offsets[f],
+                 std::span<const float>(chunk).subspan(s.begin - c.begin, s.end - s.begin));
+    }
+  }, std::move(wait_for), std::move(name));
+}
+
+}  // namespace paxocl::collectives

@@ -1,0 +1,64 @@
+// FsdpCommunicator: FSDP's (ZeRO-3's) two collectives on one unit of parameters (a transformer
+// block, or the part outside the blocks), hierarchical over the mesh's ICI x DCN axes, staged
+// through the host on the ICI worker, asynchronous (Pending; compute queues wait on its device
+// events):
+//   gather:         shards -> the whole unit in target devices' slots. One replica's shard per ICI
+//                   fsdp index makes this process's chunk; the chunks are MPI all-gathered over the
+//                   DCN fsdp group.
+//   reduce_scatter: every local device's unit gradient -> summed on the host in device order, MPI
+//                   reduce-scattered over the DCN fsdp group, MPI all-reduced over the DCN data
+//                   group, scaled, and each device's shard written to its gradient shard buffer.
+// Local device k has ICI coordinates (data, fsdp) = (k / ici_fsdp, k % ici_fsdp); process p has
+// DCN coordinates (p / dcn_fsdp, p % dcn_fsdp): Pax's hybrid mesh, row-major.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "collectives/ici_communicator.h"
+#include "collectives/mpi_communicator.h"
+
+namespace paxocl::collectives {
+
+struct FsdpMesh {
+  int ici_data = 1, ici_fsdp = 1;  // devices of this process
+  int dcn_data = 1, dcn_fsdp = 1;  // processes
+  int devices() const { return ici_data * ici_fsdp * dcn_data * dcn_fsdp; }
+};
+
+// How a unit of `size` floats is split (models::ShardPlan computes it).
+struct UnitSplit {
+  struct Piece {
+    std::size_t begin = 0, end = 0;
+  };
+  std::size_t size = 0;
+  std::vector<Piece> chunks;               // per DCN fsdp index
+  std::vector<Piece> shards;               // this process's chunk, per ICI fsdp index (offsets in the unit)
+  std::vector<std::size_t> shard_offsets;  // per ICI fsdp index: where the shard sits in its shard buffer
+};
+
+class FsdpCommunicator {
+ public:
+  FsdpCommunicator(std::vector<device::Device*> local, const ProcessWorld& world, FsdpMesh mesh);
+
+  // `shard_buffers`: every local device's shard buffer; `slots`: per local device, the view to
+  // fill with the unit (a null Buffer skips that device); `host`, if not empty, receives it too.
+  Pending gather(const UnitSplit& split, IciCommunicator::Buffers shard_buffers, IciCommunicator::Buffers slots,
+                 IciCommunicator::Events wait_for, std::string name, std::span<float> host = {});
+  // `unit_gradients`: every local device's gradient of the unit; the result, times `scale`, goes
+  // to each device's shard in `gradient_shards` (its shard buffer).
+  Pending reduce_scatter(const UnitSplit& split, IciCommunicator::Buffers unit_gradients,
+                         IciCommunicator::Buffers gradient_shards, float scale, IciCommunicator::Events wait_for,
+                         std::string name);
+
+  const FsdpMesh& mesh() const { return mesh_; }
+  int process_fsdp_index() const { return fsdp_group_.rank(); }
+  IciCommunicator& ici() { return ici_; }  // for tracing
+
+ private:
+  FsdpMesh mesh_;
+  IciCommunicator ici_;
+  MpiCommunicator fsdp_group_, data_group_;  // processes along DCN fsdp (same data index), and along DCN data
+};
+
+}  // namespace paxocl::collectives

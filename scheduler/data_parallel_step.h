@@ -1,0 +1,37 @@
+// DataParallelStep: data parallelism over the mesh's data axis: a full model replica on every
+// device (ICI) of every process (DCN), each on its rows of the batch; gradients averaged over all
+// replicas (collectives::GradientAverager: host sum over the devices, MPI all-reduce over the
+// processes); every replica applies the same Adam update.
+// With overlap, finished blocks' gradients are averaged as soon as the last local replica's
+// backward has produced them (a marker on its queue gates the staging), so the reduction of block
+// l runs while blocks l-1 .. 0 still compute; bucket_bytes combines consecutive finished blocks
+// into one reduction, as XLA's all-reduce combiner does. Without overlap, one reduction follows
+// the whole backward. Every variant sums in the same order: identical results.
+#pragma once
+
+#include "collectives/gradient_averager.h"
+#include "scheduler/step_program.h"
+
+namespace paxocl::scheduler {
+
+class DataParallelStep : public StepProgram {
+ public:
+  DataParallelStep(const std::vector<device::DeviceInfo>& devices, device::ProgramCache& cache,
+                   const collectives::ProcessWorld& world, const StepOptions& options);
+
+  void load_parameters(std::span<const float> flat) override;
+  std::vector<float> parameters() override;
+  models::LossStats train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt) override;
+  models::LossStats evaluate(const inputs::Batch& batch) override { return model().evaluate(batch); }
+  bool evaluation_is_collective() const override { return false; }
+  bool communicates() const override { return averager_ != nullptr; }
+  long steps_skipped() const override { return locals_.front().adam->steps_skipped(); }
+  void set_tracing(bool on) override;
+  std::vector<TraceEvent> take_trace(const std::vector<std::int64_t>& offsets, long step) override;
+
+ private:
+  StepOptions options_;
+  std::unique_ptr<collectives::GradientAverager> averager_;  // null with a single replica
+};
+
+}  // namespace paxocl::scheduler

@@ -1,0 +1,64 @@
+// FsdpStep: fully sharded data parallelism (ZeRO-3) along the mesh's fsdp axis, combined with
+// data parallelism along its data axis. Each device keeps only its shard of every parameter, of
+// its gradient and of Adam's moments (models::ShardPlan), plus FSDP residency in its model: the
+// unit outside the blocks (wte, wpe, lnf; gathered once per step) and `prefetch_depth + 1` block
+// slots. The step is a program over the uses of the blocks (forward 0..L-1, then backward L-1..0):
+//   - use k's block is all-gathered into its slot while earlier uses compute: up to
+//     `prefetch_depth` uses ahead; a gather waits (on the communication side) for the slot's
+//     previous block to be done with it, and the compute queue waits (on the device) for the
+//     gather, just before the block runs;
+//   - the blocks still resident after the forward are not gathered again for the backward;
+//   - right after a block's backward its gradient is reduce-scattered into the devices' gradient
+//     shards (mean over every device of the job) while earlier blocks' backward runs; a slot's
+//     gradient is reused only after its reduce-scatter has read it;
+//   - at the end: the global gradient norm from the shards, and Adam on every shard.
+// Without overlap every collective is waited for when issued and nothing is prefetched.
+// The sums run in the same order as DataParallelStep's: the same gradients; only the gradient
+// norm's summation order differs (fp32 rounding).
+#pragma once
+
+#include <optional>
+
+#include "collectives/fsdp_communicator.h"
+#include "models/shard_plan.h"
+#include "scheduler/step_program.h"
+
+namespace paxocl::scheduler {
+
+class FsdpStep : public StepProgram {
+ public:
+  FsdpStep(const std::vector<device::DeviceInfo>& devices, device::ProgramCache& cache,
+           const collectives::ProcessWorld& world, const StepOptions& options);
+
+  void load_parameters(std::span<const float> flat) override;
+  std::vector<float> parameters() override;
+  models::LossStats train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt) override;
+  models::LossStats evaluate(const inputs::Batch& batch) override;
+  bool evaluation_is_collective() const override { return options_.mesh.dcn_fsdp > 1; }
+  bool communicates() const override { return true; }
+  long steps_skipped() const override { return locals_.front().adam->steps_skipped(); }
+  void set_tracing(bool on) override { trace_queues(on, &comm_->ici()); }
+  std::vector<TraceEvent> take_trace(const std::vector<std::int64_t>& offsets, long step) override {
+    return collect_trace(offsets, step, &comm_->ici());
+  }
+
+  const models::ShardPlan& plan() const { return *plan_; }
+  std::size_t device_floats() const;  // per device: shards x 4 (params, grads, m, v) + resident units x 2
+
+ private:
+  // The forward (and with `train` the backward) of `rows[d]` on local devices 0 .. rows.size()-1.
+  models::LossStats run_pass(const std::vector<inputs::Batch>& rows, bool train);
+  collectives::Pending gather(int block, std::size_t devices, collectives::IciCommunicator::Events wait_for);
+  collectives::IciCommunicator::Buffers shard_views(std::vector<models::FloatBuffer>& buffers) const;
+
+  StepOptions options_;
+  const collectives::ProcessWorld& world_;
+  int process_ = 0;  // this process's DCN fsdp index
+  int slots_ = 1;
+  std::unique_ptr<models::ShardPlan> plan_;
+  std::vector<collectives::UnitSplit> splits_;  // per unit (block + 1)
+  std::unique_ptr<collectives::FsdpCommunicator> comm_;
+  std::vector<models::FloatBuffer> param_shards_, grad_shards_;  // per local device
+};
+
+}  // namespace paxocl::scheduler

@@ -1,0 +1,60 @@
+#include "scheduler/step_program.h"
+
+#include <fmt/format.h>
+
+#include "scheduler/data_parallel_step.h"
+#include "scheduler/fsdp_step.h"
+
+namespace paxocl::scheduler {
+
+std::vector<device::Device*> StepProgram::devices() const {
+  std::vector<device::Device*> out;
+  for (const Local& l : locals_) out.push_back(l.device.get());
+  return out;
+}
+
+void StepProgram::trace_queues(bool on, collectives::IciCommunicator* communicator) {
+  for (Local& l : locals_) l.device->queue().set_tracing(on);
+  if (communicator != nullptr) communicator->set_tracing(on);
+}
+
+std::vector<TraceEvent> StepProgram::collect_trace(const std::vector<std::int64_t>& offsets, long step,
+                                                   collectives::IciCommunicator* communicator,
+                                                   const std::string& prefix) {
+  std::vector<TraceEvent> events;
+  for (std::size_t d = 0; d < locals_.size(); ++d) {
+    device::Queue& q = locals_[d].device->queue();
+    q.set_tracing(false);
+    for (const auto& k : q.take_trace()) {
+      events.push_back({k.kernel, fmt::format("device {} compute", d), static_cast<std::int64_t>(k.start_ns) + offsets[d],
+                        static_cast<std::int64_t>(k.end_ns) + offsets[d]});
+    }
+  }
+  if (communicator != nullptr) {
+    communicator->set_tracing(false);
+    for (const auto& c : communicator->take_trace()) {
+      events.push_back({fmt::format("{}{} (step {})", prefix, c.name, step), "communication", c.start_ns, c.end_ns});
+    }
+  }
+  return events;
+}
+
+inputs::Batch StepProgram::device_rows(const inputs::Batch& batch, int device, int device_batch) {
+  inputs::Batch part{device_batch, batch.seq_len, {}, {}, {}};
+  const std::size_t rows = static_cast<std::size_t>(device_batch) * static_cast<std::size_t>(batch.seq_len);
+  const auto begin = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(device) * rows);
+  const auto end = begin + static_cast<std::ptrdiff_t>(rows);
+  part.ids.assign(batch.ids.begin() + begin, batch.ids.begin() + end);
+  part.targets.assign(batch.targets.begin() + begin, batch.targets.begin() + end);
+  part.weights.assign(batch.weights.begin() + begin, batch.weights.begin() + end);
+  return part;
+}
+
+std::unique_ptr<StepProgram> make_step_program(const std::vector<device::DeviceInfo>& selected,
+                                               device::ProgramCache& cache, const collectives::ProcessWorld& world,
+                                               const StepOptions& options) {
+  if (options.mesh.ici_fsdp * options.mesh.dcn_fsdp > 1) return std::make_unique<FsdpStep>(selected, cache, world, options);
+  return std::make_unique<DataParallelStep>(selected, cache, world, options);
+}
+
+}  // namespace paxocl::scheduler

@@ -1,0 +1,86 @@
+// StepProgram: how one training step runs on this process's devices and between the mesh's
+// processes: the compute of every device, the collectives between them, and the optimizer
+// update. TrainJob drives it; the programs are
+//   DataParallelStep (data_parallel_step.h): a full replica per device, gradients all-reduced;
+//   FsdpStep (fsdp_step.h): parameters, gradients and Adam state sharded along fsdp (ZeRO-3).
+// Every program gives the same losses for the same global batch, up to fp32 reduction order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "collectives/fsdp_communicator.h"
+#include "collectives/process_world.h"
+#include "device/program_cache.h"
+#include "models/adam_optimizer.h"
+#include "models/gpt_model.h"
+#include "scheduler/step_trace.h"
+
+namespace paxocl::scheduler {
+
+struct StepOptions {
+  models::GptConfig config;
+  models::AdamConfig adam;
+  int device_batch = 1;           // sequences per device per step
+  std::string gemm_policy = "auto";
+  collectives::FsdpMesh mesh;     // the data and fsdp axes (tensor is 1)
+  bool overlap = true;            // OVERLAP_COMMUNICATION: false runs every collective serially
+  std::size_t bucket_bytes = 0;   // GRADIENT_BUCKET_BYTES (data parallel)
+  int prefetch_depth = 1;         // FSDP_PREFETCH_DEPTH: all-gathers in flight ahead of the compute
+};
+
+class StepProgram {
+ public:
+  virtual ~StepProgram() = default;
+
+  // Sets the parameters everywhere from a flat ParameterLayout image (layout().total() floats),
+  // the same on every process; Adam's state starts at zero.
+  virtual void load_parameters(std::span<const float> flat) = 0;
+  // The full parameters as a flat image. Collective: every process calls it.
+  virtual std::vector<float> parameters() = 0;
+  // One step on this process's rows of the global batch (local devices x device_batch rows).
+  virtual models::LossStats train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt) = 0;
+  // Forward only, on this process's first device. Collective when evaluation_is_collective().
+  virtual models::LossStats evaluate(const inputs::Batch& batch) = 0;
+  virtual bool evaluation_is_collective() const = 0;
+  virtual bool communicates() const = 0;
+  virtual long steps_skipped() const = 0;
+
+  // Tracing of a step: on, run it, then collect its kernels and collectives on the host clock
+  // (offsets: per device, host ns - device ns).
+  virtual void set_tracing(bool on) = 0;
+  virtual std::vector<TraceEvent> take_trace(const std::vector<std::int64_t>& offsets, long step) = 0;
+
+  std::vector<device::Device*> devices() const;
+  device::Device& device() const { return *locals_.front().device; }
+  models::GptModel& model() const { return *locals_.front().model; }
+  const models::ParameterLayout& layout() const { return model().layout(); }
+
+ protected:
+  // One device of this process with its model instance and optimizer.
+  struct Local {
+    std::unique_ptr<device::Device> device;
+    std::unique_ptr<models::GptModel> model;
+    std::unique_ptr<models::AdamOptimizer> adam;
+  };
+  // Kernels of every local device and the communicator's collectives, on the host clock.
+  // `prefix` names what the communicator's operations are for ("gradient ").
+  std::vector<TraceEvent> collect_trace(const std::vector<std::int64_t>& offsets, long step,
+                                        collectives::IciCommunicator* communicator, const std::string& prefix = "");
+  void trace_queues(bool on, collectives::IciCommunicator* communicator);
+  // Rows [device * device_batch, +device_batch) of this process's batch.
+  static inputs::Batch device_rows(const inputs::Batch& batch, int device, int device_batch);
+
+  std::vector<Local> locals_;
+};
+
+// The program for the options' mesh, on the selected devices (the first mesh.ici_data *
+// mesh.ici_fsdp of them).
+std::unique_ptr<StepProgram> make_step_program(const std::vector<device::DeviceInfo>& selected,
+                                               device::ProgramCache& cache, const collectives::ProcessWorld& world,
+                                               const StepOptions& options);
+
+}  // namespace paxocl::scheduler
