@@ -88,12 +88,22 @@ void FsdpStep::load_parameters(std::span<const float> flat) {
   }
 }
 
+std::vector<device::Event> FsdpStep::compute_markers(std::size_t devices) {
+  std::vector<device::Event> m;
+  for (std::size_t d = 0; d < devices; ++d) {
+    m.push_back(locals_[d].device->queue().marker());
+    locals_[d].device->queue().flush();
+  }
+  return m;
+}
+
 std::vector<float> FsdpStep::parameters() {
+  const std::vector<device::Event> updated = compute_markers(locals_.size());
   std::vector<float> flat(layout().total(), 0.0f), unit;
   for (int b = -1; b < options_.config.num_layers; ++b) {
     unit.assign(plan_->unit(b).size, 0.0f);
     comm_->gather(splits_[static_cast<std::size_t>(b + 1)], shard_views(param_shards_),
-                  IciCommunicator::Buffers(locals_.size()), {}, "all-gather " + unit_name(b) + " (to host)", unit)
+                  IciCommunicator::Buffers(locals_.size()), updated, "all-gather " + unit_name(b) + " (to host)", unit)
         .wait();
     plan_->unpack(b, unit, flat);
   }
@@ -116,17 +126,12 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
     const device::Event e = p.device_event(locals_[d].device->context());
     locals_[d].device->queue().wait_for(std::span<const device::Event>(&e, 1));
   };
-  auto markers = [&] {  // a point in every computing device's queue, submitted
-    std::vector<device::Event> m;
-    for (std::size_t d = 0; d < n; ++d) {
-      m.push_back(locals_[d].device->queue().marker());
-      locals_[d].device->queue().flush();
-    }
-    return m;
-  };
+  auto markers = [&] { return compute_markers(n); };
 
+  // Gathers read the parameter shards on the communication queues: after the last Adam update.
+  const std::vector<device::Event> updated = compute_markers(locals_.size());
   // The unit outside the blocks serves the embedding, the LM head and their backward.
-  const Pending rest = gather(-1, n, {});
+  const Pending rest = gather(-1, n, updated);
   std::vector<models::GptModel::Pass> passes;
   for (std::size_t d = 0; d < n; ++d) {
     wait_on_device(d, rest);
@@ -145,7 +150,7 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
   }
   const int S = slots_;
   std::vector<int> slot_block(static_cast<std::size_t>(S), -1), slot_last_use(static_cast<std::size_t>(S), -1);
-  std::vector<std::vector<device::Event>> slot_free(static_cast<std::size_t>(S));  // after the slot's last use
+  std::vector<std::vector<device::Event>> slot_free(static_cast<std::size_t>(S), updated);  // after the slot's last use
   std::vector<std::optional<Pending>> gathered(uses.size()), slot_reduction(static_cast<std::size_t>(S));
   std::vector<Pending> reductions;
   std::size_t issued = 0;  // uses whose gather (if any) has been issued

@@ -50,6 +50,7 @@ class FsdpStep : public StepProgram {
   models::LossStats run_pass(const std::vector<inputs::Batch>& rows, bool train);
   collectives::Pending gather(int block, std::size_t devices, collectives::IciCommunicator::Events wait_for);
   collectives::IciCommunicator::Buffers shard_views(std::vector<models::FloatBuffer>& buffers) const;
+  std::vector<device::Event> compute_markers(std::size_t devices);  // now, on devices 0 .. devices-1 (flushed)
 
   StepOptions options_;
   const collectives::ProcessWorld& world_;

@@ -90,7 +90,7 @@ Setup resolve(const models::Experiment& e, const collectives::ProcessWorld& worl
   s.lr.validate();
   s.adam = models::AdamConfig{e.get_float("ADAM_BETA1"), e.get_float("ADAM_BETA2"), e.get_float("ADAM_EPSILON"),
                               e.get_float("WEIGHT_DECAY"), e.get_float("CLIP_GRADIENT_NORM_TO_VALUE")};
-  for (const char* f : {"MAX_STEPS", "SUMMARY_INTERVAL_STEPS", "EVAL_INTERVAL_STEPS", "GRADIENT_BUCKET_BYTES"}) {
+  for (const char* f : {"MAX_STEPS", "SUMMARY_INTERVAL_STEPS", "EVAL_INTERVAL_STEPS", "GRADIENT_BUCKET_BYTES", "FSDP_PREFETCH_DEPTH"}) {
     if (e.get_int(f) < (std::string(f) == "SUMMARY_INTERVAL_STEPS" ? 1 : 0)) {
       throw ConfigError(fmt::format("{}={}: must be {}", f, e.get_int(f), std::string(f) == "SUMMARY_INTERVAL_STEPS" ? ">= 1" : ">= 0"));
     }

@@ -140,6 +140,71 @@ TEST(CliJob, TraceOfChosenStepsShowsKernelsAndCommunication) {
   EXPECT_GT(communication, 2);  // per-block reductions of two steps
 }
 
+// The weights of an llm.c file (after its 256-int header).
+std::vector<float> weights_of(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  in.seekg(256 * 4);
+  std::vector<float> w;
+  float v = 0;
+  while (in.read(reinterpret_cast<char*>(&v), sizeof v)) w.push_back(v);
+  return w;
+}
+
+TEST(CliJob, FsdpOverDevicesAndProcessesMatchesDataParallel) {
+  TempDir dir;
+  auto run = [&](const std::string& launcher, const std::string& args, const std::string& name) {
+    const auto r = run_command(launcher + kBinary + kSmall + args + " --job_log_dir=" + (dir.path() / name).string() +
+                               " --save_weights=" + (dir.path() / (name + ".bin")).string());
+    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    return r;
+  };
+  const std::string mpirun = std::string(PAXOCL_MPIEXEC) + " --oversubscribe -np 2 ";
+  // Global batch 8 everywhere.
+  const auto dp = run("", " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1]", "dp");
+  const std::vector<double> reference = losses_of(dp.out);
+  ASSERT_EQ(reference.size(), 4u) << dp.out;
+  const std::vector<float> reference_weights = weights_of(dir.path() / "dp.bin");
+
+  const auto fsdp = run("", " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[1,2,1] --fdl.TRACE_STEPS=[3]", "fsdp");
+  EXPECT_NE(fsdp.out.find("FSDP (fsdp 2 x data 1) over 2 device(s)"), std::string::npos) << fsdp.out;
+  expect_same_curve(losses_of(fsdp.out), reference, "ICI [1,2,1]");
+  // The weights gathered from the shards at the end: DP's, up to the gradient norm's summation order.
+  const std::vector<float> fsdp_weights = weights_of(dir.path() / "fsdp.bin");
+  ASSERT_EQ(fsdp_weights.size(), reference_weights.size());
+  for (std::size_t i = 0; i < fsdp_weights.size(); ++i) ASSERT_NEAR(fsdp_weights[i], reference_weights[i], 1e-5) << i;
+
+  // The step's collectives in the trace: each block gathered, each block's gradient reduce-scattered.
+  std::ifstream in(dir.path() / "fsdp" / "trace.json");
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::set<std::string> collectives;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") == "X" && e.at("name").get<std::string>().find("(step 3)") != std::string::npos) {
+      collectives.insert(e.at("name").get<std::string>());
+    }
+  }
+  for (const char* c : {"all-gather wte/wpe/lnf (step 3)", "all-gather h0 (step 3)", "all-gather h1 (step 3)",
+                        "reduce-scatter h1 (step 3)", "reduce-scatter h0 (step 3)", "reduce-scatter wte/wpe/lnf (step 3)"}) {
+    EXPECT_EQ(collectives.count(c), 1u) << c;
+  }
+
+  // Serial collectives, no prefetch, and more of it: identical results.
+  for (const std::string args : {" --fdl.OVERLAP_COMMUNICATION=false", " --fdl.FSDP_PREFETCH_DEPTH=0",
+                                 " --fdl.FSDP_PREFETCH_DEPTH=3"}) {
+    const auto variant = run("", " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[1,2,1]" + args, "variant");
+    EXPECT_EQ(losses_of(variant.out), losses_of(fsdp.out)) << args;
+  }
+
+  // Across processes (DCN), and FSDP inside each process with data parallelism across them.
+  const auto dcn = run(mpirun, " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[1,2,1]", "dcn");
+  expect_same_curve(losses_of(dcn.out), reference, "DCN [1,2,1]");
+  const auto hybrid = run(mpirun, " --devices=0,1 --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,2,1]"
+                                  " --fdl.DCN_MESH_SHAPE=[2,1,1]", "hybrid");
+  expect_same_curve(losses_of(hybrid.out), reference, "ICI [1,2,1] x DCN [2,1,1]");
+  const std::vector<float> hybrid_weights = weights_of(dir.path() / "hybrid.bin");
+  ASSERT_EQ(hybrid_weights.size(), reference_weights.size());
+  for (std::size_t i = 0; i < hybrid_weights.size(); ++i) ASSERT_NEAR(hybrid_weights[i], reference_weights[i], 1e-5) << i;
+}
+
 TEST(CliJob, ExperimentErrorsAreOneLine) {
   const struct {
     std::string args;
@@ -147,7 +212,8 @@ TEST(CliJob, ExperimentErrorsAreOneLine) {
   } cases[] = {
       {"train --fdl_config=Pile125M", "did you mean Pile126M"},
       {"train --fdl_config=Pile126M --fdl.MAX_STEPS=1", "DCN_MESH_SHAPE=[8,1,1] holds 8 process(es), but the job has 1"},
-      {"train --fdl.ICI_MESH_SHAPE=[1,2,1]", "pax-ocl implements data parallelism so far"},
+      {"train --fdl.ICI_MESH_SHAPE=[1,1,2]", "uses the tensor axis; pax-ocl implements data and fsdp parallelism"},
+      {"train --fdl.FSDP_PREFETCH_DEPTH=-1", "FSDP_PREFETCH_DEPTH=-1: must be >= 0"},
       {"train --fdl.ICI_MESH_SHAPE=[4,1,1] --devices=0", "holds 4 device(s) per process, but this process has 1"},
       {"train --fdl.ICI_MESH_SHAPE=[2,1]", "need 3 dimensions"},
       {"train --fdl.FPROP_DTYPE=float16", "FPROP_DTYPE=float16: use float32"},
