@@ -1,15 +1,19 @@
 // Collective bandwidth vs message size, per backend, with nccl-tests' definitions:
 //   algbw = bytes / time;  busbw = algbw * 2(n-1)/n for all-reduce, algbw * (n-1)/n for
 //   all-gather and reduce-scatter (bytes = the full tensor).
-// Backends: "mpi" (host buffers across the processes of `mpirun -np N`) and "ici" (device buffers
-// across this process's OpenCL devices, staged through the host).
-// Usage: bench_collectives mpi|ici [max_bytes]     e.g. mpirun -np 2 bench_collectives mpi
+// Backends: "mpi" (host buffers across the processes of `mpirun -np N`), "ici" (device buffers
+// across this process's OpenCL devices, staged through the host) and "hier" (hierarchical, device
+// buffers over ICI x DCN: data parallelism's all-reduce, GradientAverager, and FSDP's unit
+// all-gather and reduce-scatter, FsdpCommunicator, with every device on the fsdp axis).
+// Usage: bench_collectives mpi|ici|hier [max_bytes]     e.g. mpirun -np 2 bench_collectives hier
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <numeric>
 #include <string>
 
+#include "collectives/fsdp_communicator.h"
+#include "collectives/gradient_averager.h"
 #include "collectives/ici_communicator.h"
 #include "collectives/mpi_communicator.h"
 #include "device/device_selection.h"
@@ -74,6 +78,42 @@ int main(int argc, char** argv) {
   }
   std::vector<device::Device*> members;
   for (auto& d : devices) members.push_back(d.get());
+  if (backend == "hier") {
+    const int local = static_cast<int>(members.size()), total = local * world.size();
+    std::vector<int> ranks(static_cast<std::size_t>(world.size()));
+    std::iota(ranks.begin(), ranks.end(), 0);
+    collectives::GradientAverager averager(members, world, ranks);
+    collectives::FsdpCommunicator fsdp(members, world, collectives::FsdpMesh{1, local, 1, world.size()});
+    const bool print = world.rank() == 0;
+    if (print) std::printf("# hierarchical: %d device(s) per process x %d process(es)\n", local, world.size());
+    for (std::size_t bytes : sizes) {
+      const std::size_t n = std::max<std::size_t>(1, bytes / sizeof(float));
+      collectives::UnitSplit split;  // the unit over fsdp: chunk per process, shard per device
+      split.size = n;
+      for (int p = 0; p < world.size(); ++p) {
+        const auto [b, e] = collectives::MpiCommunicator::shard_range(n, world.size(), p);
+        split.chunks.push_back({b, e});
+      }
+      const auto chunk = split.chunks[static_cast<std::size_t>(world.rank())];
+      for (int d = 0; d < local; ++d) {
+        const auto [b, e] = collectives::MpiCommunicator::shard_range(chunk.end - chunk.begin, local, d);
+        split.shards.push_back({chunk.begin + b, chunk.begin + e});
+        split.shard_offsets.push_back(0);
+      }
+      collectives::IciCommunicator::Buffers full, shards;
+      for (auto& d : devices) {
+        full.emplace_back(d->context(), n, "full");
+        shards.emplace_back(d->context(), n / static_cast<std::size_t>(total) + 1, "shard");
+      }
+      const int reps = bytes > (16u << 20) ? 3 : 10;
+      report(print, "hier", "all_reduce", n * 4, best_seconds(reps, [&] { averager.average(full, n).wait(); }), total);
+      report(print, "hier", "all_gather", n * 4,
+             best_seconds(reps, [&] { fsdp.gather(split, shards, full, {}, "bench").wait(); }), total);
+      report(print, "hier", "reduce_scatter", n * 4,
+             best_seconds(reps, [&] { fsdp.reduce_scatter(split, full, shards, 1.0f, {}, "bench").wait(); }), total);
+    }
+    return 0;
+  }
   collectives::IciCommunicator comm(members);
   std::printf("# ICI over %d OpenCL device(s), host-staged\n", comm.size());
   for (std::size_t bytes : sizes) {

@@ -26,6 +26,7 @@ class DataParallelStep : public StepProgram {
   bool evaluation_is_collective() const override { return false; }
   bool communicates() const override { return averager_ != nullptr; }
   long steps_skipped() const override { return locals_.front().adam->steps_skipped(); }
+  std::size_t state_bytes_per_device() const override { return 4 * layout().total() * sizeof(float); }
   void set_tracing(bool on) override;
   std::vector<TraceEvent> take_trace(const std::vector<std::int64_t>& offsets, long step) override;
 

@@ -69,9 +69,8 @@ FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::Progr
   comm_ = std::make_unique<collectives::FsdpCommunicator>(StepProgram::devices(), world, mesh);
 }
 
-std::size_t FsdpStep::device_floats() const {
-  models::GptModel& m = model();
-  return 4 * param_shards_.front().count() + 2 * m.parameter_buffer().count();
+std::size_t FsdpStep::state_bytes_per_device() const {
+  return (4 * param_shards_.front().count() + 2 * model().parameter_buffer().count()) * sizeof(float);
 }
 
 IciCommunicator::Buffers FsdpStep::shard_views(std::vector<models::FloatBuffer>& buffers) const {

@@ -37,13 +37,14 @@ class FsdpStep : public StepProgram {
   bool evaluation_is_collective() const override { return options_.mesh.dcn_fsdp > 1; }
   bool communicates() const override { return true; }
   long steps_skipped() const override { return locals_.front().adam->steps_skipped(); }
+  // Shards x 4 (parameters, gradients, moments) + the resident units x 2 (parameters, gradients).
+  std::size_t state_bytes_per_device() const override;
   void set_tracing(bool on) override { trace_queues(on, &comm_->ici()); }
   std::vector<TraceEvent> take_trace(const std::vector<std::int64_t>& offsets, long step) override {
     return collect_trace(offsets, step, &comm_->ici());
   }
 
   const models::ShardPlan& plan() const { return *plan_; }
-  std::size_t device_floats() const;  // per device: shards x 4 (params, grads, m, v) + resident units x 2
 
  private:
   // The forward (and with `train` the backward) of `rows[d]` on local devices 0 .. rows.size()-1.

@@ -48,6 +48,8 @@ class StepProgram {
   virtual bool evaluation_is_collective() const = 0;
   virtual bool communicates() const = 0;
   virtual long steps_skipped() const = 0;
+  // Device memory of the training state (parameters, gradients, Adam's two moments) on one device.
+  virtual std::size_t state_bytes_per_device() const = 0;
 
   // Tracing of a step: on, run it, then collect its kernels and collectives on the host clock
   // (offsets: per device, host ns - device ns).

@@ -273,6 +273,7 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
     std::cout << fmt::format(
                      "experiment {}: {:.2f}M parameters, {} x {} tokens per step, {} steps, {} over {} "
                      "device(s) ({} per process) on {}\n"
+                     "training state: {:.1f} MiB per device (parameters, gradients, Adam moments)\n"
                      "MFU is measured against the devices' GEMM peak, measured now: {:.1f} GFLOP/s in all\n"
                      "job directory: {}\n",
                      experiment.name(), static_cast<double>(model.layout().parameter_count()) / 1e6,
@@ -281,7 +282,8 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
                          ? fmt::format("FSDP (fsdp {} x data {})", s.mesh.ici_fsdp * s.mesh.dcn_fsdp,
                                        s.mesh.ici_data * s.mesh.dcn_data)
                          : std::string("data parallel"),
-                     s.replicas, s.local_devices, program.device().info().name, peak_gflops, options.job_log_dir.string())
+                     s.replicas, s.local_devices, program.device().info().name,
+                     static_cast<double>(program.state_bytes_per_device()) / (1 << 20), peak_gflops, options.job_log_dir.string())
               << std::flush;
   }
 

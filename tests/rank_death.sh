@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# When one rank of a data-parallel job dies (SIGKILL, as on a lost node), the launcher must end
-# the whole job with a non-zero status within a bounded time instead of leaving the others hanging
-# in a collective. Usage: rank_death.sh MPIEXEC PAX_OCL
+# When one rank of a data-parallel or FSDP job dies (SIGKILL, as on a lost node), the launcher
+# must end the whole job with a non-zero status within a bounded time instead of leaving the others
+# hanging in a collective. Usage: rank_death.sh MPIEXEC PAX_OCL [DCN_MESH_SHAPE (default [2,1,1])]
 set -u
-mpiexec=$1 pax=$2
+mpiexec=$1 pax=$2 mesh=${3:-[2,1,1]}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$mpiexec" --oversubscribe -np 2 "$pax" train --devices=0 --fdl.DATA=synthetic --fdl.VOCAB_SIZE=512 \
   --fdl.NUM_LAYERS=1 --fdl.MODEL_DIMS=64 --fdl.HIDDEN_DIMS=128 --fdl.NUM_HEADS=2 --fdl.DIMS_PER_HEAD=32 \
-  --fdl.MAX_SEQ_LEN=32 --fdl.PERCORE_BATCH_SIZE=2 --fdl.DCN_MESH_SHAPE=[2,1,1] --fdl.MAX_STEPS=1000000 \
+  --fdl.MAX_SEQ_LEN=32 --fdl.PERCORE_BATCH_SIZE=2 --fdl.DCN_MESH_SHAPE="$mesh" --fdl.MAX_STEPS=1000000 \
   --fdl.EVAL_INTERVAL_STEPS=0 --job_log_dir="$work/job" >"$work/out" 2>&1 &
 launcher=$!
 # Wait until rank 1 is training (its log says so), then kill it.

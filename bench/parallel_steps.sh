@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Data-parallel training step, overlap of gradient reduction with backward on and off, over this
-# process's devices (ICI) and over MPI processes (DCN). For each setup: the last summary's tok/s,
-# the loss (identical across rows of the same mesh is the correctness check) and, from the step
-# trace, how much of the communication ran hidden behind compute.
-# Usage: bench/data_parallel.sh [CONFIG (default Default)] [STEPS (default 30)]
+# The training step under data parallelism (DP) and FSDP, overlap of communication with compute
+# on and off, over this process's devices (ICI) and over MPI processes (DCN). For each setup: the
+# last summary's tok/s, the loss (equal across rows: the correctness check; DP and FSDP differ
+# only in fp32 rounding), the device memory of parameters + gradients + Adam state, and, from the
+# step trace, how much of the communication ran hidden behind compute.
+# Usage: bench/parallel_steps.sh [CONFIG (default Default)] [STEPS (default 30)]
 # Env:   DEVICES   PoCL devices per process for ICI (default 2); BATCH sequences per replica
 #        (default 4; the 1-device row takes DEVICES x BATCH, the same global batch); MPIEXEC
 #        (default mpirun). DCN uses 2 processes of 1 device: its loss matches when DEVICES=2.
@@ -14,7 +15,7 @@ steps=${2:-30}
 devices=${DEVICES:-2}
 batch=${BATCH:-4}
 mpiexec=${MPIEXEC:-mpirun}
-[[ -x build/pax-ocl ]] || { echo "bench/data_parallel.sh: build first (scripts/setup.sh)" >&2; exit 2; }
+[[ -x build/pax-ocl ]] || { echo "bench/parallel_steps.sh: build first (scripts/setup.sh)" >&2; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -31,12 +32,13 @@ run() {
   # shellcheck disable=SC2086
   POCL_DEVICES=${POCL_DEVICES_OVERRIDE:-$pocl_devices} $launcher build/pax-ocl train $common "$@" \
     --job_log_dir="$work/$name" >"$out" 2>&1 || { echo "$name: failed, log follows" >&2; cat "$out" >&2; exit 1; }
-  local summary hidden
+  local summary hidden memory
   summary=$(grep -E "step +$steps/$steps  loss" "$out" | tail -1)
+  memory=$(grep -oE 'state: [0-9.]+ MiB per device' "$out" | head -1 | grep -oE '[0-9.]+ MiB')
   hidden=$(grep -oE '[0-9]+% hidden' "$out" | tr -d '% hidden' | paste -sd/ - || true)
   if [[ -n $hidden ]]; then hidden="$hidden%"; else hidden=n/a; fi
-  printf '%-28s loss %s  %6s tok/s  hidden %s\n' "$name" \
-    "$(awk '{print $4}' <<<"$summary")" "$(grep -oE '[0-9]+ tok/s' <<<"$summary" | cut -d' ' -f1)" "$hidden"
+  printf '%-34s loss %s  %6s tok/s  %10s/device  hidden %s\n' "$name" \
+    "$(awk '{print $4}' <<<"$summary")" "$(grep -oE '[0-9]+ tok/s' <<<"$summary" | cut -d' ' -f1)" "$memory" "$hidden"
 }
 
 echo "# host: $(nproc) cores; config $config, $steps steps; hidden: per traced step (and per rank under MPI)"
@@ -48,4 +50,12 @@ run "ICI [$devices,1,1] bucket=4MB" "" --fdl.PERCORE_BATCH_SIZE=$batch --fdl.ICI
 for overlap in true false; do
   POCL_DEVICES_OVERRIDE=pthread run "DCN [2,1,1] overlap=$overlap" "$mpiexec --oversubscribe -np 2" \
     --devices=0 --fdl.PERCORE_BATCH_SIZE=$batch --fdl.DCN_MESH_SHAPE=[2,1,1] --fdl.OVERLAP_COMMUNICATION=$overlap
+done
+for overlap in true false; do
+  run "FSDP ICI [1,$devices,1] overlap=$overlap" "" --fdl.PERCORE_BATCH_SIZE=$batch --fdl.ICI_MESH_SHAPE=[1,$devices,1] --fdl.OVERLAP_COMMUNICATION=$overlap
+done
+run "FSDP ICI [1,$devices,1] prefetch=2" "" --fdl.PERCORE_BATCH_SIZE=$batch --fdl.ICI_MESH_SHAPE=[1,$devices,1] --fdl.FSDP_PREFETCH_DEPTH=2
+for overlap in true false; do
+  POCL_DEVICES_OVERRIDE=pthread run "FSDP DCN [1,2,1] overlap=$overlap" "$mpiexec --oversubscribe -np 2" \
+    --devices=0 --fdl.PERCORE_BATCH_SIZE=$batch --fdl.DCN_MESH_SHAPE=[1,2,1] --fdl.OVERLAP_COMMUNICATION=$overlap
 done
