@@ -5,7 +5,9 @@
 // across this process's OpenCL devices, staged through the host) and "hier" (hierarchical, device
 // buffers over ICI x DCN: data parallelism's all-reduce, GradientAverager, and FSDP's unit
 // all-gather and reduce-scatter, FsdpCommunicator, with every device on the fsdp axis).
-// Usage: bench_collectives mpi|ici|hier [max_bytes]     e.g. mpirun -np 2 bench_collectives hier
+// "ring" and "hier-ring" are "ici" and "hier" with this process's devices in one context, so the
+// ICI part runs the ring algorithm (collectives/ici_ring.h).
+// Usage: bench_collectives mpi|ici|ring|hier|hier-ring [max_bytes]   e.g. mpirun -np 2 bench_collectives hier
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,7 +41,7 @@ void report(bool print, const char* backend, const char* op, std::size_t bytes, 
   if (!print) return;
   const double algbw = static_cast<double>(bytes) / secs / 1e9;
   const double factor = std::string(op) == "all_reduce" ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
-  std::printf("%-4s %-14s %12zu B  %10.1f us  algbw %8.3f GB/s  busbw %8.3f GB/s\n", backend, op, bytes, secs * 1e6,
+  std::printf("%-9s %-14s %12zu B  %10.1f us  algbw %8.3f GB/s  busbw %8.3f GB/s\n", backend, op, bytes, secs * 1e6,
               algbw, algbw * factor);
   std::fflush(stdout);
 }
@@ -72,13 +74,13 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  std::vector<std::unique_ptr<device::Device>> devices;
-  for (const auto& info : device::select_devices(device::enumerate_devices(), device::parse_device_selection("auto"))) {
-    devices.push_back(std::make_unique<device::Device>(info));
-  }
+  // "ring" (and "hier-ring"): this process's devices share a context, so ICI runs the ring.
+  const bool ring = backend == "ring" || backend == "hier-ring";
+  const auto devices = device::open_devices(
+      device::select_devices(device::enumerate_devices(), device::parse_device_selection("auto")), ring);
   std::vector<device::Device*> members;
   for (auto& d : devices) members.push_back(d.get());
-  if (backend == "hier") {
+  if (backend == "hier" || backend == "hier-ring") {
     const int local = static_cast<int>(members.size()), total = local * world.size();
     std::vector<int> ranks(static_cast<std::size_t>(world.size()));
     std::iota(ranks.begin(), ranks.end(), 0);
@@ -106,16 +108,16 @@ int main(int argc, char** argv) {
         shards.emplace_back(d->context(), n / static_cast<std::size_t>(total) + 1, "shard");
       }
       const int reps = bytes > (16u << 20) ? 3 : 10;
-      report(print, "hier", "all_reduce", n * 4, best_seconds(reps, [&] { averager.average(full, n).wait(); }), total);
-      report(print, "hier", "all_gather", n * 4,
+      report(print, backend.c_str(), "all_reduce", n * 4, best_seconds(reps, [&] { averager.average(full, n).wait(); }), total);
+      report(print, backend.c_str(), "all_gather", n * 4,
              best_seconds(reps, [&] { fsdp.gather(split, shards, full, {}, "bench").wait(); }), total);
-      report(print, "hier", "reduce_scatter", n * 4,
+      report(print, backend.c_str(), "reduce_scatter", n * 4,
              best_seconds(reps, [&] { fsdp.reduce_scatter(split, full, shards, 1.0f, {}, "bench").wait(); }), total);
     }
     return 0;
   }
   collectives::IciCommunicator comm(members);
-  std::printf("# ICI over %d OpenCL device(s), host-staged\n", comm.size());
+  std::printf("# ICI over %d OpenCL device(s), %s\n", comm.size(), comm.ring() ? "ring (shared context)" : "host-staged");
   for (std::size_t bytes : sizes) {
     const std::size_t n = std::max<std::size_t>(1, bytes / sizeof(float));
     collectives::IciCommunicator::Buffers full, shards;
@@ -124,9 +126,9 @@ int main(int argc, char** argv) {
       shards.emplace_back(d->context(), std::max<std::size_t>(1, n / members.size() + 1), "shard");
     }
     const int reps = bytes > (16u << 20) ? 3 : 10;
-    report(true, "ici", "all_reduce", n * 4, best_seconds(reps, [&] { comm.all_reduce(full, n).wait(); }), comm.size());
-    report(true, "ici", "all_gather", n * 4, best_seconds(reps, [&] { comm.all_gather(shards, full, n).wait(); }), comm.size());
-    report(true, "ici", "reduce_scatter", n * 4, best_seconds(reps, [&] { comm.reduce_scatter(full, shards, n).wait(); }),
+    report(true, backend.c_str(), "all_reduce", n * 4, best_seconds(reps, [&] { comm.all_reduce(full, n).wait(); }), comm.size());
+    report(true, backend.c_str(), "all_gather", n * 4, best_seconds(reps, [&] { comm.all_gather(shards, full, n).wait(); }), comm.size());
+    report(true, backend.c_str(), "reduce_scatter", n * 4, best_seconds(reps, [&] { comm.reduce_scatter(full, shards, n).wait(); }),
            comm.size());
   }
   return 0;

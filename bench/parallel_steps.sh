@@ -46,6 +46,7 @@ POCL_DEVICES_OVERRIDE=pthread run "1 device" "" --fdl.PERCORE_BATCH_SIZE=$((devi
 for overlap in true false; do
   run "ICI [$devices,1,1] overlap=$overlap" "" --fdl.PERCORE_BATCH_SIZE=$batch --fdl.ICI_MESH_SHAPE=[$devices,1,1] --fdl.OVERLAP_COMMUNICATION=$overlap
 done
+run "ICI [$devices,1,1] ICI_ALGORITHM=host" "" --fdl.PERCORE_BATCH_SIZE=$batch --fdl.ICI_MESH_SHAPE=[$devices,1,1] --fdl.ICI_ALGORITHM=host
 run "ICI [$devices,1,1] bucket=4MB" "" --fdl.PERCORE_BATCH_SIZE=$batch --fdl.ICI_MESH_SHAPE=[$devices,1,1] --fdl.GRADIENT_BUCKET_BYTES=4000000
 for overlap in true false; do
   POCL_DEVICES_OVERRIDE=pthread run "DCN [2,1,1] overlap=$overlap" "$mpiexec --oversubscribe -np 2" \

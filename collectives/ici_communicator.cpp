@@ -14,6 +14,11 @@ namespace paxocl::collectives {
 IciCommunicator::IciCommunicator(std::vector<device::Device*> members) : members_(std::move(members)) {
   if (members_.empty()) throw ConfigError("an ICI communicator needs at least one device");
   for (device::Device* d : members_) queues_.push_back(d->make_queue());
+  if (members_.size() > 1 && IciRing::possible(members_)) {
+    std::vector<device::Queue*> queues;
+    for (device::Queue& q : queues_) queues.push_back(&q);
+    ring_ = std::make_unique<IciRing>(members_, queues);
+  }
   worker_ = std::thread([this] { run(); });
 }
 
@@ -117,6 +122,23 @@ Pending IciCommunicator::all_reduce(Buffers buffers, std::size_t n, Events wait_
   require(buffers, size(), "all_reduce");
   Pending pending;
   enqueue([this, buffers = std::move(buffers), n, across = std::move(across)] {
+    if (ring_) {  // reduce-scatter in the ring; the chunks through the host stage; all-gather in the ring
+      ring_->reduce_scatter_in_place(buffers, n);
+      if (across) {
+        std::vector<float> sum(n);
+        for (int m = 0; m < size(); ++m) {
+          const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
+          read(m, buffers[static_cast<std::size_t>(m)], b, std::span<float>(sum).subspan(b, e - b));
+        }
+        across(sum);
+        for (int m = 0; m < size(); ++m) {
+          const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
+          write(m, buffers[static_cast<std::size_t>(m)], b, std::span<const float>(sum).subspan(b, e - b));
+        }
+      }
+      ring_->all_gather_in_place(buffers, n);
+      return;
+    }
     std::vector<float> sum = sum_members(buffers, n);
     if (across) across(sum);
     for (int m = 0; m < size(); ++m) write(m, buffers[static_cast<std::size_t>(m)], 0, sum);
@@ -129,6 +151,14 @@ Pending IciCommunicator::all_gather(Buffers shards, Buffers outputs, std::size_t
   require(outputs, size(), "all_gather");
   Pending pending;
   enqueue([this, shards = std::move(shards), outputs = std::move(outputs), n] {
+    if (ring_) {
+      for (int m = 0; m < size(); ++m) {
+        const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
+        ring_->copy(m, shards[static_cast<std::size_t>(m)], 0, outputs[static_cast<std::size_t>(m)], b, e - b);
+      }
+      ring_->all_gather_in_place(outputs, n);
+      return;
+    }
     std::vector<float> all(n);
     for (int m = 0; m < size(); ++m) {
       const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
@@ -144,6 +174,16 @@ Pending IciCommunicator::reduce_scatter(Buffers inputs, Buffers shards, std::siz
   require(shards, size(), "reduce_scatter");
   Pending pending;
   enqueue([this, inputs = std::move(inputs), shards = std::move(shards), n] {
+    if (ring_) {  // on copies: the inputs stay as they are
+      const Buffers work = ring_->scratch(n);
+      for (int m = 0; m < size(); ++m) ring_->copy(m, inputs[static_cast<std::size_t>(m)], 0, work[static_cast<std::size_t>(m)], 0, n);
+      ring_->reduce_scatter_in_place(work, n);
+      for (int m = 0; m < size(); ++m) {
+        const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
+        ring_->copy(m, work[static_cast<std::size_t>(m)], b, shards[static_cast<std::size_t>(m)], 0, e - b);
+      }
+      return;
+    }
     const std::vector<float> sum = sum_members(inputs, n);
     for (int m = 0; m < size(); ++m) {
       const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
@@ -158,6 +198,10 @@ Pending IciCommunicator::broadcast(Buffers buffers, std::size_t n, int root, Eve
   if (root < 0 || root >= size()) throw ConfigError(fmt::format("broadcast root {} is not in a group of {}", root, size()));
   Pending pending;
   enqueue([this, buffers = std::move(buffers), n, root] {
+    if (ring_) {
+      ring_->broadcast(buffers, n, root);
+      return;
+    }
     std::vector<float> data(n);
     read(root, buffers[static_cast<std::size_t>(root)], 0, data);
     for (int m = 0; m < size(); ++m) {

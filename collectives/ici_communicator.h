@@ -1,9 +1,13 @@
 // IciCommunicator: asynchronous collectives among OpenCL devices of this process (the ICI part
-// of a mesh axis group). Devices of different contexts cannot address each other's memory, so
-// data is staged through host memory by a worker thread on per-device communication queues:
-// each member's buffer is read once its wait events have completed, combined on the host (sums
-// in member order: reproducible), and written back. The caller's host thread never blocks;
-// compute queues can wait on Pending::device_event(member's context).
+// of a mesh axis group), run by a worker thread on per-device communication queues, each once
+// its wait events have completed. The caller's host thread never blocks; compute queues can wait
+// on Pending::device_event(member's context). Two algorithms, by how the devices were opened:
+//   ring (members share one context, device::open_devices): device-to-device copies and
+//     device-side sums around the ring (collectives/ici_ring.h); a hierarchical all-reduce
+//     reduce-scatters in the ring, runs its HostStage on the chunks, and all-gathers in the ring;
+//   host-staged (separate contexts: devices cannot address each other's memory): each member's
+//     buffer is read to the host, combined there (sums in member order), and written back.
+// Both are reproducible run to run; they add in different orders, so they differ in fp32 rounding.
 //
 // Element ranges are split by MpiCommunicator::shard_range, so sizes need not divide by the group.
 #pragma once
@@ -12,12 +16,14 @@
 #include <deque>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <mutex>
 #include <span>
 #include <thread>
 #include <vector>
 
+#include "collectives/ici_ring.h"
 #include "collectives/pending.h"
 #include "device/device.h"
 
@@ -34,6 +40,7 @@ class IciCommunicator {
   IciCommunicator& operator=(const IciCommunicator&) = delete;
 
   int size() const { return static_cast<int>(members_.size()); }
+  bool ring() const { return ring_ != nullptr; }
 
   // Tracing: while on, each operation's host-clock interval (steady_clock ns) is recorded, from
   // when its wait_for events have completed to when its result is written.
@@ -67,6 +74,7 @@ class IciCommunicator {
 
   std::vector<device::Device*> members_;
   std::vector<device::Queue> queues_;  // communication queues, one per member
+  std::unique_ptr<IciRing> ring_;      // when the members share a context
   std::mutex mutex_;
   std::condition_variable wake_;
   struct Job {

@@ -37,6 +37,15 @@ Event Queue::transfer(Direction direction, cl_mem buffer, void* host, std::size_
   return Event(ev);
 }
 
+Event Queue::copy_bytes(cl_mem src, std::size_t src_offset, cl_mem dst, std::size_t dst_offset, std::size_t bytes,
+                       std::span<const Event> wait_for) {
+  WaitList wait(wait_for);
+  cl_event ev = nullptr;
+  check_cl(clEnqueueCopyBuffer(handle_.get(), src, dst, src_offset, dst_offset, bytes, wait.size(), wait.data(), &ev),
+           "clEnqueueCopyBuffer", "copying " + format_bytes(bytes) + " between device buffers");
+  return Event(ev);
+}
+
 Event Queue::launch(const Kernel& kernel, std::span<const std::size_t> global,
                     std::span<const std::size_t> local, std::span<const Event> wait_for) {
   WaitList wait(wait_for);

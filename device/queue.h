@@ -40,6 +40,14 @@ class Queue {
                     blocking, wait_for);
   }
 
+  // Device-side copy of `count` elements (src and dst in this queue's context, possibly another
+  // device's buffers when devices share it).
+  template <typename T>
+  Event copy(const Buffer<T>& src, std::size_t src_offset, const Buffer<T>& dst, std::size_t dst_offset,
+             std::size_t count, std::span<const Event> wait_for = {}) {
+    return copy_bytes(src.get(), src_offset * sizeof(T), dst.get(), dst_offset * sizeof(T), count * sizeof(T), wait_for);
+  }
+
   // Launches `kernel` over a 1-, 2- or 3-D range. An empty `local` lets the driver choose.
   Event launch(const Kernel& kernel, std::span<const std::size_t> global,
                std::span<const std::size_t> local = {}, std::span<const Event> wait_for = {});
@@ -67,6 +75,8 @@ class Queue {
   enum class Direction { kHostToDevice, kDeviceToHost };
   Event transfer(Direction direction, cl_mem buffer, void* host, std::size_t bytes, bool blocking,
                  std::span<const Event> wait_for);
+  Event copy_bytes(cl_mem src, std::size_t src_offset, cl_mem dst, std::size_t dst_offset, std::size_t bytes,
+                   std::span<const Event> wait_for);
 
   ClHandle<cl_command_queue> handle_;
   bool tracing_ = false;

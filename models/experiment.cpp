@@ -48,6 +48,7 @@ const std::vector<HParamSpec>& Experiment::schema() {
       {"TOKENIZER", T::kString, "SentencePiece .model for DATA=text:FILES"},
       {"PREFETCH_DEPTH", T::kInt, "batches prepared ahead by the input thread"},
       {"OVERLAP_COMMUNICATION", T::kBool, "overlap collectives with compute: gradient reductions during the backward, FSDP all-gathers ahead of their block (false: every collective runs alone)"},
+      {"ICI_ALGORITHM", T::kString, "collectives among this process's devices: ring (devices of a platform share a context; device-to-device copies) or host (staged through host memory)"},
       {"FSDP_PREFETCH_DEPTH", T::kInt, "FSDP: blocks whose all-gather is in flight ahead of the block computing (each costs a block of device memory)"},
       {"GRADIENT_BUCKET_BYTES", T::kInt, "with OVERLAP_COMMUNICATION: combine finished blocks' gradients into one reduction of at least this many bytes (0: one per block)"},
       {"TRACE_STEPS", T::kIntList, "steps written to job_log_dir/trace.json (Perfetto), e.g. [5,6]"},
@@ -95,6 +96,7 @@ Values defaults() {
           {"PREFETCH_DEPTH", 2L},
           {"OVERLAP_COMMUNICATION", true},
           {"FSDP_PREFETCH_DEPTH", 1L},
+          {"ICI_ALGORITHM", std::string("ring")},
           {"GRADIENT_BUCKET_BYTES", 0L},
           {"TRACE_STEPS", std::vector<long>{}}};
 }

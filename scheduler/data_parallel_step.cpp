@@ -9,15 +9,13 @@ DataParallelStep::DataParallelStep(const std::vector<device::DeviceInfo>& device
                                    const collectives::ProcessWorld& world, const StepOptions& options)
     : options_(options) {
   const int local = options.mesh.ici_data;
-  for (int d = 0; d < local; ++d) {
-    Local l;
-    l.device = std::make_unique<device::Device>(devices.at(static_cast<std::size_t>(d)));
+  open_local_devices(devices, local, options.ici_ring);
+  for (Local& l : locals_) {
     l.model = std::make_unique<models::GptModel>(
         *l.device, cache, options.config,
         models::GptModelOptions{static_cast<std::size_t>(options.device_batch), 0, 64u << 20, options.gemm_policy});
     l.adam = std::make_unique<models::AdamOptimizer>(*l.device, l.model->kernels(), l.model->layout().total(),
                                                      l.model->layout().decayed_end(), options.adam);
-    locals_.push_back(std::move(l));
   }
   if (local * world.size() > 1) {
     std::vector<int> ranks(static_cast<std::size_t>(world.size()));

@@ -6,7 +6,9 @@
 // backward has produced them (a marker on its queue gates the staging), so the reduction of block
 // l runs while blocks l-1 .. 0 still compute; bucket_bytes combines consecutive finished blocks
 // into one reduction, as XLA's all-reduce combiner does. Without overlap, one reduction follows
-// the whole backward. Every variant sums in the same order: identical results.
+// the whole backward. With ICI_ALGORITHM=host, or up to 2 devices per process, every variant adds
+// in the same order: identical results; the ring's chunks follow the reduced ranges, so with 3 or
+// more devices the variants differ in fp32 rounding.
 #pragma once
 
 #include "collectives/gradient_averager.h"

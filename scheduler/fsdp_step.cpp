@@ -44,14 +44,12 @@ FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::Progr
   }
   slots_ = 1 + (options.overlap ? std::min(options.prefetch_depth, options.config.num_layers - 1) : 0);
   const int local = mesh.ici_data * mesh.ici_fsdp;
-  for (int d = 0; d < local; ++d) {
-    Local l;
-    l.device = std::make_unique<device::Device>(devices.at(static_cast<std::size_t>(d)));
+  open_local_devices(devices, local, options.ici_ring);
+  for (Local& l : locals_) {
     l.model = std::make_unique<models::GptModel>(
         *l.device, cache, options.config,
         models::GptModelOptions{static_cast<std::size_t>(options.device_batch), 0, 64u << 20, options.gemm_policy,
                                 slots_});
-    locals_.push_back(std::move(l));
   }
   plan_ = std::make_unique<models::ShardPlan>(layout(), mesh.dcn_fsdp, mesh.ici_fsdp);
   for (int b = -1; b < options.config.num_layers; ++b) splits_.push_back(unit_split(*plan_, b, process_));

@@ -7,6 +7,11 @@
 
 namespace paxocl::scheduler {
 
+void StepProgram::open_local_devices(const std::vector<device::DeviceInfo>& selected, int count, bool ici_ring) {
+  const std::vector<device::DeviceInfo> mine(selected.begin(), selected.begin() + count);
+  for (auto& d : device::open_devices(mine, ici_ring)) locals_.push_back(Local{std::move(d), nullptr, nullptr});
+}
+
 std::vector<device::Device*> StepProgram::devices() const {
   std::vector<device::Device*> out;
   for (const Local& l : locals_) out.push_back(l.device.get());

@@ -30,6 +30,7 @@ struct StepOptions {
   bool overlap = true;            // OVERLAP_COMMUNICATION: false runs every collective serially
   std::size_t bucket_bytes = 0;   // GRADIENT_BUCKET_BYTES (data parallel)
   int prefetch_depth = 1;         // FSDP_PREFETCH_DEPTH: all-gathers in flight ahead of the compute
+  bool ici_ring = true;           // ICI_ALGORITHM=ring: this process's devices share a context (per platform)
 };
 
 class StepProgram {
@@ -62,6 +63,8 @@ class StepProgram {
   const models::ParameterLayout& layout() const { return model().layout(); }
 
  protected:
+  // Opens the first `count` of `selected` (sharing contexts for the ICI ring when asked).
+  void open_local_devices(const std::vector<device::DeviceInfo>& selected, int count, bool ici_ring);
   // One device of this process with its model instance and optimizer.
   struct Local {
     std::unique_ptr<device::Device> device;

@@ -82,6 +82,9 @@ Setup resolve(const models::Experiment& e, const collectives::ProcessWorld& worl
   } else if (dtype != "float32") {
     throw ConfigError(fmt::format("FPROP_DTYPE={}: use float32 (or bfloat16, computed in float32)", dtype));
   }
+  if (e.get_string("ICI_ALGORITHM") != "ring" && e.get_string("ICI_ALGORITHM") != "host") {
+    throw ConfigError(fmt::format("ICI_ALGORITHM={}: use ring or host", e.get_string("ICI_ALGORITHM")));
+  }
   if (e.get_string("LR_SCHEDULE") != "linear_rampup_cosine_decay") {
     throw ConfigError(fmt::format("LR_SCHEDULE={}: pax-ocl implements linear_rampup_cosine_decay", e.get_string("LR_SCHEDULE")));
   }
@@ -134,7 +137,7 @@ struct Runtime {
     StepOptions options{s.config, s.adam, s.device_batch(), o.gemm_policy, s.mesh,
                         s.exp.get_bool("OVERLAP_COMMUNICATION"),
                         static_cast<std::size_t>(s.exp.get_int("GRADIENT_BUCKET_BYTES")),
-                        static_cast<int>(s.exp.get_int("FSDP_PREFETCH_DEPTH"))};
+                        static_cast<int>(s.exp.get_int("FSDP_PREFETCH_DEPTH")), s.exp.get_string("ICI_ALGORITHM") == "ring"};
     program = make_step_program(selected, cache, world, options);
     if (o.init_weights) {
       program->load_parameters(program->model().flat_from_weights(*o.init_weights));

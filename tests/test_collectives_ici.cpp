@@ -1,5 +1,6 @@
 // In-process collectives across OpenCL devices, against CPU references, for groups of 1 to 4
-// devices and odd sizes (ctest runs it with PoCL exposing four devices).
+// devices and odd sizes (ctest runs it with PoCL exposing four devices), with both algorithms:
+// host-staged (a context per device) and ring (one shared context).
 #include <gtest/gtest.h>
 
 #include "collectives/ici_communicator.h"
@@ -9,10 +10,10 @@
 namespace paxocl::collectives {
 namespace {
 
-class IciTest : public ::testing::Test {
+class IciTest : public ::testing::TestWithParam<bool> {  // shared context: ring
  protected:
   void SetUp() override {
-    for (const auto& info : device::enumerate_devices()) devices_.push_back(std::make_unique<device::Device>(info));
+    devices_ = device::open_devices(device::enumerate_devices(), GetParam());
     if (devices_.size() < 4) GTEST_SKIP() << "needs 4 OpenCL devices (POCL_DEVICES='pthread pthread pthread pthread')";
   }
   std::vector<device::Device*> group(int n) {
@@ -33,9 +34,10 @@ class IciTest : public ::testing::Test {
   std::vector<std::unique_ptr<device::Device>> devices_;
 };
 
-TEST_F(IciTest, AllReduceAllGatherReduceScatterBroadcastForGroupsOf1To4) {
+TEST_P(IciTest, AllReduceAllGatherReduceScatterBroadcastForGroupsOf1To4) {
   for (int P = 1; P <= 4; ++P) {
     IciCommunicator comm(group(P));
+    EXPECT_EQ(comm.ring(), GetParam() && P > 1);
     for (std::size_t n : {1u, 7u, 1003u}) {
       // all-reduce: member m holds m * 100 + i % 11
       IciCommunicator::Buffers bufs;
@@ -83,7 +85,33 @@ TEST_F(IciTest, AllReduceAllGatherReduceScatterBroadcastForGroupsOf1To4) {
   }
 }
 
-TEST_F(IciTest, ComputeQueueWaitsOnTheCollectiveWithoutTheHost) {
+TEST_P(IciTest, HierarchicalAllReduceRunsTheHostStageOnTheWholeSum) {
+  for (int P = 2; P <= 4; ++P) {
+    IciCommunicator comm(group(P));
+    for (std::size_t n : {3u, 1001u}) {  // 3 < 4 members: an empty chunk
+      IciCommunicator::Buffers bufs;
+      for (int m = 0; m < P; ++m) {
+        std::vector<float> v(n);
+        for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>((m + 1) * static_cast<int>(i % 5));
+        bufs.push_back(upload(*devices_[static_cast<std::size_t>(m)], v));
+      }
+      std::size_t staged = 0;
+      comm.all_reduce(bufs, n, {}, [&](std::span<float> sum) {  // as across processes: + 1, then halve
+        staged = sum.size();
+        for (float& v : sum) v = (v + 1.0f) * 0.5f;
+      }).wait();
+      EXPECT_EQ(staged, n);
+      for (int m = 0; m < P; ++m) {
+        const auto got = download(*devices_[static_cast<std::size_t>(m)], bufs[static_cast<std::size_t>(m)], n);
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(got[i], (static_cast<float>(P * (P + 1) / 2 * static_cast<int>(i % 5)) + 1.0f) * 0.5f) << P << " " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(IciTest, ComputeQueueWaitsOnTheCollectiveWithoutTheHost) {
   IciCommunicator comm(group(2));
   IciCommunicator::Buffers bufs = {upload(*devices_[0], std::vector<float>(513, 1.0f)),
                                    upload(*devices_[1], std::vector<float>(513, 2.0f))};
@@ -97,6 +125,9 @@ TEST_F(IciTest, ComputeQueueWaitsOnTheCollectiveWithoutTheHost) {
   EXPECT_THROW(comm.broadcast(bufs, 513, 5), ConfigError);
   EXPECT_THROW(comm.all_reduce({bufs[0]}, 513), ConfigError);
 }
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, IciTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Ring" : "HostStaged"; });
 
 }  // namespace
 }  // namespace paxocl::collectives
