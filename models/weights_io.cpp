@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "device/errors.h"
+#include "models/model_files.h"
 #include "models/parameter_layout.h"
 
 namespace paxocl::models {
@@ -34,110 +35,14 @@ static_assert(sizeof(float) == 4 && std::numeric_limits<float>::is_iec559);
 namespace {
 
 namespace fs = std::filesystem;
-using Shape = std::vector<std::int64_t>;
-
-[[noreturn]] void fail(const fs::path& file, std::string_view what) {
-  throw WeightsFileError(fmt::format("{}: {}", file.string(), what));
-}
-
-// Sizes from untrusted headers: a product that overflows saturates, so it can only fail a size check.
-std::uint64_t mul_sat(std::uint64_t a, std::uint64_t b) {
-  constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
-  return (a != 0 && b > kMax / a) ? kMax : a * b;
-}
-std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) {
-  constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
-  return b > kMax - a ? kMax : a + b;
-}
-std::uint64_t elements(const Shape& shape) {
-  std::uint64_t n = 1;
-  for (std::int64_t d : shape) n = mul_sat(n, static_cast<std::uint64_t>(d));
-  return n;
-}
-
-// A regular file read at explicit offsets.
-class InFile {
- public:
-  explicit InFile(const fs::path& file) : file_(file), fd_(::open(file.c_str(), O_RDONLY | O_CLOEXEC)) {
-    if (fd_ < 0) fail(file_, fmt::format("cannot open for reading: {}; check the path", std::strerror(errno)));
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd_);
-      fail(file_, "not a regular file");
-    }
-    size_ = static_cast<std::uint64_t>(st.st_size);
-  }
-  ~InFile() { ::close(fd_); }
-  InFile(const InFile&) = delete;
-  InFile& operator=(const InFile&) = delete;
-
-  std::uint64_t size() const { return size_; }
-  void read(std::uint64_t offset, void* dst, std::size_t bytes) const {
-    auto* p = static_cast<char*>(dst);
-    while (bytes > 0) {
-      const ssize_t n = ::pread(fd_, p, bytes, static_cast<off_t>(offset));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) fail(file_, fmt::format("read error at byte {}: {}", offset, std::strerror(errno)));
-      if (n == 0) fail(file_, fmt::format("unexpected end of file at byte {}", offset));
-      p += n;
-      offset += static_cast<std::uint64_t>(n);
-      bytes -= static_cast<std::size_t>(n);
-    }
-  }
-
- private:
-  fs::path file_;
-  int fd_;
-  std::uint64_t size_ = 0;
-};
-
-// Writes `<file>.tmp.<pid>`; commit() fsyncs it and renames it onto `file`, so readers never see a
-// partial file. Without commit() (an exception on the way) the temporary file is removed.
-class AtomicOut {
- public:
-  explicit AtomicOut(const fs::path& file)
-      : file_(file), tmp_(fs::path(file).concat(fmt::format(".tmp.{}", ::getpid()))) {
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail(file_, fmt::format("cannot create {}: {}", tmp_.string(), std::strerror(errno)));
-  }
-  ~AtomicOut() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_.c_str());
-  }
-  AtomicOut(const AtomicOut&) = delete;
-  AtomicOut& operator=(const AtomicOut&) = delete;
-
-  void write(const void* src, std::size_t bytes) {
-    const auto* p = static_cast<const char*>(src);
-    while (bytes > 0) {
-      const ssize_t n = ::write(fd_, p, bytes);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) fail(file_, fmt::format("writing {}: {}", tmp_.string(), std::strerror(errno)));
-      p += n;
-      bytes -= static_cast<std::size_t>(n);
-    }
-  }
-  void commit() {
-    if (::fsync(fd_) != 0) fail(file_, fmt::format("fsync of {}: {}", tmp_.string(), std::strerror(errno)));
-    const int fd = std::exchange(fd_, -1);
-    if (::close(fd) != 0) fail(file_, fmt::format("closing {}: {}", tmp_.string(), std::strerror(errno)));
-    if (::rename(tmp_.c_str(), file_.c_str()) != 0) {
-      fail(file_, fmt::format("renaming {} onto it: {}", tmp_.string(), std::strerror(errno)));
-    }
-    committed_ = true;
-    // Make the rename itself durable; best effort, the data is already safe.
-    const fs::path dir = file_.has_parent_path() ? file_.parent_path() : fs::path(".");
-    if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
-    }
-  }
-
- private:
-  fs::path file_, tmp_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
+using files::add_sat;
+using files::AtomicOut;
+using files::mul_sat;
+using files::elements;
+using files::fail;
+using files::InFile;
+using files::Shape;
+using StEntry = files::SafetensorsReader::Entry;
 
 void require_data_size(const HostWeights& w, const ParameterLayout& layout) {
   if (w.data.size() != layout.total()) {
@@ -256,76 +161,6 @@ void transpose(const float* src, std::int64_t rows, std::int64_t cols, float* ds
   }
 }
 
-std::size_t dtype_bytes(std::string_view dtype) {
-  static const std::map<std::string_view, std::size_t> kSizes{
-      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"U16", 2}, {"I16", 2},
-      {"F16", 2},  {"BF16", 2}, {"U32", 4}, {"I32", 4},     {"F32", 4},     {"U64", 8}, {"I64", 8}, {"F64", 8}};
-  const auto it = kSizes.find(dtype);
-  return it == kSizes.end() ? 0 : it->second;
-}
-
-struct StEntry {
-  std::string dtype;
-  Shape shape;
-  std::uint64_t begin = 0, end = 0;  // bytes, relative to the data buffer
-};
-
-// Parses and checks the header of every tensor (extras too): dtype, shape and offsets that tile the
-// data buffer exactly, as the safetensors specification requires.
-std::map<std::string, StEntry> parse_safetensors_header(const fs::path& file, const std::string& text,
-                                                        std::uint64_t data_bytes) {
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    fail(file, fmt::format("invalid safetensors JSON header: {}", e.what()));
-  }
-  if (!header.is_object()) fail(file, "invalid safetensors JSON header: not an object");
-  std::map<std::string, StEntry> entries;
-  for (const auto& [name, j] : header.items()) {
-    if (name == "__metadata__") continue;
-    auto bad = [&](std::string_view what) { fail(file, fmt::format("tensor {}: {}", name, what)); };
-    if (!j.is_object() || !j.contains("dtype") || !j["dtype"].is_string() || !j.contains("shape") ||
-        !j["shape"].is_array() || !j.contains("data_offsets") || !j["data_offsets"].is_array()) {
-      bad("header entry needs \"dtype\" (string), \"shape\" and \"data_offsets\" (arrays)");
-    }
-    StEntry e;
-    e.dtype = j["dtype"].get<std::string>();
-    for (const auto& d : j["shape"]) {
-      if (!d.is_number_unsigned()) bad(fmt::format("bad shape {}", j["shape"].dump()));
-      e.shape.push_back(static_cast<std::int64_t>(std::min<std::uint64_t>(d.get<std::uint64_t>(), std::numeric_limits<std::int64_t>::max())));
-    }
-    const auto& off = j["data_offsets"];
-    if (off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
-      bad(fmt::format("bad data_offsets {}", off.dump()));
-    }
-    e.begin = off[0].get<std::uint64_t>();
-    e.end = off[1].get<std::uint64_t>();
-    if (e.begin > e.end || e.end > data_bytes) {
-      bad(fmt::format("data_offsets [{}, {}] out of range: the data holds {} bytes", e.begin, e.end, data_bytes));
-    }
-    const std::size_t elem = dtype_bytes(e.dtype);
-    if (elem == 0) bad(fmt::format("unknown dtype {}", e.dtype));
-    const std::uint64_t need = mul_sat(elements(e.shape), elem);
-    if (e.end - e.begin != need) {
-      bad(fmt::format("data_offsets [{}, {}] span {} bytes, but shape [{}] of {} needs {}", e.begin, e.end,
-                      e.end - e.begin, fmt::join(e.shape, ", "), e.dtype, need));
-    }
-    entries.emplace(name, std::move(e));
-  }
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // (begin, end), sorted
-  for (const auto& [name, e] : entries) ranges.emplace_back(e.begin, e.end);
-  std::sort(ranges.begin(), ranges.end());
-  std::uint64_t covered = 0;
-  for (const auto& [b, e] : ranges) {
-    if (b < covered) fail(file, fmt::format("overlapping tensors: data_offsets [{}, {}] start inside bytes before {}", b, e, covered));
-    if (b > covered) fail(file, fmt::format("bytes [{}, {}) of the data belong to no tensor", covered, b));
-    covered = e;
-  }
-  if (covered != data_bytes) fail(file, fmt::format("bytes [{}, {}) of the data belong to no tensor", covered, data_bytes));
-  return entries;
-}
-
 // The layers h.0 .. h.{L-1} that tensor names mention; they must be contiguous.
 int count_layers(const fs::path& file, const std::map<std::string, StEntry>& entries, const std::string& prefix) {
   std::set<int> layers;
@@ -402,20 +237,8 @@ void save_llmc(const fs::path& file, const HostWeights& w) {
 }
 
 HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t alignment) {
-  const InFile in(file);
-  std::uint64_t header_bytes = 0;
-  if (in.size() < sizeof header_bytes) {
-    fail(file, fmt::format("truncated: expected at least 8 bytes (the safetensors header length), got {}", in.size()));
-  }
-  in.read(0, &header_bytes, sizeof header_bytes);
-  if (header_bytes > in.size() - sizeof header_bytes) {
-    fail(file, fmt::format("safetensors header length {} runs past the end of the file ({} bytes): truncated or not "
-                           "a safetensors file", header_bytes, in.size()));
-  }
-  std::string text(header_bytes, '\0');
-  in.read(sizeof header_bytes, text.data(), text.size());
-  const std::uint64_t data_start = sizeof header_bytes + header_bytes;
-  const auto entries = parse_safetensors_header(file, text, in.size() - data_start);
+  const files::SafetensorsReader in(file);
+  const auto& entries = in.entries();
 
   // Saved from GPT2LMHeadModel (prefixed) or GPT2Model (bare); missing tensors are named prefixed.
   const std::string prefix = !entries.contains(kHfPrefix + "wte.weight") && entries.contains("wte.weight")
@@ -467,11 +290,11 @@ HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t al
     const std::size_t count = elements(t.shape);
     float* dst = w.data.data() + t.ours->offset;
     if (!t.conv1d) {
-      in.read(data_start + e.begin, dst, count * sizeof(float));
+      in.read(e, dst);
       continue;
     }
     staged.resize(count);
-    in.read(data_start + e.begin, staged.data(), count * sizeof(float));
+    in.read(e, staged.data());
     transpose(staged.data(), t.shape[0], t.shape[1], dst);
   }
   return w;
@@ -488,21 +311,9 @@ void save_safetensors(const fs::path& file, const HostWeights& w) {
   require_data_size(w, layout);
   const auto tensors = hf_tensors(layout, c);
 
-  nlohmann::ordered_json header;
-  header["__metadata__"] = {{"format", "pt"}};
-  std::uint64_t pos = 0;
-  for (const HfTensor& t : tensors) {
-    const std::uint64_t bytes = elements(t.shape) * sizeof(float);
-    header[kHfPrefix + t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {pos, pos + bytes}}};
-    pos += bytes;
-  }
-  std::string text = header.dump();
-  text.resize((text.size() + 7) / 8 * 8, ' ');  // the data buffer starts 8-byte aligned, as Python's writer does
-  const std::uint64_t header_bytes = text.size();
-
-  AtomicOut out(file);
-  out.write(&header_bytes, sizeof header_bytes);
-  out.write(text.data(), text.size());
+  std::vector<std::pair<std::string, Shape>> names;
+  for (const HfTensor& t : tensors) names.emplace_back(kHfPrefix + t.name, t.shape);
+  files::SafetensorsWriter out(file, names, {{"format", "pt"}});
   std::vector<float> staged;
   for (const HfTensor& t : tensors) {
     const std::size_t count = elements(t.shape);
@@ -512,7 +323,7 @@ void save_safetensors(const fs::path& file, const HostWeights& w) {
       transpose(src, t.shape[1], t.shape[0], staged.data());
       src = staged.data();
     }
-    out.write(src, count * sizeof(float));
+    out.add(std::span<const float>(src, count));
   }
   out.commit();
 }

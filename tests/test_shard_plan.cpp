@@ -91,7 +91,9 @@ TEST(ShardPlan, ExtractAndPlaceRoundTripAndSegmentsFollowTheDecayOfEachElement) 
             for (const ShardPlan::Segment& s : plan.decay_segments(p, d)) {
               EXPECT_EQ(s.offset % c.alignment, 0u);
               for (std::size_t i = s.offset; i < s.offset + s.count; ++i) {
-                if (flags[i] != 0.0f) ASSERT_EQ(flags[i] == 1.0f, s.decay) << "element " << i << " of shard " << p << "," << d;
+                if (flags[i] != 0.0f) {
+                  ASSERT_EQ(flags[i] == 1.0f, s.decay) << "element " << i << " of shard " << p << "," << d;
+                }
               }
             }
           }

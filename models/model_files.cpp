@@ -1,0 +1,232 @@
+#include "models/model_files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace paxocl::models::files {
+
+void fail(const fs::path& file, std::string_view what) {
+  throw WeightsFileError(fmt::format("{}: {}", file.string(), what));
+}
+
+std::uint64_t mul_sat(std::uint64_t a, std::uint64_t b) {
+  constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
+  return (a != 0 && b > kMax / a) ? kMax : a * b;
+}
+std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) {
+  constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
+  return b > kMax - a ? kMax : a + b;
+}
+std::uint64_t elements(const Shape& shape) {
+  std::uint64_t n = 1;
+  for (std::int64_t d : shape) n = mul_sat(n, static_cast<std::uint64_t>(d));
+  return n;
+}
+
+InFile::InFile(const fs::path& file) : file_(file), fd_(::open(file.c_str(), O_RDONLY | O_CLOEXEC)) {
+  if (fd_ < 0) fail(file_, fmt::format("cannot open for reading: {}; check the path", std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fail(file_, "not a regular file");
+  }
+  size_ = static_cast<std::uint64_t>(st.st_size);
+}
+
+InFile::~InFile() { ::close(fd_); }
+
+void InFile::read(std::uint64_t offset, void* dst, std::size_t bytes) const {
+  auto* p = static_cast<char*>(dst);
+  while (bytes > 0) {
+    const ssize_t n = ::pread(fd_, p, bytes, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(file_, fmt::format("read error at byte {}: {}", offset, std::strerror(errno)));
+    if (n == 0) fail(file_, fmt::format("unexpected end of file at byte {}", offset));
+    p += n;
+    offset += static_cast<std::uint64_t>(n);
+    bytes -= static_cast<std::size_t>(n);
+  }
+}
+
+AtomicOut::AtomicOut(const fs::path& file) : file_(file), tmp_(fs::path(file).concat(fmt::format(".tmp.{}", ::getpid()))) {
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail(file_, fmt::format("cannot create {}: {}", tmp_.string(), std::strerror(errno)));
+}
+
+AtomicOut::~AtomicOut() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(tmp_.c_str());
+}
+
+void AtomicOut::write(const void* src, std::size_t bytes) {
+  const auto* p = static_cast<const char*>(src);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd_, p, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(file_, fmt::format("writing {}: {}", tmp_.string(), std::strerror(errno)));
+    p += n;
+    bytes -= static_cast<std::size_t>(n);
+  }
+}
+
+void AtomicOut::commit() {
+  if (::fsync(fd_) != 0) fail(file_, fmt::format("fsync of {}: {}", tmp_.string(), std::strerror(errno)));
+  const int fd = std::exchange(fd_, -1);
+  if (::close(fd) != 0) fail(file_, fmt::format("closing {}: {}", tmp_.string(), std::strerror(errno)));
+  if (::rename(tmp_.c_str(), file_.c_str()) != 0) {
+    fail(file_, fmt::format("renaming {} onto it: {}", tmp_.string(), std::strerror(errno)));
+  }
+  committed_ = true;
+  sync_directory(file_.has_parent_path() ? file_.parent_path() : fs::path("."));
+}
+
+void sync_directory(const fs::path& dir) {
+  // Best effort: the data itself is already safe.
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+namespace {
+
+std::size_t dtype_bytes(std::string_view dtype) {
+  static const std::map<std::string_view, std::size_t> kSizes{
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"U16", 2}, {"I16", 2},
+      {"F16", 2},  {"BF16", 2}, {"U32", 4}, {"I32", 4},     {"F32", 4},     {"U64", 8}, {"I64", 8}, {"F64", 8}};
+  const auto it = kSizes.find(dtype);
+  return it == kSizes.end() ? 0 : it->second;
+}
+
+// Parses and checks the header of every tensor (extras too): dtype, shape and offsets that tile the
+// data buffer exactly, as the safetensors specification requires.
+std::map<std::string, SafetensorsReader::Entry> parse_safetensors_header(const fs::path& file, const std::string& text,
+                                                        std::uint64_t data_bytes) {
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    fail(file, fmt::format("invalid safetensors JSON header: {}", e.what()));
+  }
+  if (!header.is_object()) fail(file, "invalid safetensors JSON header: not an object");
+  std::map<std::string, SafetensorsReader::Entry> entries;
+  for (const auto& [name, j] : header.items()) {
+    if (name == "__metadata__") continue;
+    auto bad = [&](std::string_view what) { fail(file, fmt::format("tensor {}: {}", name, what)); };
+    if (!j.is_object() || !j.contains("dtype") || !j["dtype"].is_string() || !j.contains("shape") ||
+        !j["shape"].is_array() || !j.contains("data_offsets") || !j["data_offsets"].is_array()) {
+      bad("header entry needs \"dtype\" (string), \"shape\" and \"data_offsets\" (arrays)");
+    }
+    SafetensorsReader::Entry e;
+    e.dtype = j["dtype"].get<std::string>();
+    for (const auto& d : j["shape"]) {
+      if (!d.is_number_unsigned()) bad(fmt::format("bad shape {}", j["shape"].dump()));
+      e.shape.push_back(static_cast<std::int64_t>(std::min<std::uint64_t>(d.get<std::uint64_t>(), std::numeric_limits<std::int64_t>::max())));
+    }
+    const auto& off = j["data_offsets"];
+    if (off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
+      bad(fmt::format("bad data_offsets {}", off.dump()));
+    }
+    e.begin = off[0].get<std::uint64_t>();
+    e.end = off[1].get<std::uint64_t>();
+    if (e.begin > e.end || e.end > data_bytes) {
+      bad(fmt::format("data_offsets [{}, {}] out of range: the data holds {} bytes", e.begin, e.end, data_bytes));
+    }
+    const std::size_t elem = dtype_bytes(e.dtype);
+    if (elem == 0) bad(fmt::format("unknown dtype {}", e.dtype));
+    const std::uint64_t need = mul_sat(elements(e.shape), elem);
+    if (e.end - e.begin != need) {
+      bad(fmt::format("data_offsets [{}, {}] span {} bytes, but shape [{}] of {} needs {}", e.begin, e.end,
+                      e.end - e.begin, fmt::join(e.shape, ", "), e.dtype, need));
+    }
+    entries.emplace(name, std::move(e));
+  }
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // (begin, end), sorted
+  for (const auto& [name, e] : entries) ranges.emplace_back(e.begin, e.end);
+  std::sort(ranges.begin(), ranges.end());
+  std::uint64_t covered = 0;
+  for (const auto& [b, e] : ranges) {
+    if (b < covered) fail(file, fmt::format("overlapping tensors: data_offsets [{}, {}] start inside bytes before {}", b, e, covered));
+    if (b > covered) fail(file, fmt::format("bytes [{}, {}) of the data belong to no tensor", covered, b));
+    covered = e;
+  }
+  if (covered != data_bytes) fail(file, fmt::format("bytes [{}, {}) of the data belong to no tensor", covered, data_bytes));
+  return entries;
+}
+
+}  // namespace
+
+SafetensorsReader::SafetensorsReader(const fs::path& file) : in_(file) {
+  std::uint64_t header_bytes = 0;
+  if (in_.size() < sizeof header_bytes) {
+    fail(file, fmt::format("truncated: expected at least 8 bytes (the safetensors header length), got {}", in_.size()));
+  }
+  in_.read(0, &header_bytes, sizeof header_bytes);
+  if (header_bytes > in_.size() - sizeof header_bytes) {
+    fail(file, fmt::format("safetensors header length {} runs past the end of the file ({} bytes): truncated or not "
+                           "a safetensors file", header_bytes, in_.size()));
+  }
+  std::string text(header_bytes, '\0');
+  in_.read(sizeof header_bytes, text.data(), text.size());
+  data_start_ = sizeof header_bytes + header_bytes;
+  entries_ = parse_safetensors_header(file, text, in_.size() - data_start_);
+  const nlohmann::json header = nlohmann::json::parse(text);
+  if (header.contains("__metadata__")) metadata_ = header["__metadata__"];
+}
+
+void SafetensorsReader::read(const Entry& entry, void* dst) const {
+  in_.read(data_start_ + entry.begin, dst, entry.end - entry.begin);
+}
+
+std::vector<float> SafetensorsReader::read_f32(const std::string& name) const {
+  const auto it = entries_.find(name);
+  if (it == entries_.end()) fail(in_.path(), fmt::format("missing tensor {}", name));
+  if (it->second.dtype != "F32") fail(in_.path(), fmt::format("tensor {} has dtype {}, expected F32", name, it->second.dtype));
+  std::vector<float> data((it->second.end - it->second.begin) / sizeof(float));
+  read(it->second, data.data());
+  return data;
+}
+
+SafetensorsWriter::SafetensorsWriter(const fs::path& file, const std::vector<std::pair<std::string, Shape>>& tensors,
+                                     const nlohmann::ordered_json& metadata)
+    : file_(file), out_(file) {
+  nlohmann::ordered_json header;
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::uint64_t pos = 0;
+  for (const auto& [name, shape] : tensors) {
+    const std::uint64_t bytes = elements(shape) * sizeof(float);
+    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {pos, pos + bytes}}};
+    sizes_.push_back(elements(shape));
+    pos += bytes;
+  }
+  std::string text = header.dump();
+  text.resize((text.size() + 7) / 8 * 8, ' ');  // the data starts 8-byte aligned, as Python's writer does
+  const std::uint64_t header_bytes = text.size();
+  out_.write(&header_bytes, sizeof header_bytes);
+  out_.write(text.data(), text.size());
+}
+
+void SafetensorsWriter::add(std::span<const float> data) {
+  if (next_ >= sizes_.size() || data.size() != sizes_[next_]) {
+    throw std::logic_error(fmt::format("{}: tensor {} written with {} floats", file_.string(), next_, data.size()));
+  }
+  out_.write(data.data(), data.size_bytes());
+  ++next_;
+}
+
+void SafetensorsWriter::commit() {
+  if (next_ != sizes_.size()) throw std::logic_error(fmt::format("{}: {} of {} tensors written", file_.string(), next_, sizes_.size()));
+  out_.commit();
+}
+
+}  // namespace paxocl::models::files

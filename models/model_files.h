@@ -1,0 +1,106 @@
+// Files for weights and checkpoints: reading at explicit offsets, atomic writing, and the
+// safetensors format (https://github.com/huggingface/safetensors): an 8-byte little-endian header
+// length, a JSON header {name: {dtype, shape, data_offsets}}, then the data. Every error is a
+// WeightsFileError naming the file.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/weights_io.h"
+
+namespace paxocl::models::files {
+
+namespace fs = std::filesystem;
+using Shape = std::vector<std::int64_t>;
+
+[[noreturn]] void fail(const fs::path& file, std::string_view what);
+
+// Sizes from untrusted headers: a product that overflows saturates, so it can only fail a size check.
+std::uint64_t mul_sat(std::uint64_t a, std::uint64_t b);
+std::uint64_t add_sat(std::uint64_t a, std::uint64_t b);
+std::uint64_t elements(const Shape& shape);
+
+// A regular file read at explicit offsets.
+class InFile {
+ public:
+  explicit InFile(const fs::path& file);
+  ~InFile();
+  InFile(const InFile&) = delete;
+  InFile& operator=(const InFile&) = delete;
+  std::uint64_t size() const { return size_; }
+  void read(std::uint64_t offset, void* dst, std::size_t bytes) const;
+  const fs::path& path() const { return file_; }
+
+ private:
+  fs::path file_;
+  int fd_;
+  std::uint64_t size_ = 0;
+};
+
+// Writes `<file>.tmp.<pid>`; commit() fsyncs it and renames it onto `file`, so readers never see a
+// partial file. Without commit() (an exception on the way) the temporary file is removed.
+class AtomicOut {
+ public:
+  explicit AtomicOut(const fs::path& file);
+  ~AtomicOut();
+  AtomicOut(const AtomicOut&) = delete;
+  AtomicOut& operator=(const AtomicOut&) = delete;
+  void write(const void* src, std::size_t bytes);
+  void commit();
+
+ private:
+  fs::path file_, tmp_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+// fsync of a directory, so that renames and new entries in it are durable.
+void sync_directory(const fs::path& dir);
+
+// A safetensors file whose header has been read and checked: dtypes known, shapes matching their
+// byte ranges, which tile the data exactly (extras included).
+class SafetensorsReader {
+ public:
+  struct Entry {
+    std::string dtype;
+    Shape shape;
+    std::uint64_t begin = 0, end = 0;  // bytes, relative to the data
+  };
+  explicit SafetensorsReader(const fs::path& file);
+  const std::map<std::string, Entry>& entries() const { return entries_; }
+  const nlohmann::json& metadata() const { return metadata_; }  // "__metadata__" (null if none)
+  void read(const Entry& entry, void* dst) const;
+  std::vector<float> read_f32(const std::string& name) const;  // fails unless present and F32
+
+ private:
+  InFile in_;
+  std::uint64_t data_start_ = 0;
+  std::map<std::string, Entry> entries_;
+  nlohmann::json metadata_;
+};
+
+// Writes F32 tensors atomically: the header from the names and shapes (in this order), then each
+// tensor's data through add(), in the same order; commit() when all are written.
+class SafetensorsWriter {
+ public:
+  SafetensorsWriter(const fs::path& file, const std::vector<std::pair<std::string, Shape>>& tensors,
+                    const nlohmann::ordered_json& metadata);
+  void add(std::span<const float> data);
+  void commit();
+
+ private:
+  fs::path file_;
+  AtomicOut out_;
+  std::vector<std::uint64_t> sizes_;  // floats per tensor, in order
+  std::size_t next_ = 0;
+};
+
+}  // namespace paxocl::models::files
