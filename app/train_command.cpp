@@ -28,6 +28,7 @@ const FlagSpec kJobFlags[] = {
     {"init_from", "FILE", "initialise from weights: an llm.c checkpoint (.bin) or Hugging Face GPT-2 .safetensors; "
                           "the file's architecture replaces the experiment's"},
     {"save_weights", "FILE", "train: write the final weights (.safetensors, else llm.c format)"},
+    {"enable_checkpoint_saving", "true|false", "as --fdl.ENABLE_CHECKPOINT_SAVING (Pax's flag)"},
 };
 
 void print_help(const char* command) {
@@ -61,6 +62,7 @@ models::Experiment load_experiment(const CliArgs& args, bool from_job_dir, std::
   models::Experiment e = from ? models::Experiment::from_file(*from)
                               : models::Experiment::named(args.flag("fdl_config").value_or("Default"));
   for (const auto& [name, value] : args.fdl_overrides()) e.set(name, value);
+  if (const auto saving = args.flag("enable_checkpoint_saving")) e.set("ENABLE_CHECKPOINT_SAVING", *saving);
   if (const auto weights = args.flag("init_from")) {
     init = models::load_weights_file(*weights, static_cast<int>(e.get_int("NUM_HEADS")), 1);
     const models::GptConfig& c = init->config;

@@ -1,5 +1,5 @@
 // pax-ocl's error types and the exit codes the CLI maps them to (docs/architecture.md):
-//   0 ok, 2 usage/config error, 3 data error, 4 device/runtime error.
+//   0 ok, 2 usage/config error, 3 data error, 4 device/runtime error, 75 preempted (checkpoint saved).
 // Every error's what() is one line that says what is wrong and, where possible, how to fix it.
 #pragma once
 
@@ -8,7 +8,9 @@
 
 namespace paxocl {
 
-enum ExitCode : int { kExitOk = 0, kExitUsage = 2, kExitData = 3, kExitDevice = 4 };
+// kExitPreempted: SIGTERM / SIGUSR1 arrived, the step finished and a checkpoint was saved; requeue
+// the job (Slurm: scontrol requeue) and it resumes from that checkpoint.
+enum ExitCode : int { kExitOk = 0, kExitUsage = 2, kExitData = 3, kExitDevice = 4, kExitPreempted = 75 };
 
 // Bad flags, hyper-parameters or mesh shapes. Deterministic: every process of a job raises it alike.
 class ConfigError : public std::runtime_error {

@@ -34,6 +34,16 @@ AdamOptimizer::AdamOptimizer(device::Device& device, kernels::KernelLibrary& ker
   }
 }
 
+void AdamOptimizer::load_state(std::span<const float> m, std::span<const float> v, long applied, long skipped) {
+  if (m.size() != total_ || v.size() != total_) {
+    throw std::logic_error("AdamOptimizer::load_state: moments of the wrong size");
+  }
+  device_.queue().write(m_, m);
+  device_.queue().write(v_, v);
+  count_ = applied;
+  skipped_ = skipped;
+}
+
 double AdamOptimizer::sum_squares(const FloatBuffer& grads) {
   kernels_.optimizer.sum_squares(partial_, grads, total_, kNormChunk);
   std::vector<float> partial(partial_.count());

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "kernels_cl/kernel_library.h"
@@ -53,6 +54,8 @@ class AdamOptimizer {
 
   long steps_applied() const { return count_; }
   long steps_skipped() const { return skipped_; }
+  // A restored state: moments (`total` floats each) and step counts, as a checkpoint saved them.
+  void load_state(std::span<const float> m, std::span<const float> v, long applied, long skipped);
   FloatBuffer& first_moment() { return m_; }
   FloatBuffer& second_moment() { return v_; }
 

@@ -11,6 +11,8 @@
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "common/crc32c.h"
 #include <fmt/ranges.h>
 
 namespace paxocl::models::files {
@@ -70,6 +72,8 @@ AtomicOut::~AtomicOut() {
 
 void AtomicOut::write(const void* src, std::size_t bytes) {
   const auto* p = static_cast<const char*>(src);
+  crc_ = paxocl::crc32c(std::string_view(p, bytes), crc_);
+  size_ += bytes;
   while (bytes > 0) {
     const ssize_t n = ::write(fd_, p, bytes);
     if (n < 0 && errno == EINTR) continue;

@@ -55,11 +55,15 @@ class AtomicOut {
   AtomicOut& operator=(const AtomicOut&) = delete;
   void write(const void* src, std::size_t bytes);
   void commit();
+  std::uint64_t size() const { return size_; }       // bytes written so far
+  std::uint32_t crc32c() const { return crc_; }      // of those bytes
 
  private:
   fs::path file_, tmp_;
   int fd_ = -1;
   bool committed_ = false;
+  std::uint64_t size_ = 0;
+  std::uint32_t crc_ = 0;
 };
 
 // fsync of a directory, so that renames and new entries in it are durable.
@@ -95,6 +99,8 @@ class SafetensorsWriter {
                     const nlohmann::ordered_json& metadata);
   void add(std::span<const float> data);
   void commit();
+  std::uint64_t size() const { return out_.size(); }
+  std::uint32_t crc32c() const { return out_.crc32c(); }
 
  private:
   fs::path file_;

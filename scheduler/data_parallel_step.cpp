@@ -7,7 +7,7 @@ namespace paxocl::scheduler {
 
 DataParallelStep::DataParallelStep(const std::vector<device::DeviceInfo>& devices, device::ProgramCache& cache,
                                    const collectives::ProcessWorld& world, const StepOptions& options)
-    : options_(options) {
+    : options_(options), rank_(world.rank()) {
   const int local = options.mesh.ici_data;
   open_local_devices(devices, local, options.ici_ring);
   for (Local& l : locals_) {
@@ -29,6 +29,25 @@ void DataParallelStep::load_parameters(std::span<const float> flat) {
 }
 
 std::vector<float> DataParallelStep::parameters() { return model().parameters(); }
+
+std::vector<StepProgram::StateSlice> DataParallelStep::state_slices() {
+  if (rank_ != 0) return {};  // replicas: process 0's copy stands for all
+  Local& l = locals_.front();
+  StateSlice s{0, l.model->parameters(), std::vector<float>(layout().total()), std::vector<float>(layout().total())};
+  l.device->queue().read(l.adam->first_moment(), std::span<float>(s.m));
+  l.device->queue().read(l.adam->second_moment(), std::span<float>(s.v));
+  return {std::move(s)};
+}
+
+StepProgram::OptimizerCounts DataParallelStep::optimizer_counts() const {
+  return {locals_.front().adam->steps_applied(), locals_.front().adam->steps_skipped()};
+}
+
+void DataParallelStep::load_state(std::span<const float> params, std::span<const float> m, std::span<const float> v,
+                                  OptimizerCounts counts) {
+  load_parameters(params);
+  for (Local& l : locals_) l.adam->load_state(m, v, counts.applied, counts.skipped);
+}
 
 models::LossStats DataParallelStep::train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt) {
   models::LossStats stats;

@@ -22,6 +22,10 @@ class DataParallelStep : public StepProgram {
                    const collectives::ProcessWorld& world, const StepOptions& options);
 
   void load_parameters(std::span<const float> flat) override;
+  std::vector<StateSlice> state_slices() override;  // process 0: all of it; the others: nothing
+  OptimizerCounts optimizer_counts() const override;
+  void load_state(std::span<const float> params, std::span<const float> m, std::span<const float> v,
+                  OptimizerCounts counts) override;
   std::vector<float> parameters() override;
   models::LossStats train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt) override;
   models::LossStats evaluate(const inputs::Batch& batch) override { return model().evaluate(batch); }
@@ -34,6 +38,7 @@ class DataParallelStep : public StepProgram {
 
  private:
   StepOptions options_;
+  int rank_ = 0;
   std::unique_ptr<collectives::GradientAverager> averager_;  // null with a single replica
 };
 

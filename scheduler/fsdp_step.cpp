@@ -12,6 +12,8 @@ namespace paxocl::scheduler {
 using collectives::IciCommunicator;
 using collectives::Pending;
 
+using ParameterLayoutUnit = models::ParameterLayout::Unit;
+
 namespace {
 std::vector<models::AdamOptimizer::Segment> adam_segments(const std::vector<models::ShardPlan::Segment>& segments) {
   std::vector<models::AdamOptimizer::Segment> out;
@@ -82,6 +84,46 @@ void FsdpStep::load_parameters(std::span<const float> flat) {
     const std::vector<float> shards =
         plan_->extract(flat, process_, static_cast<int>(d) % options_.mesh.ici_fsdp);
     locals_[d].device->queue().write(param_shards_[d], std::span<const float>(shards));
+  }
+}
+
+std::vector<StepProgram::StateSlice> FsdpStep::state_slices() {
+  if (world_.rank() / options_.mesh.dcn_fsdp != 0) return {};  // a data replica of another process's shards
+  std::vector<StateSlice> slices;
+  for (int f = 0; f < options_.mesh.ici_fsdp; ++f) {
+    Local& l = locals_[static_cast<std::size_t>(f)];
+    const std::size_t floats = param_shards_[static_cast<std::size_t>(f)].count();
+    std::vector<float> p(floats), m(floats), v(floats);
+    l.device->queue().read(param_shards_[static_cast<std::size_t>(f)], std::span<float>(p));
+    l.device->queue().read(l.adam->first_moment(), std::span<float>(m));
+    l.device->queue().read(l.adam->second_moment(), std::span<float>(v));
+    for (const ParameterLayoutUnit& u : plan_->units()) {
+      const models::ShardPlan::Piece s = plan_->shard(u.block, process_, f);
+      const std::size_t base = plan_->shard_offset(u.block, process_, f);
+      for (std::size_t i = 0; i < u.ranges.size(); ++i) {  // the shard's overlap with each packed range
+        const std::size_t b = std::max(s.begin, u.packed_offsets[i]);
+        const std::size_t e = std::min(s.end, u.packed_offsets[i] + u.ranges[i].count);
+        if (b >= e) continue;
+        const auto from = static_cast<std::ptrdiff_t>(base + (b - s.begin)), to = from + static_cast<std::ptrdiff_t>(e - b);
+        slices.push_back({u.ranges[i].offset + (b - u.packed_offsets[i]), std::vector<float>(p.begin() + from, p.begin() + to),
+                          std::vector<float>(m.begin() + from, m.begin() + to), std::vector<float>(v.begin() + from, v.begin() + to)});
+      }
+    }
+  }
+  return slices;
+}
+
+StepProgram::OptimizerCounts FsdpStep::optimizer_counts() const {
+  return {locals_.front().adam->steps_applied(), locals_.front().adam->steps_skipped()};
+}
+
+void FsdpStep::load_state(std::span<const float> params, std::span<const float> m, std::span<const float> v,
+                          OptimizerCounts counts) {
+  load_parameters(params);
+  for (std::size_t d = 0; d < locals_.size(); ++d) {
+    const int f = static_cast<int>(d) % options_.mesh.ici_fsdp;
+    locals_[d].adam->load_state(plan_->extract(m, process_, f), plan_->extract(v, process_, f), counts.applied,
+                                counts.skipped);
   }
 }
 

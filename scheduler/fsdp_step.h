@@ -31,6 +31,12 @@ class FsdpStep : public StepProgram {
            const collectives::ProcessWorld& world, const StepOptions& options);
 
   void load_parameters(std::span<const float> flat) override;
+  // Processes of DCN data index 0 own their chunks: each local fsdp index's shard, mapped back to
+  // flat ranges.
+  std::vector<StateSlice> state_slices() override;
+  OptimizerCounts optimizer_counts() const override;
+  void load_state(std::span<const float> params, std::span<const float> m, std::span<const float> v,
+                  OptimizerCounts counts) override;
   std::vector<float> parameters() override;
   models::LossStats train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt) override;
   models::LossStats evaluate(const inputs::Batch& batch) override;

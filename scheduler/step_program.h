@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/training_state.h"
 #include "collectives/fsdp_communicator.h"
 #include "collectives/process_world.h"
 #include "device/program_cache.h"
@@ -40,6 +41,18 @@ class StepProgram {
   // Sets the parameters everywhere from a flat ParameterLayout image (layout().total() floats),
   // the same on every process; Adam's state starts at zero.
   virtual void load_parameters(std::span<const float> flat) = 0;
+
+  // The training state for checkpoints, in flat-layout coordinates. state_slices(): the part this
+  // process owns (each element owned by exactly one process of the job), copied to the host.
+  // load_state(): the whole state (every process passes the same), re-sharded for this mesh.
+  using StateSlice = checkpoint::StateSlice;
+  struct OptimizerCounts {
+    long applied = 0, skipped = 0;
+  };
+  virtual std::vector<StateSlice> state_slices() = 0;
+  virtual OptimizerCounts optimizer_counts() const = 0;
+  virtual void load_state(std::span<const float> params, std::span<const float> m, std::span<const float> v,
+                          OptimizerCounts counts) = 0;
   // The full parameters as a flat image. Collective: every process calls it.
   virtual std::vector<float> parameters() = 0;
   // One step on this process's rows of the global batch (local devices x device_batch rows).

@@ -15,6 +15,9 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
+
+#include "checkpoint/checkpointer.h"
 #include "device/device_selection.h"
 #include "device/errors.h"
 #include "inputs/dataset.h"
@@ -93,7 +96,8 @@ Setup resolve(const models::Experiment& e, const collectives::ProcessWorld& worl
   s.lr.validate();
   s.adam = models::AdamConfig{e.get_float("ADAM_BETA1"), e.get_float("ADAM_BETA2"), e.get_float("ADAM_EPSILON"),
                               e.get_float("WEIGHT_DECAY"), e.get_float("CLIP_GRADIENT_NORM_TO_VALUE")};
-  for (const char* f : {"MAX_STEPS", "SUMMARY_INTERVAL_STEPS", "EVAL_INTERVAL_STEPS", "GRADIENT_BUCKET_BYTES", "FSDP_PREFETCH_DEPTH"}) {
+  for (const char* f : {"MAX_STEPS", "SUMMARY_INTERVAL_STEPS", "EVAL_INTERVAL_STEPS", "GRADIENT_BUCKET_BYTES", "FSDP_PREFETCH_DEPTH",
+                        "CHECKPOINT_EVERY_N_STEPS", "CHECKPOINT_MAX_TO_KEEP"}) {
     if (e.get_int(f) < (std::string(f) == "SUMMARY_INTERVAL_STEPS" ? 1 : 0)) {
       throw ConfigError(fmt::format("{}={}: must be {}", f, e.get_int(f), std::string(f) == "SUMMARY_INTERVAL_STEPS" ? ">= 1" : ">= 0"));
     }
@@ -150,6 +154,44 @@ struct Runtime {
   device::ProgramCache cache;
   std::unique_ptr<StepProgram> program;
 };
+
+// SIGTERM / SIGUSR1 (a preemption or Slurm's early warning): finish the step, save, exit.
+volatile std::sig_atomic_t g_preempt_signal = 0;
+extern "C" void on_preempt_signal(int signal) { g_preempt_signal = signal; }
+
+// Whether any process of the job got the signal (collective, so all stop at the same step).
+bool preemption_requested(const collectives::ProcessWorld& world) {
+  std::vector<double> flag = {g_preempt_signal != 0 ? 1.0 : 0.0};
+  if (world.size() > 1) world.all_reduce_sum(flag);
+  return flag[0] > 0;
+}
+
+checkpoint::CheckpointPolicy checkpoint_policy(const models::Experiment& e) {
+  return {e.get_int("CHECKPOINT_EVERY_N_STEPS"), static_cast<int>(e.get_int("CHECKPOINT_MAX_TO_KEEP")),
+          e.get_float("CHECKPOINT_KEEP_INTERVAL_HOURS"), e.get_bool("ENABLE_CHECKPOINT_SAVING"),
+          e.get_bool("ASYNC_CHECKPOINTING")};
+}
+
+// What a checkpoint of the current step holds from this process (device-to-host copies).
+checkpoint::Snapshot take_snapshot(StepProgram& program, const Setup& s, const inputs::BaseInput& input) {
+  checkpoint::Snapshot snap;
+  snap.slices = program.state_slices();
+  const StepProgram::OptimizerCounts counts = program.optimizer_counts();
+  snap.optimizer_steps_applied = counts.applied;
+  snap.optimizer_steps_skipped = counts.skipped;
+  snap.input_state = input.state().to_string();
+  snap.seed = static_cast<std::uint64_t>(s.exp.get_int("SEED"));
+  snap.experiment_json = s.exp.to_json().dump();
+  snap.sharding = fmt::format("data {} x fsdp {} (ICI [{},{},1] x DCN [{},{},1])", s.mesh.ici_data * s.mesh.dcn_data,
+                              s.mesh.ici_fsdp * s.mesh.dcn_fsdp, s.mesh.ici_data, s.mesh.ici_fsdp, s.mesh.dcn_data,
+                              s.mesh.dcn_fsdp);
+  snap.mesh.add_axis_names("data");
+  snap.mesh.add_axis_names("fsdp");
+  snap.mesh.add_axis_names("tensor");
+  for (int d : {s.mesh.ici_data, s.mesh.ici_fsdp, 1}) snap.mesh.add_ici_shape(d);
+  for (int d : {s.mesh.dcn_data, s.mesh.dcn_fsdp, 1}) snap.mesh.add_dcn_shape(d);
+  return snap;
+}
 
 // Sums a process's loss statistics over the job (collective).
 models::LossStats job_total(const collectives::ProcessWorld& world, models::LossStats local) {
@@ -250,6 +292,27 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
   auto train_input = inputs::make_input(s.data, "train", s.input, s.config.vocab_size);
   EvalInputs eval = make_eval_inputs(s);
 
+  // Resume: the newest good checkpoint in job_log_dir/checkpoints, whatever mesh saved it.
+  checkpoint::Checkpointer checkpoints(options.job_log_dir / "checkpoints", world, checkpoint_policy(experiment),
+                                       model.layout());
+  long first_step = 0;
+  if (std::optional<checkpoint::RestoredState> restored = checkpoints.restore()) {
+    program.load_state(restored->params, restored->m, restored->v,
+                       {restored->optimizer_steps_applied, restored->optimizer_steps_skipped});
+    train_input->restore(inputs::InputState::parse(restored->input_state));
+    first_step = restored->step;
+    spdlog::info("resumed from {} (step {}, saved as {})", restored->directory, restored->step, restored->sharding);
+  }
+  auto save = [&](long step) {
+    checkpoints.save(step, [&] { return take_snapshot(program, s, *train_input); });
+    spdlog::info("checkpoint of step {}: training paused {:.0f} ms ({})", step, checkpoints.last_blocking_ms(),
+                 checkpoints.last_blocking_ms() > 0 && experiment.get_bool("ASYNC_CHECKPOINTING") ? "copy to host; written in the background" : "written");
+  };
+  if (checkpoints.due(first_step)) save(first_step);  // step 0 of a new job
+  g_preempt_signal = 0;
+  std::signal(SIGTERM, on_preempt_signal);
+  std::signal(SIGUSR1, on_preempt_signal);
+
   const bool chief = world.rank() == 0;  // rank 0 writes summaries and the console
   const std::vector<long> trace_steps = experiment.get_int_list("TRACE_STEPS");
   std::vector<std::int64_t> clock_offsets;  // per device: host ns - device ns
@@ -297,7 +360,7 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
   long interval_steps = 0;
   auto interval_start = Clock::now();
   const auto train_start = Clock::now();
-  for (long step = 0; step < max_steps; ++step) {
+  for (long step = first_step; step < max_steps; ++step) {
     const inputs::Batch batch = *train_input->get_next();
     const double lr = s.lr.at(step);
     models::OptimizerStepStats opt;
@@ -362,7 +425,17 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
       if (eval.test) evaluate(world, program, *eval.test, eval_test_out.get(), done, "eval_test");
       interval_start = Clock::now();  // evaluation time is not training throughput
     }
+    if (preemption_requested(world)) {
+      if (checkpoints.enabled() && checkpoints.last_saved_step() < done) save(done);
+      checkpoints.wait();
+      spdlog::warn("stopped at step {} on signal {}: checkpoint saved; exit code {} asks for a requeue", done,
+                   static_cast<int>(g_preempt_signal), static_cast<int>(kExitPreempted));
+      return kExitPreempted;
+    }
+    if (checkpoints.due(done)) save(done);
   }
+  if (checkpoints.enabled() && checkpoints.last_saved_step() < max_steps && first_step < max_steps) save(max_steps);
+  checkpoints.wait();
   if (!trace_steps.empty()) {
     const std::vector<std::string> parts = world.all_gather(trace.dump());  // every rank's events
     if (chief) {

@@ -1,0 +1,120 @@
+#include "checkpoint/checkpoint_reader.h"
+
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/crc32c.h"
+#include "device/errors.h"
+#include "models/model_files.h"
+#include "proto/checkpoint.pb.h"
+
+namespace paxocl::checkpoint {
+
+namespace fs = std::filesystem;
+
+namespace {
+proto::CheckpointManifest load_manifest(const fs::path& directory) {
+  const fs::path file = directory / CheckpointDir::kManifest;
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw DataError(fmt::format("{}: missing; the checkpoint is incomplete", file.string()));
+  proto::CheckpointManifest manifest;
+  if (!manifest.ParseFromIstream(&in)) throw DataError(fmt::format("{}: not a checkpoint manifest (corrupt)", file.string()));
+  if (manifest.format_version() != 1) {
+    throw DataError(fmt::format("{}: format version {}; this pax-ocl reads version 1", file.string(), manifest.format_version()));
+  }
+  return manifest;
+}
+
+void verify_file(const fs::path& file, std::uint64_t size, std::uint32_t crc) {
+  const models::files::InFile in(file);
+  if (in.size() != size) {
+    throw DataError(fmt::format("{}: {} bytes, the manifest records {} (truncated or replaced)", file.string(), in.size(), size));
+  }
+  std::string chunk;
+  std::uint32_t got = 0;
+  for (std::uint64_t at = 0; at < size; at += chunk.size()) {
+    chunk.resize(static_cast<std::size_t>(std::min<std::uint64_t>(size - at, 4u << 20)));
+    in.read(at, chunk.data(), chunk.size());
+    got = crc32c(chunk, got);
+  }
+  if (got != crc) throw DataError(fmt::format("{}: CRC32C {:08x}, the manifest records {:08x} (corrupt)", file.string(), got, crc));
+}
+}  // namespace
+
+ManifestSummary read_manifest_summary(const CheckpointDir& dir, long step) {
+  const proto::CheckpointManifest m = load_manifest(dir.final_path(step));
+  return {static_cast<long>(m.step()), m.unix_time()};
+}
+
+RestoredState read_checkpoint(const CheckpointDir& dir, long step, const models::ParameterLayout& layout) {
+  const fs::path directory = dir.final_path(step);
+  const proto::CheckpointManifest manifest = load_manifest(directory);
+  for (const auto& f : manifest.files()) verify_file(directory / f.name(), f.size(), f.crc32c());
+
+  std::map<std::string, const proto::CheckpointManifest::Tensor*> tensors;
+  for (const auto& t : manifest.tensors()) tensors[t.name()] = &t;
+  std::map<std::string, std::unique_ptr<models::files::SafetensorsReader>> readers;
+  auto reader = [&](const std::string& file) -> models::files::SafetensorsReader& {
+    auto& r = readers[file];
+    if (!r) r = std::make_unique<models::files::SafetensorsReader>(directory / file);
+    return *r;
+  };
+
+  RestoredState state;
+  state.step = static_cast<long>(manifest.step());
+  state.directory = directory.string();
+  state.optimizer_steps_applied = static_cast<long>(manifest.optimizer_steps_applied());
+  state.optimizer_steps_skipped = static_cast<long>(manifest.optimizer_steps_skipped());
+  state.input_state = manifest.input_state();
+  state.sharding = manifest.sharding();
+  std::vector<float>* images[] = {&state.params, &state.m, &state.v};
+  const char* kinds[] = {"params", "adam_m", "adam_v"};
+  for (int kind = 0; kind < 3; ++kind) {
+    images[kind]->assign(layout.total(), 0.0f);
+    for (const models::TensorSpec& t : layout.tensors()) {
+      const std::string name = fmt::format("{}/{}", kinds[kind], t.name);
+      const auto it = tensors.find(name);
+      if (it == tensors.end()) {
+        throw ConfigError(fmt::format("{} holds no tensor {}: it was saved for another model; use another --job_log_dir",
+                                      directory.string(), name));
+      }
+      const std::vector<std::int64_t> shape(it->second->shape().begin(), it->second->shape().end());
+      if (shape != t.shape) {
+        throw ConfigError(fmt::format("{}: tensor {} has shape [{}] but this experiment's is [{}]; it was saved for "
+                                      "another model; use another --job_log_dir",
+                                      directory.string(), name, fmt::join(shape, ","), fmt::join(t.shape, ",")));
+      }
+      std::uint64_t covered = 0;
+      for (const auto& piece : it->second->pieces()) {
+        const std::vector<float> data = reader(piece.file()).read_f32(piece.key());
+        if (piece.begin() != covered || piece.end() > t.count || data.size() != piece.end() - piece.begin()) {
+          throw DataError(fmt::format("{}: piece {} of {} does not fit [{}, {})", directory.string(), piece.key(), name,
+                                      piece.begin(), piece.end()));
+        }
+        std::copy(data.begin(), data.end(), images[kind]->begin() + static_cast<std::ptrdiff_t>(t.offset + piece.begin()));
+        covered = piece.end();
+      }
+      if (covered != t.count) throw DataError(fmt::format("{}: the pieces of {} stop at {} of {}", directory.string(), name, covered, t.count));
+    }
+  }
+  return state;
+}
+
+std::optional<RestoredState> read_latest_checkpoint(const CheckpointDir& dir, const models::ParameterLayout& layout,
+                                                    const std::function<void(const std::string&)>& skipped) {
+  const std::vector<long> steps = dir.steps();
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    try {
+      return read_checkpoint(dir, *it, layout);
+    } catch (const DataError& e) {  // corrupt or truncated: the next older one
+      skipped(e.what());
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace paxocl::checkpoint
