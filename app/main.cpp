@@ -1,6 +1,6 @@
 // pax-ocl: train GPT-style language models on OpenCL devices.
 //   pax-ocl <command> [--flags] [--fdl.NAME=VALUE ...]
-// Exit codes: 0 ok, 2 usage/config error, 3 data error, 4 device/runtime error.
+// Exit codes: 0 ok, 2 usage/config error, 3 data error, 4 device/runtime error, 75 preempted (requeue).
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -29,6 +29,7 @@ const Command kCommands[] = {
     {"train", "train an experiment (default: Default, a small GPT on the KJV)", paxocl::app::run_train},
     {"eval", "evaluate an experiment on eval_train and eval_test", paxocl::app::run_eval},
     {"data", "prepare a dataset (tokenizer + token shards) or inspect batches", paxocl::app::run_data},
+    {"export", "write a job's checkpoint as Hugging Face GPT-2 safetensors (or llm.c .bin)", paxocl::app::run_export},
 };
 
 void print_usage() {

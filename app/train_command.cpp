@@ -36,8 +36,8 @@ void print_help(const char* command) {
                            command)
             << (std::string(command) == "train"
                     ? "Trains an experiment: evaluation every EVAL_INTERVAL_STEPS, TensorBoard summaries in job_log_dir.\n"
-                    : "Evaluates an experiment's model on eval_train and eval_test (its initialisation until checkpoints "
-                      "exist).\n")
+                    : "Evaluates an experiment's model on eval_train and eval_test: the newest checkpoint of "
+                      "--job_log_dir (the initialisation if there is none).\n")
             << "\nFlags:\n"
             << format_flags(kJobFlags) << "\nExperiments: ";
   for (const auto& n : models::Experiment::names()) std::cout << n << " ";

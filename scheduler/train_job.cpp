@@ -17,6 +17,7 @@
 
 #include <csignal>
 
+#include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpointer.h"
 #include "device/device_selection.h"
 #include "device/errors.h"
@@ -469,7 +470,18 @@ int run_evaluation(const models::Experiment& experiment, const JobOptions& optio
   const Setup s = resolve(experiment, world);
   open_job_dir(experiment, options.job_log_dir, world.rank());
   Runtime rt(s, options, world);
-  spdlog::info("no checkpoints yet: evaluating the model's initialisation");
+  const checkpoint::CheckpointDir checkpoints(options.job_log_dir / "checkpoints");
+  const auto restored = checkpoint::read_latest_checkpoint(checkpoints, rt.program->layout(), [](const std::string& why) {
+    spdlog::warn("skipping a checkpoint that does not read back whole: {}", why);
+  });
+  const long step = restored ? restored->step : 0;
+  if (restored) {
+    rt.program->load_state(restored->params, restored->m, restored->v,
+                           {restored->optimizer_steps_applied, restored->optimizer_steps_skipped});
+    spdlog::info("evaluating {} (step {})", restored->directory, restored->step);
+  } else {
+    spdlog::info("no checkpoints yet: evaluating the model's initialisation");
+  }
   EvalInputs eval = make_eval_inputs(s);
   const std::filesystem::path summaries = options.job_log_dir / "summaries";
   std::unique_ptr<SummaryWriter> eval_train_out, eval_test_out;
@@ -477,10 +489,10 @@ int run_evaluation(const models::Experiment& experiment, const JobOptions& optio
     eval_train_out = std::make_unique<SummaryWriter>(summaries / "eval_train");
     eval_test_out = std::make_unique<SummaryWriter>(summaries / "eval_test");
   }
-  const models::LossStats train = evaluate(world, *rt.program, *eval.train, eval_train_out.get(), 0, "eval_train");
+  const models::LossStats train = evaluate(world, *rt.program, *eval.train, eval_train_out.get(), step, "eval_train");
   if (world.rank() == 0) std::cout << fmt::format("eval_train: loss {:.4f}  accuracy {:.4f}\n", train.mean_loss(), train.accuracy());
   if (eval.test) {
-    const models::LossStats test = evaluate(world, *rt.program, *eval.test, eval_test_out.get(), 0, "eval_test");
+    const models::LossStats test = evaluate(world, *rt.program, *eval.test, eval_test_out.get(), step, "eval_test");
     if (world.rank() == 0) std::cout << fmt::format("eval_test: loss {:.4f}  accuracy {:.4f}\n", test.mean_loss(), test.accuracy());
   }
   return kExitOk;

@@ -188,9 +188,11 @@ TEST(CliJob, FsdpOverDevicesAndProcessesMatchesDataParallel) {
   }
 
   // Serial collectives, no prefetch, and more of it: identical results.
+  int variants = 0;
   for (const std::string args : {" --fdl.OVERLAP_COMMUNICATION=false", " --fdl.FSDP_PREFETCH_DEPTH=0",
                                  " --fdl.FSDP_PREFETCH_DEPTH=3"}) {
-    const auto variant = run("", " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[1,2,1]" + args, "variant");
+    const auto variant = run("", " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[1,2,1]" + args,
+                             "variant" + std::to_string(++variants));  // a fresh job directory: no resume
     EXPECT_EQ(losses_of(variant.out), losses_of(fsdp.out)) << args;
   }
 
