@@ -16,15 +16,6 @@ namespace {
 
 const std::string kBinary = PAXOCL_BINARY;
 
-std::vector<double> losses_of(const std::string& out) {
-  std::vector<double> losses;
-  const std::regex line(R"(step +\d+/\d+  loss ([0-9.]+)  log_pplx)");  // summary lines, not live ones
-  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it) {
-    losses.push_back(std::stod((*it)[1]));
-  }
-  return losses;
-}
-
 TEST(CliJob, DefaultExperimentLossFallsAndTheJobDirectoryIsComplete) {
   if (run_command("command -v bible").exit_code != 0) GTEST_SKIP() << "Debian package bible-kjv is not installed";
   TempDir dir;

@@ -1,5 +1,7 @@
 #include "tests/test_support.h"
 
+#include <regex>
+
 #include <unistd.h>
 
 #include <fstream>
@@ -72,6 +74,15 @@ ScopedEnv::~ScopedEnv() {
   } else {
     ::unsetenv(name_.c_str());
   }
+}
+
+std::vector<double> losses_of(const std::string& out) {
+  std::vector<double> losses;
+  const std::regex line(R"(step +\d+/\d+  loss ([0-9.]+)  log_pplx)");  // summary lines, not live ones
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it) {
+    losses.push_back(std::stod((*it)[1]));
+  }
+  return losses;
 }
 
 }  // namespace paxocl::testing

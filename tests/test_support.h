@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace paxocl::testing {
 
@@ -18,6 +19,9 @@ struct CommandResult {
 
 // Runs `command` through /bin/sh with stdin closed; captures stdout and stderr separately.
 CommandResult run_command(const std::string& command);
+
+// The losses of `pax-ocl train`'s summary lines ("step 5/20  loss 6.2397  log_pplx ..."), in order.
+std::vector<double> losses_of(const std::string& out);
 
 // Writes `paragraphs` paragraphs of 20 random sentences over a 12-word vocabulary (blank-line
 // separated) to dir/story.txt, so small tokenizers train in a moment; returns the path.

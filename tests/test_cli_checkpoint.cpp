@@ -1,0 +1,156 @@
+// Checkpointing as users meet it: a job run again with the same --job_log_dir resumes, and the
+// resumed run is bitwise the uninterrupted one; a checkpoint restores onto another mesh; SIGUSR1
+// saves and exits with the requeue code; a damaged newest checkpoint falls back to the one
+// before; retention; saving turned off; export to Hugging Face safetensors and back.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "tests/test_support.h"
+
+namespace paxocl::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBinary = PAXOCL_BINARY;
+const std::string kMpirun = std::string(PAXOCL_MPIEXEC) + " --oversubscribe -np 2 ";
+// A small synthetic experiment whose schedule ends at step 12; a loss line per step.
+const std::string kJob =
+    " train --fdl.DATA=synthetic --fdl.VOCAB_SIZE=512 --fdl.NUM_LAYERS=2 --fdl.MODEL_DIMS=64 --fdl.HIDDEN_DIMS=256"
+    " --fdl.NUM_HEADS=4 --fdl.DIMS_PER_HEAD=16 --fdl.MAX_SEQ_LEN=32 --fdl.SUMMARY_INTERVAL_STEPS=1"
+    " --fdl.EVAL_INTERVAL_STEPS=0 --fdl.EVAL_LOOP_NUM_BATCHES=2 --fdl.LR_COS_WARMUP=2 --fdl.LR_COS_DECAY_START=3"
+    " --fdl.LR_COS_DECAY_END=12 --fdl.CHECKPOINT_EVERY_N_STEPS=4";
+
+std::string bytes_of(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<long> checkpoint_steps(const fs::path& job) {
+  std::vector<long> steps;
+  for (const auto& e : fs::directory_iterator(job / "checkpoints")) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("checkpoint_", 0) == 0) steps.push_back(std::stol(name.substr(11)));
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+class CliCheckpoint : public ::testing::Test {
+ protected:
+  CommandResult train(const std::string& launcher, const std::string& args, const std::string& job) {
+    const auto r = run_command(launcher + kBinary + kJob + args + " --job_log_dir=" + (dir_.path() / job).string());
+    EXPECT_EQ(r.exit_code, 0) << job << ": " << r.err;
+    return r;
+  }
+  // The uninterrupted reference: 12 steps on one device, batch 4.
+  const std::vector<double>& reference() {
+    if (reference_.empty()) {
+      const auto r = train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=12 --save_weights=" +
+                                   (dir_.path() / "reference.bin").string(), "reference");
+      reference_ = losses_of(r.out);
+    }
+    return reference_;
+  }
+  TempDir dir_;
+  std::vector<double> reference_;
+};
+
+TEST_F(CliCheckpoint, ResumingIsBitwiseTheUninterruptedRun) {
+  const std::vector<double> want = reference();
+  ASSERT_EQ(want.size(), 12u);
+  EXPECT_EQ(checkpoint_steps(dir_.path() / "reference"), (std::vector<long>{0, 4, 8, 12}));
+  train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=6", "resumed");  // saves 0, 4 and 6 (the end)
+  const auto r = train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=12 --save_weights=" +
+                               (dir_.path() / "resumed.bin").string(), "resumed");
+  EXPECT_NE(r.err.find("resumed from " + (dir_.path() / "resumed" / "checkpoints" / "checkpoint_00000006").string()),
+            std::string::npos) << r.err;
+  EXPECT_EQ(losses_of(r.out), std::vector<double>(want.begin() + 6, want.end()));
+  EXPECT_EQ(bytes_of(dir_.path() / "resumed.bin"), bytes_of(dir_.path() / "reference.bin"));
+}
+
+TEST_F(CliCheckpoint, ACheckpointRestoresOntoAnotherMesh) {
+  const std::vector<double> want = reference();
+  auto expect_close = [&](const std::vector<double>& got, const char* what) {
+    ASSERT_EQ(got.size(), 6u) << what;
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[6 + i], 2e-4 * want[6 + i]) << what << " " << i;
+  };
+  // Saved under FSDP over 2 devices, resumed on 1 device.
+  train("", " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,2,1] --fdl.MAX_STEPS=6", "fsdp");
+  const auto one = train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=12", "fsdp");
+  EXPECT_NE(one.err.find("saved as data 1 x fsdp 2"), std::string::npos) << one.err;
+  expect_close(losses_of(one.out), "FSDP [1,2,1] -> 1 device");
+  // Saved on 1 device, resumed by 2 processes (DCN [2,1,1]).
+  train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=6", "dcn");
+  const auto dcn = train(kMpirun, " --devices=0 --fdl.PERCORE_BATCH_SIZE=2 --fdl.DCN_MESH_SHAPE=[2,1,1] --fdl.MAX_STEPS=12", "dcn");
+  expect_close(losses_of(dcn.out), "1 device -> DCN [2,1,1]");
+  // Saved by 2 FSDP processes (each its own part), resumed on 1 device.
+  train(kMpirun, " --devices=0 --fdl.PERCORE_BATCH_SIZE=2 --fdl.DCN_MESH_SHAPE=[1,2,1] --fdl.MAX_STEPS=6", "dcn_fsdp");
+  EXPECT_TRUE(fs::exists(dir_.path() / "dcn_fsdp" / "checkpoints" / "checkpoint_00000006" / "part-00001.safetensors"));
+  const auto back = train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=12", "dcn_fsdp");
+  expect_close(losses_of(back.out), "DCN FSDP [1,2,1] -> 1 device");
+}
+
+TEST_F(CliCheckpoint, SigusrSavesTheStepAndExitsWithTheRequeueCode) {
+  const fs::path job = dir_.path() / "preempted";
+  const std::string command = kBinary + kJob + " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=1000000" +
+                              " --fdl.CHECKPOINT_EVERY_N_STEPS=0 --job_log_dir=" + job.string();
+  // Signal it once it trains, as Slurm's --signal=USR1@... would.
+  const auto r = run_command("sh -c '" + command + " & pid=$!; for i in $(seq 600); do grep -q \"first step done\" " +
+                             (job / "train.log").string() + " 2>/dev/null && break; sleep 0.1; done; sleep 0.3; " +
+                             "kill -USR1 $pid; wait $pid; echo exit=$?'");
+  EXPECT_NE(r.out.find("exit=75"), std::string::npos) << r.out << r.err;
+  const std::vector<long> steps = checkpoint_steps(job);
+  ASSERT_EQ(steps.size(), 2u) << "step 0 and the preemption's";
+  EXPECT_NE(r.err.find("stopped at step " + std::to_string(steps[1]) + " on signal"), std::string::npos) << r.err;
+  const auto again = run_command(kBinary + kJob + " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=" +
+                                 std::to_string(steps[1] + 2) + " --job_log_dir=" + job.string());
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(losses_of(again.out).size(), 2u) << again.out;
+}
+
+TEST_F(CliCheckpoint, ADamagedNewestCheckpointFallsBackToTheOneBefore) {
+  reference();
+  const fs::path part = dir_.path() / "reference" / "checkpoints" / "checkpoint_00000012" / "part-00000.safetensors";
+  fs::resize_file(part, fs::file_size(part) - 100);
+  const auto r = train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=12", "reference");
+  EXPECT_NE(r.err.find(part.string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("checkpoint_00000008 (step 8"), std::string::npos) << r.err;
+  EXPECT_EQ(losses_of(r.out), std::vector<double>(reference_.begin() + 8, reference_.end()));
+}
+
+TEST_F(CliCheckpoint, RetentionAndSavingOff) {
+  train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=8 --fdl.CHECKPOINT_EVERY_N_STEPS=1"
+            " --fdl.CHECKPOINT_MAX_TO_KEEP=3 --fdl.ASYNC_CHECKPOINTING=false", "kept");
+  EXPECT_EQ(checkpoint_steps(dir_.path() / "kept"), (std::vector<long>{6, 7, 8}));
+  train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=3 --enable_checkpoint_saving=false", "off");
+  EXPECT_TRUE(checkpoint_steps(dir_.path() / "off").empty());
+}
+
+TEST_F(CliCheckpoint, ExportWritesHuggingFaceSafetensorsThatLoadBackIdentically) {
+  reference();
+  const fs::path exported = dir_.path() / "model.safetensors", back = dir_.path() / "back.safetensors";
+  const auto e = run_command(kBinary + " export --job_log_dir=" + (dir_.path() / "reference").string() +
+                             " --output=" + exported.string());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NE(bytes_of(exported).find("transformer.h.1.attn.c_attn.weight"), std::string::npos);
+  // Loaded as initial weights and saved again without a step: the same bytes.
+  const auto r = run_command(kBinary + " train --fdl.DATA=synthetic --fdl.NUM_HEADS=4 --fdl.MAX_STEPS=0 --devices=0"
+                             " --enable_checkpoint_saving=false --fdl.EVAL_INTERVAL_STEPS=0 --init_from=" + exported.string() +
+                             " --save_weights=" + back.string() + " --job_log_dir=" + (dir_.path() / "back").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(bytes_of(back), bytes_of(exported));
+  // The llm.c export holds the same weights as the run's own --save_weights file.
+  ASSERT_EQ(run_command(kBinary + " export --job_log_dir=" + (dir_.path() / "reference").string() + " --step=12 --output=" +
+                        (dir_.path() / "model.bin").string()).exit_code, 0);
+  EXPECT_EQ(bytes_of(dir_.path() / "model.bin"), bytes_of(dir_.path() / "reference.bin"));
+  const auto bad = run_command(kBinary + " export --job_log_dir=" + (dir_.path() / "reference").string() +
+                               " --step=5 --output=x.safetensors");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("checkpoint_00000005 does not exist"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace paxocl::testing
