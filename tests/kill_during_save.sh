@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# kill -9 of a training process at random moments, while it saves a checkpoint every step in the
+# background, repeated ROUNDS times (default 20) on one job directory. After every kill the newest
+# checkpoint must read back whole (pax-ocl export verifies sizes and CRC32C of every file), and the
+# restarted job must resume from the newest checkpoint on disk: nothing before it is lost, and no
+# half-written checkpoint is ever taken for one. Usage: kill_during_save.sh PAX_OCL [ROUNDS]
+set -u
+pax=$1 rounds=${2:-20}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+job="$work/job"
+args=(train --devices=0 --fdl.DATA=synthetic --fdl.VOCAB_SIZE=512 --fdl.NUM_LAYERS=2 --fdl.MODEL_DIMS=64
+      --fdl.HIDDEN_DIMS=256 --fdl.NUM_HEADS=4 --fdl.DIMS_PER_HEAD=16 --fdl.MAX_SEQ_LEN=32 --fdl.PERCORE_BATCH_SIZE=4
+      --fdl.MAX_STEPS=1000000 --fdl.EVAL_INTERVAL_STEPS=0 --fdl.SUMMARY_INTERVAL_STEPS=1000
+      --fdl.CHECKPOINT_EVERY_N_STEPS=1 --fdl.CHECKPOINT_MAX_TO_KEEP=3 --job_log_dir="$job")
+newest() { ls "$job/checkpoints" 2>/dev/null | grep -E '^checkpoint_[0-9]{8}$' | sort | tail -1; }
+previous=-1
+for round in $(seq 1 "$rounds"); do
+  before=$(newest)
+  "$pax" "${args[@]}" >"$work/out" 2>&1 &
+  pid=$!
+  # Let it restore and train a little: 0.2 to 1.4 s, so kills land in restores, steps and saves.
+  sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.2 + (r % 120) / 100 }')"
+  kill -9 "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  # A run that got as far as restoring resumed from the newest checkpoint there was.
+  if [[ -n $before ]] && grep -q "resumed from" "$work/out" && ! grep -q "resumed from $job/checkpoints/$before " "$work/out"; then
+    echo "FAIL: round $round did not resume from $before"; grep resumed "$work/out"; exit 1
+  fi
+  latest=$(newest)
+  [[ -n $latest ]] || continue  # killed before the first save
+  if ! "$pax" export --job_log_dir="$job" --output="$work/check.bin" >"$work/export" 2>&1; then
+    echo "FAIL: round $round: no checkpoint reads back"; cat "$work/export"; exit 1
+  fi
+  if grep -q "skipping" "$work/export"; then echo "FAIL: round $round: a committed checkpoint is damaged"; cat "$work/export"; exit 1; fi
+  step=$((10#${latest#checkpoint_}))
+  if (( step < previous )); then echo "FAIL: round $round: newest checkpoint went back from $previous to $step"; exit 1; fi
+  previous=$step
+done
+(( previous > 0 )) || { echo "FAIL: no checkpoint after $rounds rounds"; exit 1; }
+echo "PASS: $rounds kills; every restart found a complete checkpoint; the newest reached step $previous"
