@@ -4,6 +4,7 @@
 
 #include <numeric>
 
+#include "tests/mpi_test_main.h"
 #include "collectives/mpi_communicator.h"
 #include "device/device_selection.h"
 #include "device/device.h"
@@ -11,10 +12,8 @@
 namespace paxocl::collectives {
 namespace {
 
-ProcessWorld* g_world = nullptr;
-
 std::vector<int> all_ranks() {
-  std::vector<int> r(static_cast<std::size_t>(g_world->size()));
+  std::vector<int> r(static_cast<std::size_t>(paxocl::testing::test_world().size()));
   std::iota(r.begin(), r.end(), 0);
   return r;
 }
@@ -27,7 +26,7 @@ TEST(MpiCommunicator, ShardRangesCoverUnevenSizes) {
 }
 
 TEST(MpiCommunicator, AllReduceSumsOverTheGroup) {
-  MpiCommunicator comm(*g_world, all_ranks());
+  MpiCommunicator comm(paxocl::testing::test_world(), all_ranks());
   const int P = comm.size(), me = comm.rank();
   for (std::size_t n : {1u, 7u, 1001u, 65537u}) {
     std::vector<float> data(n);
@@ -41,7 +40,7 @@ TEST(MpiCommunicator, AllReduceSumsOverTheGroup) {
 }
 
 TEST(MpiCommunicator, AllGatherAndReduceScatterWithUnevenShards) {
-  MpiCommunicator comm(*g_world, all_ranks());
+  MpiCommunicator comm(paxocl::testing::test_world(), all_ranks());
   const int P = comm.size(), me = comm.rank();
   for (std::size_t n : {1u, 10u, 1003u}) {
     const auto [b, e] = MpiCommunicator::shard_range(n, P, me);
@@ -60,7 +59,7 @@ TEST(MpiCommunicator, AllGatherAndReduceScatterWithUnevenShards) {
 }
 
 TEST(MpiCommunicator, BroadcastFromTheLastMember) {
-  MpiCommunicator comm(*g_world, all_ranks());
+  MpiCommunicator comm(paxocl::testing::test_world(), all_ranks());
   std::vector<float> data(33, comm.rank() == comm.size() - 1 ? 4.5f : 0.0f);
   comm.broadcast(data, comm.size() - 1).wait();
   for (float v : data) ASSERT_EQ(v, 4.5f);
@@ -68,11 +67,11 @@ TEST(MpiCommunicator, BroadcastFromTheLastMember) {
 }
 
 TEST(MpiCommunicator, SubGroupOnlyInvolvesItsMembers) {
-  if (g_world->size() < 3) GTEST_SKIP() << "needs 3 or more processes";
-  const int last = g_world->size() - 1;
-  if (g_world->rank() != 0 && g_world->rank() != last) return;  // not a member: takes no part
-  MpiCommunicator pair(*g_world, {0, last});
-  std::vector<float> data(5, static_cast<float>(g_world->rank()));
+  if (paxocl::testing::test_world().size() < 3) GTEST_SKIP() << "needs 3 or more processes";
+  const int last = paxocl::testing::test_world().size() - 1;
+  if (paxocl::testing::test_world().rank() != 0 && paxocl::testing::test_world().rank() != last) return;  // not a member: takes no part
+  MpiCommunicator pair(paxocl::testing::test_world(), {0, last});
+  std::vector<float> data(5, static_cast<float>(paxocl::testing::test_world().rank()));
   pair.all_reduce(data).wait();
   for (float v : data) ASSERT_EQ(v, static_cast<float>(last));
 }
@@ -81,7 +80,7 @@ TEST(MpiCommunicator, DeviceQueueWaitsOnTheCollectiveThroughAnOpenClEvent) {
   const auto selected = device::select_devices(device::enumerate_devices(), device::parse_device_selection("auto"));
   ASSERT_FALSE(selected.empty());
   device::Device dev(selected.front());
-  MpiCommunicator comm(*g_world, all_ranks());
+  MpiCommunicator comm(paxocl::testing::test_world(), all_ranks());
   std::vector<float> data(4099, 1.0f);
   device::Buffer<float> on_device(dev.context(), data.size(), "reduced");
   Pending pending = comm.all_reduce(data);
@@ -97,17 +96,3 @@ TEST(MpiCommunicator, DeviceQueueWaitsOnTheCollectiveThroughAnOpenClEvent) {
 
 }  // namespace
 }  // namespace paxocl::collectives
-
-int main(int argc, char** argv) {
-  paxocl::collectives::ProcessWorld world(&argc, &argv);
-  paxocl::collectives::g_world = &world;
-  ::testing::InitGoogleTest(&argc, argv);
-  if (world.rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int failed = RUN_ALL_TESTS();
-  int any = 0;
-  for (int f : world.all_gather(failed)) any |= f;
-  return any;
-}

@@ -6,13 +6,12 @@
 
 #include <algorithm>
 
+#include "tests/mpi_test_main.h"
 #include "collectives/fsdp_communicator.h"
 #include "device/device_selection.h"
 
 namespace paxocl::collectives {
 namespace {
-
-ProcessWorld* g_world = nullptr;
 
 std::vector<std::pair<int, int>> factor_pairs(int n) {  // (data, fsdp) with data * fsdp = n
   std::vector<std::pair<int, int>> pairs;
@@ -65,12 +64,12 @@ class FsdpCommunicatorTest : public ::testing::Test {
   // Every mesh this process can form, each with `check(mesh, communicator)`.
   template <typename Check>
   void for_each_mesh(Check check) {
-    const int W = g_world->size();
+    const int W = paxocl::testing::test_world().size();
     for (int n_local = 1; n_local <= static_cast<int>(devices_.size()); ++n_local) {
       for (auto [ici_data, ici_fsdp] : factor_pairs(n_local)) {
         for (auto [dcn_data, dcn_fsdp] : factor_pairs(W)) {
           const FsdpMesh mesh{ici_data, ici_fsdp, dcn_data, dcn_fsdp};
-          FsdpCommunicator comm(local(n_local), *g_world, mesh);
+          FsdpCommunicator comm(local(n_local), paxocl::testing::test_world(), mesh);
           SCOPED_TRACE(::testing::Message() << "ICI [" << ici_data << "," << ici_fsdp << "] x DCN [" << dcn_data << ","
                                             << dcn_fsdp << "]");
           check(mesh, comm, n_local);
@@ -83,7 +82,7 @@ class FsdpCommunicatorTest : public ::testing::Test {
 
 TEST_F(FsdpCommunicatorTest, GatherAssemblesTheUnitOnEveryDeviceAndTheHost) {
   for_each_mesh([&](const FsdpMesh& mesh, FsdpCommunicator& comm, int n_local) {
-    const int pf = g_world->rank() % mesh.dcn_fsdp;
+    const int pf = paxocl::testing::test_world().rank() % mesh.dcn_fsdp;
     for (std::size_t n : {3u, 1001u}) {
       const UnitSplit split = split_of(n, mesh, pf);
       auto value = [](std::size_t i) { return 0.5f * static_cast<float>(i) + 1.0f; };
@@ -109,12 +108,12 @@ TEST_F(FsdpCommunicatorTest, GatherAssemblesTheUnitOnEveryDeviceAndTheHost) {
 
 TEST_F(FsdpCommunicatorTest, ReduceScatterSumsEveryDeviceOfTheJobIntoTheShards) {
   for_each_mesh([&](const FsdpMesh& mesh, FsdpCommunicator& comm, int n_local) {
-    const int pf = g_world->rank() % mesh.dcn_fsdp, D = n_local * g_world->size();
+    const int pf = paxocl::testing::test_world().rank() % mesh.dcn_fsdp, D = n_local * paxocl::testing::test_world().size();
     for (std::size_t n : {3u, 1001u}) {
       const UnitSplit split = split_of(n, mesh, pf);
       IciCommunicator::Buffers grads, shards;
       for (int k = 0; k < n_local; ++k) {
-        const int G = g_world->rank() * n_local + k;  // the device's index in the job
+        const int G = paxocl::testing::test_world().rank() * n_local + k;  // the device's index in the job
         std::vector<float> g(n);
         for (std::size_t i = 0; i < n; ++i) g[i] = static_cast<float>(G * 1000 + static_cast<int>(i % 13));
         grads.push_back(upload(k, g));
@@ -136,23 +135,9 @@ TEST_F(FsdpCommunicatorTest, ReduceScatterSumsEveryDeviceOfTheJobIntoTheShards) 
 }
 
 TEST_F(FsdpCommunicatorTest, AMeshThatDoesNotMatchTheDevicesIsAConfigError) {
-  EXPECT_THROW(FsdpCommunicator(local(1), *g_world, FsdpMesh{1, 2, 1, g_world->size()}), ConfigError);
-  EXPECT_THROW(FsdpCommunicator(local(1), *g_world, FsdpMesh{1, 1, 1, g_world->size() + 1}), ConfigError);
+  EXPECT_THROW(FsdpCommunicator(local(1), paxocl::testing::test_world(), FsdpMesh{1, 2, 1, paxocl::testing::test_world().size()}), ConfigError);
+  EXPECT_THROW(FsdpCommunicator(local(1), paxocl::testing::test_world(), FsdpMesh{1, 1, 1, paxocl::testing::test_world().size() + 1}), ConfigError);
 }
 
 }  // namespace
 }  // namespace paxocl::collectives
-
-int main(int argc, char** argv) {
-  paxocl::collectives::ProcessWorld world(&argc, &argv);
-  paxocl::collectives::g_world = &world;
-  ::testing::InitGoogleTest(&argc, argv);
-  if (world.rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int failed = RUN_ALL_TESTS();
-  int any = 0;
-  for (int f : world.all_gather(failed)) any |= f;
-  return any;
-}

@@ -3,6 +3,7 @@
 // groups, and the ranks cross-check one another through MPI.
 #include <gtest/gtest.h>
 
+#include "tests/mpi_test_main.h"
 #include "collectives/process_world.h"
 #include "device/device_selection.h"
 #include "device/errors.h"
@@ -11,10 +12,8 @@
 namespace paxocl {
 namespace {
 
-collectives::ProcessWorld* g_world = nullptr;
-
 TEST(MeshUnderMpi, TwoProcessesTimesTwoDevices) {
-  const collectives::ProcessWorld& world = *g_world;
+  const collectives::ProcessWorld& world = paxocl::testing::test_world();
   ASSERT_TRUE(world.uses_mpi()) << "run this test under mpirun -np 2";
   ASSERT_EQ(world.size(), 2);
   EXPECT_EQ(world.launcher(), "mpirun");
@@ -55,19 +54,3 @@ TEST(MeshUnderMpi, TwoProcessesTimesTwoDevices) {
 
 }  // namespace
 }  // namespace paxocl
-
-int main(int argc, char** argv) {
-  paxocl::collectives::ProcessWorld world(&argc, &argv);
-  paxocl::g_world = &world;
-  ::testing::InitGoogleTest(&argc, argv);
-  // Only rank 0 prints gtest's report; failures on any rank still set the exit code.
-  if (world.rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int failed = RUN_ALL_TESTS();
-  const std::vector<int> all = world.all_gather(failed);
-  int any = 0;
-  for (int f : all) any |= f;
-  return any;
-}
