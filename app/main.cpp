@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
       if (world->rank() == 0) std::cout << "pax-ocl " PAXOCL_VERSION "\n";
       return paxocl::kExitOk;
     }
+    world->check_slurm_agrees();
     paxocl::app::init_logging(args.flag("log_level"), world->rank(), world->size());
     return dispatch(args, *world);
   } catch (const paxocl::app::AgreedError& e) {

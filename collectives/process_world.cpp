@@ -67,6 +67,18 @@ ProcessWorld::ProcessWorld(int* argc, char*** argv) {
   MPI_Comm_free(&local);
 }
 
+void ProcessWorld::check_slurm_agrees() const {
+  if (launcher_ == "mpirun" || !env_set("SLURM_STEP_ID") || !env_set("SLURM_PROCID")) return;  // not an srun task
+  const int procid = std::atoi(std::getenv("SLURM_PROCID"));
+  const char* ntasks = env_set("SLURM_STEP_NUM_TASKS") ? std::getenv("SLURM_STEP_NUM_TASKS") : std::getenv("SLURM_NTASKS");
+  const int tasks = ntasks != nullptr ? std::atoi(ntasks) : size_;
+  if (procid != rank_ || tasks != size_) {
+    throw ConfigError("Slurm says task " + std::to_string(procid) + " of " + std::to_string(tasks) + " but MPI says rank " +
+                      std::to_string(rank_) + " of " + std::to_string(size_) +
+                      "; launch with `srun --mpi=pmix` (one MPI job for the whole step), or with mpirun inside the allocation");
+  }
+}
+
 ProcessWorld::~ProcessWorld() {
   if (uses_mpi_) MPI_Finalize();
 }

@@ -33,6 +33,11 @@ class ProcessWorld {
   // Element-wise sums over all ranks, in place (collective). For small host-side statistics.
   void all_reduce_sum(std::vector<double>& values) const;
   void barrier() const;
+  // Under srun, Slurm's view (SLURM_PROCID, SLURM_STEP_NUM_TASKS or SLURM_NTASKS) must match MPI's
+  // rank and size: a mismatch (e.g. tasks that did not join one MPI job) is a ConfigError rather
+  // than a silently wrong mesh. Skipped under mpirun, whose ranks all inherit the batch step's
+  // SLURM_PROCID.
+  void check_slurm_agrees() const;
   // Ends every process of the job with `exit_code` (MPI_Abort); plain exit() without MPI.
   [[noreturn]] void abort(int exit_code) const;
 

@@ -16,6 +16,15 @@ const std::string kMpirun = std::string(PAXOCL_MPIEXEC) + " --oversubscribe -np 
 
 int count_lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
 
+TEST(CliDevices, ASlurmTaskThatMpiDoesNotKnowIsAOneLineError) {
+  // As if srun had started task 1 of 1: MPI (no launcher) says rank 0 of 1.
+  const auto r = run_command("env SLURM_STEP_ID=0 SLURM_PROCID=1 SLURM_STEP_NUM_TASKS=1 " + kBinary + " devices");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("Slurm says task 1 of 1 but MPI says rank 0 of 1"), std::string::npos) << r.err;
+  const auto ok = run_command("env SLURM_STEP_ID=0 SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=1 " + kBinary + " devices");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
 TEST(CliDevices, JsonReportOfOneProcess) {
   const auto r = run_command(kBinary + " devices --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
