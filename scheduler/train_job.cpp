@@ -98,7 +98,7 @@ Setup resolve(const models::Experiment& e, const collectives::ProcessWorld& worl
   s.adam = models::AdamConfig{e.get_float("ADAM_BETA1"), e.get_float("ADAM_BETA2"), e.get_float("ADAM_EPSILON"),
                               e.get_float("WEIGHT_DECAY"), e.get_float("CLIP_GRADIENT_NORM_TO_VALUE")};
   for (const char* f : {"MAX_STEPS", "SUMMARY_INTERVAL_STEPS", "EVAL_INTERVAL_STEPS", "GRADIENT_BUCKET_BYTES", "FSDP_PREFETCH_DEPTH",
-                        "CHECKPOINT_EVERY_N_STEPS", "CHECKPOINT_MAX_TO_KEEP"}) {
+                        "CHECKPOINT_EVERY_N_STEPS", "CHECKPOINT_MAX_TO_KEEP", "PREEMPTION_GRACE_SECONDS"}) {
     if (e.get_int(f) < (std::string(f) == "SUMMARY_INTERVAL_STEPS" ? 1 : 0)) {
       throw ConfigError(fmt::format("{}={}: must be {}", f, e.get_int(f), std::string(f) == "SUMMARY_INTERVAL_STEPS" ? ">= 1" : ">= 0"));
     }
@@ -156,9 +156,16 @@ struct Runtime {
   std::unique_ptr<StepProgram> program;
 };
 
-// SIGTERM / SIGUSR1 (a preemption or Slurm's early warning): finish the step, save, exit.
+// SIGTERM / SIGUSR1 (a preemption or Slurm's early warning): finish the step, save, exit. Within
+// PREEMPTION_GRACE_SECONDS, or the process ends anyway (SIGALRM): a peer that died leaves the step's
+// collectives hanging, and mpirun's SIGTERM must still end the job. A second signal ends it at once.
 volatile std::sig_atomic_t g_preempt_signal = 0;
-extern "C" void on_preempt_signal(int signal) { g_preempt_signal = signal; }
+unsigned g_grace_seconds = 60;
+extern "C" void on_preempt_signal(int signal) {
+  if (g_preempt_signal != 0) ::_exit(128 + signal);
+  g_preempt_signal = signal;
+  ::alarm(g_grace_seconds);
+}
 
 // Whether any process of the job got the signal (collective, so all stop at the same step).
 bool preemption_requested(const collectives::ProcessWorld& world) {
@@ -311,6 +318,7 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
   };
   if (checkpoints.due(first_step)) save(first_step);  // step 0 of a new job
   g_preempt_signal = 0;
+  g_grace_seconds = static_cast<unsigned>(experiment.get_int("PREEMPTION_GRACE_SECONDS"));
   std::signal(SIGTERM, on_preempt_signal);
   std::signal(SIGUSR1, on_preempt_signal);
 
@@ -429,6 +437,8 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
     if (preemption_requested(world)) {
       if (checkpoints.enabled() && checkpoints.last_saved_step() < done) save(done);
       checkpoints.wait();
+      world.barrier();  // rank 0 has committed: no process leaves (a launcher may then kill the rest) before
+      ::alarm(0);
       spdlog::warn("stopped at step {} on signal {}: checkpoint saved; exit code {} asks for a requeue", done,
                    static_cast<int>(g_preempt_signal), static_cast<int>(kExitPreempted));
       return kExitPreempted;
@@ -437,6 +447,7 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
   }
   if (checkpoints.enabled() && checkpoints.last_saved_step() < max_steps && first_step < max_steps) save(max_steps);
   checkpoints.wait();
+  world.barrier();  // the final checkpoint is committed before any process exits
   if (!trace_steps.empty()) {
     const std::vector<std::string> parts = world.all_gather(trace.dump());  // every rank's events
     if (chief) {

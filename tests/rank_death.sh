@@ -9,11 +9,11 @@ trap 'rm -rf "$work"' EXIT
 "$mpiexec" --oversubscribe -np 2 "$pax" train --devices=0 --fdl.DATA=synthetic --fdl.VOCAB_SIZE=512 \
   --fdl.NUM_LAYERS=1 --fdl.MODEL_DIMS=64 --fdl.HIDDEN_DIMS=128 --fdl.NUM_HEADS=2 --fdl.DIMS_PER_HEAD=32 \
   --fdl.MAX_SEQ_LEN=32 --fdl.PERCORE_BATCH_SIZE=2 --fdl.DCN_MESH_SHAPE="$mesh" --fdl.MAX_STEPS=1000000 \
-  --fdl.EVAL_INTERVAL_STEPS=0 --job_log_dir="$work/job" >"$work/out" 2>&1 &
+  --fdl.EVAL_INTERVAL_STEPS=0 --fdl.PREEMPTION_GRACE_SECONDS=5 --job_log_dir="$work/job" >"$work/out" 2>&1 &
 launcher=$!
 # Wait until rank 1 is training (its log says so), then kill it.
 victim=""
-for _ in $(seq 1 600); do
+for _ in $(seq 1 1800); do  # up to 3 min: a cold cache compiles every kernel first
   if grep -q "first step done" "$work/job/train-rank1.log" 2>/dev/null; then
     for p in $(pgrep -f "pax-ocl train"); do
       if tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then victim=$p; fi
