@@ -98,7 +98,7 @@ TEST_F(CliCheckpoint, SigusrSavesTheStepAndExitsWithTheRequeueCode) {
   const std::string command = kBinary + kJob + " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=1000000" +
                               " --fdl.CHECKPOINT_EVERY_N_STEPS=0 --job_log_dir=" + job.string();
   // Signal it once it trains, as Slurm's --signal=USR1@... would.
-  const auto r = run_command("sh -c '" + command + " & pid=$!; for i in $(seq 600); do grep -q \"first step done\" " +
+  const auto r = run_command("sh -c '" + command + " & pid=$!; for i in $(seq 1800); do grep -q \"first step done\" " +
                              (job / "train.log").string() + " 2>/dev/null && break; sleep 0.1; done; sleep 0.3; " +
                              "kill -USR1 $pid; wait $pid; echo exit=$?'");
   EXPECT_NE(r.out.find("exit=75"), std::string::npos) << r.out << r.err;
