@@ -42,6 +42,7 @@ fi
 [[ -d /sys/fs/cgroup ]] || { echo "local_cluster.sh: slurmd needs /sys/fs/cgroup mounted" >&2; exit 2; }
 
 mkdir -p "$dir/state"
+chmod 755 "$dir"  # munged runs as the munge user and needs to reach its socket directory
 down  # a previous cluster in the same directory
 
 # munge: its own daemon and socket under DIR, with the system key (the package created it).
