@@ -17,5 +17,6 @@ int run_train(const CliArgs& args, const collectives::ProcessWorld& world);
 int run_data(const CliArgs& args, const collectives::ProcessWorld& world);
 int run_eval(const CliArgs& args, const collectives::ProcessWorld& world);
 int run_export(const CliArgs& args, const collectives::ProcessWorld& world);
+int run_bench(const CliArgs& args, const collectives::ProcessWorld& world);
 
 }  // namespace paxocl::app

@@ -29,6 +29,7 @@ const Command kCommands[] = {
     {"train", "train an experiment (default: Default, a small GPT on the KJV)", paxocl::app::run_train},
     {"eval", "evaluate an experiment on eval_train and eval_test", paxocl::app::run_eval},
     {"data", "prepare a dataset (tokenizer + token shards) or inspect batches", paxocl::app::run_data},
+    {"bench", "measure GEMM, memory, launches, FFT, collectives and training; CSV, JSON, plots", paxocl::app::run_bench},
     {"export", "write a job's checkpoint as Hugging Face GPT-2 safetensors (or llm.c .bin)", paxocl::app::run_export},
 };
 

@@ -18,6 +18,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev nlohmann-json3-dev
   libsentencepiece-dev sentencepiece   # tokenizer library; spm_encode / spm_decode tools
+  gnuplot-nox                          # pax-ocl bench: PNG plots
   bible-kjv                           # the default corpus (the King James Bible)
   libgtest-dev libgmock-dev
   libopenblas-dev                     # bench/bench_gemm only: the CPU GEMM reference

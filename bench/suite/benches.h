@@ -1,0 +1,42 @@
+// The benchmarks of `pax-ocl bench`. Each measures one thing and returns a Table (report.h);
+// times are the best of several repetitions after a warm-up, with the device queue drained.
+// `quick` takes fewer and smaller sizes (for tests and a first look).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench/suite/report.h"
+#include "device/device.h"
+#include "device/program_cache.h"
+#include "models/gpt_config.h"
+
+namespace paxocl::bench {
+
+// GFLOP/s of pax-ocl's GEMM (its auto choice) and CLBlast's: square NN sizes 64..2048 and the
+// training step's GEMM shapes for `model` (rows = batch x MAX_SEQ_LEN tokens). The plot's
+// reference line is the best GFLOP/s measured: the device's peak for MFU.
+Table bench_gemm(device::Device& device, device::ProgramCache& cache, const models::GptConfig& model, int batch,
+                 bool quick);
+double peak_of(const Table& gemm);  // its best GFLOP/s
+
+// Device memory bandwidth (copy, triad a = b + s c) and host<->device transfers, GB/s vs size.
+Table bench_memory(device::Device& device, device::ProgramCache& cache, bool quick);
+
+// Kernel launch latency: an empty kernel, one at a time (launch + wait) and back to back.
+Table bench_launch(device::Device& device, device::ProgramCache& cache);
+
+// clFFT: batched 1-D complex (C2C) and real (R2C) single-precision transforms, 2^8..2^20 points,
+// in GFLOP/s by the usual 5 N log2 N (complex) and 2.5 N log2 N (real) convention.
+Table bench_fft(device::Device& device, bool quick);
+
+// All-reduce over this process's devices, ring and host-staged, algorithm and bus bandwidth.
+Table bench_collectives(const std::vector<device::DeviceInfo>& devices, bool quick);
+
+// Training: `pax-ocl train` runs (this binary) over experiments x PERCORE_BATCH_SIZE x ICI
+// meshes, `steps` steps each: tokens/s, step time, MFU and the training state's memory per device.
+Table bench_training(const std::string& binary, const std::vector<std::string>& experiments,
+                     const std::vector<std::string>& batches, const std::vector<std::string>& meshes, int steps,
+                     const std::string& extra_flags);
+
+}  // namespace paxocl::bench
