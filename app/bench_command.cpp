@@ -15,6 +15,7 @@
 #include "device/device_selection.h"
 #include "device/errors.h"
 #include "device/host_topology.h"
+#include "device/known_peaks.h"
 #include "models/experiment.h"
 
 namespace paxocl::app {
@@ -55,7 +56,13 @@ nlohmann::json machine_json(const std::vector<device::DeviceInfo>& devices) {
                    {"host", {{"hostname", host.hostname}, {"cpu_model", host.cpu_model}, {"packages", host.packages},
                              {"numa_nodes", host.numa_nodes}, {"cores", host.cores}, {"hardware_threads", host.hardware_threads}}},
                    {"devices", nlohmann::json::array()}};
-  for (const auto& d : devices) j["devices"].push_back(device_json(d, true));
+  for (const auto& d : devices) {
+    nlohmann::json dj = device_json(d, true);
+    if (const auto peak = device::known_peak(d.name)) {
+      dj["datasheet"] = {{"model", peak->model}, {"fp32_tflops", peak->fp32_tflops}, {"bf16_tflops", peak->bf16_tflops}};
+    }
+    j["devices"].push_back(dj);
+  }
   j["summary"] = fmt::format("pax-ocl {} on {} ({} cores, {}): {}", PAXOCL_VERSION, host.hostname, host.cores,
                              host.cpu_model, devices.empty() ? "no device" : devices.front().name + ", " +
                                                                                  devices.front().driver_version);

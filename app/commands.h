@@ -18,5 +18,6 @@ int run_data(const CliArgs& args, const collectives::ProcessWorld& world);
 int run_eval(const CliArgs& args, const collectives::ProcessWorld& world);
 int run_export(const CliArgs& args, const collectives::ProcessWorld& world);
 int run_bench(const CliArgs& args, const collectives::ProcessWorld& world);
+int run_tune(const CliArgs& args, const collectives::ProcessWorld& world);
 
 }  // namespace paxocl::app

@@ -30,6 +30,7 @@ const Command kCommands[] = {
     {"eval", "evaluate an experiment on eval_train and eval_test", paxocl::app::run_eval},
     {"data", "prepare a dataset (tokenizer + token shards) or inspect batches", paxocl::app::run_data},
     {"bench", "measure GEMM, memory, launches, FFT, collectives and training; CSV, JSON, plots", paxocl::app::run_bench},
+    {"tune", "tune CLBlast's GEMM for an experiment's shapes on this device (kept for later runs)", paxocl::app::run_tune},
     {"export", "write a job's checkpoint as Hugging Face GPT-2 safetensors (or llm.c .bin)", paxocl::app::run_export},
 };
 

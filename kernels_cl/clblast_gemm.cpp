@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "device/cl_error.h"
+#include "kernels_cl/clblast_tuning.h"
 #include "kernels_cl/gemm.h"
 
 namespace paxocl::kernels {
@@ -21,7 +22,9 @@ std::string describe(const GemmShape& s) {
 
 class ClBlastGemm final : public Gemm {
  public:
-  explicit ClBlastGemm(device::Device& device) : device_(device) {}
+  // With a `pax-ocl tune` result for the device, CLBlast uses those parameters (ClearCache, below,
+  // forgets overrides too, so every instance applies them again).
+  explicit ClBlastGemm(device::Device& device) : device_(device) { apply_clblast_tuning(device); }
   // CLBlast keeps compiled programs in a process-wide cache; release them while their context is
   // alive, not from a static destructor at exit, after the OpenCL driver may be gone.
   ~ClBlastGemm() override { clblast::ClearCache(); }

@@ -20,6 +20,7 @@
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpointer.h"
 #include "device/device_selection.h"
+#include "device/known_peaks.h"
 #include "device/errors.h"
 #include "inputs/dataset.h"
 #include "device/mesh.h"
@@ -337,6 +338,9 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
     eval_test_out = std::make_unique<SummaryWriter>(summaries / "eval_test");
   }
   const double peak_gflops = measure_gemm_peak(program.device(), model.gemm()) * s.replicas;
+  // The datasheet's FP32 peak of a known accelerator, for a second MFU (pax-ocl computes in FP32).
+  const std::optional<device::KnownPeak> datasheet = device::known_peak(program.device().info().name);
+  const double datasheet_gflops = datasheet ? datasheet->fp32_tflops * 1e3 * s.replicas : 0.0;
   const long max_steps = experiment.get_int("MAX_STEPS"), summary_every = experiment.get_int("SUMMARY_INTERVAL_STEPS"),
              eval_every = experiment.get_int("EVAL_INTERVAL_STEPS");
   const double tokens_per_step = static_cast<double>(s.input.batch_size) * s.config.max_seq_len * world.size();
@@ -349,7 +353,7 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
                      "experiment {}: {:.2f}M parameters, {} x {} tokens per step, {} steps, {} over {} "
                      "device(s) ({} per process) on {}\n"
                      "training state: {:.1f} MiB per device (parameters, gradients, Adam moments)\n"
-                     "MFU is measured against the devices' GEMM peak, measured now: {:.1f} GFLOP/s in all\n"
+                     "MFU is measured against the devices' GEMM peak, measured now: {:.1f} GFLOP/s in all{}\n"
                      "job directory: {}\n",
                      experiment.name(), static_cast<double>(model.layout().parameter_count()) / 1e6,
                      s.input.batch_size * world.size(), s.config.max_seq_len, max_steps,
@@ -358,7 +362,10 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
                                        s.mesh.ici_data * s.mesh.dcn_data)
                          : std::string("data parallel"),
                      s.replicas, s.local_devices, program.device().info().name,
-                     static_cast<double>(program.state_bytes_per_device()) / (1 << 20), peak_gflops, options.job_log_dir.string())
+                     static_cast<double>(program.state_bytes_per_device()) / (1 << 20), peak_gflops,
+                     datasheet ? fmt::format(" ({} datasheet: {:.1f} TFLOP/s FP32 per device, {:.1f} BF16)", datasheet->model,
+                                             datasheet->fp32_tflops, datasheet->bf16_tflops)
+                               : std::string(), options.job_log_dir.string())
               << std::flush;
   }
 
@@ -415,6 +422,7 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
         train_out->scalar("tokens_per_sec", tokens_per_sec, done);
         train_out->scalar("tflops_per_sec", tflops, done);
         train_out->scalar("mfu", mfu, done);
+        if (datasheet_gflops > 0) train_out->scalar("mfu_datasheet_fp32", tflops * 1e3 / datasheet_gflops, done);
         const std::string line = fmt::format(
             "step {:>6}/{}  loss {:.4f}  log_pplx {:.4f}  lr {:.2e}  {:.0f} tok/s  MFU {:.1f}%  elapsed {}  ETA {}", done,
             max_steps, total.mean_loss(), total.mean_loss(), lr, tokens_per_sec, 100 * mfu, hms(elapsed), hms(eta));

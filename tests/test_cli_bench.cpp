@@ -56,3 +56,22 @@ TEST(CliBench, BadRequestsAreOneLineErrors) {
 
 }  // namespace
 }  // namespace paxocl::testing
+
+namespace paxocl::testing {
+namespace {
+
+TEST(CliTune, StoresTheFastestCandidateOrKeepsCLBlastsDefaults) {
+  // The test environment's PAX_OCL_CACHE_DIR keeps the result away from the user's cache.
+  const auto r = run_command(PAXOCL_BINARY " tune --candidates=3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("qkv fwd"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("before"), std::string::npos) << r.out;
+  const bool stored = r.out.find("stored in ") != std::string::npos;
+  EXPECT_TRUE(stored || r.out.find("nothing stored") != std::string::npos) << r.out;
+  const auto bad = run_command(PAXOCL_BINARY " tune --candidates=1");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--candidates must be at least 2"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace paxocl::testing

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "device/device_selection.h"
+#include "device/known_peaks.h"
 #include "device/errors.h"
 #include "tests/test_support.h"
 
@@ -82,6 +83,23 @@ TEST(DeviceSelection, FlagBeatsEnvironmentBeatsAuto) {
   testing::ScopedEnv env(kDevicesEnvVar, "cpu");
   EXPECT_EQ(device_spec_from(std::nullopt), "cpu");
   EXPECT_EQ(device_spec_from(std::string("0,1")), "0,1");
+}
+
+}  // namespace
+}  // namespace paxocl::device
+
+namespace paxocl::device {
+namespace {
+
+TEST(KnownPeaks, MatchTheMostSpecificModelOnly) {
+  EXPECT_EQ(known_peak("NVIDIA H100 PCIe")->model, "NVIDIA H100 PCIe");
+  EXPECT_EQ(known_peak("NVIDIA H100 80GB HBM3")->model, "NVIDIA H100 SXM5");
+  EXPECT_DOUBLE_EQ(known_peak("NVIDIA H200")->bf16_tflops, 989.4);
+  EXPECT_EQ(known_peak("NVIDIA A100-SXM4-80GB")->model, "NVIDIA A100");
+  EXPECT_EQ(known_peak("NVIDIA A10")->model, "NVIDIA A10");
+  EXPECT_FALSE(known_peak("pthread-skylake-avx512-AMD EPYC").has_value());
+  EXPECT_FALSE(known_peak("").has_value());
+  for (const KnownPeak& p : known_peaks()) EXPECT_GT(p.bf16_tflops, p.fp32_tflops) << p.model;
 }
 
 }  // namespace

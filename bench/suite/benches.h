@@ -9,9 +9,17 @@
 #include "bench/suite/report.h"
 #include "device/device.h"
 #include "device/program_cache.h"
+#include "kernels_cl/gemm.h"
 #include "models/gpt_config.h"
 
 namespace paxocl::bench {
+
+// The training step's GEMMs (forward and backward of a block, and the LM head) for N tokens.
+struct GemmCase {
+  std::string name;
+  kernels::GemmShape shape;
+};
+std::vector<GemmCase> model_gemm_cases(const models::GptConfig& model, std::size_t tokens);
 
 // GFLOP/s of pax-ocl's GEMM (its auto choice) and CLBlast's: square NN sizes 64..2048 and the
 // training step's GEMM shapes for `model` (rows = batch x MAX_SEQ_LEN tokens). The plot's

@@ -6,17 +6,10 @@
 
 namespace paxocl::bench {
 
-namespace {
 using kernels::GemmShape;
 using kernels::Transpose;
 
-struct Case {
-  std::string name;
-  GemmShape shape;
-};
-
-// The training step's GEMMs (forward and backward) for one block and the LM head; N tokens.
-std::vector<Case> model_cases(const models::GptConfig& c, std::size_t N) {
+std::vector<GemmCase> model_gemm_cases(const models::GptConfig& c, std::size_t N) {
   const std::size_t C = static_cast<std::size_t>(c.model_dims), D = static_cast<std::size_t>(c.attention_dims()),
                     H = static_cast<std::size_t>(c.hidden_dims), V = static_cast<std::size_t>(c.padded_vocab());
   const auto no = Transpose::kNo, yes = Transpose::kYes;
@@ -24,7 +17,6 @@ std::vector<Case> model_cases(const models::GptConfig& c, std::size_t N) {
           {"fc.proj fwd", {no, yes, N, C, H}}, {"fc dW", {yes, no, H, C, N}}, {"fc dX", {no, no, N, C, H}},
           {"lm head fwd", {no, yes, N, V, C}}, {"lm head dX", {no, no, N, C, V}}};
 }
-}  // namespace
 
 Table bench_gemm(device::Device& device, device::ProgramCache& cache, const models::GptConfig& model, int batch,
                  bool quick) {
@@ -34,17 +26,17 @@ Table bench_gemm(device::Device& device, device::ProgramCache& cache, const mode
   t.plot->y_label = "GFLOP/s (square NN sizes)";
   t.plot->only_column = "case";
   t.plot->only_value = "square";
-  std::vector<Case> cases;
+  std::vector<GemmCase> cases;
   for (std::size_t n = 64; n <= (quick ? 256u : 2048u); n *= 2) cases.push_back({"square", {Transpose::kNo, Transpose::kNo, n, n, n}});
   const std::size_t tokens = static_cast<std::size_t>(batch) * static_cast<std::size_t>(model.max_seq_len);
-  for (const Case& c : model_cases(model, quick ? std::min<std::size_t>(tokens, 256) : tokens)) cases.push_back(c);
+  for (const GemmCase& c : model_gemm_cases(model, quick ? std::min<std::size_t>(tokens, 256) : tokens)) cases.push_back(c);
   std::size_t biggest = 0;
-  for (const Case& c : cases) biggest = std::max({biggest, c.shape.m * c.shape.k, c.shape.k * c.shape.n, c.shape.m * c.shape.n});
+  for (const GemmCase& c : cases) biggest = std::max({biggest, c.shape.m * c.shape.k, c.shape.k * c.shape.n, c.shape.m * c.shape.n});
   device::Buffer<float> a(device.context(), biggest, "bench.a"), b(device.context(), biggest, "bench.b"),
       out(device.context(), biggest, "bench.c");
   for (const std::string policy : {"auto", "clblast"}) {
     const auto gemm = kernels::make_gemm(device, cache, policy);
-    for (const Case& c : cases) {
+    for (const GemmCase& c : cases) {
       const GemmShape& s = c.shape;
       const std::size_t lda = s.a == Transpose::kNo ? s.k : s.m, ldb = s.b == Transpose::kNo ? s.n : s.k;
       const double secs = best_seconds(device.queue(), quick ? 2 : 3, [&] {

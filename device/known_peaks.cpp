@@ -1,0 +1,65 @@
+#include "device/known_peaks.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace paxocl::device {
+
+namespace {
+struct Entry {
+  std::vector<std::string_view> all_of;  // every one of these (lower case) in the device name
+  KnownPeak peak;
+};
+
+// Most specific first (H100 PCIe before H100).
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> table = {
+      {{"h200"}, {"NVIDIA H200 SXM", 67.0, 989.4}},
+      {{"h100", "pcie"}, {"NVIDIA H100 PCIe", 51.2, 756.0}},
+      {{"h100", "nvl"}, {"NVIDIA H100 NVL", 60.0, 835.0}},
+      {{"h100"}, {"NVIDIA H100 SXM5", 67.0, 989.4}},
+      {{"a100"}, {"NVIDIA A100", 19.5, 312.0}},
+      {{"l40s"}, {"NVIDIA L40S", 91.6, 362.1}},
+      {{"a10"}, {"NVIDIA A10", 31.2, 125.0}},
+      {{"v100"}, {"NVIDIA V100 SXM2", 15.7, 125.0}},
+      {{"rtx", "4090"}, {"NVIDIA GeForce RTX 4090", 82.6, 165.2}},
+      {{"t4"}, {"NVIDIA T4", 8.1, 65.0}},
+      {{"mi300x"}, {"AMD Instinct MI300X", 163.4, 1307.4}},
+      {{"mi250x"}, {"AMD Instinct MI250X", 47.9, 383.0}},
+      {{"mi210"}, {"AMD Instinct MI210", 22.6, 181.0}},
+      {{"max 1550"}, {"Intel Data Center GPU Max 1550", 52.4, 838.9}},
+  };
+  return table;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+}  // namespace
+
+std::optional<KnownPeak> known_peak(std::string_view device_name) {
+  const std::string name = lower(device_name);
+  for (const Entry& e : entries()) {
+    if (std::all_of(e.all_of.begin(), e.all_of.end(), [&](std::string_view part) { return name.find(part) != std::string::npos; })) {
+      // "a10" must not match "a100": the entry's last key followed by a digit is another model.
+      const std::string_view last = e.all_of.back();
+      const auto at = name.find(last);
+      if (at + last.size() < name.size() && std::isdigit(static_cast<unsigned char>(name[at + last.size()]))) continue;
+      return e.peak;
+    }
+  }
+  return std::nullopt;
+}
+
+const std::vector<KnownPeak>& known_peaks() {
+  static const std::vector<KnownPeak> peaks = [] {
+    std::vector<KnownPeak> p;
+    for (const Entry& e : entries()) p.push_back(e.peak);
+    return p;
+  }();
+  return peaks;
+}
+
+}  // namespace paxocl::device
