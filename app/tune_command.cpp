@@ -16,7 +16,6 @@
 
 #include "app/commands.h"
 #include "bench/suite/benches.h"
-#include "bench/suite/timing.h"
 #include "device/device_selection.h"
 #include "device/errors.h"
 #include "kernels_cl/clblast_tuning.h"
@@ -37,23 +36,10 @@ const FlagSpec kTuneFlags[] = {
 // CLBlast's time for every shape, in seconds, with the parameters in effect now.
 std::vector<double> time_shapes(device::Device& device, const std::vector<bench::GemmCase>& cases) {
   const auto gemm = kernels::make_clblast_gemm(device);
-  std::size_t biggest = 0;
-  for (const auto& c : cases) biggest = std::max({biggest, c.shape.m * c.shape.k, c.shape.k * c.shape.n, c.shape.m * c.shape.n});
-  device::Buffer<float> a(device.context(), biggest, "tune.a"), b(device.context(), biggest, "tune.b"),
-      c(device.context(), biggest, "tune.c");
+  bench::GemmTimer timer(device, cases);
   std::vector<double> seconds;
-  for (const auto& gc : cases) {
-    const kernels::GemmShape& s = gc.shape;
-    const std::size_t lda = s.a == kernels::Transpose::kNo ? s.k : s.m, ldb = s.b == kernels::Transpose::kNo ? s.n : s.k;
-    seconds.push_back(bench::best_seconds(device.queue(), 3, [&] {
-      gemm->run(s, 1.0f, {a.get(), 0, lda}, {b.get(), 0, ldb}, 0.0f, {c.get(), 0, s.n});
-    }));
-  }
+  for (const auto& c : cases) seconds.push_back(timer.seconds(*gemm, c.shape, 3));
   return seconds;
-}
-
-double gflops(const kernels::GemmShape& s, double seconds) {
-  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) / seconds / 1e9;
 }
 }  // namespace
 
@@ -109,8 +95,8 @@ int run_tune(const CliArgs& args, const collectives::ProcessWorld& world) {
                            args.flag("fdl_config").value_or("Default"), tokens);
   for (std::size_t i = 0; i < cases.size(); ++i) {
     std::cout << fmt::format("  {:<14} m={:<6} n={:<6} k={:<6} before {:7.1f}  after {:7.1f}\n", cases[i].name,
-                             cases[i].shape.m, cases[i].shape.n, cases[i].shape.k, gflops(cases[i].shape, before[i]),
-                             gflops(cases[i].shape, after[i]));
+                             cases[i].shape.m, cases[i].shape.n, cases[i].shape.k, bench::GemmTimer::gflops(cases[i].shape, before[i]),
+                             bench::GemmTimer::gflops(cases[i].shape, after[i]));
   }
   if (!best) {
     std::cout << "no tuned parameters beat CLBlast's defaults; nothing stored\n";

@@ -21,6 +21,18 @@ struct GemmCase {
 };
 std::vector<GemmCase> model_gemm_cases(const models::GptConfig& model, std::size_t tokens);
 
+// Times GEMMs on scratch operands sized for the largest of `cases` (row-major, dense).
+class GemmTimer {
+ public:
+  GemmTimer(device::Device& device, const std::vector<GemmCase>& cases);
+  double seconds(kernels::Gemm& gemm, const kernels::GemmShape& shape, int reps);  // best of reps
+  static double gflops(const kernels::GemmShape& shape, double seconds);
+
+ private:
+  device::Device& device_;
+  device::Buffer<float> a_, b_, c_;
+};
+
 // GFLOP/s of pax-ocl's GEMM (its auto choice) and CLBlast's: square NN sizes 64..2048 and the
 // training step's GEMM shapes for `model` (rows = batch x MAX_SEQ_LEN tokens). The plot's
 // reference line is the best GFLOP/s measured: the device's peak for MFU.

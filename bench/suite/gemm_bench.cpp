@@ -30,25 +30,44 @@ Table bench_gemm(device::Device& device, device::ProgramCache& cache, const mode
   for (std::size_t n = 64; n <= (quick ? 256u : 2048u); n *= 2) cases.push_back({"square", {Transpose::kNo, Transpose::kNo, n, n, n}});
   const std::size_t tokens = static_cast<std::size_t>(batch) * static_cast<std::size_t>(model.max_seq_len);
   for (const GemmCase& c : model_gemm_cases(model, quick ? std::min<std::size_t>(tokens, 256) : tokens)) cases.push_back(c);
-  std::size_t biggest = 0;
-  for (const GemmCase& c : cases) biggest = std::max({biggest, c.shape.m * c.shape.k, c.shape.k * c.shape.n, c.shape.m * c.shape.n});
-  device::Buffer<float> a(device.context(), biggest, "bench.a"), b(device.context(), biggest, "bench.b"),
-      out(device.context(), biggest, "bench.c");
+  GemmTimer timer(device, cases);
   for (const std::string policy : {"auto", "clblast"}) {
     const auto gemm = kernels::make_gemm(device, cache, policy);
     for (const GemmCase& c : cases) {
-      const GemmShape& s = c.shape;
-      const std::size_t lda = s.a == Transpose::kNo ? s.k : s.m, ldb = s.b == Transpose::kNo ? s.n : s.k;
-      const double secs = best_seconds(device.queue(), quick ? 2 : 3, [&] {
-        gemm->run(s, 1.0f, {a.get(), 0, lda}, {b.get(), 0, ldb}, 0.0f, {out.get(), 0, s.n});
-      });
-      const double gflops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) / secs / 1e9;
-      t.add({policy == "auto" ? "pax-ocl" : "clblast", c.name, s.m, s.n, s.k, gflops, secs * 1e3});
+      const double secs = timer.seconds(*gemm, c.shape, quick ? 2 : 3);
+      t.add({policy == "auto" ? "pax-ocl" : "clblast", c.name, c.shape.m, c.shape.n, c.shape.k,
+             GemmTimer::gflops(c.shape, secs), secs * 1e3});
     }
   }
   t.plot->reference = peak_of(t);
   t.plot->reference_label = fmt::format("measured peak {:.1f} GFLOP/s", peak_of(t));
   return t;
+}
+
+namespace {
+std::size_t largest_operand(const std::vector<GemmCase>& cases) {
+  std::size_t biggest = 1;
+  for (const GemmCase& c : cases) {
+    biggest = std::max({biggest, c.shape.m * c.shape.k, c.shape.k * c.shape.n, c.shape.m * c.shape.n});
+  }
+  return biggest;
+}
+}  // namespace
+
+GemmTimer::GemmTimer(device::Device& device, const std::vector<GemmCase>& cases)
+    : device_(device),
+      a_(device.context(), largest_operand(cases), "bench.a"),
+      b_(device.context(), largest_operand(cases), "bench.b"),
+      c_(device.context(), largest_operand(cases), "bench.c") {}
+
+double GemmTimer::seconds(kernels::Gemm& gemm, const GemmShape& s, int reps) {
+  const std::size_t lda = s.a == Transpose::kNo ? s.k : s.m, ldb = s.b == Transpose::kNo ? s.n : s.k;
+  return best_seconds(device_.queue(), reps,
+                      [&] { gemm.run(s, 1.0f, {a_.get(), 0, lda}, {b_.get(), 0, ldb}, 0.0f, {c_.get(), 0, s.n}); });
+}
+
+double GemmTimer::gflops(const GemmShape& s, double seconds) {
+  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) / seconds / 1e9;
 }
 
 double peak_of(const Table& gemm) {
