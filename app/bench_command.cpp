@@ -118,6 +118,10 @@ int run_bench(const CliArgs& args, const collectives::ProcessWorld& world) {
   }
   args.validate(kBenchFlags, {});
   if (const auto files = args.flag("compare")) return compare(*files);
+  if (world.size() > 1) {
+    throw ConfigError("pax-ocl bench runs as one process; for collective bandwidth across processes run "
+                      "`mpirun -np N build/bench/bench_collectives mpi|hier`");
+  }
 
   std::set<std::string> chosen;
   for (const std::string& name : args.positionals()) {
