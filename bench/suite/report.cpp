@@ -45,6 +45,9 @@ std::string cell(const json& v) {
   return v.dump();
 }
 
+// A value as plain text (plot labels; no CSV quoting).
+std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : cell(v); }
+
 std::size_t column(const Table& t, const std::string& name) {
   for (std::size_t i = 0; i < t.columns.size(); ++i) {
     if (t.columns[i] == name) return i;
@@ -61,8 +64,8 @@ bool plot_png(const Table& t, const fs::path& dir) {
   std::map<std::string, std::vector<std::pair<double, double>>> series;
   for (const auto& row : t.rows) {
     if (!row[x].is_number() || !row[y].is_number()) continue;
-    if (!p.only_column.empty() && cell(row[column(t, p.only_column)]) != p.only_value) continue;
-    const std::string s = p.series.empty() ? p.y : cell(row[column(t, p.series)]);
+    if (!p.only_column.empty() && text_of(row[column(t, p.only_column)]) != p.only_value) continue;
+    const std::string s = p.series.empty() ? p.y : text_of(row[column(t, p.series)]);
     series[s].emplace_back(row[x].get<double>(), row[y].get<double>());
   }
   const fs::path data_dir = dir / ".plot-data";
