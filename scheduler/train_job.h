@@ -5,9 +5,11 @@
 // Per step: batch -> forward/backward -> global-norm clipping -> Adam update with the LR schedule.
 // Every SUMMARY_INTERVAL_STEPS: summaries and a console line; every EVAL_INTERVAL_STEPS and at
 // the end: evaluation on training data (eval_train) and on the validation split (eval_test).
-// Data parallelism over the mesh's data axis: one model replica per device (ICI_MESH_SHAPE[0]
-// per process, DCN_MESH_SHAPE[0] processes), gradients averaged over every replica
-// (collectives::GradientAverager), the same update everywhere. FSDP and tensor axes must be 1.
+// The step runs as the mesh asks (step_program.h): data parallelism and/or FSDP over ICI devices
+// and DCN processes; the tensor axis must be 1.
+// Checkpoints (checkpoint/): resumes from the newest good one in job_log_dir/checkpoints, saves at
+// step 0 (if none), every CHECKPOINT_EVERY_N_STEPS, at the end; SIGTERM / SIGUSR1: finish the step,
+// save, return kExitPreempted (75).
 #pragma once
 
 #include <filesystem>
