@@ -61,11 +61,7 @@ Pending FsdpCommunicator::reduce_scatter(const UnitSplit& split, IciCommunicator
                                          IciCommunicator::Events wait_for, std::string name) {
   return ici_.stage([this, split, unit_gradients = std::move(unit_gradients),
                      gradient_shards = std::move(gradient_shards), scale] {
-    std::vector<float> sum(split.size, 0.0f), part(split.size);
-    for (int k = 0; k < ici_.size(); ++k) {  // device order: the same sum on every run
-      ici_.read(k, unit_gradients[static_cast<std::size_t>(k)], 0, part);
-      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
-    }
+    const std::vector<float> sum = ici_.sum_members(unit_gradients, split.size);
     const auto& c = split.chunks[static_cast<std::size_t>(process_fsdp_index())];
     std::vector<float> chunk(c.end - c.begin);
     if (mesh_.dcn_fsdp > 1) {

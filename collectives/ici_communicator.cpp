@@ -31,14 +31,6 @@ IciCommunicator::~IciCommunicator() {
   worker_.join();
 }
 
-void IciCommunicator::enqueue(std::function<void()> work, Events wait_for, Pending pending, std::string name) {
-  {
-    std::lock_guard lock(mutex_);
-    jobs_.push_back(Job{std::move(work), std::move(wait_for), pending, std::move(name)});
-  }
-  wake_.notify_all();
-}
-
 void IciCommunicator::set_tracing(bool on) {
   std::lock_guard lock(mutex_);
   tracing_ = on;
@@ -114,14 +106,17 @@ void require(const IciCommunicator::Buffers& buffers, int members, const char* w
 
 Pending IciCommunicator::stage(std::function<void()> work, Events wait_for, std::string name) {
   Pending pending;
-  enqueue(std::move(work), std::move(wait_for), pending, std::move(name));
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(Job{std::move(work), std::move(wait_for), pending, std::move(name)});
+  }
+  wake_.notify_all();
   return pending;
 }
 
 Pending IciCommunicator::all_reduce(Buffers buffers, std::size_t n, Events wait_for, HostStage across) {
   require(buffers, size(), "all_reduce");
-  Pending pending;
-  enqueue([this, buffers = std::move(buffers), n, across = std::move(across)] {
+  return stage([this, buffers = std::move(buffers), n, across = std::move(across)] {
     if (ring_) {  // reduce-scatter in the ring; the chunks through the host stage; all-gather in the ring
       ring_->reduce_scatter_in_place(buffers, n);
       if (across) {
@@ -142,15 +137,13 @@ Pending IciCommunicator::all_reduce(Buffers buffers, std::size_t n, Events wait_
     std::vector<float> sum = sum_members(buffers, n);
     if (across) across(sum);
     for (int m = 0; m < size(); ++m) write(m, buffers[static_cast<std::size_t>(m)], 0, sum);
-  }, std::move(wait_for), pending, "all_reduce");
-  return pending;
+  }, std::move(wait_for), "all_reduce");
 }
 
 Pending IciCommunicator::all_gather(Buffers shards, Buffers outputs, std::size_t n, Events wait_for) {
   require(shards, size(), "all_gather");
   require(outputs, size(), "all_gather");
-  Pending pending;
-  enqueue([this, shards = std::move(shards), outputs = std::move(outputs), n] {
+  return stage([this, shards = std::move(shards), outputs = std::move(outputs), n] {
     if (ring_) {
       for (int m = 0; m < size(); ++m) {
         const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
@@ -165,15 +158,13 @@ Pending IciCommunicator::all_gather(Buffers shards, Buffers outputs, std::size_t
       read(m, shards[static_cast<std::size_t>(m)], 0, std::span<float>(all).subspan(b, e - b));
     }
     for (int m = 0; m < size(); ++m) write(m, outputs[static_cast<std::size_t>(m)], 0, all);
-  }, std::move(wait_for), pending, "all_gather");
-  return pending;
+  }, std::move(wait_for), "all_gather");
 }
 
 Pending IciCommunicator::reduce_scatter(Buffers inputs, Buffers shards, std::size_t n, Events wait_for) {
   require(inputs, size(), "reduce_scatter");
   require(shards, size(), "reduce_scatter");
-  Pending pending;
-  enqueue([this, inputs = std::move(inputs), shards = std::move(shards), n] {
+  return stage([this, inputs = std::move(inputs), shards = std::move(shards), n] {
     if (ring_) {  // on copies: the inputs stay as they are
       const Buffers work = ring_->scratch(n);
       for (int m = 0; m < size(); ++m) ring_->copy(m, inputs[static_cast<std::size_t>(m)], 0, work[static_cast<std::size_t>(m)], 0, n);
@@ -189,15 +180,13 @@ Pending IciCommunicator::reduce_scatter(Buffers inputs, Buffers shards, std::siz
       const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
       write(m, shards[static_cast<std::size_t>(m)], 0, std::span<const float>(sum).subspan(b, e - b));
     }
-  }, std::move(wait_for), pending, "reduce_scatter");
-  return pending;
+  }, std::move(wait_for), "reduce_scatter");
 }
 
 Pending IciCommunicator::broadcast(Buffers buffers, std::size_t n, int root, Events wait_for) {
   require(buffers, size(), "broadcast");
   if (root < 0 || root >= size()) throw ConfigError(fmt::format("broadcast root {} is not in a group of {}", root, size()));
-  Pending pending;
-  enqueue([this, buffers = std::move(buffers), n, root] {
+  return stage([this, buffers = std::move(buffers), n, root] {
     if (ring_) {
       ring_->broadcast(buffers, n, root);
       return;
@@ -207,8 +196,7 @@ Pending IciCommunicator::broadcast(Buffers buffers, std::size_t n, int root, Eve
     for (int m = 0; m < size(); ++m) {
       if (m != root) write(m, buffers[static_cast<std::size_t>(m)], 0, data);
     }
-  }, std::move(wait_for), pending, "broadcast");
-  return pending;
+  }, std::move(wait_for), "broadcast");
 }
 
 }  // namespace paxocl::collectives

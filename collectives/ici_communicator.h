@@ -60,17 +60,17 @@ class IciCommunicator {
   Pending reduce_scatter(Buffers inputs, Buffers shards, std::size_t n, Events wait_for = {});  // sum
   Pending broadcast(Buffers buffers, std::size_t n, int root, Events wait_for = {});
 
-  // A composite operation (e.g. collectives/fsdp_communicator.h): `work` runs on the worker, in
-  // order with the others, once `wait_for` have completed, and moves data with read()/write(),
+  // Any operation (the collectives above, or composites such as collectives/fsdp_communicator.h):
+  // `work` runs on the worker, in order with the others, once `wait_for` have completed, and moves data with read()/write(),
   // which are blocking transfers on the members' communication queues, for the worker only.
   Pending stage(std::function<void()> work, Events wait_for, std::string name);
   void read(int member, const device::Buffer<float>& b, std::size_t offset, std::span<float> out);
   void write(int member, const device::Buffer<float>& b, std::size_t offset, std::span<const float> in);
+  // The members' first n floats summed on the host in member order (the same sum on every run).
+  std::vector<float> sum_members(const Buffers& buffers, std::size_t n);
 
  private:
-  void enqueue(std::function<void()> work, Events wait_for, Pending pending, std::string name);
   void run();
-  std::vector<float> sum_members(const Buffers& buffers, std::size_t n);  // n floats each
 
   std::vector<device::Device*> members_;
   std::vector<device::Queue> queues_;  // communication queues, one per member

@@ -140,8 +140,8 @@ Pending MpiCommunicator::all_reduce(std::span<float> data) {
 void MpiCommunicator::set_split(Request& r, std::size_t n, const Split& split, std::size_t mine, const char* what) const {
   std::size_t at = 0;
   for (int i = 0; i < size(); ++i) {
-    const std::size_t count = split.empty() ? shard_range(n, size(), i).second - shard_range(n, size(), i).first
-                                            : split.at(static_cast<std::size_t>(i));
+    const auto [begin, end] = shard_range(n, size(), i);
+    const std::size_t count = split.empty() ? end - begin : split.at(static_cast<std::size_t>(i));
     r.counts.push_back(static_cast<int>(count));
     r.displacements.push_back(static_cast<int>(at));
     at += count;

@@ -73,12 +73,6 @@ std::size_t FsdpStep::state_bytes_per_device() const {
   return (4 * param_shards_.front().count() + 2 * model().parameter_buffer().count()) * sizeof(float);
 }
 
-IciCommunicator::Buffers FsdpStep::shard_views(std::vector<models::FloatBuffer>& buffers) const {
-  IciCommunicator::Buffers views;
-  for (const auto& b : buffers) views.push_back(b.view(0, b.count(), "shard"));
-  return views;
-}
-
 void FsdpStep::load_parameters(std::span<const float> flat) {
   for (std::size_t d = 0; d < locals_.size(); ++d) {
     const std::vector<float> shards =
@@ -141,7 +135,7 @@ std::vector<float> FsdpStep::parameters() {
   std::vector<float> flat(layout().total(), 0.0f), unit;
   for (int b = -1; b < options_.config.num_layers; ++b) {
     unit.assign(plan_->unit(b).size, 0.0f);
-    comm_->gather(splits_[static_cast<std::size_t>(b + 1)], shard_views(param_shards_),
+    comm_->gather(splits_[static_cast<std::size_t>(b + 1)], param_shards_,
                   IciCommunicator::Buffers(locals_.size()), updated, "all-gather " + unit_name(b) + " (to host)", unit)
         .wait();
     plan_->unpack(b, unit, flat);
@@ -152,7 +146,7 @@ std::vector<float> FsdpStep::parameters() {
 Pending FsdpStep::gather(int block, std::size_t devices, IciCommunicator::Events wait_for) {
   IciCommunicator::Buffers slots(locals_.size());
   for (std::size_t d = 0; d < devices; ++d) slots[d] = locals_[d].model->unit_parameters(block);
-  Pending p = comm_->gather(splits_[static_cast<std::size_t>(block + 1)], shard_views(param_shards_), std::move(slots),
+  Pending p = comm_->gather(splits_[static_cast<std::size_t>(block + 1)], param_shards_, std::move(slots),
                             std::move(wait_for), "all-gather " + unit_name(block));
   if (!options_.overlap) p.wait();
   return p;
@@ -234,7 +228,7 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
       IciCommunicator::Buffers grads;
       for (std::size_t d = 0; d < n; ++d) grads.push_back(locals_[d].model->unit_gradients(use.block));
       slot_reduction[s] = comm_->reduce_scatter(splits_[static_cast<std::size_t>(use.block + 1)], std::move(grads),
-                                                shard_views(grad_shards_), scale, slot_free[s],
+                                                grad_shards_, scale, slot_free[s],
                                                 "reduce-scatter " + unit_name(use.block));
       if (!options_.overlap) slot_reduction[s]->wait();
       reductions.push_back(*slot_reduction[s]);
@@ -247,7 +241,7 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
   for (std::size_t d = 0; d < n; ++d) locals_[d].model->finish_backward(passes[d]);
   IciCommunicator::Buffers grads;
   for (std::size_t d = 0; d < n; ++d) grads.push_back(locals_[d].model->unit_gradients(-1));
-  reductions.push_back(comm_->reduce_scatter(splits_.front(), std::move(grads), shard_views(grad_shards_), scale,
+  reductions.push_back(comm_->reduce_scatter(splits_.front(), std::move(grads), grad_shards_, scale,
                                              markers(), "reduce-scatter " + unit_name(-1)));
   for (const Pending& p : reductions) p.wait();
   return loss;

@@ -56,7 +56,6 @@ class FsdpStep : public StepProgram {
   // The forward (and with `train` the backward) of `rows[d]` on local devices 0 .. rows.size()-1.
   models::LossStats run_pass(const std::vector<inputs::Batch>& rows, bool train);
   collectives::Pending gather(int block, std::size_t devices, collectives::IciCommunicator::Events wait_for);
-  collectives::IciCommunicator::Buffers shard_views(std::vector<models::FloatBuffer>& buffers) const;
   std::vector<device::Event> compute_markers(std::size_t devices);  // now, on devices 0 .. devices-1 (flushed)
 
   StepOptions options_;
