@@ -60,48 +60,6 @@ void InFile::read(std::uint64_t offset, void* dst, std::size_t bytes) const {
   }
 }
 
-AtomicOut::AtomicOut(const fs::path& file) : file_(file), tmp_(fs::path(file).concat(fmt::format(".tmp.{}", ::getpid()))) {
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail(file_, fmt::format("cannot create {}: {}", tmp_.string(), std::strerror(errno)));
-}
-
-AtomicOut::~AtomicOut() {
-  if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(tmp_.c_str());
-}
-
-void AtomicOut::write(const void* src, std::size_t bytes) {
-  const auto* p = static_cast<const char*>(src);
-  crc_ = paxocl::crc32c(std::string_view(p, bytes), crc_);
-  size_ += bytes;
-  while (bytes > 0) {
-    const ssize_t n = ::write(fd_, p, bytes);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(file_, fmt::format("writing {}: {}", tmp_.string(), std::strerror(errno)));
-    p += n;
-    bytes -= static_cast<std::size_t>(n);
-  }
-}
-
-void AtomicOut::commit() {
-  if (::fsync(fd_) != 0) fail(file_, fmt::format("fsync of {}: {}", tmp_.string(), std::strerror(errno)));
-  const int fd = std::exchange(fd_, -1);
-  if (::close(fd) != 0) fail(file_, fmt::format("closing {}: {}", tmp_.string(), std::strerror(errno)));
-  if (::rename(tmp_.c_str(), file_.c_str()) != 0) {
-    fail(file_, fmt::format("renaming {} onto it: {}", tmp_.string(), std::strerror(errno)));
-  }
-  committed_ = true;
-  sync_directory(file_.has_parent_path() ? file_.parent_path() : fs::path("."));
-}
-
-void sync_directory(const fs::path& dir) {
-  // Best effort: the data itself is already safe.
-  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-}
-
 namespace {
 
 std::size_t dtype_bytes(std::string_view dtype) {

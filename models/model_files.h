@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/atomic_file.h"
 #include "models/weights_io.h"
 
 namespace paxocl::models::files {
@@ -45,29 +46,9 @@ class InFile {
   std::uint64_t size_ = 0;
 };
 
-// Writes `<file>.tmp.<pid>`; commit() fsyncs it and renames it onto `file`, so readers never see a
-// partial file. Without commit() (an exception on the way) the temporary file is removed.
-class AtomicOut {
- public:
-  explicit AtomicOut(const fs::path& file);
-  ~AtomicOut();
-  AtomicOut(const AtomicOut&) = delete;
-  AtomicOut& operator=(const AtomicOut&) = delete;
-  void write(const void* src, std::size_t bytes);
-  void commit();
-  std::uint64_t size() const { return size_; }       // bytes written so far
-  std::uint32_t crc32c() const { return crc_; }      // of those bytes
-
- private:
-  fs::path file_, tmp_;
-  int fd_ = -1;
-  bool committed_ = false;
-  std::uint64_t size_ = 0;
-  std::uint32_t crc_ = 0;
-};
-
-// fsync of a directory, so that renames and new entries in it are durable.
-void sync_directory(const fs::path& dir);
+// Atomic writing lives in common/ (every layer needs it).
+using AtomicOut = paxocl::AtomicFile;
+using paxocl::sync_directory;
 
 // A safetensors file whose header has been read and checked: dtypes known, shapes matching their
 // byte ranges, which tile the data exactly (extras included).
