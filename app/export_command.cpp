@@ -42,9 +42,9 @@ int run_export(const CliArgs& args, const collectives::ProcessWorld& world) {
   if (!std::filesystem::exists(experiment_file)) {
     throw ConfigError(fmt::format("--job_log_dir={}: no experiment.json there; give the directory of a training job", *job));
   }
-  const models::Experiment e = models::Experiment::from_file(experiment_file);
-  const models::GptConfig config = e.model_config();
-  const models::ParameterLayout layout(config, 1);
+  const models::Experiment e = models::Experiment::from_file(experiment_file);  // every value range-checked
+  const models::GptConfig config = e.model_config();                           // validated
+  const models::ParameterLayout layout(config, 1);                             // sizes overflow-checked
   const checkpoint::CheckpointDir dir(std::filesystem::path(*job) / "checkpoints");
   std::optional<checkpoint::RestoredState> state;
   if (const auto step = args.flag("step")) {

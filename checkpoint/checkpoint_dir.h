@@ -1,7 +1,9 @@
 // CheckpointDir: Pax's layout of job_log_dir/checkpoints: one directory per saved step,
 // checkpoint_%08d, holding manifest.pb and the processes' safetensors files. A save is built in
 // tmp.checkpoint_%08d and renamed into place once complete, so a listed checkpoint is always whole;
-// temporaries left by a crash are removed at the next start. Retention keeps the newest
+// deletion renames to tmp.deleted.checkpoint_%08d first, so it is atomic too; every tmp.* entry is a
+// temporary a crash left behind and is removed at the next start. A checkpoint that does not read
+// back is moved aside to corrupt.checkpoint_%08d (kept for inspection, never listed or deleted). Retention keeps the newest
 // `max_to_keep` plus, going from the oldest, one per `keep_interval_hours` (0: none extra).
 #pragma once
 
@@ -22,14 +24,24 @@ class CheckpointDir {
   static constexpr const char* kManifest = "manifest.pb";
 
   std::vector<long> steps() const;  // committed checkpoints, ascending
-  int remove_temporaries() const;   // returns how many were removed
+  // Removes every tmp.* entry and finishes a publish() a crash cut off; returns how many were removed.
+  int remove_temporaries() const;
+
+  // Renames temporary_path(step) to final_path(step), durably. A checkpoint of that step already
+  // there is replaced: moved aside first, removed once the new one is in place (a crash in between
+  // leaves both on disk, never neither).
+  void publish(long step) const;
+  // Atomically unlists the checkpoint of `step`, then deletes it.
+  void remove(long step) const;
+  // Moves the checkpoint of `step` to corrupt.checkpoint_%08d[.N]; returns the new path.
+  std::filesystem::path move_aside(long step) const;
 
   struct Saved {
     long step = 0;
     std::int64_t unix_time = 0;
   };
   // The steps retention would delete from `saved` (ascending by step).
-  static std::vector<long> to_delete(const std::vector<Saved>& saved, int max_to_keep, double keep_interval_hours);
+  static std::vector<long> to_delete(const std::vector<Saved>& saved, long max_to_keep, double keep_interval_hours);
 
  private:
   std::filesystem::path root_;

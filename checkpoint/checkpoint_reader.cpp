@@ -10,6 +10,7 @@
 #include "common/crc32c.h"
 #include "device/errors.h"
 #include "models/model_files.h"
+#include "checkpoint/manifest_file.h"
 #include "proto/checkpoint.pb.h"
 
 namespace paxocl::checkpoint {
@@ -17,18 +18,6 @@ namespace paxocl::checkpoint {
 namespace fs = std::filesystem;
 
 namespace {
-proto::CheckpointManifest load_manifest(const fs::path& directory) {
-  const fs::path file = directory / CheckpointDir::kManifest;
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw DataError(fmt::format("{}: missing; the checkpoint is incomplete", file.string()));
-  proto::CheckpointManifest manifest;
-  if (!manifest.ParseFromIstream(&in)) throw DataError(fmt::format("{}: not a checkpoint manifest (corrupt)", file.string()));
-  if (manifest.format_version() != 1) {
-    throw DataError(fmt::format("{}: format version {}; this pax-ocl reads version 1", file.string(), manifest.format_version()));
-  }
-  return manifest;
-}
-
 void verify_file(const fs::path& file, std::uint64_t size, std::uint32_t crc) {
   const models::files::InFile in(file);
   if (in.size() != size) {
@@ -46,13 +35,13 @@ void verify_file(const fs::path& file, std::uint64_t size, std::uint32_t crc) {
 }  // namespace
 
 ManifestSummary read_manifest_summary(const CheckpointDir& dir, long step) {
-  const proto::CheckpointManifest m = load_manifest(dir.final_path(step));
+  const proto::CheckpointManifest m = open_manifest(dir.final_path(step), step);
   return {static_cast<long>(m.step()), m.unix_time()};
 }
 
 RestoredState read_checkpoint(const CheckpointDir& dir, long step, const models::ParameterLayout& layout) {
   const fs::path directory = dir.final_path(step);
-  const proto::CheckpointManifest manifest = load_manifest(directory);
+  const proto::CheckpointManifest manifest = open_manifest(directory, step);
   for (const auto& f : manifest.files()) verify_file(directory / f.name(), f.size(), f.crc32c());
 
   std::map<std::string, const proto::CheckpointManifest::Tensor*> tensors;
@@ -90,8 +79,13 @@ RestoredState read_checkpoint(const CheckpointDir& dir, long step, const models:
       }
       std::uint64_t covered = 0;
       for (const auto& piece : it->second->pieces()) {
+        if (piece.begin() != covered || piece.end() < piece.begin() || piece.end() > t.count) {
+          throw DataError(fmt::format("{}: piece {} of {} does not fit [{}, {})", directory.string(), piece.key(), name,
+                                      piece.begin(), piece.end()));
+        }
         const std::vector<float> data = reader(piece.file()).read_f32(piece.key());
-        if (piece.begin() != covered || piece.end() > t.count || data.size() != piece.end() - piece.begin()) {
+        // The layout was built with checked sizes, so t.offset + t.count <= total(): the copy stays inside.
+        if (data.size() != piece.end() - piece.begin()) {
           throw DataError(fmt::format("{}: piece {} of {} does not fit [{}, {})", directory.string(), piece.key(), name,
                                       piece.begin(), piece.end()));
         }

@@ -7,6 +7,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/manifest_file.h"
+#include "common/atomic_file.h"
+#include "common/bounded_json.h"
 #include "device/errors.h"
 #include "models/model_files.h"
 #include "proto/checkpoint.pb.h"
@@ -21,6 +24,21 @@ const char* const kKinds[] = {"params", "adam_m", "adam_v"};
 std::string part_name(int process, const char* extension) { return fmt::format("part-{:05}.{}", process, extension); }
 
 const std::vector<float>& values_of(const StateSlice& s, int kind) { return kind == 0 ? s.params : kind == 1 ? s.m : s.v; }
+
+// A process's part list as write_process_part writes it; std::invalid_argument otherwise.
+void check_part(const nlohmann::json& part) {
+  const bool ok = part.is_object() && part.contains("file") && part["file"].is_string() &&
+                  is_plain_file_name(part["file"].get<std::string>()) && part.contains("size") &&
+                  part["size"].is_number_unsigned() && part.contains("crc32c") && part["crc32c"].is_number_unsigned() &&
+                  part.contains("pieces") && part["pieces"].is_array();
+  if (!ok) throw std::invalid_argument("expected {file, size, crc32c, pieces}");
+  for (const auto& p : part["pieces"]) {
+    if (!p.is_array() || p.size() != 4 || !p[0].is_string() || !p[1].is_string() || !p[2].is_number_unsigned() ||
+        !p[3].is_number_unsigned()) {
+      throw std::invalid_argument("expected pieces as [tensor, key, begin, end]");
+    }
+  }
+}
 }  // namespace
 
 void write_process_part(const CheckpointDir& dir, const Snapshot& snapshot, const models::ParameterLayout& layout,
@@ -56,9 +74,7 @@ void write_process_part(const CheckpointDir& dir, const Snapshot& snapshot, cons
   nlohmann::json part = {{"file", file}, {"size", out.size()}, {"crc32c", out.crc32c()}, {"pieces", nlohmann::json::array()}};
   for (const Piece& p : pieces) part["pieces"].push_back({p.tensor, p.key, p.begin, p.end});
   const std::string text = part.dump();
-  models::files::AtomicOut sidecar(tmp / part_name(process, "json"));
-  sidecar.write(text.data(), text.size());
-  sidecar.commit();
+  write_file_atomically(tmp / part_name(process, "json"), text);
 }
 
 void commit(const CheckpointDir& dir, const Snapshot& snapshot, const models::ParameterLayout& layout, int processes,
@@ -75,12 +91,16 @@ void commit(const CheckpointDir& dir, const Snapshot& snapshot, const models::Pa
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    std::ifstream in(sidecar);
-    parts.push_back(nlohmann::json::parse(in));
+    try {
+      nlohmann::json part = read_json_file_bounded(sidecar);
+      check_part(part);
+      parts.push_back(std::move(part));
+    } catch (const std::exception& e) {  // std::invalid_argument or nlohmann's type errors
+      throw DataError(fmt::format("checkpoint {}: the part list of process {} is unreadable ({})", tmp.string(), p, e.what()));
+    }
   }
 
   proto::CheckpointManifest manifest;
-  manifest.set_format_version(1);
   manifest.set_step(snapshot.step);
   manifest.set_unix_time(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
   *manifest.mutable_mesh() = snapshot.mesh;
@@ -126,19 +146,10 @@ void commit(const CheckpointDir& dir, const Snapshot& snapshot, const models::Pa
       for (const auto& p : list) *tensor->add_pieces() = p;
     }
   }
-  const std::string bytes = manifest.SerializeAsString();
-  models::files::AtomicOut out(tmp / CheckpointDir::kManifest);
-  out.write(bytes.data(), bytes.size());
-  out.commit();
+  write_file_atomically(tmp / CheckpointDir::kManifest, seal_manifest(std::move(manifest)));
   for (int p = 0; p < processes; ++p) fs::remove(tmp / part_name(p, "json"));
-  models::files::sync_directory(tmp);
-  const fs::path final_path = dir.final_path(snapshot.step);
-  if (fs::exists(final_path)) {  // this step is already saved: keep that one
-    fs::remove_all(tmp);
-    return;
-  }
-  fs::rename(tmp, final_path);
-  models::files::sync_directory(dir.root());
+  sync_directory(tmp);
+  dir.publish(snapshot.step);
 }
 
 }  // namespace paxocl::checkpoint

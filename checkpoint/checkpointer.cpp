@@ -1,8 +1,11 @@
 #include "checkpoint/checkpointer.h"
 
+#include <algorithm>
 #include <chrono>
+#include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "checkpoint/checkpoint_reader.h"
@@ -25,8 +28,6 @@ Checkpointer::Checkpointer(fs::path root, const collectives::ProcessWorld& world
     }
   }
   world_.barrier();
-  const std::vector<long> steps = dir_.steps();
-  if (!steps.empty()) last_saved_ = steps.back();
 }
 
 Checkpointer::~Checkpointer() {
@@ -38,9 +39,50 @@ Checkpointer::~Checkpointer() {
 }
 
 std::optional<RestoredState> Checkpointer::restore() {
-  return read_latest_checkpoint(dir_, layout_, [](const std::string& why) {
-    spdlog::warn("skipping a checkpoint that does not read back whole: {}", why);
-  });
+  // Every process walks rank 0's list from the newest and takes a checkpoint only when all of them
+  // read it whole: a read error on one process must not resume it at another step than the rest.
+  std::vector<long> steps = dir_.steps();
+  if (world_.size() > 1) {
+    const std::string listed = world_.all_gather(fmt::format("{}", fmt::join(steps, " "))).front();
+    steps.clear();
+    std::istringstream in(listed);
+    for (long step = 0; in >> step;) steps.push_back(step);
+  }
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    enum Outcome : int { kRead = 0, kUnreadable = 1, kOtherModel = 2 };
+    std::optional<RestoredState> state;
+    int outcome = kRead;
+    std::string why;
+    try {
+      state = read_checkpoint(dir_, *it, layout_);
+    } catch (const ConfigError& e) {  // saved for another model: a user error, not a fallback
+      outcome = kOtherModel;
+      why = e.what();
+    } catch (const DataError& e) {  // corrupt or truncated (weight-file errors included)
+      outcome = kUnreadable;
+      why = e.what();
+    }
+    const std::vector<int> outcomes = world_.size() > 1 ? world_.all_gather(outcome) : std::vector<int>{outcome};
+    const int worst = *std::max_element(outcomes.begin(), outcomes.end());
+    if (worst == kRead) {
+      last_saved_ = *it;
+      return state;
+    }
+    if (worst == kOtherModel) {
+      throw ConfigError(why.empty() ? fmt::format("{} was saved for another model; use another --job_log_dir",
+                                                  dir_.final_path(*it).string())
+                                    : why);
+    }
+    const long failed = std::count(outcomes.begin(), outcomes.end(), static_cast<int>(kUnreadable));
+    if (!why.empty()) spdlog::warn("checkpoint of step {} does not read back whole: {}", *it, why);
+    if (world_.rank() == 0) {
+      const fs::path aside = dir_.move_aside(*it);
+      spdlog::warn("skipping the checkpoint of step {} (unreadable on {} of {} process(es)); moved it to {} for "
+                   "inspection (delete it when done)",
+                   *it, failed, world_.size(), aside.string());
+    }
+  }
+  return std::nullopt;
 }
 
 bool Checkpointer::due(long step) const {
@@ -98,8 +140,11 @@ void Checkpointer::write(Snapshot snapshot) {
     }
   }
   for (long s : CheckpointDir::to_delete(saved, policy_.max_to_keep, policy_.keep_interval_hours)) {
-    std::error_code ec;
-    fs::remove_all(dir_.final_path(s), ec);
+    try {
+      dir_.remove(s);
+    } catch (const DataError& e) {  // the new checkpoint is committed; an old one lingers
+      spdlog::warn("retention: {}", e.what());
+    }
   }
 }
 

@@ -25,7 +25,7 @@ namespace paxocl::checkpoint {
 
 struct CheckpointPolicy {
   long every_n_steps = 1000;       // CHECKPOINT_EVERY_N_STEPS (0: only step 0, the end and preemption)
-  int max_to_keep = 10;            // CHECKPOINT_MAX_TO_KEEP
+  long max_to_keep = 10;           // CHECKPOINT_MAX_TO_KEEP (>= 1)
   double keep_interval_hours = 0;  // CHECKPOINT_KEEP_INTERVAL_HOURS: also keep one per this many hours
   bool enabled = true;             // ENABLE_CHECKPOINT_SAVING
   bool async = true;               // ASYNC_CHECKPOINTING
@@ -40,12 +40,14 @@ class Checkpointer {
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
-  // The newest good checkpoint (corrupt ones are logged and skipped).
+  // Collective. The newest checkpoint every process reads back whole; unreadable newer ones are
+  // logged and moved aside (CheckpointDir::move_aside). A checkpoint of another model is a ConfigError.
+  // Saving then continues from the restored step: last_saved_step() is it (-1 when none).
   std::optional<RestoredState> restore();
 
   bool enabled() const { return policy_.enabled; }
   bool due(long step) const;
-  long last_saved_step() const { return last_saved_; }  // -1: none
+  long last_saved_step() const { return last_saved_; }  // restored or saved by this job; -1: none
   // Collective. `take_snapshot` runs on this thread (device-to-host copies), the write after it.
   void save(long step, const std::function<Snapshot()>& take_snapshot);
   void wait();  // the write in flight is done (rethrows its error)

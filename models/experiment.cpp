@@ -1,62 +1,98 @@
 #include "models/experiment.h"
 
-#include <fstream>
+#include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/bounded_json.h"
 #include "common/nearest_names.h"
 #include "device/errors.h"
 #include "models/hparam_values.h"
 
 namespace paxocl::models {
 
+namespace {
+constexpr std::size_t kMaxExperimentFileBytes = 1 << 20;
+}  // namespace
+
 const std::vector<HParamSpec>& Experiment::schema() {
   using T = HParamType;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kDim = GptConfig::kMaxDimension;
+  constexpr double kIntMax = std::numeric_limits<int>::max();
   static const std::vector<HParamSpec> specs = {
-      {"NUM_LAYERS", T::kInt, "transformer blocks"},
-      {"MODEL_DIMS", T::kInt, "model width"},
-      {"HIDDEN_DIMS", T::kInt, "MLP width"},
-      {"NUM_HEADS", T::kInt, "attention heads"},
-      {"DIMS_PER_HEAD", T::kInt, "width of one head"},
-      {"MAX_SEQ_LEN", T::kInt, "tokens per sequence"},
-      {"VOCAB_SIZE", T::kInt, "vocabulary size (must equal the tokenizer's)"},
-      {"INIT_STD", T::kFloat, "Gaussian init std of every matrix"},
-      {"PERCORE_BATCH_SIZE", T::kFloat, "sequences per device per step (may be fractional)"},
-      {"ICI_MESH_SHAPE", T::kIntList, "devices per process along [data, fsdp, tensor]"},
-      {"DCN_MESH_SHAPE", T::kIntList, "processes along [data, fsdp, tensor]"},
-      {"FPROP_DTYPE", T::kString, "compute precision (pax-ocl computes in float32)"},
-      {"LEARNING_RATE", T::kFloat, "peak learning rate"},
-      {"LR_SCHEDULE", T::kString, "learning-rate schedule (linear_rampup_cosine_decay)"},
-      {"LR_COS_WARMUP", T::kInt, "linear warm-up steps"},
-      {"LR_COS_DECAY_START", T::kInt, "step where the cosine decay starts"},
-      {"LR_COS_DECAY_END", T::kInt, "step where it ends"},
-      {"LR_COS_MIN_RATIO", T::kFloat, "final learning rate / peak"},
-      {"ADAM_BETA1", T::kFloat, "Adam beta1"},
-      {"ADAM_BETA2", T::kFloat, "Adam beta2"},
-      {"ADAM_EPSILON", T::kFloat, "Adam epsilon"},
-      {"WEIGHT_DECAY", T::kFloat, "decoupled weight decay on matrices"},
-      {"CLIP_GRADIENT_NORM_TO_VALUE", T::kFloat, "global gradient-norm clip (<= 0: off)"},
-      {"MAX_STEPS", T::kInt, "training steps"},
-      {"EVAL_INTERVAL_STEPS", T::kInt, "steps between evaluations (0: none)"},
-      {"EVAL_LOOP_NUM_BATCHES", T::kInt, "batches per evaluation, -1 for one full epoch"},
-      {"SUMMARY_INTERVAL_STEPS", T::kInt, "steps between summaries and console lines"},
-      {"CHECKPOINT_EVERY_N_STEPS", T::kInt, "steps between checkpoints (job_log_dir/checkpoints; 0: only the first, the last and on preemption)"},
-      {"CHECKPOINT_MAX_TO_KEEP", T::kInt, "checkpoints kept (the newest), besides those of CHECKPOINT_KEEP_INTERVAL_HOURS"},
-      {"CHECKPOINT_KEEP_INTERVAL_HOURS", T::kFloat, "also keep one checkpoint per this many hours (0: none)"},
-      {"ENABLE_CHECKPOINT_SAVING", T::kBool, "save checkpoints (false: none; a job still resumes from existing ones)"},
-      {"ASYNC_CHECKPOINTING", T::kBool, "write checkpoints in the background while training goes on"},
-      {"PREEMPTION_GRACE_SECONDS", T::kInt, "after SIGTERM/SIGUSR1: seconds to finish the step and save before the process ends anyway"},
-      {"SEED", T::kInt, "seed of the initialisation and the data order"},
-      {"DATA", T::kString, "kjv | synthetic | dataset directory | text:FILES | token shards"},
-      {"TOKENIZER", T::kString, "SentencePiece .model for DATA=text:FILES"},
-      {"PREFETCH_DEPTH", T::kInt, "batches prepared ahead by the input thread"},
-      {"OVERLAP_COMMUNICATION", T::kBool, "overlap collectives with compute: gradient reductions during the backward, FSDP all-gathers ahead of their block (false: every collective runs alone)"},
-      {"ICI_ALGORITHM", T::kString, "collectives among this process's devices: ring (devices of a platform share a context; device-to-device copies) or host (staged through host memory)"},
-      {"FSDP_PREFETCH_DEPTH", T::kInt, "FSDP: blocks whose all-gather is in flight ahead of the block computing (each costs a block of device memory)"},
-      {"GRADIENT_BUCKET_BYTES", T::kInt, "with OVERLAP_COMMUNICATION: combine finished blocks' gradients into one reduction of at least this many bytes (0: one per block)"},
-      {"TRACE_STEPS", T::kIntList, "steps written to job_log_dir/trace.json (Perfetto), e.g. [5,6]"},
+      {.name = "NUM_LAYERS", .type = T::kInt, .help = "transformer blocks", .min = 1, .max = 1 << 16},
+      {.name = "MODEL_DIMS", .type = T::kInt, .help = "model width", .min = 1, .max = kDim},
+      {.name = "HIDDEN_DIMS", .type = T::kInt, .help = "MLP width", .min = 1, .max = kDim},
+      {.name = "NUM_HEADS", .type = T::kInt, .help = "attention heads", .min = 1, .max = kDim},
+      {.name = "DIMS_PER_HEAD", .type = T::kInt, .help = "width of one head", .min = 1, .max = kDim},
+      {.name = "MAX_SEQ_LEN", .type = T::kInt, .help = "tokens per sequence", .min = 1, .max = kDim},
+      {.name = "VOCAB_SIZE", .type = T::kInt, .help = "vocabulary size (must equal the tokenizer's)", .min = 1, .max = kDim},
+      {.name = "INIT_STD", .type = T::kFloat, .help = "Gaussian init std of every matrix", .min = 0, .max = kInf, .min_exclusive = true},
+      {.name = "PERCORE_BATCH_SIZE", .type = T::kFloat, .help = "sequences per device per step (may be fractional)",
+       .min = 0, .max = 1 << 20, .min_exclusive = true},
+      {.name = "ICI_MESH_SHAPE", .type = T::kIntList, .help = "devices per process along [data, fsdp, tensor]", .min = 1,
+       .max = 1 << 16, .list_size = 3},
+      {.name = "DCN_MESH_SHAPE", .type = T::kIntList, .help = "processes along [data, fsdp, tensor]", .min = 1, .max = 1 << 20,
+       .list_size = 3},
+      {.name = "FPROP_DTYPE", .type = T::kString, .help = "compute precision (pax-ocl computes in float32)",
+       .choices = {"float32", "bfloat16"}},
+      {.name = "LEARNING_RATE", .type = T::kFloat, .help = "peak learning rate", .min = 0, .max = kInf},
+      {.name = "LR_SCHEDULE", .type = T::kString, .help = "learning-rate schedule (linear_rampup_cosine_decay)",
+       .choices = {"linear_rampup_cosine_decay"}},
+      {.name = "LR_COS_WARMUP", .type = T::kInt, .help = "linear warm-up steps", .min = 0, .max = kInf},
+      {.name = "LR_COS_DECAY_START", .type = T::kInt, .help = "step where the cosine decay starts", .min = 0, .max = kInf},
+      {.name = "LR_COS_DECAY_END", .type = T::kInt, .help = "step where it ends", .min = 0, .max = kInf},
+      {.name = "LR_COS_MIN_RATIO", .type = T::kFloat, .help = "final learning rate / peak", .min = 0, .max = 1},
+      {.name = "ADAM_BETA1", .type = T::kFloat, .help = "Adam beta1", .min = 0, .max = 1, .max_exclusive = true},
+      {.name = "ADAM_BETA2", .type = T::kFloat, .help = "Adam beta2", .min = 0, .max = 1, .max_exclusive = true},
+      {.name = "ADAM_EPSILON", .type = T::kFloat, .help = "Adam epsilon", .min = 0, .max = kInf, .min_exclusive = true},
+      {.name = "WEIGHT_DECAY", .type = T::kFloat, .help = "decoupled weight decay on matrices", .min = 0, .max = kInf},
+      {.name = "CLIP_GRADIENT_NORM_TO_VALUE", .type = T::kFloat, .help = "global gradient-norm clip (<= 0: off)",
+       .min = -kInf, .max = kInf},
+      {.name = "MAX_STEPS", .type = T::kInt, .help = "training steps", .min = 0, .max = kInf},
+      {.name = "EVAL_INTERVAL_STEPS", .type = T::kInt, .help = "steps between evaluations (0: none)", .min = 0, .max = kInf},
+      {.name = "EVAL_LOOP_NUM_BATCHES", .type = T::kInt, .help = "batches per evaluation, -1 for one full epoch", .min = -1,
+       .max = kInf},
+      {.name = "SUMMARY_INTERVAL_STEPS", .type = T::kInt, .help = "steps between summaries and console lines", .min = 1,
+       .max = kInf},
+      {.name = "CHECKPOINT_EVERY_N_STEPS", .type = T::kInt,
+       .help = "steps between checkpoints (job_log_dir/checkpoints; 0: only the first, the last and on preemption)", .min = 0,
+       .max = kInf},
+      {.name = "CHECKPOINT_MAX_TO_KEEP", .type = T::kInt,
+       .help = "checkpoints kept (the newest), besides those of CHECKPOINT_KEEP_INTERVAL_HOURS", .min = 1, .max = kIntMax},
+      {.name = "CHECKPOINT_KEEP_INTERVAL_HOURS", .type = T::kFloat, .help = "also keep one checkpoint per this many hours (0: none)",
+       .min = 0, .max = kInf},
+      {.name = "ENABLE_CHECKPOINT_SAVING", .type = T::kBool,
+       .help = "save checkpoints (false: none; a job still resumes from existing ones)"},
+      {.name = "ASYNC_CHECKPOINTING", .type = T::kBool, .help = "write checkpoints in the background while training goes on"},
+      {.name = "PREEMPTION_GRACE_SECONDS", .type = T::kInt,
+       .help = "after SIGTERM/SIGUSR1: seconds to finish the step and save before the process ends anyway", .min = 0,
+       .max = 7 * 24 * 3600},
+      {.name = "SEED", .type = T::kInt, .help = "seed of the initialisation and the data order", .min = 0, .max = kInf},
+      {.name = "DATA", .type = T::kString, .help = "kjv | synthetic | dataset directory | text:FILES | token shards"},
+      {.name = "TOKENIZER", .type = T::kString, .help = "SentencePiece .model for DATA=text:FILES"},
+      {.name = "PREFETCH_DEPTH", .type = T::kInt, .help = "batches prepared ahead by the input thread", .min = 0, .max = 1024},
+      {.name = "OVERLAP_COMMUNICATION", .type = T::kBool,
+       .help = "overlap collectives with compute: gradient reductions during the backward, FSDP all-gathers ahead of their "
+               "block (false: every collective runs alone)"},
+      {.name = "ICI_ALGORITHM", .type = T::kString,
+       .help = "collectives among this process's devices: ring (devices of a platform share a context; device-to-device "
+               "copies) or host (staged through host memory)",
+       .choices = {"ring", "host"}},
+      {.name = "FSDP_PREFETCH_DEPTH", .type = T::kInt,
+       .help = "FSDP: blocks whose all-gather is in flight ahead of the block computing (each costs a block of device memory)",
+       .min = 0, .max = 1 << 16},
+      {.name = "GRADIENT_BUCKET_BYTES", .type = T::kInt,
+       .help = "with OVERLAP_COMMUNICATION: combine finished blocks' gradients into one reduction of at least this many "
+               "bytes (0: one per block)",
+       .min = 0, .max = kInf},
+      {.name = "TRACE_STEPS", .type = T::kIntList, .help = "steps written to job_log_dir/trace.json (Perfetto), e.g. [5,6]",
+       .min = 1, .max = kInf},
   };
   return specs;
 }
@@ -183,7 +219,46 @@ const char* type_name(HParamType t) {
   return "a value";
 }
 
+// "[0, 1)", "at least 1", ...: the documented range of a numeric field.
+std::string describe_range(const HParamSpec& s) {
+  const bool low = std::isfinite(s.min), high = std::isfinite(s.max);
+  if (low && high) return fmt::format("in {}{}, {}{}", s.min_exclusive ? '(' : '[', s.min, s.max, s.max_exclusive ? ')' : ']');
+  if (low) return fmt::format("{} {}", s.min_exclusive ? "greater than" : "at least", s.min);
+  return fmt::format("{} {}", s.max_exclusive ? "less than" : "at most", s.max);
+}
+
+bool in_range(const HParamSpec& s, double v) {
+  return (s.min_exclusive ? v > s.min : v >= s.min) && (s.max_exclusive ? v < s.max : v <= s.max);
+}
+
+// ConfigError unless `value` lies in the field's documented range (or, for strings, its choices).
+void check_range(const HParamSpec& s, const HParamValue& value, const std::string& shown) {
+  auto out_of_range = [&](const std::string& what) {
+    throw ConfigError(fmt::format("{}={}: {} must be {} ({})", s.name, shown, what, describe_range(s), s.help));
+  };
+  if (const auto* i = std::get_if<long>(&value)) {
+    if (!in_range(s, static_cast<double>(*i))) out_of_range("the value");
+  } else if (const auto* f = std::get_if<double>(&value)) {
+    if (!in_range(s, *f)) out_of_range("the value");
+  } else if (const auto* list = std::get_if<std::vector<long>>(&value)) {
+    if (s.list_size != 0 && list->size() != s.list_size) {
+      throw ConfigError(fmt::format("{}={}: expected {} entries, got {} ({})", s.name, shown, s.list_size, list->size(), s.help));
+    }
+    for (long v : *list) {
+      if (!in_range(s, static_cast<double>(v))) out_of_range(fmt::format("every entry (here {})", v));
+    }
+  } else if (const auto* text = std::get_if<std::string>(&value); text != nullptr && !s.choices.empty()) {
+    if (std::find(s.choices.begin(), s.choices.end(), *text) == s.choices.end()) {
+      throw ConfigError(fmt::format("{}={}: use one of {}", s.name, shown, fmt::join(s.choices, ", ")));
+    }
+  }
+}
+
 }  // namespace
+
+void check_hparam_range(const HParamSpec& spec, const HParamValue& value) {
+  check_range(spec, value, std::visit([](const auto& v) { return fmt::format("{}", v); }, value));
+}
 
 std::vector<std::string> Experiment::names() {
   std::vector<std::string> n;
@@ -204,16 +279,18 @@ Experiment Experiment::named(const std::string& name) {
   e.base_ = name;
   e.values_ = defaults();
   it->second(e.values_);
+  for (const auto& [field, value] : e.values_) check_hparam_range(e.spec(field), value);  // the registry keeps the ranges too
   return e;
 }
 
 Experiment Experiment::from_file(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw ConfigError(fmt::format("--fdl_config_file={}: cannot be read", file.string()));
+  if (!std::filesystem::is_regular_file(file)) {
+    throw ConfigError(fmt::format("--fdl_config_file={}: cannot be read (not a regular file)", file.string()));
+  }
   nlohmann::json j;
   try {
-    in >> j;
-  } catch (const nlohmann::json::exception& e) {
+    j = read_json_file_bounded(file, kMaxJsonDepth, kMaxExperimentFileBytes);
+  } catch (const std::invalid_argument& e) {
     throw ConfigError(fmt::format("--fdl_config_file={}: not valid JSON ({})", file.string(), e.what()));
   }
   if (!j.is_object() || !j.contains("fdl_config") || !j["fdl_config"].is_string()) {
@@ -238,13 +315,17 @@ const HParamSpec& Experiment::spec(const std::string& field) const {
 }
 
 void Experiment::set(const std::string& field, std::string_view text) {
-  switch (spec(field).type) {
-    case HParamType::kInt: values_[field] = parse_int_value(field, text); break;
-    case HParamType::kFloat: values_[field] = parse_float_value(field, text); break;
-    case HParamType::kBool: values_[field] = parse_bool_value(field, text); break;
-    case HParamType::kString: values_[field] = parse_string_value(field, text); break;
-    case HParamType::kIntList: values_[field] = parse_int_list_value(field, text); break;
+  const HParamSpec& s = spec(field);
+  HParamValue value;
+  switch (s.type) {
+    case HParamType::kInt: value = parse_int_value(field, text); break;
+    case HParamType::kFloat: value = parse_float_value(field, text); break;
+    case HParamType::kBool: value = parse_bool_value(field, text); break;
+    case HParamType::kString: value = parse_string_value(field, text); break;
+    case HParamType::kIntList: value = parse_int_list_value(field, text); break;
   }
+  check_range(s, value, std::string(text));
+  values_[field] = std::move(value);
 }
 
 void Experiment::set_json(const std::string& field, const nlohmann::json& v) {
@@ -253,14 +334,24 @@ void Experiment::set_json(const std::string& field, const nlohmann::json& v) {
                   (s.type == HParamType::kBool && v.is_boolean()) || (s.type == HParamType::kString && v.is_string()) ||
                   (s.type == HParamType::kIntList && v.is_array() &&
                    std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_number_integer(); }));
-  if (!ok) throw ConfigError(fmt::format("{}={}: expected {}", field, v.dump(), type_name(s.type)));
+  // JSON integers above LONG_MAX arrive unsigned and would wrap in get<long>().
+  auto fits_long = [](const nlohmann::json& x) {
+    return !x.is_number_unsigned() || x.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<long>::max());
+  };
+  const bool fits = (s.type != HParamType::kInt || fits_long(v)) &&
+                    (s.type != HParamType::kIntList || std::all_of(v.begin(), v.end(), fits_long)) &&
+                    (s.type != HParamType::kFloat || std::isfinite(v.get<double>()));
+  if (!ok || !fits) throw ConfigError(fmt::format("{}={}: expected {}", field, v.dump(), type_name(s.type)));
+  HParamValue value;
   switch (s.type) {
-    case HParamType::kInt: values_[field] = v.get<long>(); break;
-    case HParamType::kFloat: values_[field] = v.get<double>(); break;
-    case HParamType::kBool: values_[field] = v.get<bool>(); break;
-    case HParamType::kString: values_[field] = v.get<std::string>(); break;
-    case HParamType::kIntList: values_[field] = v.get<std::vector<long>>(); break;
+    case HParamType::kInt: value = v.get<long>(); break;
+    case HParamType::kFloat: value = v.get<double>(); break;
+    case HParamType::kBool: value = v.get<bool>(); break;
+    case HParamType::kString: value = v.get<std::string>(); break;
+    case HParamType::kIntList: value = v.get<std::vector<long>>(); break;
   }
+  check_range(s, value, v.dump());
+  values_[field] = std::move(value);
 }
 
 long Experiment::get_int(const std::string& field) const { return std::get<long>(values_.at(field)); }
@@ -278,6 +369,7 @@ nlohmann::json Experiment::to_json() const {
 }
 
 GptConfig Experiment::model_config() const {
+  // Every field was range-checked when set, so the narrowing casts below are exact.
   GptConfig c;
   c.num_layers = static_cast<int>(get_int("NUM_LAYERS"));
   c.model_dims = static_cast<int>(get_int("MODEL_DIMS"));
@@ -287,6 +379,7 @@ GptConfig Experiment::model_config() const {
   c.max_seq_len = static_cast<int>(get_int("MAX_SEQ_LEN"));
   c.vocab_size = static_cast<int>(get_int("VOCAB_SIZE"));
   c.init_std = static_cast<float>(get_float("INIT_STD"));
+  c.validate();
   return c;
 }
 

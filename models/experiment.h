@@ -8,7 +8,9 @@
 // Types: int, float, bool, string (quotes optional), int list ("[8,1,1]").
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <string>
 #include <string_view>
@@ -24,11 +26,22 @@ namespace paxocl::models {
 enum class HParamType { kInt, kFloat, kBool, kString, kIntList };
 using HParamValue = std::variant<long, double, bool, std::string, std::vector<long>>;
 
+// A hyper-parameter and its documented range, checked whenever a value is set (set, set_json,
+// from_file): ints, floats and every entry of an int list lie in [min, max] (either end exclusive
+// when flagged); an int list with list_size > 0 has that many entries; a string with choices is one of them.
 struct HParamSpec {
   std::string name;
   HParamType type;
   std::string help;
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+  bool min_exclusive = false, max_exclusive = false;
+  std::size_t list_size = 0;
+  std::vector<std::string> choices = {};
 };
+
+// ConfigError naming the field, the value and its range unless `value` is in the spec's range.
+void check_hparam_range(const HParamSpec& spec, const HParamValue& value);
 
 class Experiment {
  public:
@@ -48,7 +61,7 @@ class Experiment {
   std::vector<long> get_int_list(const std::string& field) const;
 
   nlohmann::json to_json() const;
-  GptConfig model_config() const;  // NUM_LAYERS .. VOCAB_SIZE, INIT_STD
+  GptConfig model_config() const;  // NUM_LAYERS .. VOCAB_SIZE, INIT_STD; validated (ConfigError)
 
  private:
   const HParamSpec& spec(const std::string& field) const;

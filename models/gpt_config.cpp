@@ -1,5 +1,7 @@
 #include "models/gpt_config.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "device/errors.h"
@@ -9,6 +11,7 @@ namespace paxocl::models {
 void GptConfig::validate() const {
   auto positive = [](const char* name, int value) {
     if (value < 1) throw ConfigError(fmt::format("{}={}: must be at least 1", name, value));
+    if (value > kMaxDimension) throw ConfigError(fmt::format("{}={}: must be at most {}", name, value, kMaxDimension));
   };
   positive("NUM_LAYERS", num_layers);
   positive("MODEL_DIMS", model_dims);
@@ -17,10 +20,17 @@ void GptConfig::validate() const {
   positive("DIMS_PER_HEAD", dims_per_head);
   positive("MAX_SEQ_LEN", max_seq_len);
   positive("VOCAB_SIZE", vocab_size);
+  if (static_cast<std::int64_t>(num_heads) * dims_per_head > kMaxDimension) {
+    throw ConfigError(fmt::format("NUM_HEADS={} x DIMS_PER_HEAD={}: the attention width must be at most {}", num_heads,
+                                  dims_per_head, kMaxDimension));
+  }
+  if (padded_vocab_size < 0 || padded_vocab_size > kMaxDimension) {
+    throw ConfigError(fmt::format("padded vocabulary {}: must be in [0, {}]", padded_vocab_size, kMaxDimension));
+  }
   if (padded_vocab_size != 0 && padded_vocab_size < vocab_size) {
     throw ConfigError(fmt::format("padded vocabulary {} is smaller than VOCAB_SIZE={}", padded_vocab_size, vocab_size));
   }
-  if (!(init_std > 0.0f)) throw ConfigError(fmt::format("INIT_STD={}: must be positive", init_std));
+  if (!(init_std > 0.0f) || !std::isfinite(init_std)) throw ConfigError(fmt::format("INIT_STD={}: must be positive", init_std));
 }
 
 std::int64_t GptConfig::matmul_parameters() const {

@@ -6,6 +6,10 @@
 namespace paxocl::models {
 
 struct GptConfig {
+  // Every dimension (and NUM_HEADS * DIMS_PER_HEAD) is at most this, so 3 * D, 4 * C and the padded
+  // vocabulary stay far inside int; whole tensor sizes are checked by ParameterLayout.
+  static constexpr int kMaxDimension = 1 << 28;
+
   int num_layers = 2;      // NUM_LAYERS
   int model_dims = 128;    // MODEL_DIMS (C)
   int hidden_dims = 512;   // HIDDEN_DIMS (MLP width)
@@ -22,7 +26,7 @@ struct GptConfig {
   int padded_vocab() const {
     return padded_vocab_size > 0 ? padded_vocab_size : (vocab_size + 127) / 128 * 128;
   }
-  // Throws ConfigError naming the first bad field and the rule it breaks.
+  // Throws ConfigError naming the first bad field and the rule it breaks (each field in [1, kMaxDimension]).
   void validate() const;
   // Parameters in matmuls, the tied LM head included (for FLOP counts): per layer
   // C*3D + D*C + 2*C*H, plus Vp*C for the LM head.

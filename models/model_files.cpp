@@ -12,8 +12,9 @@
 
 #include <fmt/format.h>
 
-#include "common/crc32c.h"
 #include <fmt/ranges.h>
+
+#include "common/bounded_json.h"
 
 namespace paxocl::models::files {
 
@@ -72,14 +73,8 @@ std::size_t dtype_bytes(std::string_view dtype) {
 
 // Parses and checks the header of every tensor (extras too): dtype, shape and offsets that tile the
 // data buffer exactly, as the safetensors specification requires.
-std::map<std::string, SafetensorsReader::Entry> parse_safetensors_header(const fs::path& file, const std::string& text,
-                                                        std::uint64_t data_bytes) {
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    fail(file, fmt::format("invalid safetensors JSON header: {}", e.what()));
-  }
+std::map<std::string, SafetensorsReader::Entry> parse_safetensors_header(const fs::path& file, const nlohmann::json& header,
+                                                                        std::uint64_t data_bytes) {
   if (!header.is_object()) fail(file, "invalid safetensors JSON header: not an object");
   std::map<std::string, SafetensorsReader::Entry> entries;
   for (const auto& [name, j] : header.items()) {
@@ -138,12 +133,20 @@ SafetensorsReader::SafetensorsReader(const fs::path& file) : in_(file) {
     fail(file, fmt::format("safetensors header length {} runs past the end of the file ({} bytes): truncated or not "
                            "a safetensors file", header_bytes, in_.size()));
   }
+  if (header_bytes > kMaxHeaderBytes) {
+    fail(file, fmt::format("safetensors header of {} bytes; the format allows at most {}", header_bytes, kMaxHeaderBytes));
+  }
   std::string text(header_bytes, '\0');
   in_.read(sizeof header_bytes, text.data(), text.size());
   data_start_ = sizeof header_bytes + header_bytes;
-  entries_ = parse_safetensors_header(file, text, in_.size() - data_start_);
-  const nlohmann::json header = nlohmann::json::parse(text);
-  if (header.contains("__metadata__")) metadata_ = header["__metadata__"];
+  nlohmann::json header;
+  try {
+    header = parse_json_bounded(text);
+  } catch (const std::invalid_argument& e) {
+    fail(file, fmt::format("invalid safetensors JSON header: {}", e.what()));
+  }
+  entries_ = parse_safetensors_header(file, header, in_.size() - data_start_);
+  if (header.contains("__metadata__")) metadata_ = std::move(header["__metadata__"]);
 }
 
 void SafetensorsReader::read(const Entry& entry, void* dst) const {

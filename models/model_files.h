@@ -50,8 +50,9 @@ class InFile {
 using AtomicOut = paxocl::AtomicFile;
 using paxocl::sync_directory;
 
-// A safetensors file whose header has been read and checked: dtypes known, shapes matching their
-// byte ranges, which tile the data exactly (extras included).
+// A safetensors file whose header has been read and checked: at most kMaxHeaderBytes (the format's
+// own cap) and 64 levels of JSON, dtypes known, shapes matching their byte ranges, which tile the
+// data exactly (extras included). So every entry's bytes are really in the file.
 class SafetensorsReader {
  public:
   struct Entry {
@@ -59,7 +60,9 @@ class SafetensorsReader {
     Shape shape;
     std::uint64_t begin = 0, end = 0;  // bytes, relative to the data
   };
+  static constexpr std::uint64_t kMaxHeaderBytes = std::uint64_t{100} << 20;
   explicit SafetensorsReader(const fs::path& file);
+  std::uint64_t data_bytes() const { return in_.size() - data_start_; }
   const std::map<std::string, Entry>& entries() const { return entries_; }
   const nlohmann::json& metadata() const { return metadata_; }  // "__metadata__" (null if none)
   void read(const Entry& entry, void* dst) const;

@@ -7,24 +7,46 @@
 
 #include <fmt/format.h>
 
+#include "device/errors.h"
+
 namespace paxocl::models {
 
 std::string ParameterLayout::layer_name(int layer, std::string_view suffix) { return fmt::format("h{}.{}", layer, suffix); }
 
+namespace {
+// a * b and a + b, or ConfigError when the model's sizes do not fit in size_t.
+std::size_t checked_mul(std::size_t a, std::size_t b, const GptConfig& c) {
+  std::size_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) {
+    throw ConfigError(fmt::format("the model is too large to address: NUM_LAYERS={} MODEL_DIMS={} HIDDEN_DIMS={} "
+                                  "MAX_SEQ_LEN={} VOCAB_SIZE={} overflow a tensor's size",
+                                  c.num_layers, c.model_dims, c.hidden_dims, c.max_seq_len, c.vocab_size));
+  }
+  return r;
+}
+std::size_t checked_add(std::size_t a, std::size_t b, const GptConfig& c) {
+  std::size_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return checked_mul(~std::size_t{0}, 2, c);  // reports the overflow
+  return r;
+}
+}  // namespace
+
 ParameterLayout::ParameterLayout(const GptConfig& c, std::size_t alignment)
-    : alignment_(std::max<std::size_t>(1, alignment)), num_blocks_(c.num_layers) {
+    : alignment_(std::max<std::size_t>(1, alignment)), num_blocks_((c.validate(), c.num_layers)) {
   const std::int64_t C = c.model_dims, D = c.attention_dims(), H = c.hidden_dims, Vp = c.padded_vocab();
   using Init = TensorSpec::Init;
+  auto aligned = [&](std::size_t n) { return checked_add(n, alignment_ - 1, c) / alignment_ * alignment_; };
   auto add = [&](std::string name, std::vector<std::int64_t> shape, bool decay, Init init) {
     TensorSpec t;
     t.name = std::move(name);
     t.count = 1;
-    for (auto d : shape) t.count *= static_cast<std::size_t>(d);
+    for (auto d : shape) t.count = checked_mul(t.count, static_cast<std::size_t>(d), c);  // d >= 1: validated
     t.shape = std::move(shape);
     t.decay = decay;
     t.init = init;
-    t.offset = (total_ + alignment_ - 1) / alignment_ * alignment_;
-    total_ = t.offset + t.count;
+    t.offset = aligned(total_);
+    total_ = checked_add(t.offset, t.count, c);
+    index_.emplace(t.name, tensors_.size());
     tensors_.push_back(std::move(t));
   };
   // Matrices (decayed) first.
@@ -36,7 +58,7 @@ ParameterLayout::ParameterLayout(const GptConfig& c, std::size_t alignment)
     add(layer_name(l, "mlp.fc.w"), {H, C}, true, Init::kGaussian);
     add(layer_name(l, "mlp.proj.w"), {C, H}, true, Init::kGaussian);
   }
-  total_ = (total_ + alignment_ - 1) / alignment_ * alignment_;
+  total_ = aligned(total_);
   decayed_end_ = total_;
   for (int l = 0; l < c.num_layers; ++l) {
     add(layer_name(l, "ln1.scale"), {C}, false, Init::kOne);
@@ -50,7 +72,7 @@ ParameterLayout::ParameterLayout(const GptConfig& c, std::size_t alignment)
   }
   add("lnf.scale", {C}, false, Init::kOne);
   add("lnf.bias", {C}, false, Init::kZero);
-  total_ = (total_ + alignment_ - 1) / alignment_ * alignment_;
+  total_ = aligned(total_);
 }
 
 // From the name "h<block>.<suffix>" (layer_name).
@@ -118,9 +140,7 @@ std::size_t ParameterLayout::packed_offset(const TensorSpec& t) const {
 }
 
 const TensorSpec& ParameterLayout::at(std::string_view name) const {
-  for (const TensorSpec& t : tensors_) {
-    if (t.name == name) return t;
-  }
+  if (const auto it = index_.find(name); it != index_.end()) return tensors_[it->second];
   throw std::out_of_range(fmt::format("no parameter tensor named '{}'", name));
 }
 

@@ -18,6 +18,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,10 +40,12 @@ struct TensorSpec {
 class ParameterLayout {
  public:
   // `alignment` in floats (>= 1); use the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN for sub-buffers.
+  // Validates `config` first (ConfigError), and throws ConfigError when a tensor's or the layout's
+  // size does not fit in size_t, so no size below has wrapped.
   ParameterLayout(const GptConfig& config, std::size_t alignment);
 
   const std::vector<TensorSpec>& tensors() const { return tensors_; }
-  const TensorSpec& at(std::string_view name) const;  // throws std::out_of_range naming it
+  const TensorSpec& at(std::string_view name) const;  // by name (a map); throws std::out_of_range naming it
   std::size_t total() const { return total_; }          // floats, padding included
   std::size_t decayed_end() const { return decayed_end_; }  // [0, decayed_end) is weight-decayed
   std::size_t alignment() const { return alignment_; }
@@ -78,6 +82,7 @@ class ParameterLayout {
 
  private:
   std::vector<TensorSpec> tensors_;
+  std::map<std::string, std::size_t, std::less<>> index_;  // name -> position in tensors_
   std::size_t total_ = 0, decayed_end_ = 0, alignment_ = 1;
   int num_blocks_ = 0;
 };

@@ -82,6 +82,15 @@ std::vector<const TensorSpec*> llmc_order(const ParameterLayout& layout, int num
   return out;
 }
 
+// A config read from a file that GptConfig rejects (a dimension too large) is the file's fault.
+void validate_from_file(const fs::path& file, const GptConfig& c) {
+  try {
+    c.validate();
+  } catch (const ConfigError& e) {
+    fail(file, fmt::format("unusable model shape: {}", e.what()));
+  }
+}
+
 GptConfig llmc_config(const fs::path& file, const LlmcHeader& h) {
   if (h[0] != kLlmcMagic) fail(file, fmt::format("not an llm.c checkpoint: magic {}, expected {}", h[0], kLlmcMagic));
   if (h[1] != kLlmcVersion) {
@@ -106,7 +115,18 @@ GptConfig llmc_config(const fs::path& file, const LlmcHeader& h) {
   c.max_seq_len = maxT;
   c.vocab_size = V;
   c.padded_vocab_size = Vp;
+  validate_from_file(file, c);
   return c;
+}
+
+// Floats of an llm.c file of config c, from the header alone (saturating: it only has to fail a size
+// check): wte, wpe, per layer 12 C^2 + 13 C, lnf.
+std::uint64_t llmc_floats(const GptConfig& c) {
+  const std::uint64_t C = static_cast<std::uint64_t>(c.model_dims);
+  const std::uint64_t per_layer = add_sat(mul_sat(12 * C, C), 13 * C);
+  std::uint64_t n = mul_sat(static_cast<std::uint64_t>(c.padded_vocab()) + static_cast<std::uint64_t>(c.max_seq_len), C);
+  n = add_sat(n, mul_sat(static_cast<std::uint64_t>(c.num_layers), per_layer));
+  return add_sat(n, 2 * C);
 }
 
 // ---- safetensors ----------------------------------------------------------------------------
@@ -154,6 +174,16 @@ std::vector<HfTensor> hf_tensors(const ParameterLayout& layout, const GptConfig&
   return out;
 }
 
+// Floats of the tensors a Hugging Face GPT-2 file of config c stores (saturating): wte's V rows,
+// wpe, per layer 2 LayerNorms, c_attn, c_proj, c_fc, mlp c_proj with biases, then ln_f.
+std::uint64_t hf_floats(const GptConfig& c) {
+  const auto C = static_cast<std::uint64_t>(c.model_dims), H = static_cast<std::uint64_t>(c.hidden_dims);
+  const std::uint64_t per_layer = add_sat(add_sat(mul_sat(4 * C, C), mul_sat(2 * C, H)), add_sat(9 * C, H));
+  std::uint64_t n = mul_sat(static_cast<std::uint64_t>(c.vocab_size) + static_cast<std::uint64_t>(c.max_seq_len), C);
+  n = add_sat(n, mul_sat(static_cast<std::uint64_t>(c.num_layers), per_layer));
+  return add_sat(n, 2 * C);
+}
+
 // dst (cols, rows) = transpose of src (rows, cols).
 void transpose(const float* src, std::int64_t rows, std::int64_t cols, float* dst) {
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -190,17 +220,16 @@ HostWeights load_llmc(const fs::path& file, std::size_t alignment) {
   }
   in.read(0, h.data(), sizeof h);
   HostWeights w{llmc_config(file, h), 0, {}};
-  const ParameterLayout layout(w.config, alignment);
-  w.alignment = layout.alignment();
-  const auto order = llmc_order(layout, w.config.num_layers);
-  // Check the size before allocating: the header values are untrusted.
-  std::uint64_t expected = sizeof h;
-  for (const TensorSpec* t : order) expected = add_sat(expected, mul_sat(elements(t->shape), sizeof(float)));
+  // The header is untrusted: check the file holds what it claims before building anything of that size.
+  const std::uint64_t expected = add_sat(sizeof h, mul_sat(llmc_floats(w.config), sizeof(float)));
   if (in.size() < expected) fail(file, fmt::format("truncated: expected {} bytes, got {}", expected, in.size()));
   if (in.size() > expected) {
     fail(file, fmt::format("{} trailing bytes: expected {} bytes, got {}; not an fp32 llm.c checkpoint of this header's shape",
                            in.size() - expected, expected, in.size()));
   }
+  const ParameterLayout layout(w.config, alignment);
+  w.alignment = layout.alignment();
+  const auto order = llmc_order(layout, w.config.num_layers);
   w.data.assign(layout.total(), 0.0f);
   std::uint64_t pos = sizeof h;
   for (const TensorSpec* t : order) {
@@ -272,6 +301,15 @@ HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t al
   }
   c.num_heads = num_heads;
   c.dims_per_head = c.model_dims / num_heads;
+  validate_from_file(file, c);
+  // Every tensor the config implies must be in the file with its full shape (checked below), so the
+  // file must hold at least their bytes: check that before sizing anything by the config (layer names
+  // cost nothing, and zero-element tensors take no bytes, so names alone could claim huge models).
+  if (const std::uint64_t implied = mul_sat(hf_floats(c), sizeof(float)); implied > in.data_bytes()) {
+    fail(file, fmt::format("the tensor names and shapes describe a {}-layer model of {} bytes, but the file holds {} "
+                           "bytes of data: truncated or not a Hugging Face GPT-2 model",
+                           c.num_layers, implied, in.data_bytes()));
+  }
 
   const ParameterLayout layout(c, alignment);
   w.alignment = layout.alignment();

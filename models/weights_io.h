@@ -16,8 +16,9 @@
 // (out, in), so they are transposed on load and on save. Only wte's first V rows are stored: on
 // load the padding rows are zero, on save they are dropped. F32 only.
 //
-// Every problem with a file's contents or access throws WeightsFileError, one line naming the file,
-// what is wrong and, where possible, how to fix it. A HostWeights whose config the format cannot
+// Every problem with a file's contents or reading it throws WeightsFileError, one line naming the
+// file, what is wrong and, where possible, how to fix it (a failed write: DataError, common/atomic_file.h).
+// Sizes are taken from a header only after the file is known to hold them. A HostWeights whose config the format cannot
 // express, or a NUM_HEADS that does not fit the file, throws ConfigError. Writes are atomic: the
 // file appears complete under its name or not at all.
 #pragma once

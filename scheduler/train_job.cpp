@@ -176,7 +176,7 @@ bool preemption_requested(const collectives::ProcessWorld& world) {
 }
 
 checkpoint::CheckpointPolicy checkpoint_policy(const models::Experiment& e) {
-  return {e.get_int("CHECKPOINT_EVERY_N_STEPS"), static_cast<int>(e.get_int("CHECKPOINT_MAX_TO_KEEP")),
+  return {e.get_int("CHECKPOINT_EVERY_N_STEPS"), e.get_int("CHECKPOINT_MAX_TO_KEEP"),
           e.get_float("CHECKPOINT_KEEP_INTERVAL_HOURS"), e.get_bool("ENABLE_CHECKPOINT_SAVING"),
           e.get_bool("ASYNC_CHECKPOINTING")};
 }
@@ -447,8 +447,13 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
       checkpoints.wait();
       world.barrier();  // rank 0 has committed: no process leaves (a launcher may then kill the rest) before
       ::alarm(0);
-      spdlog::warn("stopped at step {} on signal {}: checkpoint saved; exit code {} asks for a requeue", done,
-                   static_cast<int>(g_preempt_signal), static_cast<int>(kExitPreempted));
+      spdlog::warn("stopped at step {} on signal {}: {}; exit code {} asks for a requeue", done,
+                   static_cast<int>(g_preempt_signal),
+                   checkpoints.last_saved_step() == done
+                       ? fmt::format("checkpoint of step {} saved", done)
+                       : fmt::format("checkpoint saving is off, a requeue resumes from step {}",
+                                     std::max(0L, checkpoints.last_saved_step())),
+                   static_cast<int>(kExitPreempted));
       return kExitPreempted;
     }
     if (checkpoints.due(done)) save(done);

@@ -206,12 +206,12 @@ TEST(CliJob, ExperimentErrorsAreOneLine) {
       {"train --fdl_config=Pile125M", "did you mean Pile126M"},
       {"train --fdl_config=Pile126M --fdl.MAX_STEPS=1", "DCN_MESH_SHAPE=[8,1,1] holds 8 process(es), but the job has 1"},
       {"train --fdl.ICI_MESH_SHAPE=[1,1,2]", "uses the tensor axis; pax-ocl implements data and fsdp parallelism"},
-      {"train --fdl.FSDP_PREFETCH_DEPTH=-1", "FSDP_PREFETCH_DEPTH=-1: must be >= 0"},
-      {"train --fdl.ICI_ALGORITHM=tree", "ICI_ALGORITHM=tree: use ring or host"},
+      {"train --fdl.FSDP_PREFETCH_DEPTH=-1", "FSDP_PREFETCH_DEPTH=-1: the value must be in [0, 65536]"},
+      {"train --fdl.ICI_ALGORITHM=tree", "ICI_ALGORITHM=tree: use one of ring, host"},
       {"train --fdl.ICI_MESH_SHAPE=[4,1,1] --devices=0", "holds 4 device(s) per process, but this process has 1"},
-      {"train --fdl.ICI_MESH_SHAPE=[2,1]", "need 3 dimensions"},
-      {"train --fdl.FPROP_DTYPE=float16", "FPROP_DTYPE=float16: use float32"},
-      {"train --fdl.GRADIENT_BUCKET_BYTES=-1", "GRADIENT_BUCKET_BYTES=-1: must be >= 0"},
+      {"train --fdl.ICI_MESH_SHAPE=[2,1]", "ICI_MESH_SHAPE=[2,1]: expected 3 entries, got 2"},
+      {"train --fdl.FPROP_DTYPE=float16", "FPROP_DTYPE=float16: use one of float32, bfloat16"},
+      {"train --fdl.GRADIENT_BUCKET_BYTES=-1", "GRADIENT_BUCKET_BYTES=-1: the value must be at least 0"},
       {"train --fdl_config_file=/nonexistent.json", "cannot be read"},
   };
   for (const auto& c : cases) {

@@ -50,18 +50,24 @@ std::vector<float> floats(const std::string& bytes) {
 // Distinct per tensor and element, exact in fp32 (below 2^24 for these sizes).
 float value(std::size_t tensor, std::size_t i) { return static_cast<float>(tensor * 100000 + i); }
 
-// Error checks: a WeightsFileError whose one-line message names the file and holds every word.
-template <class F>
-void expect_file_error(F&& f, const fs::path& file, std::initializer_list<std::string_view> words) {
+// Error checks: an `Error` whose one-line message names the file and holds every word (reading
+// fails as a WeightsFileError, writing as a DataError: common/atomic_file.h).
+template <typename Error, typename F>
+void expect_error_naming(F&& f, const fs::path& file, std::initializer_list<std::string_view> words) {
   try {
     f();
-    ADD_FAILURE() << "no WeightsFileError for " << file;
-  } catch (const WeightsFileError& e) {
+    ADD_FAILURE() << "no error for " << file;
+  } catch (const Error& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find(file.string()), std::string::npos) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     for (std::string_view w : words) EXPECT_NE(msg.find(w), std::string::npos) << "'" << w << "' not in: " << msg;
   }
+}
+
+template <class F>
+void expect_file_error(F&& f, const fs::path& file, std::initializer_list<std::string_view> words) {
+  expect_error_naming<WeightsFileError>(std::forward<F>(f), file, words);
 }
 
 // ---- an independent llm.c writer (layout from llm.c's train_gpt2.c) ----------------------------
@@ -266,7 +272,7 @@ TEST(WeightsIo, SaveIsAtomicAndOverwrites) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
   }
   const fs::path nowhere = dir.path() / "no-such-dir" / "out.bin";
-  expect_file_error([&] { save_llmc(nowhere, w); }, nowhere, {"cannot create", "No such file"});
+  expect_error_naming<DataError>([&] { save_llmc(nowhere, w); }, nowhere, {"cannot create", "No such file"});
 }
 
 TEST(WeightsIo, LlmcSaveRejectsConfigsTheFormatCannotHold) {
