@@ -1,14 +1,19 @@
 #include "inputs/dataset.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/atomic_file.h"
+#include "common/file_lock.h"
 #include "device/errors.h"
 #include "inputs/prefetch_input.h"
 #include "inputs/synthetic_stream.h"
@@ -32,9 +37,6 @@ std::vector<std::uint32_t> encode_documents(const Tokenizer& tokenizer, const st
   return tokens;
 }
 
-}  // namespace
-
-namespace {
 // Removes a directory when the scope ends, unless released (a failed preparation leaves nothing).
 struct RemoveOnExit {
   fs::path dir;
@@ -43,16 +45,83 @@ struct RemoveOnExit {
     if (!dir.empty()) fs::remove_all(dir, ec);
   }
 };
-}  // namespace
 
-DatasetInfo prepare_dataset(const Corpus& corpus, const PrepareOptions& options, const std::string& source) {
-  const fs::path tmp = options.output_dir.string() + fmt::format(".tmp.{}", ::getpid());
+// DIR as an absolute path without a trailing separator, so that its siblings are its siblings.
+fs::path normalized_dir(const fs::path& dir) {
+  fs::path d = fs::absolute(dir).lexically_normal();
+  return d.has_filename() ? d : d.parent_path();
+}
+
+fs::path lock_file(const fs::path& dir) { return fs::path(dir).concat(".lock"); }
+
+// A new empty directory `DIR.<tag>.XXXXXX` beside DIR.
+fs::path make_sibling_dir(const fs::path& dir, const char* tag) {
+  std::string name = dir.string() + "." + tag + ".XXXXXX";
+  if (::mkdtemp(name.data()) == nullptr) {
+    throw DataError(fmt::format("cannot create a directory beside {}: {}", dir.string(), std::strerror(errno)));
+  }
+  return name;
+}
+
+bool is_dataset(const fs::path& dir) {
   std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  if (ec) throw DataError(fmt::format("cannot create {}: {}", tmp.string(), ec.message()));
-  RemoveOnExit cleanup{tmp};
+  return fs::is_directory(fs::symlink_status(dir, ec)) && fs::is_regular_file(dir / "dataset.json", ec);
+}
 
+// prepare replaces DIR: only when it is missing or a dataset.
+void check_replaceable(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(dir, ec)) || is_dataset(dir)) return;
+  throw ConfigError(fmt::format("{} exists and is not a prepared dataset (no dataset.json); preparing replaces only "
+                                "datasets: choose a new --output_dir, or remove this one yourself",
+                                dir.string()));
+}
+
+// fsync of every file directly in `dir` (SentencePiece writes its model without), then of `dir`.
+void sync_files_in(const fs::path& dir) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC);
+    const bool ok = fd >= 0 && ::fsync(fd) == 0;
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    if (!ok) throw DataError(fmt::format("cannot sync {}: {}", entry.path().string(), std::strerror(err)));
+  }
+  sync_directory(dir);
+}
+
+// Puts the finished `fresh` in place of `dir`: the old dataset aside, the new one in, the old one
+// deleted. If the new one cannot go in, the old one is put back.
+void install(const fs::path& fresh, const fs::path& dir) {
+  std::error_code ec;
+  fs::path old;
+  if (fs::exists(fs::symlink_status(dir, ec))) {
+    old = make_sibling_dir(dir, "old");
+    if (::rename(dir.c_str(), old.c_str()) != 0) {  // onto the empty directory, which it replaces
+      const int err = errno;
+      fs::remove(old, ec);
+      throw DataError(fmt::format("cannot move the old dataset {} aside: {}", dir.string(), std::strerror(err)));
+    }
+  }
+  if (::rename(fresh.c_str(), dir.c_str()) != 0) {
+    const int err = errno;
+    if (!old.empty()) ::rename(old.c_str(), dir.c_str());
+    throw DataError(fmt::format("cannot move the dataset into {}: {}", dir.string(), std::strerror(err)));
+  }
+  sync_directory(dir.parent_path());
+  if (!old.empty()) {
+    fs::remove_all(old, ec);
+    if (ec) spdlog::warn("the replaced dataset {} could not be deleted ({}); remove it by hand", old.string(), ec.message());
+  }
+}
+
+// The preparation itself; the caller holds DIR's lock.
+DatasetInfo prepare_locked(const Corpus& corpus, const PrepareOptions& options, const fs::path& dir,
+                           const std::string& source) {
+  check_replaceable(dir);
+  const fs::path tmp = make_sibling_dir(dir, "tmp");
+  RemoveOnExit cleanup{tmp};
+  std::error_code ec;
   if (options.spm_model) {
     fs::copy_file(*options.spm_model, tmp / "tokenizer.model", ec);
     if (ec) throw DataError(fmt::format("cannot read SentencePiece model {}: {}", options.spm_model->string(), ec.message()));
@@ -61,6 +130,7 @@ DatasetInfo prepare_dataset(const Corpus& corpus, const PrepareOptions& options,
     {
       std::ofstream out(text, std::ios::binary);
       for (const Document& d : corpus.train) out << d.text << "\n";
+      out.close();
       if (!out) throw DataError(fmt::format("cannot write {}", text.string()));
     }
     train_tokenizer(text, tmp / "tokenizer", options.vocab_size, options.model_type);
@@ -89,13 +159,49 @@ DatasetInfo prepare_dataset(const Corpus& corpus, const PrepareOptions& options,
                             {"validation_tokens", info.validation_tokens},
                             {"eos_id", tokenizer.eos_id()},
                             {"packing", "concat-then-split, EOS after every document"}};
-  std::ofstream(tmp / "dataset.json") << j.dump(2) << "\n";
-  fs::remove_all(options.output_dir, ec);
-  fs::create_directories(options.output_dir.parent_path(), ec);
-  fs::rename(tmp, options.output_dir, ec);
-  if (ec) throw DataError(fmt::format("cannot move the dataset into {}: {}", options.output_dir.string(), ec.message()));
+  write_file_atomically(tmp / "dataset.json", j.dump(2) + "\n");
+  sync_files_in(tmp);
+  install(tmp, dir);
   cleanup.dir.clear();
   return info;
+}
+
+// Creates DIR's parent and opens DIR's lock file in it.
+FileLock open_lock(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir.parent_path(), ec);
+  if (ec) throw DataError(fmt::format("cannot create {}: {}", dir.parent_path().string(), ec.message()));
+  return FileLock(lock_file(dir));
+}
+
+// Takes the lock, saying so when another process holds it.
+void acquire(FileLock& lock, const fs::path& dir) {
+  if (lock.try_lock()) return;
+  spdlog::info("waiting for another process preparing {} (lock {})", dir.string(), lock.path().string());
+  lock.lock();
+}
+
+}  // namespace
+
+DatasetInfo prepare_dataset(const Corpus& corpus, const PrepareOptions& options, const std::string& source) {
+  const fs::path dir = normalized_dir(options.output_dir);
+  check_replaceable(dir);  // before waiting for the lock (checked again under it)
+  FileLock lock = open_lock(dir);
+  acquire(lock, dir);
+  return prepare_locked(corpus, options, dir, source);
+}
+
+bool ensure_dataset(const PrepareOptions& options, const std::function<Corpus()>& read_corpus, const std::string& source) {
+  const fs::path dir = normalized_dir(options.output_dir);
+  if (is_dataset(dir)) return false;  // whole or absent: datasets appear by rename
+  FileLock lock = open_lock(dir);
+  acquire(lock, dir);
+  if (is_dataset(dir)) {
+    spdlog::info("using {}, prepared by another process meanwhile", dir.string());
+    return false;
+  }
+  prepare_locked(read_corpus(), options, dir, source);
+  return true;
 }
 
 DatasetInfo read_dataset_info(const fs::path& dir) {
@@ -128,15 +234,17 @@ fs::path default_data_root() {
 }
 
 fs::path prepared_kjv(const fs::path& root, int vocab_size, const std::string& model_type) {
-  const fs::path dir = root / fmt::format("kjv-{}-{}", model_type, vocab_size);
-  if (fs::exists(dir / "dataset.json")) {
-    spdlog::debug("using the prepared KJV corpus in {}", dir.string());
-    return dir;
-  }
-  spdlog::info("preparing the KJV corpus for a {} tokenizer of {} pieces in {} (first use only)", model_type, vocab_size,
-               dir.string());
-  prepare_dataset(read_kjv(), PrepareOptions{dir, vocab_size, model_type, std::nullopt}, "kjv");
-  return dir;
+  const PrepareOptions options{root / fmt::format("kjv-{}-{}", model_type, vocab_size), vocab_size, model_type, std::nullopt};
+  const bool prepared = ensure_dataset(
+      options,
+      [&] {
+        spdlog::info("preparing the KJV corpus for a {} tokenizer of {} pieces in {} (first use only)", model_type,
+                     vocab_size, options.output_dir.string());
+        return read_kjv();
+      },
+      "kjv");
+  if (!prepared) spdlog::debug("using the prepared KJV corpus in {}", options.output_dir.string());
+  return options.output_dir;
 }
 
 std::unique_ptr<BaseInput> make_input(const std::string& source, const std::string& split, const InputParams& params,
