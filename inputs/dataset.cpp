@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -174,11 +176,41 @@ FileLock open_lock(const fs::path& dir) {
   return FileLock(lock_file(dir));
 }
 
-// Takes the lock, saying so when another process holds it.
+// Whether `entry` is `DIR.<tag>.XXXXXX` as make_sibling_dir names them.
+bool is_sibling_dir(const fs::path& entry, const fs::path& dir, const std::string& tag) {
+  const std::string name = entry.filename().string(), prefix = dir.filename().string() + "." + tag + ".";
+  return name.size() == prefix.size() + 6 && name.compare(0, prefix.size(), prefix) == 0 &&
+         std::all_of(name.begin() + static_cast<std::ptrdiff_t>(prefix.size()), name.end(),
+                     [](unsigned char c) { return std::isalnum(c) != 0; });
+}
+
+// What an interrupted preparation left beside DIR (only the lock's holder makes these): a
+// `DIR.old.*` dataset while DIR is missing (killed between the two renames) goes back in place;
+// the rest (`DIR.tmp.*`, other `DIR.old.*`) is deleted.
+void recover_interrupted(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const auto& entry : fs::directory_iterator(dir.parent_path(), ec)) {
+    if (is_sibling_dir(entry.path(), dir, "tmp") || is_sibling_dir(entry.path(), dir, "old")) stale.push_back(entry.path());
+  }
+  for (const fs::path& p : stale) {
+    if (!fs::exists(fs::symlink_status(dir, ec)) && is_sibling_dir(p, dir, "old") && is_dataset(p) &&
+        ::rename(p.c_str(), dir.c_str()) == 0) {
+      spdlog::warn("{} was missing after an interrupted preparation; put {} back", dir.string(), p.string());
+      continue;
+    }
+    spdlog::info("removing {}, left by an interrupted preparation", p.string());
+    fs::remove_all(p, ec);
+  }
+}
+
+// Takes the lock (saying so when another process holds it), then tidies up after interrupted runs.
 void acquire(FileLock& lock, const fs::path& dir) {
-  if (lock.try_lock()) return;
-  spdlog::info("waiting for another process preparing {} (lock {})", dir.string(), lock.path().string());
-  lock.lock();
+  if (!lock.try_lock()) {
+    spdlog::info("waiting for another process preparing {} (lock {})", dir.string(), lock.path().string());
+    lock.lock();
+  }
+  recover_interrupted(dir);
 }
 
 }  // namespace

@@ -41,7 +41,8 @@ struct DatasetInfo {
 // Throws ConfigError, touching nothing, when DIR exists and is not a dataset (a directory holding
 // dataset.json): a user's directory is never wiped. Preparations of one DIR are serialised by an
 // flock on `DIR.lock` (left in place), so concurrent processes each install a whole dataset.
-// Returns what it wrote.
+// Under the lock, what a killed run left is tidied: `DIR.tmp.*` deleted, and a `DIR.old.*`
+// dataset renamed back when DIR is missing (killed between the two renames). Returns what it wrote.
 DatasetInfo prepare_dataset(const Corpus& corpus, const PrepareOptions& options, const std::string& source);
 DatasetInfo read_dataset_info(const std::filesystem::path& dir);  // DataError when not a dataset
 

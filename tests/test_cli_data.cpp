@@ -112,6 +112,13 @@ TEST_F(CliData, PreparingAgainReplacesTheDatasetWhole) {
   EXPECT_NE(r.out.find("vocabulary 48"), std::string::npos) << r.out;
   const auto inspect = run_command(kBinary + " data inspect --data=" + data_.string() + " --batches=1 --fdl.MAX_SEQ_LEN=16");
   EXPECT_EQ(inspect.exit_code, 0) << inspect.err;
+  // A preparation that fails leaves the dataset as it was.
+  const auto failed = run_command(kBinary + " data prepare --text=" + (dir_.path() / "story.txt").string() +
+                                  " --output_dir=" + data_.string() + " --vocab_size=100000");
+  EXPECT_EQ(failed.exit_code, 3) << failed.err;
+  std::ifstream info(data_ / "dataset.json");
+  EXPECT_NE(std::string((std::istreambuf_iterator<char>(info)), std::istreambuf_iterator<char>()).find("\"vocab_size\": 48"),
+            std::string::npos);
   for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
     const std::string name = entry.path().filename().string();
     EXPECT_TRUE(name == "story.txt" || name == "data" || name == "data.lock") << name << " left behind";

@@ -493,6 +493,32 @@ TEST(Dataset, PathsWithSpacesAndCommas) {
   EXPECT_EQ(Tokenizer(out / "tokenizer.model").vocab_size(), 50);
 }
 
+// A run killed mid-way leaves DIR.tmp.XXXXXX, or (between its two renames) DIR missing and the old
+// dataset at DIR.old.XXXXXX: the next run puts the dataset back and deletes the leftovers, and
+// nothing else.
+TEST(Dataset, WhatAnInterruptedPreparationLeftIsPutBackOrTidiedUp) {
+  TempDir dir;
+  const Corpus corpus = read_text_files({write_text(dir.path())}, 0.1);
+  const auto out = dir.path() / "ds";
+  prepare_dataset(corpus, PrepareOptions{out, 50, "bpe", std::nullopt}, "story");
+  std::filesystem::rename(out, dir.path() / "ds.old.Ab12cD");
+  std::filesystem::create_directories(dir.path() / "ds.tmp.xY3456" / "junk");
+  std::filesystem::create_directories(dir.path() / "ds.tmp.mine");     // not a name prepare makes
+  std::filesystem::create_directories(dir.path() / "ds.old.Ab12cDe");  // nor this
+  int prepared = 0;
+  EXPECT_FALSE(ensure_dataset(PrepareOptions{out, 50, "bpe", std::nullopt},
+                              [&] {
+                                ++prepared;
+                                return corpus;
+                              },
+                              "story"));
+  EXPECT_EQ(prepared, 0) << "the old dataset goes back instead";
+  EXPECT_EQ(read_dataset_info(out).vocab_size, 50);
+  std::set<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) left.insert(entry.path().filename().string());
+  EXPECT_EQ(left, (std::set<std::string>{"story.txt", "ds", "ds.lock", "ds.tmp.mine", "ds.old.Ab12cDe"}));
+}
+
 // Several processes ask for one dataset at once (the ranks of a job on first use of the KJV, or
 // independent jobs sharing PAX_OCL_DATA_DIR): one prepares, the others wait and reuse it.
 TEST(Dataset, ConcurrentProcessesPrepareOnceAndAllGetTheDataset) {
