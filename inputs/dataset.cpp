@@ -1,6 +1,7 @@
 #include "inputs/dataset.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <random>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -56,13 +58,19 @@ fs::path normalized_dir(const fs::path& dir) {
 
 fs::path lock_file(const fs::path& dir) { return fs::path(dir).concat(".lock"); }
 
-// A new empty directory `DIR.<tag>.XXXXXX` beside DIR.
+// A new empty directory `DIR.<tag>.XXXXXX` beside DIR. Made with mkdir (the umask applies, as to
+// any directory), not mkdtemp, whose 0700 would lock other users out of a shared data cache once
+// the directory becomes the dataset.
 fs::path make_sibling_dir(const fs::path& dir, const char* tag) {
-  std::string name = dir.string() + "." + tag + ".XXXXXX";
-  if (::mkdtemp(name.data()) == nullptr) {
-    throw DataError(fmt::format("cannot create a directory beside {}: {}", dir.string(), std::strerror(errno)));
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::random_device random;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string name = dir.string() + "." + tag + ".";
+    for (int i = 0; i < 6; ++i) name += kChars[random() % (sizeof kChars - 1)];
+    if (::mkdir(name.c_str(), 0777) == 0) return name;
+    if (errno != EEXIST) break;
   }
-  return name;
+  throw DataError(fmt::format("cannot create a directory beside {}: {}", dir.string(), std::strerror(errno)));
 }
 
 bool is_dataset(const fs::path& dir) {

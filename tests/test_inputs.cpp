@@ -474,6 +474,8 @@ TEST(Dataset, PrepareThenReadBackEveryDocumentWithEos) {
     const std::string name = entry.path().filename().string();
     EXPECT_TRUE(name == "story.txt" || name == "ds" || name == "ds.lock") << name << " left behind";
   }
+  std::filesystem::create_directory(dir.path() / "probe");  // as the umask makes directories (not 0700)
+  EXPECT_EQ(std::filesystem::status(out).permissions(), std::filesystem::status(dir.path() / "probe").permissions());
 
   InputParams p = params(2, 1, 0, false);
   p.seq_len = 16;
