@@ -19,7 +19,7 @@ namespace {
 const FlagSpec kDataFlags[] = {
     kCommonFlags[0],
     kCommonFlags[1],
-    {"output_dir", "DIR", "prepare: where the dataset goes"},
+    {"output_dir", "DIR", "prepare: where the dataset goes (a new directory, or a dataset to replace)"},
     {"text", "FILE[,FILE]", "prepare: raw text files (UTF-8)"},
     {"corpus", "kjv", "prepare: a built-in corpus instead of --text (kjv: the King James Bible, package bible-kjv)"},
     {"vocab_size", "N", "prepare: SentencePiece vocabulary size (default 4096)"},
@@ -43,7 +43,7 @@ void print_help() {
 
 int prepare(const CliArgs& args) {
   const auto out = args.flag("output_dir");
-  if (!out) throw ConfigError("data prepare needs --output_dir=DIR");
+  if (!out || out->empty()) throw ConfigError("data prepare needs --output_dir=DIR");
   const auto text = args.flag("text");
   const std::string corpus_name = args.flag("corpus").value_or("");
   if (text.has_value() == !corpus_name.empty()) throw ConfigError("data prepare needs exactly one of --text=FILES or --corpus=kjv");

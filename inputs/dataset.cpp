@@ -1,14 +1,23 @@
 #include "inputs/dataset.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <random>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/atomic_file.h"
+#include "common/file_lock.h"
 #include "device/errors.h"
 #include "inputs/prefetch_input.h"
 #include "inputs/synthetic_stream.h"
@@ -32,9 +41,6 @@ std::vector<std::uint32_t> encode_documents(const Tokenizer& tokenizer, const st
   return tokens;
 }
 
-}  // namespace
-
-namespace {
 // Removes a directory when the scope ends, unless released (a failed preparation leaves nothing).
 struct RemoveOnExit {
   fs::path dir;
@@ -43,16 +49,89 @@ struct RemoveOnExit {
     if (!dir.empty()) fs::remove_all(dir, ec);
   }
 };
-}  // namespace
 
-DatasetInfo prepare_dataset(const Corpus& corpus, const PrepareOptions& options, const std::string& source) {
-  const fs::path tmp = options.output_dir.string() + fmt::format(".tmp.{}", ::getpid());
+// DIR as an absolute path without a trailing separator, so that its siblings are its siblings.
+fs::path normalized_dir(const fs::path& dir) {
+  fs::path d = fs::absolute(dir).lexically_normal();
+  return d.has_filename() ? d : d.parent_path();
+}
+
+fs::path lock_file(const fs::path& dir) { return fs::path(dir).concat(".lock"); }
+
+// A new empty directory `DIR.<tag>.XXXXXX` beside DIR. Made with mkdir (the umask applies, as to
+// any directory), not mkdtemp, whose 0700 would lock other users out of a shared data cache once
+// the directory becomes the dataset.
+fs::path make_sibling_dir(const fs::path& dir, const char* tag) {
+  static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::random_device random;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string name = dir.string() + "." + tag + ".";
+    for (int i = 0; i < 6; ++i) name += kChars[random() % (sizeof kChars - 1)];
+    if (::mkdir(name.c_str(), 0777) == 0) return name;
+    if (errno != EEXIST) break;
+  }
+  throw DataError(fmt::format("cannot create a directory beside {}: {}", dir.string(), std::strerror(errno)));
+}
+
+bool is_dataset(const fs::path& dir) {
   std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  if (ec) throw DataError(fmt::format("cannot create {}: {}", tmp.string(), ec.message()));
-  RemoveOnExit cleanup{tmp};
+  return fs::is_directory(fs::symlink_status(dir, ec)) && fs::is_regular_file(dir / "dataset.json", ec);
+}
 
+// prepare replaces DIR: only when it is missing or a dataset.
+void check_replaceable(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(dir, ec)) || is_dataset(dir)) return;
+  throw ConfigError(fmt::format("{} exists and is not a prepared dataset (no dataset.json); preparing replaces only "
+                                "datasets: choose a new --output_dir, or remove this one yourself",
+                                dir.string()));
+}
+
+// fsync of every file directly in `dir` (SentencePiece writes its model without), then of `dir`.
+void sync_files_in(const fs::path& dir) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC);
+    const bool ok = fd >= 0 && ::fsync(fd) == 0;
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    if (!ok) throw DataError(fmt::format("cannot sync {}: {}", entry.path().string(), std::strerror(err)));
+  }
+  sync_directory(dir);
+}
+
+// Puts the finished `fresh` in place of `dir`: the old dataset aside, the new one in, the old one
+// deleted. If the new one cannot go in, the old one is put back.
+void install(const fs::path& fresh, const fs::path& dir) {
+  std::error_code ec;
+  fs::path old;
+  if (fs::exists(fs::symlink_status(dir, ec))) {
+    old = make_sibling_dir(dir, "old");
+    if (::rename(dir.c_str(), old.c_str()) != 0) {  // onto the empty directory, which it replaces
+      const int err = errno;
+      fs::remove(old, ec);
+      throw DataError(fmt::format("cannot move the old dataset {} aside: {}", dir.string(), std::strerror(err)));
+    }
+  }
+  if (::rename(fresh.c_str(), dir.c_str()) != 0) {
+    const int err = errno;
+    if (!old.empty()) ::rename(old.c_str(), dir.c_str());
+    throw DataError(fmt::format("cannot move the dataset into {}: {}", dir.string(), std::strerror(err)));
+  }
+  sync_directory(dir.parent_path());
+  if (!old.empty()) {
+    fs::remove_all(old, ec);
+    if (ec) spdlog::warn("the replaced dataset {} could not be deleted ({}); remove it by hand", old.string(), ec.message());
+  }
+}
+
+// The preparation itself; the caller holds DIR's lock.
+DatasetInfo prepare_locked(const Corpus& corpus, const PrepareOptions& options, const fs::path& dir,
+                           const std::string& source) {
+  check_replaceable(dir);
+  const fs::path tmp = make_sibling_dir(dir, "tmp");
+  RemoveOnExit cleanup{tmp};
+  std::error_code ec;
   if (options.spm_model) {
     fs::copy_file(*options.spm_model, tmp / "tokenizer.model", ec);
     if (ec) throw DataError(fmt::format("cannot read SentencePiece model {}: {}", options.spm_model->string(), ec.message()));
@@ -61,6 +140,7 @@ DatasetInfo prepare_dataset(const Corpus& corpus, const PrepareOptions& options,
     {
       std::ofstream out(text, std::ios::binary);
       for (const Document& d : corpus.train) out << d.text << "\n";
+      out.close();
       if (!out) throw DataError(fmt::format("cannot write {}", text.string()));
     }
     train_tokenizer(text, tmp / "tokenizer", options.vocab_size, options.model_type);
@@ -89,13 +169,79 @@ DatasetInfo prepare_dataset(const Corpus& corpus, const PrepareOptions& options,
                             {"validation_tokens", info.validation_tokens},
                             {"eos_id", tokenizer.eos_id()},
                             {"packing", "concat-then-split, EOS after every document"}};
-  std::ofstream(tmp / "dataset.json") << j.dump(2) << "\n";
-  fs::remove_all(options.output_dir, ec);
-  fs::create_directories(options.output_dir.parent_path(), ec);
-  fs::rename(tmp, options.output_dir, ec);
-  if (ec) throw DataError(fmt::format("cannot move the dataset into {}: {}", options.output_dir.string(), ec.message()));
+  write_file_atomically(tmp / "dataset.json", j.dump(2) + "\n");
+  sync_files_in(tmp);
+  install(tmp, dir);
   cleanup.dir.clear();
   return info;
+}
+
+// Creates DIR's parent and opens DIR's lock file in it.
+FileLock open_lock(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir.parent_path(), ec);
+  if (ec) throw DataError(fmt::format("cannot create {}: {}", dir.parent_path().string(), ec.message()));
+  return FileLock(lock_file(dir));
+}
+
+// Whether `entry` is `DIR.<tag>.XXXXXX` as make_sibling_dir names them.
+bool is_sibling_dir(const fs::path& entry, const fs::path& dir, const std::string& tag) {
+  const std::string name = entry.filename().string(), prefix = dir.filename().string() + "." + tag + ".";
+  return name.size() == prefix.size() + 6 && name.compare(0, prefix.size(), prefix) == 0 &&
+         std::all_of(name.begin() + static_cast<std::ptrdiff_t>(prefix.size()), name.end(),
+                     [](unsigned char c) { return std::isalnum(c) != 0; });
+}
+
+// What an interrupted preparation left beside DIR (only the lock's holder makes these): a
+// `DIR.old.*` dataset while DIR is missing (killed between the two renames) goes back in place;
+// the rest (`DIR.tmp.*`, other `DIR.old.*`) is deleted.
+void recover_interrupted(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const auto& entry : fs::directory_iterator(dir.parent_path(), ec)) {
+    if (is_sibling_dir(entry.path(), dir, "tmp") || is_sibling_dir(entry.path(), dir, "old")) stale.push_back(entry.path());
+  }
+  for (const fs::path& p : stale) {
+    if (!fs::exists(fs::symlink_status(dir, ec)) && is_sibling_dir(p, dir, "old") && is_dataset(p) &&
+        ::rename(p.c_str(), dir.c_str()) == 0) {
+      spdlog::warn("{} was missing after an interrupted preparation; put {} back", dir.string(), p.string());
+      continue;
+    }
+    spdlog::info("removing {}, left by an interrupted preparation", p.string());
+    fs::remove_all(p, ec);
+  }
+}
+
+// Takes the lock (saying so when another process holds it), then tidies up after interrupted runs.
+void acquire(FileLock& lock, const fs::path& dir) {
+  if (!lock.try_lock()) {
+    spdlog::info("waiting for another process preparing {} (lock {})", dir.string(), lock.path().string());
+    lock.lock();
+  }
+  recover_interrupted(dir);
+}
+
+}  // namespace
+
+DatasetInfo prepare_dataset(const Corpus& corpus, const PrepareOptions& options, const std::string& source) {
+  const fs::path dir = normalized_dir(options.output_dir);
+  check_replaceable(dir);  // before waiting for the lock (checked again under it)
+  FileLock lock = open_lock(dir);
+  acquire(lock, dir);
+  return prepare_locked(corpus, options, dir, source);
+}
+
+bool ensure_dataset(const PrepareOptions& options, const std::function<Corpus()>& read_corpus, const std::string& source) {
+  const fs::path dir = normalized_dir(options.output_dir);
+  if (is_dataset(dir)) return false;  // whole or absent: datasets appear by rename
+  FileLock lock = open_lock(dir);
+  acquire(lock, dir);
+  if (is_dataset(dir)) {
+    spdlog::info("using {}, prepared by another process meanwhile", dir.string());
+    return false;
+  }
+  prepare_locked(read_corpus(), options, dir, source);
+  return true;
 }
 
 DatasetInfo read_dataset_info(const fs::path& dir) {
@@ -128,15 +274,17 @@ fs::path default_data_root() {
 }
 
 fs::path prepared_kjv(const fs::path& root, int vocab_size, const std::string& model_type) {
-  const fs::path dir = root / fmt::format("kjv-{}-{}", model_type, vocab_size);
-  if (fs::exists(dir / "dataset.json")) {
-    spdlog::debug("using the prepared KJV corpus in {}", dir.string());
-    return dir;
-  }
-  spdlog::info("preparing the KJV corpus for a {} tokenizer of {} pieces in {} (first use only)", model_type, vocab_size,
-               dir.string());
-  prepare_dataset(read_kjv(), PrepareOptions{dir, vocab_size, model_type, std::nullopt}, "kjv");
-  return dir;
+  const PrepareOptions options{root / fmt::format("kjv-{}-{}", model_type, vocab_size), vocab_size, model_type, std::nullopt};
+  const bool prepared = ensure_dataset(
+      options,
+      [&] {
+        spdlog::info("preparing the KJV corpus for a {} tokenizer of {} pieces in {} (first use only)", model_type,
+                     vocab_size, options.output_dir.string());
+        return read_kjv();
+      },
+      "kjv");
+  if (!prepared) spdlog::debug("using the prepared KJV corpus in {}", options.output_dir.string());
+  return options.output_dir;
 }
 
 std::unique_ptr<BaseInput> make_input(const std::string& source, const std::string& split, const InputParams& params,

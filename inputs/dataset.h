@@ -10,6 +10,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,15 +35,28 @@ struct DatasetInfo {
   std::uint64_t train_tokens = 0, validation_tokens = 0;
 };
 
-// Writes a dataset directory (into a temporary directory renamed into place, so a crash leaves
-// no half-prepared dataset). Returns what it wrote.
+// Writes a dataset directory: built in a fresh sibling `DIR.tmp.XXXXXX`, every file fsynced, then
+// swapped in (an existing dataset is renamed aside to `DIR.old.XXXXXX`, the new one renamed in,
+// the old one deleted), so a crash or a full disk never leaves a half-prepared dataset under DIR.
+// Throws ConfigError, touching nothing, when DIR exists and is not a dataset (a directory holding
+// dataset.json): a user's directory is never wiped. Preparations of one DIR are serialised by an
+// flock on `DIR.lock` (left in place), so concurrent processes each install a whole dataset.
+// Under the lock, what a killed run left is tidied: `DIR.tmp.*` deleted, and a `DIR.old.*`
+// dataset renamed back when DIR is missing (killed between the two renames). Returns what it wrote.
 DatasetInfo prepare_dataset(const Corpus& corpus, const PrepareOptions& options, const std::string& source);
 DatasetInfo read_dataset_info(const std::filesystem::path& dir);  // DataError when not a dataset
+
+// Prepares options.output_dir from read_corpus() unless it is a dataset already. Of several
+// processes calling this at once for one directory (the ranks of a job, or independent jobs
+// sharing a cache), one prepares and the others wait on `DIR.lock`, then reuse its dataset.
+// Returns true when this call prepared it.
+bool ensure_dataset(const PrepareOptions& options, const std::function<Corpus()>& read_corpus, const std::string& source);
 
 // Where prepared corpora are cached: $PAX_OCL_DATA_DIR, else $XDG_CACHE_HOME/pax-ocl/data, else
 // ~/.cache/pax-ocl/data.
 std::filesystem::path default_data_root();
-// The KJV prepared for this vocabulary and model type under `root`, preparing it on first use.
+// The KJV prepared for this vocabulary and model type under `root` (ensure_dataset: prepared on
+// first use, once, whoever else asks at the same time).
 std::filesystem::path prepared_kjv(const std::filesystem::path& root, int vocab_size, const std::string& model_type);
 
 // The input for `source`, split "train" or "validation":

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "device/errors.h"
-#include "inputs/base_input.h"
 
 namespace paxocl::inputs {
 
@@ -31,20 +30,6 @@ int per_host_batch_size(double percore_batch_size, int total_devices, int num_ho
         percore_batch_size, total_devices, global, num_hosts, per_host));
   }
   return static_cast<int>(std::round(per_host));
-}
-
-std::string InputState::to_string() const { return fmt::format("epoch={},index={}", epoch, index); }
-
-InputState InputState::parse(const std::string& text) {
-  InputState s;
-  unsigned long long e = 0, i = 0;
-  char tail = 0;
-  if (std::sscanf(text.c_str(), "epoch=%llu,index=%llu%c", &e, &i, &tail) != 2) {
-    throw DataError(fmt::format("input state '{}' is malformed; expected epoch=N,index=M", text));
-  }
-  s.epoch = e;
-  s.index = i;
-  return s;
 }
 
 }  // namespace paxocl::inputs

@@ -79,8 +79,14 @@ InputState PrefetchInput::state() const {
 
 void PrefetchInput::restore(const InputState& state) {
   stop();
-  inner_->restore(state);
-  consumed_ = state;
+  try {
+    inner_->restore(state);
+  } catch (...) {  // a rejected state leaves the input where it was (stop() dropped the prefetched batches)
+    inner_->restore(consumed_);
+    start();
+    throw;
+  }
+  consumed_ = inner_->state();  // the inner input may have mapped the position (WindowedInput::restore)
   start();
 }
 

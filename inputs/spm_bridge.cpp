@@ -8,7 +8,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -18,6 +20,29 @@ void set_error(char* err, std::size_t len, const std::string& what) {
     err[len - 1] = '\0';
   }
 }
+
+// The lines of a text file, for SentencePiece's trainer.
+class LineIterator : public sentencepiece::SentenceIterator {
+ public:
+  explicit LineIterator(const char* path) : in_(path, std::ios::binary), path_(path) {
+    if (!in_) status_ = sentencepiece::util::Status(sentencepiece::util::StatusCode::kNotFound, "cannot read " + path_);
+    Next();
+  }
+  bool done() const override { return done_; }
+  void Next() override {
+    done_ = !status_.ok() || !std::getline(in_, line_);
+    if (done_ && in_.bad()) status_ = sentencepiece::util::Status(sentencepiece::util::StatusCode::kDataLoss, "read error in " + path_);
+  }
+  const std::string& value() const override { return line_; }
+  sentencepiece::util::Status status() const override { return status_; }
+
+ private:
+  std::ifstream in_;
+  std::string path_, line_;
+  bool done_ = false;
+  sentencepiece::util::Status status_;
+};
+
 }  // namespace
 
 extern "C" {
@@ -68,8 +93,16 @@ int paxocl_spm_decode(void* sp, const int* ids, std::size_t count, char** text, 
   return 0;
 }
 
-int paxocl_spm_train(const char* args, char* err, std::size_t err_len) {
-  const auto status = sentencepiece::SentencePieceTrainer::Train(args);
+// Trains on the lines of the file `input` with the options keys[i] = values[i] (SentencePiece's
+// flag names, without "--"). The options go in as a map and the text through an iterator, never
+// through SentencePiece's argument string: that is split at spaces (and its input list at
+// commas), which broke paths holding either.
+int paxocl_spm_train_lines(const char* input, const char* const* keys, const char* const* values, std::size_t count,
+                           char* err, std::size_t err_len) {
+  std::unordered_map<std::string, std::string> options;
+  for (std::size_t i = 0; i < count; ++i) options[keys[i]] = values[i];
+  LineIterator lines(input);
+  const auto status = sentencepiece::SentencePieceTrainer::Train(options, &lines);
   if (!status.ok()) {
     set_error(err, err_len, status.ToString());
     return 1;

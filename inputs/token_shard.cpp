@@ -9,10 +9,11 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <limits>
 
 #include <fmt/format.h>
 
+#include "common/atomic_file.h"
 #include "device/errors.h"
 
 namespace paxocl::inputs {
@@ -64,10 +65,17 @@ TokenShard::TokenShard(const std::filesystem::path& file, std::uint32_t max_voca
   if (bytes_per_token_ != 2 && bytes_per_token_ != 4) {
     close_and_fail(fmt::format("token width {} bytes is not 2 or 4", bytes_per_token_));
   }
-  const std::size_t expected = kShardHeaderBytes + static_cast<std::size_t>(count) * bytes_per_token_;
-  if (file_bytes != expected) {
-    close_and_fail(fmt::format("{} bytes, but the header's {} tokens need {} ({}); re-run `pax-ocl data prepare`",
-                               file_bytes, count, expected, file_bytes < expected ? "truncated" : "trailing bytes"));
+  // The header's count must be exactly what the file holds. Computed from the file's size, never as
+  // 32 + count * width, which wraps for a hostile count near 2^64 / width and would let the scan
+  // below read far past the mapping.
+  const std::uint64_t payload = file_bytes - kShardHeaderBytes;
+  const std::uint64_t held = payload / bytes_per_token_;
+  if (count != held || payload % bytes_per_token_ != 0) {
+    const bool fits = count <= (std::numeric_limits<std::uint64_t>::max() - kShardHeaderBytes) / bytes_per_token_;
+    const std::string needed = fits ? fmt::format("{} bytes", kShardHeaderBytes + count * bytes_per_token_) : "more than 2^64 bytes";
+    close_and_fail(fmt::format("{} bytes, but the header's {} tokens of {} bytes need {} ({}); re-run `pax-ocl data prepare`",
+                               file_bytes, count, bytes_per_token_, needed,
+                               count > held ? "truncated or a corrupt header" : "trailing bytes"));
   }
   if (count == 0) close_and_fail("holds no tokens");
   data_ = bytes + kShardHeaderBytes;
@@ -90,29 +98,33 @@ TokenShard::~TokenShard() {
 
 void write_token_shard(const std::filesystem::path& file, std::span<const std::uint32_t> tokens, std::uint32_t vocab_size) {
   const std::uint32_t width = vocab_size > 0 && vocab_size <= 65536 ? 2 : 4;
-  std::string out(kShardMagic, sizeof kShardMagic);
-  auto put = [&](auto v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  put(kShardVersion);
-  put(width);
-  put(static_cast<std::uint64_t>(tokens.size()));
-  put(vocab_size);
-  put(std::uint32_t{0});
-  for (std::uint32_t t : tokens) {
+  std::string header(kShardMagic, sizeof kShardMagic);
+  auto put = [&](std::string& out, auto v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(header, kShardVersion);
+  put(header, width);
+  put(header, static_cast<std::uint64_t>(tokens.size()));
+  put(header, vocab_size);
+  put(header, std::uint32_t{0});
+  AtomicFile out(file);
+  out.write(header);
+  std::string chunk;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (vocab_size > 0 && tokens[i] >= vocab_size) {  // would be truncated to 16 bits, or fail every reader
+      throw DataError(fmt::format("token shard {}: token {} at position {} is >= the vocabulary size {}", file.string(),
+                                  tokens[i], i, vocab_size));
+    }
     if (width == 2) {
-      put(static_cast<std::uint16_t>(t));
+      put(chunk, static_cast<std::uint16_t>(tokens[i]));
     } else {
-      put(t);
+      put(chunk, tokens[i]);
+    }
+    if (chunk.size() >= (1u << 20)) {
+      out.write(chunk);
+      chunk.clear();
     }
   }
-  const auto tmp = std::filesystem::path(file.string() + fmt::format(".tmp.{}", ::getpid()));
-  {
-    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-    o.write(out.data(), static_cast<std::streamsize>(out.size()));
-    if (!o.flush()) throw DataError(fmt::format("cannot write token shard {}", tmp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) throw DataError(fmt::format("cannot move token shard into place at {}: {}", file.string(), ec.message()));
+  out.write(chunk);
+  out.commit();
 }
 
 std::vector<std::filesystem::path> expand_shard_spec(const std::string& spec) {

@@ -8,8 +8,9 @@
 //          24  uint32   vocabulary size of the tokenizer that wrote it (0: unknown)
 //          28  uint32   reserved, 0
 //          32  tokens   count * bytes-per-token
-// A shard is memory-mapped read-only; opening validates the header, the exact file size and that
-// every token is below the vocabulary size given (the model's VOCAB_SIZE).
+// A shard is memory-mapped read-only; opening validates the header, that the count is exactly
+// (file size - 32) / width (never computed as 32 + count * width, which a hostile count wraps) and
+// that every token is below the vocabulary size given (the model's VOCAB_SIZE).
 #pragma once
 
 #include <cstddef>
@@ -52,7 +53,9 @@ class TokenShard {
   std::uint32_t bytes_per_token_ = 2, vocab_size_ = 0;
 };
 
-// Writes `tokens` as a shard (uint16 when vocab_size <= 65536, else uint32), atomically.
+// Writes `tokens` as a shard (uint16 when vocab_size <= 65536, else uint32) through an AtomicFile
+// (fsynced, renamed into place). DataError when a token is >= vocab_size (if vocab_size > 0) or the
+// write fails; `file` is then untouched.
 void write_token_shard(const std::filesystem::path& file, std::span<const std::uint32_t> tokens,
                        std::uint32_t vocab_size);
 

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -24,7 +25,7 @@ struct Bridge {
   int (*eos_id)(void*) = nullptr;
   int (*encode)(void*, const char*, std::size_t, int**, std::size_t*, char*, std::size_t) = nullptr;
   int (*decode)(void*, const int*, std::size_t, char**, char*, std::size_t) = nullptr;
-  int (*train)(const char*, char*, std::size_t) = nullptr;
+  int (*train)(const char*, const char* const*, const char* const*, std::size_t, char*, std::size_t) = nullptr;
 };
 
 std::string bridge_path() {
@@ -61,7 +62,7 @@ const Bridge& bridge() {
     b.eos_id = reinterpret_cast<decltype(b.eos_id)>(sym("paxocl_spm_eos_id"));
     b.encode = reinterpret_cast<decltype(b.encode)>(sym("paxocl_spm_encode"));
     b.decode = reinterpret_cast<decltype(b.decode)>(sym("paxocl_spm_decode"));
-    b.train = reinterpret_cast<decltype(b.train)>(sym("paxocl_spm_train"));
+    b.train = reinterpret_cast<decltype(b.train)>(sym("paxocl_spm_train_lines"));
   });
   return b;
 }
@@ -116,12 +117,18 @@ void train_tokenizer(const std::filesystem::path& text_file, const std::filesyst
     throw ConfigError(fmt::format("--model_type={}: use bpe or unigram", model_type));
   }
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  const std::string args = fmt::format(
-      "--input={} --model_prefix={} --vocab_size={} --model_type={} --character_coverage=1.0 --num_threads={} "
-      "--minloglevel=2",
-      text_file.string(), model_prefix.string(), vocab_size, model_type, threads);
+  // Options as key/value pairs (see paxocl_spm_train_lines: paths may hold spaces or commas).
+  const std::vector<std::pair<std::string, std::string>> options = {
+      {"model_prefix", model_prefix.string()}, {"vocab_size", std::to_string(vocab_size)},
+      {"model_type", model_type},              {"character_coverage", "1.0"},
+      {"num_threads", std::to_string(threads)}, {"minloglevel", "2"}};
+  std::vector<const char*> keys, values;
+  for (const auto& [k, v] : options) {
+    keys.push_back(k.c_str());
+    values.push_back(v.c_str());
+  }
   char err[1024] = {};
-  if (bridge().train(args.c_str(), err, sizeof err) != 0) {
+  if (bridge().train(text_file.c_str(), keys.data(), values.data(), options.size(), err, sizeof err) != 0) {
     throw DataError(fmt::format("SentencePiece training on {} failed: {}", text_file.string(), err));
   }
 }

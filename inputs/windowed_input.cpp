@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "common/rng.h"
 #include "device/errors.h"
@@ -39,12 +40,68 @@ void WindowedInput::build_order(std::uint64_t epoch) {
   order_epoch_ = epoch;
 }
 
-std::optional<Batch> WindowedInput::get_next() {
+WindowGeometry WindowedInput::geometry() const {
+  return {static_cast<std::uint64_t>(params_.seq_len), global_batch_, stream_.size()};
+}
+
+std::uint64_t WindowedInput::pass_batches() const {
+  return params_.eval_loop_num_batches > 0 ? static_cast<std::uint64_t>(params_.eval_loop_num_batches) : batches_per_epoch_;
+}
+
+InputState WindowedInput::state() const {
+  InputState s = state_;
+  s.geometry = geometry();
+  return s;
+}
+
+namespace {
+std::string describe(const WindowGeometry& g) {
+  return fmt::format("MAX_SEQ_LEN={}, global batch {}, {} tokens", g.seq_len, g.global_batch, g.tokens);
+}
+}  // namespace
+
+void WindowedInput::restore(const InputState& saved) {
+  const WindowGeometry here = geometry();
+  const bool same = !saved.geometry || *saved.geometry == here;
   if (!params_.is_training) {
-    const std::uint64_t limit = params_.eval_loop_num_batches > 0 ? static_cast<std::uint64_t>(params_.eval_loop_num_batches)
-                                                                  : batches_per_epoch_;
-    if (state_.index >= limit) return std::nullopt;
+    if (!same || saved.index > pass_batches()) {
+      throw DataError(fmt::format("evaluation input state '{}' does not fit this input ({}, {} batches per pass)",
+                                  saved.to_string(), describe(here), pass_batches()));
+    }
+    state_ = {saved.epoch, saved.index, std::nullopt};
+    return;
   }
+  if (same) {
+    if (saved.index >= batches_per_epoch_) {
+      throw DataError(fmt::format(
+          "input state '{}' is past the end of an epoch of {} batches ({}); the checkpoint's input position is corrupt{}",
+          saved.to_string(), batches_per_epoch_, describe(here),
+          saved.geometry ? "" : " or was saved under other data, MAX_SEQ_LEN or batch: resume with those, or start a new "
+                                "--job_log_dir"));
+    }
+    state_ = {saved.epoch, saved.index, std::nullopt};
+    return;
+  }
+  // Another geometry: check the index against the epoch it was saved in, then carry over the
+  // tokens consumed in that epoch. index * G * T < tokens, so nothing overflows.
+  const WindowGeometry& was = *saved.geometry;
+  const std::uint64_t was_windows = was.seq_len > 0 && was.tokens > was.seq_len ? (was.tokens - 1) / was.seq_len : 0;
+  const std::uint64_t was_batches = was.global_batch > 0 ? was_windows / was.global_batch : 0;
+  if (saved.index >= was_batches) {
+    throw DataError(fmt::format("input state '{}' is past the end of its own epoch of {} batches; the checkpoint's input "
+                                "position is corrupt",
+                                saved.to_string(), was_batches));
+  }
+  const std::uint64_t consumed = saved.index * was.global_batch * was.seq_len;
+  const std::uint64_t batches = consumed / (global_batch_ * here.seq_len);
+  state_ = {saved.epoch + batches / batches_per_epoch_, batches % batches_per_epoch_, std::nullopt};
+  spdlog::warn("the input position was saved for {}; this run has {}: continuing {} tokens into the epoch, at epoch {} "
+               "batch {} of {}",
+               describe(was), describe(here), consumed, state_.epoch, state_.index, batches_per_epoch_);
+}
+
+std::optional<Batch> WindowedInput::get_next() {
+  if (!params_.is_training && state_.index >= pass_batches()) return std::nullopt;
   if (params_.is_training) build_order(state_.epoch);
   const auto T = static_cast<std::size_t>(params_.seq_len), P = static_cast<std::size_t>(params_.batch_size);
   Batch b{params_.batch_size, params_.seq_len, {}, {}, {}};

@@ -7,6 +7,15 @@
 //     the next epoch's permutation.
 //   evaluation: windows in order; ceil(W / G) batches per pass on every host, the slots past W
 //     padded with weight 0, so all hosts run the same number of batches.
+// state() records the geometry (MAX_SEQ_LEN, global batch, stream tokens) with the position.
+// restore() of a training state:
+//   same geometry (or none recorded): restored exactly; an index past the epoch is a DataError.
+//   other geometry (another MAX_SEQ_LEN, PERCORE_BATCH_SIZE or mesh, or other data): the position
+//     is mapped by tokens consumed: the same number of tokens into the epoch, at whole batches of
+//     this run, wrapped into later epochs when this run's epoch is shorter; logged as a warning.
+//     The saved index must lie inside the saved geometry's epoch (else DataError: corrupt state).
+// restore() of an evaluation state (never checkpointed): index <= the pass's batches and the
+// same geometry, else DataError.
 #pragma once
 
 #include "inputs/base_input.h"
@@ -21,14 +30,17 @@ class WindowedInput : public BaseInput {
 
   std::optional<Batch> get_next() override;
   void reset() override { state_ = {}; }
-  InputState state() const override { return state_; }
-  void restore(const InputState& state) override { state_ = state; }
+  InputState state() const override;
+  void restore(const InputState& state) override;
 
   std::size_t num_windows() const { return windows_; }
   std::size_t batches_per_epoch() const { return batches_per_epoch_; }
 
  private:
   void build_order(std::uint64_t epoch);
+  WindowGeometry geometry() const;
+  std::uint64_t pass_batches() const;  // evaluation: batches in one pass
+
 
   TokenStream stream_;
   InputParams params_;

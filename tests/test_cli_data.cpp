@@ -86,6 +86,72 @@ TEST_F(CliData, BadDataIsOneLineAndExit3) {
   EXPECT_FALSE(std::filesystem::exists(dir_.path() / "o")) << "a failed prepare leaves nothing behind";
 }
 
+TEST_F(CliData, PrepareRefusesToReplaceADirectoryThatIsNotADataset) {
+  const auto mine = dir_.path() / "mine";
+  std::filesystem::create_directories(mine);
+  std::ofstream(mine / "thesis.tex") << "years of work\n";
+  std::ofstream(dir_.path() / "notes.txt") << "a file\n";
+  for (const auto& target : {mine, dir_.path() / "notes.txt"}) {
+    const auto r = run_command(kBinary + " data prepare --text=" + (dir_.path() / "story.txt").string() +
+                               " --output_dir=" + target.string() + " --vocab_size=64");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(target.string() + " exists and is not a prepared dataset (no dataset.json)"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.rfind("pax-ocl: error: "), r.err.find("pax-ocl: error: ")) << r.err;
+  }
+  std::ifstream in(mine / "thesis.tex");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), "years of work\n");
+  std::ifstream notes(dir_.path() / "notes.txt");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(notes)), std::istreambuf_iterator<char>()), "a file\n");
+}
+
+TEST_F(CliData, PreparingAgainReplacesTheDatasetWhole) {
+  const auto r = run_command(kBinary + " data prepare --text=" + (dir_.path() / "story.txt").string() +
+                             " --output_dir=" + data_.string() + " --vocab_size=48 --model_type=unigram");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("vocabulary 48"), std::string::npos) << r.out;
+  const auto inspect = run_command(kBinary + " data inspect --data=" + data_.string() + " --batches=1 --fdl.MAX_SEQ_LEN=16");
+  EXPECT_EQ(inspect.exit_code, 0) << inspect.err;
+  // A preparation that fails leaves the dataset as it was.
+  const auto failed = run_command(kBinary + " data prepare --text=" + (dir_.path() / "story.txt").string() +
+                                  " --output_dir=" + data_.string() + " --vocab_size=100000");
+  EXPECT_EQ(failed.exit_code, 3) << failed.err;
+  std::ifstream info(data_ / "dataset.json");
+  EXPECT_NE(std::string((std::istreambuf_iterator<char>(info)), std::istreambuf_iterator<char>()).find("\"vocab_size\": 48"),
+            std::string::npos);
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(name == "story.txt" || name == "data" || name == "data.lock") << name << " left behind";
+  }
+}
+
+// Three `data prepare` runs into one fresh directory (with a space in its path) at once: each
+// installs a whole dataset in turn, none fails, and what is left is one valid dataset.
+TEST_F(CliData, ConcurrentPreparesOfOneDirectoryAllSucceed) {
+  const auto out = dir_.path() / "shared data" / "set";
+  const std::string logs = dir_.path().string() + "/run";
+  std::string script;
+  for (const char* i : {"0", "1", "2"}) {
+    script += "( '" + kBinary + "' data prepare --text='" + (dir_.path() / "story.txt").string() + "' --output_dir='" +
+              out.string() + "' --vocab_size=64 >'" + logs + i + ".log' 2>&1; echo $? >'" + logs + i + ".rc' ) & ";
+  }
+  const auto r = run_command(script + "wait");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* i : {"0", "1", "2"}) {
+    std::ifstream rc(logs + i + ".rc"), log(logs + i + ".log");
+    int code = -1;
+    rc >> code;
+    EXPECT_EQ(code, 0) << std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  }
+  const auto inspect = run_command(kBinary + " data inspect --data='" + out.string() + "' --batches=1 --fdl.MAX_SEQ_LEN=16");
+  EXPECT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_NE(inspect.out.find("batch 0 row 1"), std::string::npos) << inspect.out;
+  for (const auto& entry : std::filesystem::directory_iterator(out.parent_path())) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(name == "set" || name == "set.lock") << name << " left behind";
+  }
+}
+
 TEST(CliDataKjv, DefaultCorpusIsPreparedOnceAndReused) {
   if (run_command("command -v bible").exit_code != 0) GTEST_SKIP() << "Debian package bible-kjv is not installed";
   TempDir root;

@@ -1,10 +1,15 @@
 // The input pipeline: sharding across simulated hosts, evaluation passes, resume exactness,
 // prefetching, token shards and their failure modes, SentencePiece, corpora and prepared datasets.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "device/errors.h"
 #include "inputs/corpus.h"
@@ -41,6 +46,11 @@ InputParams params(int batch, int hosts, int host, bool training) {
   p.seed = 7;
   p.prefetch_depth = 0;
   return p;
+}
+
+template <typename F>
+std::string error_of(F&& f) {
+  return paxocl::testing::error_message<DataError>(std::forward<F>(f));
 }
 
 // Windows of a batch's rows with weight 1 (first id / T), and the count of padded rows.
@@ -82,7 +92,8 @@ TEST(WindowedInput, TrainingHostsNeverShareAWindowAndAnEpochCoversEachOnce) {
     }
     EXPECT_EQ(epoch.size(), steps * 3 * static_cast<std::size_t>(hosts));
     EXPECT_EQ(std::set<int>(epoch.begin(), epoch.end()).size(), epoch.size()) << "a window repeated within an epoch";
-    EXPECT_EQ(inputs[0]->state(), (InputState{1, 0})) << "the epoch rolls over";
+    EXPECT_EQ(inputs[0]->state().epoch, 1u) << "the epoch rolls over";
+    EXPECT_EQ(inputs[0]->state().index, 0u);
     // The next epoch is a different order.
     const auto first_next = windows_of(*inputs[0]->get_next()).first;
     auto again = std::make_unique<WindowedInput>(counting_stream(tokens), params(3, hosts, 0, true));
@@ -173,6 +184,107 @@ TEST(PrefetchInput, EndOfPassAndErrorsReachTheCaller) {
   EXPECT_THROW(failing.get_next(), DataError);
 }
 
+// ---- resuming under other settings (the state string is what a checkpoint stores) ----------
+
+// "epoch=E,index=I": the position, without the geometry.
+std::string position(const BaseInput& in) {
+  const InputState s = in.state();
+  return "epoch=" + std::to_string(s.epoch) + ",index=" + std::to_string(s.index);
+}
+
+// Every row of the next batch is real data (weight 1): a training input never pads.
+void expect_real_batch(BaseInput& in) {
+  const auto b = in.get_next();
+  ASSERT_TRUE(b);
+  const auto [windows, padded] = windows_of(*b);
+  EXPECT_EQ(padded, 0) << "a training batch of padding";
+  EXPECT_EQ(static_cast<int>(windows.size()), b->batch);
+}
+
+TEST(InputState, GeometryRoundTripsAndOldStatesStillParse) {
+  const std::string full = "epoch=3,index=17,seq_len=128,global_batch=16,tokens=1048576";
+  EXPECT_EQ(InputState::parse(full).to_string(), full);
+  EXPECT_EQ(InputState::parse("epoch=3,index=17").to_string(), "epoch=3,index=17");  // saved before geometry
+  WindowedInput in(counting_stream(201), params(2, 2, 1, true));
+  EXPECT_EQ(in.state().to_string(), "epoch=0,index=0,seq_len=4,global_batch=4,tokens=201");
+}
+
+TEST(InputState, MalformedStatesAreDataErrors) {
+  for (const char* bad : {"epoch=1", "epoch=0,index=-1", "epoch=-1,index=0", "epoch=0,index=1x", "epoch=0,index=",
+                          "epoch=0,index=99999999999999999999999", "epoch=0,index=1,index=2", "epoch=0,index=1,shard=2",
+                          "epoch=0,index=1,seq_len=4", "epoch=0,index=1,seq_len=0,global_batch=4,tokens=201", "",
+                          "epoch=0,index=1,"}) {
+    EXPECT_NE(error_of([&] { InputState::parse(bad); }).find("is malformed"), std::string::npos) << bad;
+  }
+}
+
+TEST(WindowedInput, RestoringAnIndexPastTheEpochIsADataErrorNotAnEpochOfPadding) {
+  // 201 tokens, T=4: 50 windows; batch 2 x 2 hosts: 12 batches per epoch.
+  for (const char* state : {"epoch=0,index=12", "epoch=5,index=40", "epoch=0,index=12,seq_len=4,global_batch=4,tokens=201",
+                            "epoch=0,index=18446744073709551615"}) {
+    WindowedInput in(counting_stream(201), params(2, 2, 1, true));
+    const std::string e = error_of([&] { in.restore(InputState::parse(state)); });
+    EXPECT_NE(e.find("past the end"), std::string::npos) << state << ": " << e;
+    EXPECT_EQ(position(in), "epoch=0,index=0") << "a rejected state changes nothing";
+  }
+  // A mapped state must first lie inside the epoch it was saved in: 201 tokens / T=4 / 2 = 25 batches.
+  WindowedInput other(counting_stream(201), params(4, 1, 0, true));
+  EXPECT_NE(error_of([&] { other.restore(InputState::parse("epoch=0,index=25,seq_len=4,global_batch=2,tokens=201")); })
+                .find("past the end of its own epoch"),
+            std::string::npos);
+  EXPECT_NO_THROW(other.restore(InputState::parse("epoch=0,index=24,seq_len=4,global_batch=2,tokens=201")));
+  // Evaluation: at most the pass's batches (13 = ceil(50 / 4)), and only the same geometry.
+  WindowedInput eval(counting_stream(201), params(2, 2, 1, false));
+  EXPECT_NO_THROW(eval.restore(InputState::parse("epoch=0,index=13")));
+  EXPECT_FALSE(eval.get_next()) << "a finished pass";
+  EXPECT_THROW(eval.restore(InputState::parse("epoch=0,index=14")), DataError);
+  EXPECT_THROW(eval.restore(InputState::parse("epoch=0,index=1,seq_len=8,global_batch=4,tokens=201")), DataError);
+}
+
+TEST(WindowedInput, ResumingUnderAnotherGeometryMapsTheTokensConsumed) {
+  // Saved with T=4, batch 2 x 2 hosts (16 tokens a step) after 10 of 12 batches: 160 tokens into epoch 3.
+  auto saved_by = std::make_unique<WindowedInput>(counting_stream(201), params(2, 2, 0, true));
+  saved_by->restore(InputState::parse("epoch=3,index=9"));
+  saved_by->get_next();
+  const std::string saved = saved_by->state().to_string();
+  ASSERT_EQ(saved, "epoch=3,index=10,seq_len=4,global_batch=4,tokens=201");
+  const struct {
+    int batch, hosts, seq_len;
+    std::size_t tokens;
+    std::string expected;
+  } cases[] = {
+      {4, 1, 4, 201, "epoch=3,index=10"},  // another mesh, the same global batch: exact
+      {8, 1, 4, 201, "epoch=3,index=5"},   // a larger batch (16 windows a step, 6 steps an epoch)
+      {1, 2, 4, 201, "epoch=3,index=20"},  // a smaller one
+      {2, 2, 8, 201, "epoch=3,index=5"},   // MAX_SEQ_LEN 8: 32 tokens a step, 160 / 32
+      {2, 2, 4, 121, "epoch=4,index=3"},   // less data: 7 batches an epoch, so 10 batches in wraps to the next
+      {2, 2, 4, 73, "epoch=5,index=2"},    // 4 batches an epoch: two epochs on
+  };
+  for (const auto& c : cases) {
+    InputParams p = params(c.batch, c.hosts, 0, true);
+    p.seq_len = c.seq_len;
+    WindowedInput in(counting_stream(c.tokens), p);
+    in.restore(InputState::parse(saved));
+    EXPECT_EQ(position(in), c.expected) << c.batch << "x" << c.hosts << " T=" << c.seq_len << " tokens " << c.tokens;
+    for (std::size_t k = 0; k < in.batches_per_epoch() + 1; ++k) expect_real_batch(in);
+  }
+}
+
+TEST(PrefetchInput, ARejectedRestoreKeepsThePosition) {
+  PrefetchInput in(std::make_unique<WindowedInput>(counting_stream(201), params(2, 1, 0, true)), 3);
+  in.get_next();
+  in.get_next();
+  in.get_next();
+  PrefetchInput same(std::make_unique<WindowedInput>(counting_stream(201), params(2, 1, 0, true)), 3);
+  same.restore(InputState::parse("epoch=0,index=3"));
+  EXPECT_THROW(in.restore(InputState::parse("epoch=0,index=-1")), DataError);
+  EXPECT_THROW(in.restore(InputState::parse("epoch=0,index=99")), DataError);
+  EXPECT_EQ(position(in), "epoch=0,index=3");
+  EXPECT_EQ(in.get_next()->ids, same.get_next()->ids) << "continues where it was";
+  in.restore(InputState::parse("epoch=2,index=5,seq_len=4,global_batch=4,tokens=201"));  // mapped: 80 tokens, 8 per step
+  EXPECT_EQ(position(in), "epoch=2,index=10") << "state() reports the mapped position";
+}
+
 TEST(InputParams, PerHostBatchFromFractionalPercoreBatch) {
   EXPECT_EQ(per_host_batch_size(4, 8, 2), 16);
   EXPECT_EQ(per_host_batch_size(0.5, 8, 2), 2);  // tensor parallelism: half a sequence per device
@@ -183,15 +295,9 @@ TEST(InputParams, PerHostBatchFromFractionalPercoreBatch) {
     EXPECT_NE(std::string(e.what()).find("global batch 1.5 is not a whole number of sequences per host"), std::string::npos) << e.what();
   }
   EXPECT_THROW(per_host_batch_size(3, 2, 4), ConfigError);  // 6 sequences over 4 hosts
-  EXPECT_THROW(InputState::parse("epoch=1"), DataError);
 }
 
 // ---- token shards --------------------------------------------------------------------------
-
-template <typename F>
-std::string error_of(F&& f) {
-  return paxocl::testing::error_message<DataError>(std::forward<F>(f));
-}
 
 TEST(TokenShard, RoundTripInBothWidthsAcrossShards) {
   TempDir dir;
@@ -237,6 +343,61 @@ TEST(TokenShard, BadShardsAreClearDataErrors) {
             std::string::npos);
 }
 
+// A shard header claiming `count` tokens of `width` bytes, followed by `payload` bytes of 0x41.
+void write_shard_header(const std::filesystem::path& f, std::uint32_t width, std::uint64_t count, std::size_t payload) {
+  char header[kShardHeaderBytes] = {};
+  const std::uint32_t vocab = 256;
+  std::memcpy(header, kShardMagic, sizeof kShardMagic);
+  std::memcpy(header + 8, &kShardVersion, 4);
+  std::memcpy(header + 12, &width, 4);
+  std::memcpy(header + 16, &count, 8);
+  std::memcpy(header + 24, &vocab, 4);
+  std::ofstream out(f, std::ios::binary | std::ios::trunc);
+  out.write(header, sizeof header);
+  for (std::size_t i = 0; i < payload; ++i) out.put('A');
+}
+
+TEST(TokenShard, ACountThatWrapsTheSizeArithmeticIsADataErrorNotAnOutOfBoundsRead) {
+  TempDir dir;
+  const auto f = dir.path() / "wrap.tokens";
+  constexpr std::uint64_t k2p62 = 1ull << 62, k2p63 = 1ull << 63;
+  const struct {
+    std::uint32_t width;
+    std::uint64_t count;
+    std::size_t payload;  // 32 + count * width == 32 + payload modulo 2^64
+  } cases[] = {
+      {2, k2p63 + 1, 2},      // the reproduced 34-byte file
+      {2, k2p63, 0},          // a bare header claiming 2^63 tokens
+      {4, k2p62 + 1, 4},
+      {4, k2p63 + 1, 4},
+      {4, 3 * k2p62, 0},
+      {4, k2p62 + 1024, 4096},
+  };
+  for (const auto& c : cases) {
+    write_shard_header(f, c.width, c.count, c.payload);
+    for (std::uint32_t vocab : {0u, 256u}) {  // with a vocabulary, every token is scanned
+      const std::string e = error_of([&] { TokenShard(f, vocab); });
+      EXPECT_NE(e.find(f.string()), std::string::npos) << e;
+      EXPECT_NE(e.find(fmt::format("header's {} tokens of {} bytes need more than 2^64 bytes", c.count, c.width)),
+                std::string::npos)
+          << e;
+    }
+  }
+  write_shard_header(f, 4, 0, 2);  // half a token
+  EXPECT_NE(error_of([&] { TokenShard(f, 0); }).find("trailing bytes"), std::string::npos);
+  write_shard_header(f, 2, 5, 6);  // 3 tokens held, 5 claimed
+  EXPECT_NE(error_of([&] { TokenShard(f, 0); }).find("need 42 bytes (truncated or a corrupt header)"), std::string::npos);
+}
+
+TEST(TokenShard, TheWriterRefusesTokensOutsideTheVocabulary) {
+  TempDir dir;
+  const auto f = dir.path() / "x.tokens";
+  EXPECT_NE(error_of([&] { write_token_shard(f, std::vector<std::uint32_t>{1, 70000}, 65536); })
+                .find("token 70000 at position 1 is >= the vocabulary size 65536"),
+            std::string::npos);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "no file, not even a temporary one";
+}
+
 // ---- SentencePiece, corpora, datasets ------------------------------------------------------
 
 std::filesystem::path write_text(const std::filesystem::path& dir) { return paxocl::testing::write_word_story(dir, 40, 3); }
@@ -255,7 +416,10 @@ TEST(Tokenizer, TrainedModelRoundTripsAndMatchesTheStandardTools) {
                              " --output_format=id");
   if (r.exit_code == 127) GTEST_SKIP() << "spm_encode is not installed (Debian package sentencepiece)";
   std::string expected;
-  for (std::size_t i = 0; i < ids.size(); ++i) expected += (i ? " " : "") + std::to_string(ids[i]);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) expected += ' ';  // (not `(i ? " " : "") + ...`: GCC 12's -Wrestrict false positive)
+    expected += std::to_string(ids[i]);
+  }
   EXPECT_EQ(r.out, expected + "\n");
 }
 
@@ -306,7 +470,12 @@ TEST(Dataset, PrepareThenReadBackEveryDocumentWithEos) {
   const TokenShard shard(out / "train.tokens", 50);
   ASSERT_EQ(shard.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) ASSERT_EQ(shard[i], expected[i]) << i;
-  EXPECT_FALSE(std::filesystem::exists(out.string() + ".tmp." + std::to_string(::getpid())));
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(name == "story.txt" || name == "ds" || name == "ds.lock") << name << " left behind";
+  }
+  std::filesystem::create_directory(dir.path() / "probe");  // as the umask makes directories (not 0700)
+  EXPECT_EQ(std::filesystem::status(out).permissions(), std::filesystem::status(dir.path() / "probe").permissions());
 
   InputParams p = params(2, 1, 0, false);
   p.seq_len = 16;
@@ -314,6 +483,88 @@ TEST(Dataset, PrepareThenReadBackEveryDocumentWithEos) {
   EXPECT_NE(error_of([&] { make_input(out.string(), "train", p, 256); }).find("has 50 pieces but VOCAB_SIZE=256"),
             std::string::npos);
   EXPECT_NE(error_of([&] { read_dataset_info(dir.path()); }).find("not a prepared dataset"), std::string::npos);
+}
+
+TEST(Dataset, PathsWithSpacesAndCommas) {
+  TempDir dir;
+  const auto root = dir.path() / "my data, v2";
+  std::filesystem::create_directories(root);
+  const Corpus corpus = read_text_files({write_text(root)}, 0.1);
+  const auto out = root / "the set";
+  EXPECT_EQ(prepare_dataset(corpus, PrepareOptions{out, 50, "bpe", std::nullopt}, "story").vocab_size, 50);
+  EXPECT_EQ(Tokenizer(out / "tokenizer.model").vocab_size(), 50);
+}
+
+// A run killed mid-way leaves DIR.tmp.XXXXXX, or (between its two renames) DIR missing and the old
+// dataset at DIR.old.XXXXXX: the next run puts the dataset back and deletes the leftovers, and
+// nothing else.
+TEST(Dataset, WhatAnInterruptedPreparationLeftIsPutBackOrTidiedUp) {
+  TempDir dir;
+  const Corpus corpus = read_text_files({write_text(dir.path())}, 0.1);
+  const auto out = dir.path() / "ds";
+  prepare_dataset(corpus, PrepareOptions{out, 50, "bpe", std::nullopt}, "story");
+  std::filesystem::rename(out, dir.path() / "ds.old.Ab12cD");
+  std::filesystem::create_directories(dir.path() / "ds.tmp.xY3456" / "junk");
+  std::filesystem::create_directories(dir.path() / "ds.tmp.mine");     // not a name prepare makes
+  std::filesystem::create_directories(dir.path() / "ds.old.Ab12cDe");  // nor this
+  int prepared = 0;
+  EXPECT_FALSE(ensure_dataset(PrepareOptions{out, 50, "bpe", std::nullopt},
+                              [&] {
+                                ++prepared;
+                                return corpus;
+                              },
+                              "story"));
+  EXPECT_EQ(prepared, 0) << "the old dataset goes back instead";
+  EXPECT_EQ(read_dataset_info(out).vocab_size, 50);
+  std::set<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) left.insert(entry.path().filename().string());
+  EXPECT_EQ(left, (std::set<std::string>{"story.txt", "ds", "ds.lock", "ds.tmp.mine", "ds.old.Ab12cDe"}));
+}
+
+// Several processes ask for one dataset at once (the ranks of a job on first use of the KJV, or
+// independent jobs sharing PAX_OCL_DATA_DIR): one prepares, the others wait and reuse it.
+TEST(Dataset, ConcurrentProcessesPrepareOnceAndAllGetTheDataset) {
+  TempDir dir;
+  const auto text = write_text(dir.path());
+  const auto root = dir.path() / "data dir";  // fresh: not even created yet
+  const auto marks = dir.path() / "prepared-by";
+  constexpr int kProcesses = 3;
+  std::vector<pid_t> children;
+  for (int i = 0; i < kProcesses; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int code = 0;
+      try {
+        ensure_dataset(PrepareOptions{root / "ds", 50, "bpe", std::nullopt},
+                       [&] {
+                         std::ofstream(marks, std::ios::app) << ::getpid() << "\n";
+                         ::usleep(200 * 1000);  // all three are surely past the "is it there?" check
+                         return read_text_files({text}, 0.1);
+                       },
+                       "story");
+        TokenShard(root / "ds" / "train.tokens", 50);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", i, e.what());
+        code = 1;
+      }
+      std::_Exit(code);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a process failed (see its line above)";
+  }
+  std::ifstream in(marks);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 1) << "prepared by: " << all;
+  EXPECT_EQ(read_dataset_info(root / "ds").vocab_size, 50);
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(name == "ds" || name == "ds.lock") << name << " left behind";
+  }
 }
 
 }  // namespace

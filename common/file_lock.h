@@ -1,0 +1,29 @@
+// FileLock: an exclusive flock(2) on a lock file, for work that one process at a time may do
+// (e.g. preparing a dataset that several ranks or independent jobs want at once). The lock is
+// released when the object dies, or by the kernel when the process does, so a killed holder never
+// leaves it stuck. The file is created if missing and never removed: removing it would let a
+// waiter and a newcomer lock two different files.
+#pragma once
+
+#include <filesystem>
+
+namespace paxocl {
+
+class FileLock {
+ public:
+  // Opens (creating) `file`; DataError naming it when that fails. Does not lock yet.
+  explicit FileLock(const std::filesystem::path& file);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+  bool try_lock();  // true when now held
+  void lock();      // waits until held; DataError when the file system refuses locks
+  const std::filesystem::path& path() const { return file_; }
+
+ private:
+  std::filesystem::path file_;
+  int fd_ = -1;
+};
+
+}  // namespace paxocl
