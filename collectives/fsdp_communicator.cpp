@@ -1,6 +1,7 @@
 #include "collectives/fsdp_communicator.h"
 
 #include <algorithm>
+#include <cstddef>
 
 #include <fmt/format.h>
 
@@ -24,13 +25,29 @@ MpiCommunicator::Split chunk_sizes(const UnitSplit& split) {
 
 FsdpCommunicator::FsdpCommunicator(std::vector<device::Device*> local, const ProcessWorld& world, FsdpMesh mesh)
     : mesh_(mesh),
-      ici_(std::move(local)),
       fsdp_group_(world, ranks_along(mesh.dcn_fsdp, world.rank() / mesh.dcn_fsdp * mesh.dcn_fsdp, 1)),
-      data_group_(world, ranks_along(mesh.dcn_data, world.rank() % mesh.dcn_fsdp, mesh.dcn_fsdp)) {
+      data_group_(world, ranks_along(mesh.dcn_data, world.rank() % mesh.dcn_fsdp, mesh.dcn_fsdp)),
+      ici_(std::move(local)) {
+  // Members die in reverse order of declaration: the ICI communicator's worker runs the jobs that
+  // call the MPI groups, so it must be declared after them (destroyed, its worker joined, first).
+  // offsetof on this non-standard-layout class is conditionally supported; GCC and Clang give it.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+  static_assert(offsetof(FsdpCommunicator, ici_) > offsetof(FsdpCommunicator, fsdp_group_) &&
+                    offsetof(FsdpCommunicator, ici_) > offsetof(FsdpCommunicator, data_group_),
+                "ici_ must be declared after the MPI groups its jobs use");
+#pragma GCC diagnostic pop
   if (ici_.size() != mesh.ici_data * mesh.ici_fsdp || world.size() != mesh.dcn_data * mesh.dcn_fsdp) {
     throw ConfigError(fmt::format("FSDP mesh ICI [{},{}] x DCN [{},{}] does not match {} device(s) x {} process(es)",
                                   mesh.ici_data, mesh.ici_fsdp, mesh.dcn_data, mesh.dcn_fsdp, ici_.size(), world.size()));
   }
+}
+
+FsdpCommunicator::~FsdpCommunicator() {
+  // A queued or running ICI job may wait on a collective a failed peer never joins: the groups
+  // fail theirs first, so the worker's job ends; then ici_ (declared last) dies before them.
+  fsdp_group_.shutdown();
+  data_group_.shutdown();
 }
 
 Pending FsdpCommunicator::gather(const UnitSplit& split, IciCommunicator::Buffers shard_buffers,

@@ -40,6 +40,11 @@ struct UnitSplit {
 class FsdpCommunicator {
  public:
   FsdpCommunicator(std::vector<device::Device*> local, const ProcessWorld& world, FsdpMesh mesh);
+  // Without waiting for the job's other processes: shuts the MPI groups down (an ICI job blocked
+  // in one of their collectives fails), then cancels the queued ICI jobs; see ~IciCommunicator.
+  ~FsdpCommunicator();
+  FsdpCommunicator(const FsdpCommunicator&) = delete;
+  FsdpCommunicator& operator=(const FsdpCommunicator&) = delete;
 
   // `shard_buffers`: every local device's shard buffer; `slots`: per local device, the view to
   // fill with the unit (a null Buffer skips that device); `host`, if not empty, receives it too.
@@ -57,8 +62,9 @@ class FsdpCommunicator {
 
  private:
   FsdpMesh mesh_;
-  IciCommunicator ici_;
   MpiCommunicator fsdp_group_, data_group_;  // processes along DCN fsdp (same data index), and along DCN data
+  // Declared after the groups, so destroyed (its worker, which calls them, joined) before them.
+  IciCommunicator ici_;
 };
 
 }  // namespace paxocl::collectives

@@ -17,14 +17,20 @@ class GradientAverager {
   // `local`: this process's replicas (one per device); `process_ranks`: the world ranks of the
   // processes holding the other replicas of the same data axis group (this process included).
   GradientAverager(std::vector<device::Device*> local, const ProcessWorld& world, std::vector<int> process_ranks);
+  // Without waiting for the other processes: shuts the MPI group down (an ICI job blocked in its
+  // all-reduce fails), then cancels the queued ICI jobs; see ~IciCommunicator.
+  ~GradientAverager();
+  GradientAverager(const GradientAverager&) = delete;
+  GradientAverager& operator=(const GradientAverager&) = delete;
 
   Pending average(IciCommunicator::Buffers gradients, std::size_t n, IciCommunicator::Events wait_for = {});
   int replicas() const { return ici_.size() * mpi_.size(); }
   IciCommunicator& ici() { return ici_; }  // for tracing
 
  private:
-  IciCommunicator ici_;
   MpiCommunicator mpi_;
+  // Declared after the MPI group, so destroyed (its worker, which calls it, joined) before it.
+  IciCommunicator ici_;
 };
 
 }  // namespace paxocl::collectives

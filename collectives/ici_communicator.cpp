@@ -4,6 +4,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "collectives/mpi_communicator.h"
 #include "device/cl_error.h"
@@ -22,12 +23,23 @@ IciCommunicator::IciCommunicator(std::vector<device::Device*> members) : members
   worker_ = std::thread([this] { run(); });
 }
 
+// Cancels, does not drain: after an error the queued operations' inputs may never come (or their
+// collectives never be joined by a failed peer), so they fail instead of running.
 IciCommunicator::~IciCommunicator() {
+  std::deque<Job> cancelled;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
+    cancelled.swap(jobs_);
   }
   wake_.notify_all();
+  if (!cancelled.empty()) {
+    spdlog::warn("ICI communicator destroyed with {} operation(s) queued; cancelled", cancelled.size());
+  }
+  for (const Job& job : cancelled) {
+    job.pending.fail(std::make_exception_ptr(
+        DeviceError(fmt::format("ICI operation '{}' was cancelled: its communicator was destroyed first", job.name))));
+  }
   worker_.join();
 }
 

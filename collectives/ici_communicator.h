@@ -35,6 +35,9 @@ class IciCommunicator {
   using Events = std::vector<device::Event>;           // dependencies of an operation (any members' contexts)
 
   explicit IciCommunicator(std::vector<device::Device*> members);
+  // Waits for the operation running on the worker, if any, and fails the queued ones (their
+  // Pendings throw DeviceError) rather than running them. An owner whose operations block on
+  // other communicators (MPI groups) shuts those down first, so the running one ends.
   ~IciCommunicator();
   IciCommunicator(const IciCommunicator&) = delete;
   IciCommunicator& operator=(const IciCommunicator&) = delete;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "collectives/mpi_chunks.h"
 #include "device/errors.h"
 
 namespace paxocl::collectives {
@@ -91,10 +92,21 @@ std::vector<int> ProcessWorld::all_gather(int value) const {
 
 std::vector<std::string> ProcessWorld::all_gather(const std::string& value) const {
   if (!uses_mpi_) return {value};
-  const std::vector<int> lengths = all_gather(static_cast<int>(value.size()));
+  // MPI counts are int: every process learns every length first (-1: too long), so all agree to
+  // refuse a gather whose strings or total do not fit instead of some of them calling MPI.
+  const std::vector<int> lengths =
+      all_gather(value.size() > mpi_chunks::kMaxCount ? -1 : static_cast<int>(value.size()));
   std::vector<int> offsets(lengths.size(), 0);
-  for (std::size_t i = 1; i < lengths.size(); ++i) offsets[i] = offsets[i - 1] + lengths[i - 1];
-  std::string joined(static_cast<std::size_t>(offsets.back() + lengths.back()), '\0');
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    if (lengths[i] < 0 || total + static_cast<std::size_t>(lengths[i]) > mpi_chunks::kMaxCount) {
+      throw DeviceError("gathering strings from every process: more than INT_MAX bytes (rank " + std::to_string(i) +
+                        "'s string is too long)");
+    }
+    offsets[i] = static_cast<int>(total);
+    total += static_cast<std::size_t>(lengths[i]);
+  }
+  std::string joined(total, '\0');
   check_mpi(MPI_Allgatherv(value.data(), static_cast<int>(value.size()), MPI_CHAR, joined.data(), lengths.data(),
                            offsets.data(), MPI_CHAR, MPI_COMM_WORLD),
             "MPI_Allgatherv");
@@ -107,9 +119,11 @@ std::vector<std::string> ProcessWorld::all_gather(const std::string& value) cons
 
 void ProcessWorld::all_reduce_sum(std::vector<double>& values) const {
   if (!uses_mpi_ || size_ == 1) return;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM,
-                          MPI_COMM_WORLD),
-            "MPI_Allreduce");
+  for (const mpi_chunks::Range& w : mpi_chunks::windows(values.size(), mpi_chunks::kMaxCount)) {  // int counts
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, values.data() + w.begin, static_cast<int>(w.end - w.begin), MPI_DOUBLE,
+                            MPI_SUM, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+  }
 }
 
 void ProcessWorld::barrier() const {

@@ -27,7 +27,8 @@ class ProcessWorld {
   const std::string& launcher() const { return launcher_; }  // "none", "mpirun", "srun", "pmix", "forced"
   bool thread_multiple() const { return thread_multiple_; }  // MPI_THREAD_MULTIPLE granted
 
-  // Every rank's value, in rank order (collective: all ranks must call).
+  // Every rank's value, in rank order (collective: all ranks must call). Strings totalling more
+  // than INT_MAX bytes (MPI's int counts) are a DeviceError on every rank alike.
   std::vector<int> all_gather(int value) const;
   std::vector<std::string> all_gather(const std::string& value) const;
   // Element-wise sums over all ranks, in place (collective). For small host-side statistics.
