@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/atomic_file.h"
+#include "common/bounded_json.h"
 #include "common/file_lock.h"
 #include "device/errors.h"
 #include "inputs/prefetch_input.h"
@@ -250,9 +251,8 @@ DatasetInfo read_dataset_info(const fs::path& dir) {
     throw DataError(fmt::format("{} is not a prepared dataset (no dataset.json); create one with `pax-ocl data prepare`",
                                 dir.string()));
   }
-  nlohmann::json j;
   try {
-    in >> j;
+    const nlohmann::json j = read_json_file_bounded(dir / "dataset.json", kMaxJsonDepth, 1 << 20);
     DatasetInfo info;
     info.source = j.at("source");
     info.vocab_size = j.at("vocab_size");
@@ -261,7 +261,7 @@ DatasetInfo read_dataset_info(const fs::path& dir) {
     info.train_tokens = j.at("train_tokens");
     info.validation_tokens = j.at("validation_tokens");
     return info;
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {  // std::invalid_argument (syntax, depth, size) or nlohmann's type errors
     throw DataError(fmt::format("{}/dataset.json is malformed: {}", dir.string(), e.what()));
   }
 }

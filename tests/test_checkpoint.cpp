@@ -4,10 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <random>
 
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_writer.h"
+#include "checkpoint/manifest_file.h"
+#include "proto/checkpoint.pb.h"
 #include "device/errors.h"
 #include "tests/model_configs.h"
 #include "tests/test_support.h"
@@ -24,6 +28,24 @@ TEST(CheckpointDir, RetentionKeepsTheNewestAndOnePerInterval) {
   // Also one per 2 hours, counted from the oldest: 0, 400 (2 h), 800 (4 h).
   EXPECT_EQ(CheckpointDir::to_delete(saved, 3, 2.0), (std::vector<long>{100, 200, 300, 500, 600}));
   EXPECT_TRUE(CheckpointDir::to_delete(saved, 10, 0).empty());
+  // CHECKPOINT_MAX_TO_KEEP=0 (refused by the experiment; here straight to the policy) still keeps the newest.
+  EXPECT_EQ(CheckpointDir::to_delete(saved, 0, 0), (std::vector<long>{0, 100, 200, 300, 400, 500, 600, 700, 800}));
+  EXPECT_EQ(CheckpointDir::to_delete(saved, -5, 0).size(), 9u);
+}
+
+TEST(CheckpointDir, RemovalIsAtomicAndAnInterruptedReplaceKeepsTheOldCheckpoint) {
+  testing::TempDir tmp;
+  const CheckpointDir dir(tmp.path());
+  fs::create_directories(dir.final_path(4));
+  std::ofstream(dir.final_path(4) / "x") << "x";
+  dir.remove(4);
+  EXPECT_TRUE(dir.steps().empty());
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp.path()), fs::directory_iterator()), 0);
+  // publish() cut off after moving the old checkpoint aside: the next start puts it back.
+  fs::create_directories(tmp.path() / "replaced.checkpoint_00000009");
+  fs::create_directories(dir.temporary_path(9));
+  dir.remove_temporaries();
+  EXPECT_EQ(dir.steps(), (std::vector<long>{9}));
 }
 
 TEST(CheckpointDir, ListsCommittedStepsAndRemovesTemporaries) {
@@ -135,6 +157,73 @@ TEST_F(CheckpointFiles, AMissingManifestOrAnotherModelIsReported) {
   EXPECT_THROW(read_checkpoint(dir_, 3, other), ConfigError);
   fs::remove(dir_.final_path(3) / CheckpointDir::kManifest);
   EXPECT_THROW(read_checkpoint(dir_, 3, layout_), DataError);
+}
+
+// Rewrites the manifest of `step` through `edit`, sealed again (as a crafted checkpoint would be).
+template <typename Edit>
+void edit_manifest(const CheckpointDir& dir, long step, Edit&& edit) {
+  proto::CheckpointManifest m = open_manifest(dir.final_path(step), step);
+  edit(m);
+  std::ofstream(dir.final_path(step) / CheckpointDir::kManifest, std::ios::binary | std::ios::trunc) << seal_manifest(m);
+}
+
+std::string data_error(const std::function<void()>& f) { return testing::error_message<DataError>(f); }
+
+TEST_F(CheckpointFiles, AFlippedBitInTheManifestIsCorruptionAndFallsBack) {
+  save(1);
+  const std::vector<float> good = state_;
+  save(2);
+  const fs::path manifest = dir_.final_path(2) / CheckpointDir::kManifest;
+  std::string bytes;
+  {
+    std::ifstream in(manifest, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const std::size_t at = bytes.find("params/h1.mlp.fc.w");
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 8] ^= 0x01;  // "h1" -> "h0": the name of another tensor, still a valid protobuf
+  std::ofstream(manifest, std::ios::binary | std::ios::trunc) << bytes;
+  EXPECT_NE(data_error([&] { read_checkpoint(dir_, 2, layout_); }).find("CRC32C"), std::string::npos);
+  std::vector<std::string> skipped;
+  const auto latest = read_latest_checkpoint(dir_, layout_, [&](const std::string& why) { skipped.push_back(why); });
+  ASSERT_TRUE(latest.has_value());
+  state_ = good;
+  expect_state(*latest, 1);
+  EXPECT_EQ(skipped.size(), 1u);
+}
+
+TEST_F(CheckpointFiles, ManifestFileNamesArePlainAndEveryPieceIsInAVerifiedFile) {
+  save(2);
+  const std::string outside = (tmp_.path() / "outside.safetensors").string();
+  fs::copy_file(part_file(2), outside);
+  // A listed file outside the directory.
+  edit_manifest(dir_, 2, [&](proto::CheckpointManifest& m) {
+    m.mutable_files(1)->set_name("../" + part_file(2).filename().string());
+  });
+  EXPECT_NE(data_error([&] { read_checkpoint(dir_, 2, layout_); }).find("not a plain file name"), std::string::npos);
+  save(3);
+  // No files listed (so no CRC checks) and pieces naming an absolute path.
+  edit_manifest(dir_, 3, [&](proto::CheckpointManifest& m) {
+    m.clear_files();
+    for (auto& t : *m.mutable_tensors()) {
+      for (auto& p : *t.mutable_pieces()) p.set_file(outside);
+    }
+  });
+  EXPECT_NE(data_error([&] { read_checkpoint(dir_, 3, layout_); }).find("not among the checkpoint's verified files"),
+            std::string::npos);
+  save(4);
+  edit_manifest(dir_, 4, [](proto::CheckpointManifest& m) { m.set_step(40); });
+  EXPECT_NE(data_error([&] { read_checkpoint(dir_, 4, layout_); }).find("records step 40"), std::string::npos);
+}
+
+TEST_F(CheckpointFiles, APieceBeyondItsTensorIsRefusedBeforeAnyCopy) {
+  save(2);
+  edit_manifest(dir_, 2, [](proto::CheckpointManifest& m) {
+    for (auto& t : *m.mutable_tensors()) {
+      if (t.name() == "params/lnf.bias") t.mutable_pieces(0)->set_end(1u << 20);
+    }
+  });
+  EXPECT_NE(data_error([&] { read_checkpoint(dir_, 2, layout_); }).find("does not fit"), std::string::npos);
 }
 
 TEST_F(CheckpointFiles, ACommitWaitsForEveryProcessAndGivesUp) {

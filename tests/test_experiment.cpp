@@ -66,6 +66,48 @@ TEST(Experiment, BadOverridesNameTheFieldAndType) {
   EXPECT_NE(config_error([&] { e.set("NUM_LAYER", "2"); }).find("did you mean NUM_LAYERS"), std::string::npos);
 }
 
+// Every hyper-parameter's documented range is checked when it is set, from a flag or a file: values
+// that used to wrap (static_cast<int>) or slip through (betas >= 1, max_to_keep 0) are errors.
+TEST(Experiment, ValuesOutsideTheirRangeAreRefusedWhenSet) {
+  Experiment e = Experiment::named("Default");
+  EXPECT_NE(config_error([&] { e.set("CHECKPOINT_MAX_TO_KEEP", "0"); }).find("CHECKPOINT_MAX_TO_KEEP=0: the value must be in [1,"),
+            std::string::npos);
+  EXPECT_NE(config_error([&] { e.set("CHECKPOINT_MAX_TO_KEEP", "4294967296"); }).find("must be in [1, 2147483647]"),
+            std::string::npos);
+  EXPECT_NE(config_error([&] { e.set("NUM_LAYERS", "4294967298"); }).find("NUM_LAYERS=4294967298"), std::string::npos);
+  EXPECT_NE(config_error([&] { e.set("ADAM_BETA1", "2"); }).find("ADAM_BETA1=2: the value must be in [0, 1)"), std::string::npos);
+  EXPECT_THROW(e.set("ADAM_BETA2", "1"), ConfigError);
+  EXPECT_THROW(e.set("MAX_SEQ_LEN", "-129"), ConfigError);
+  EXPECT_THROW(e.set("INIT_STD", "0"), ConfigError);
+  EXPECT_THROW(e.set("PERCORE_BATCH_SIZE", "-1"), ConfigError);
+  EXPECT_NE(config_error([&] { e.set("TRACE_STEPS", "[3,0]"); }).find("every entry (here 0)"), std::string::npos);
+  EXPECT_NE(config_error([&] { e.set("DCN_MESH_SHAPE", "[1,1,1,1]"); }).find("expected 3 entries"), std::string::npos);
+  EXPECT_EQ(e.get_int("CHECKPOINT_MAX_TO_KEEP"), 10);  // nothing refused was stored
+  e.set("ADAM_BETA1", "0");
+  e.set("CHECKPOINT_MAX_TO_KEEP", "1");
+  EXPECT_EQ(e.get_int("CHECKPOINT_MAX_TO_KEEP"), 1);
+
+  testing::TempDir dir;
+  const auto file = dir.path() / "wrapping.json";
+  // The experiment of issue 14's export overflow: MAX_SEQ_LEN=-129 wrapped the layout to 16 floats.
+  std::ofstream(file) << R"({"fdl_config":"Default","NUM_LAYERS":0,"MODEL_DIMS":16,"MAX_SEQ_LEN":-129,"VOCAB_SIZE":1})";
+  EXPECT_NE(config_error([&] { Experiment::from_file(file); }).find("MAX_SEQ_LEN=-129"), std::string::npos);
+  std::ofstream(file) << R"({"fdl_config":"Default","NUM_LAYERS":0})";
+  EXPECT_NE(config_error([&] { Experiment::from_file(file); }).find("NUM_LAYERS=0"), std::string::npos);
+  std::ofstream(file) << R"({"fdl_config":"Default","SEED":18446744073709551615})";  // would wrap to -1 in get<long>
+  EXPECT_NE(config_error([&] { Experiment::from_file(file); }).find("expected an integer"), std::string::npos);
+  std::ofstream(file) << R"({"fdl_config":"Default","LEARNING_RATE":1e999})";
+  EXPECT_THROW(Experiment::from_file(file), ConfigError);
+  for (const std::string& name : Experiment::names()) EXPECT_NO_THROW(Experiment::named(name).model_config()) << name;
+}
+
+TEST(Experiment, DeeplyNestedFilesAreRefusedNotAStackOverflow) {
+  testing::TempDir dir;
+  const auto file = dir.path() / "nested.json";
+  std::ofstream(file) << R"({"fdl_config":"Default","TRACE_STEPS":)" << std::string(100000, '[') << std::string(100000, ']') << "}";
+  EXPECT_NE(config_error([&] { Experiment::from_file(file); }).find("nested deeper than 64 levels"), std::string::npos);
+}
+
 TEST(Experiment, FileInheritsFromANamedExperimentAndRoundTrips) {
   testing::TempDir dir;
   const auto file = dir.path() / "mine.json";

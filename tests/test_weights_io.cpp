@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cstdint>
 #include <algorithm>
 #include <cstdio>
@@ -447,6 +449,71 @@ TEST(WeightsIo, LlmcErrorsNameTheFileAndTheProblem) {
   expect_file_error(load, f, {"Vp=40 is smaller than V=50"});
   write_llmc(f, Dims{16, 50, 0, 2, 8, 64});
   expect_file_error(load, f, {"L=0"});
+}
+
+// Headers that claim huge models in small files: the size check comes before anything is allocated
+// or built from the header (before the fix, L = 2^31-1 ran out of memory building the layout).
+TEST(WeightsIo, LlmcHeadersClaimingHugeModelsFailOnTheFileSize) {
+  TempDir dir;
+  const fs::path f = dir.path() / "huge.bin";
+  for (const Dims d : {Dims{1024, 50257, 1 << 28, 12, 768, 50304},
+                       Dims{std::numeric_limits<std::int32_t>::max(), std::numeric_limits<std::int32_t>::max(),
+                            std::numeric_limits<std::int32_t>::max(), 1, std::numeric_limits<std::int32_t>::max() / 4,
+                            std::numeric_limits<std::int32_t>::max()}}) {
+    std::int32_t header[256] = {20240326, 3, d.maxT, d.V, d.L, d.NH, d.C, d.Vp};
+    write_bytes(f, std::string(reinterpret_cast<const char*>(header), sizeof header) + std::string(40000, '\0'));
+    try {
+      load_llmc(f, 1);
+      ADD_FAILURE() << "a 41 KB file loaded as a model of L=" << d.L;
+    } catch (const WeightsFileError& e) {
+      const std::string msg = e.what();
+      EXPECT_TRUE(msg.find("truncated") != std::string::npos || msg.find("unusable model shape") != std::string::npos) << msg;
+    }
+  }
+}
+
+// A real file of many thin layers loads in linear time: tensors are found by name through a map
+// (before the fix, 20000 layers meant ~10^10 name comparisons).
+TEST(WeightsIo, LlmcWithManyLayersLoads) {
+  TempDir dir;
+  const fs::path f = dir.path() / "deep.bin";
+  const Dims deep{1, 1, 20000, 1, 1, 1};
+  write_llmc(f, deep);
+  const HostWeights w = load_llmc(f, 1);
+  EXPECT_EQ(w.config.num_layers, 20000);
+  const ParameterLayout layout(w.config, 1);
+  EXPECT_EQ(w.data[layout.at("h19999.mlp.proj.b").offset], value(13, 19999));  // kind 13 (fcprojb), layer 19999
+}
+
+TEST(WeightsIo, SafetensorsNamesAloneCannotClaimAHugeModel) {
+  TempDir dir;
+  const fs::path f = dir.path() / "names.safetensors";
+  // Real wte / wpe / h.0.mlp.c_fc, then 100000 layers named by zero-element tensors: the layout
+  // this implies (100000 x ~12.6M floats) must be refused from the file's size, not allocated.
+  auto tensor = [](std::string name, std::vector<std::int64_t> shape) {
+    std::size_t n = 1;
+    for (std::int64_t d : shape) n *= static_cast<std::size_t>(d);
+    return StTensor{std::move(name), std::move(shape), std::string(n * 4, '\0'), "F32", std::nullopt};
+  };
+  std::vector<StTensor> tensors = {tensor("transformer.wte.weight", {2, 1024}), tensor("transformer.wpe.weight", {2, 1024}),
+                                   tensor("transformer.h.0.mlp.c_fc.weight", {1024, 4096})};
+  for (int l = 1; l < 100000; ++l) tensors.push_back(tensor(fmt::format("transformer.h.{}.ln_1.weight", l), {0}));
+  write_safetensors(f, tensors);
+  expect_file_error([&] { load_safetensors(f, 8, 1); }, f, {"100000-layer model", "truncated or not"});
+}
+
+TEST(WeightsIo, DeeplyNestedOrOversizedSafetensorsHeadersAreRefused) {
+  TempDir dir;
+  const fs::path f = dir.path() / "nested.safetensors";
+  // 100000 levels in __metadata__: parsed, then copied recursively (stack overflow) before the fix.
+  const std::string nested = R"({"__metadata__":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  write_safetensors_raw(f, nested.size(), nested, "");
+  expect_file_error([&] { load_safetensors(f, 1, 1); }, f, {"nested deeper than 64 levels"});
+  // A header length beyond the format's 100 MB cap (the file is sparse: no disk is used).
+  const std::uint64_t huge = (std::uint64_t{100} << 20) + 8;
+  write_safetensors_raw(f, huge, "{}", "");
+  fs::resize_file(f, 8 + huge);
+  expect_file_error([&] { load_safetensors(f, 1, 1); }, f, {"the format allows at most"});
 }
 
 TEST(WeightsIo, SafetensorsErrorsNameTheFileAndTheProblem) {
