@@ -139,10 +139,12 @@ DatasetInfo prepare_locked(const Corpus& corpus, const PrepareOptions& options, 
   } else {
     const fs::path text = tmp / "tokenizer_training.txt";
     {
-      std::ofstream out(text, std::ios::binary);
-      for (const Document& d : corpus.train) out << d.text << "\n";
-      out.close();
-      if (!out) throw DataError(fmt::format("cannot write {}", text.string()));
+      AtomicFile out(text);  // errors name the file and the reason (e.g. No space left on device)
+      for (const Document& d : corpus.train) {
+        out.write(d.text);
+        out.write("\n");
+      }
+      out.commit();
     }
     train_tokenizer(text, tmp / "tokenizer", options.vocab_size, options.model_type);
     fs::remove(text, ec);

@@ -121,6 +121,20 @@ TEST_F(CliCheckpoint, ADamagedNewestCheckpointFallsBackToTheOneBefore) {
   EXPECT_EQ(losses_of(r.out), std::vector<double>(reference_.begin() + 8, reference_.end()));
 }
 
+// Issue 14's heap overflow: an experiment.json whose MAX_SEQ_LEN wrapped the layout to 16 floats, and
+// a crafted checkpoint (a piece of 2048 floats, no files listed so no CRC check). export validates the
+// experiment before building anything from it.
+TEST_F(CliCheckpoint, ExportRefusesAnExperimentThatWouldWrapTheLayout) {
+  const fs::path job = dir_.path() / "crafted";
+  fs::create_directories(job / "checkpoints" / "checkpoint_00000000");
+  std::ofstream(job / "experiment.json") << R"({"fdl_config":"Default","NUM_LAYERS":0,"MODEL_DIMS":16,"MAX_SEQ_LEN":-129,"VOCAB_SIZE":1})";
+  std::ofstream(job / "checkpoints" / "checkpoint_00000000" / "manifest.pb") << "crafted";
+  const auto r = run_command(kBinary + " export --job_log_dir=" + job.string() + " --output=" + (dir_.path() / "x.bin").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("MAX_SEQ_LEN=-129: the value must be in [1,"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 TEST_F(CliCheckpoint, RetentionAndSavingOff) {
   train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=8 --fdl.CHECKPOINT_EVERY_N_STEPS=1"
             " --fdl.CHECKPOINT_MAX_TO_KEEP=3 --fdl.ASYNC_CHECKPOINTING=false", "kept");
