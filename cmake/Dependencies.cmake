@@ -1,22 +1,25 @@
 # Finds pax-ocl's dependencies. All come from Debian 12 packages (see scripts/setup.sh).
 
-# OpenCL: build against the 1.2 API so the binary runs on every ICD (NVIDIA, AMD, Intel, PoCL).
-set(CL_TARGET_OPENCL_VERSION 120)
-find_package(OpenCL REQUIRED)                      # ocl-icd-opencl-dev + opencl-headers
-find_package(CLBlast CONFIG REQUIRED)              # libclblast-dev
-find_package(clFFT CONFIG REQUIRED)                # libclfft-dev
-find_package(MPI REQUIRED COMPONENTS C)            # libopenmpi-dev
 find_package(Protobuf REQUIRED)                    # libprotobuf-dev + protobuf-compiler
 find_package(fmt CONFIG REQUIRED)                  # libfmt-dev
 find_package(spdlog CONFIG REQUIRED)               # libspdlog-dev
 find_package(nlohmann_json 3.10 CONFIG REQUIRED)   # nlohmann-json3-dev
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
-pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)  # libhwloc-dev
-
 if(NOT Protobuf_PROTOC_EXECUTABLE)
   message(FATAL_ERROR "protoc not found: install protobuf-compiler (apt-get install protobuf-compiler)")
 endif()
+if(PAXOCL_FUZZ)
+  return()  # the fuzz build is host-only: no OpenCL, MPI or hwloc
+endif()
+
+# OpenCL: build against the 1.2 API so the binary runs on every ICD (NVIDIA, AMD, Intel, PoCL).
+set(CL_TARGET_OPENCL_VERSION 120)
+find_package(OpenCL REQUIRED)                      # ocl-icd-opencl-dev + opencl-headers
+find_package(CLBlast CONFIG REQUIRED)              # libclblast-dev
+find_package(clFFT CONFIG REQUIRED)                # libclfft-dev
+find_package(MPI REQUIRED COMPONENTS C)            # libopenmpi-dev
+pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)  # libhwloc-dev
 
 # The PoCL ICD is a run-time dependency only (the CPU fallback); warn early if it is missing.
 if(NOT EXISTS /etc/OpenCL/vendors/pocl.icd)

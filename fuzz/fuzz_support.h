@@ -1,0 +1,39 @@
+// Shared by the libFuzzer targets in fuzz/ (docs/hardening.md).
+//
+// The readers under test take paths, so every target writes its input into a scratch directory of
+// its own process (under /dev/shm when there is one: no disk traffic), removed when the process
+// exits normally. The project's documented errors (ConfigError, DataError and subclasses such as
+// models::WeightsFileError) are the expected answer to bad input; everything else is a finding:
+// a crash, a sanitizer report, another exception escaping (std::terminate aborts), a huge
+// allocation (libFuzzer's -rss_limit_mb / -malloc_limit_mb) or a hang (-timeout).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "models/gpt_config.h"
+
+namespace paxocl::fuzz {
+
+// This process's scratch directory (created on first use; removed at exit).
+const std::filesystem::path& scratch_dir();
+
+// Writes `bytes` to `file`, replacing it (plain writes: atomicity is not what is under test).
+void write_file(const std::filesystem::path& file, std::string_view bytes);
+inline void write_file(const std::filesystem::path& file, const std::uint8_t* data, std::size_t size) {
+  write_file(file, std::string_view(reinterpret_cast<const char*>(data), size));
+}
+std::string read_file(const std::filesystem::path& file);
+
+// A property the target checks: when it does not hold, print `what` and abort (a libFuzzer crash).
+void require(bool ok, std::string_view what);
+
+// The smallest GPT the weight and checkpoint targets use (their seed corpora are written for it):
+// 1 layer, C=8, H=32, 2 heads of 4, 4 positions, vocabulary 16 (no padding rows).
+models::GptConfig tiny_config();
+inline constexpr int kTinyHeads = 2;
+
+}  // namespace paxocl::fuzz

@@ -1,0 +1,135 @@
+// make_seeds OUT_DIR: writes the seed corpus of every fuzz target into OUT_DIR/<target>/, using the
+// project's own writers (so the seeds are valid files of today's formats), reproducibly: the same
+// bytes on every run (scripts/fuzz.sh runs it before fuzzing).
+#include <cstdio>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint_writer.h"
+#include "fuzz/fuzz_support.h"
+#include "inputs/token_shard.h"
+#include "models/experiment.h"
+#include "models/parameter_layout.h"
+#include "models/weights_io.h"
+
+using namespace paxocl;
+namespace fs = std::filesystem;
+
+namespace {
+fs::path out_root;
+
+void seed(const std::string& target, const std::string& name, const std::string& bytes) {
+  fs::create_directories(out_root / target);
+  fuzz::write_file(out_root / target / name, bytes);
+}
+
+// Deterministic weights for `config`: small distinct values, alignment gaps zero.
+models::HostWeights tiny_weights(const models::GptConfig& config) {
+  models::HostWeights w{config, 1, {}};
+  w.data.resize(models::ParameterLayout(config, 1).total());
+  for (std::size_t i = 0; i < w.data.size(); ++i) w.data[i] = static_cast<float>(i % 97) / 64.0f - 0.5f;
+  return w;
+}
+
+void token_shard_seeds() {
+  const fs::path tmp = fuzz::scratch_dir() / "shard";
+  std::vector<std::uint32_t> tokens;
+  for (std::uint32_t i = 0; i < 40; ++i) tokens.push_back(i * 7 % 256);
+  inputs::write_token_shard(tmp, tokens, 256);  // uint16 tokens
+  seed("fuzz_token_shard", "uint16.shard", fuzz::read_file(tmp));
+  for (auto& t : tokens) t *= 1000;
+  inputs::write_token_shard(tmp, tokens, 300000);  // uint32 tokens
+  seed("fuzz_token_shard", "uint32.shard", fuzz::read_file(tmp));
+  inputs::write_token_shard(tmp, std::vector<std::uint32_t>{1, 2}, 0);  // vocabulary unknown
+  seed("fuzz_token_shard", "two_tokens.shard", fuzz::read_file(tmp));
+}
+
+void weights_seeds() {
+  const fs::path st = fuzz::scratch_dir() / "w.safetensors", llmc = fuzz::scratch_dir() / "w.bin";
+  models::GptConfig padded = fuzz::tiny_config();
+  padded.vocab_size = 12;  // 4 padding rows in llm.c files
+  for (const auto& [name, config] : {std::pair{"tiny", fuzz::tiny_config()}, std::pair{"padded", padded}}) {
+    models::save_safetensors(st, tiny_weights(config));
+    seed("fuzz_safetensors", std::string(name) + ".safetensors", fuzz::read_file(st));
+    models::save_llmc(llmc, tiny_weights(config));
+    seed("fuzz_llmc_weights", std::string(name) + ".bin", fuzz::read_file(llmc));
+  }
+  // Other dtypes and an empty tensor, for the reader alone.
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},)"
+      R"("b":{"dtype":"I64","shape":[1,1],"data_offsets":[4,12]},"c":{"dtype":"BF16","shape":[0],"data_offsets":[12,12]}})";
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>(header.size() >> (8 * i));
+  seed("fuzz_safetensors", "dtypes.safetensors", file + header + std::string(12, '\x01'));
+}
+
+void checkpoint_seeds() {
+  const models::ParameterLayout layout(fuzz::tiny_config(), 1);
+  const checkpoint::CheckpointDir dir(fuzz::scratch_dir() / "checkpoints");
+  // One process holding everything (whole tensors), and one whose slices split tensors into pieces.
+  const std::vector<std::vector<std::size_t>> splits = {{0}, {0, 100, 1000}};
+  for (std::size_t k = 0; k < splits.size(); ++k) {
+    fs::remove_all(dir.root());
+    checkpoint::Snapshot s;
+    s.step = 7;
+    s.input_state = "epoch 0 position 12";
+    s.sharding = "data 1";
+    s.experiment_json = "{}";
+    for (std::size_t i = 0; i < splits[k].size(); ++i) {
+      const std::size_t begin = splits[k][i], end = i + 1 < splits[k].size() ? splits[k][i + 1] : layout.total();
+      checkpoint::StateSlice slice{begin, {}, {}, {}};
+      for (std::size_t j = begin; j < end; ++j) {
+        slice.params.push_back(static_cast<float>(j % 13));
+        slice.m.push_back(0.25f);
+        slice.v.push_back(0.125f);
+      }
+      s.slices.push_back(std::move(slice));
+    }
+    fs::create_directories(dir.temporary_path(s.step));  // as the Checkpointer does before a save
+    checkpoint::write_process_part(dir, s, layout, 0);
+    checkpoint::commit(dir, s, layout, 1, std::chrono::seconds(1));
+    const std::string manifest = fuzz::read_file(dir.final_path(7) / checkpoint::CheckpointDir::kManifest);
+    const std::string part = fuzz::read_file(dir.final_path(7) / "part-00000.safetensors");
+    std::string input(1, '\x01');  // flags: keep the part's size and CRC in the manifest in step
+    for (int i = 0; i < 4; ++i) input += static_cast<char>(manifest.size() >> (8 * i));
+    seed("fuzz_checkpoint", "checkpoint" + std::to_string(k), input + manifest + part);
+  }
+}
+
+void experiment_seeds() {
+  for (const std::string& name : models::Experiment::names()) {
+    seed("fuzz_experiment", name + ".json", models::Experiment::named(name).to_json().dump(2));
+  }
+  seed("fuzz_experiment", "inherits.json", R"({"fdl_config": ")" + models::Experiment::names().front() +
+                                              R"(", "NUM_LAYERS": 3, "ICI_MESH_SHAPE": [1, 2, 1], "DATA": "synthetic"})");
+  const char* overrides[] = {"--fdl.NUM_LAYERS=12",        "--fdl.LEARNING_RATE=6e-4",  "--fdl.ICI_MESH_SHAPE=[8, 1, 1]",
+                             "--fdl.DCN_MESH_SHAPE=2,1,1", "--fdl.ASYNC_CHECKPOINTING=False",
+                             "--fdl.DATA='text:a.txt'",    "--fdl.MAX_STEPS=1_000",     "--fdl.PERCORE_BATCH_SIZE=0.5"};
+  int i = 0;
+  for (const char* o : overrides) seed("fuzz_experiment", "override" + std::to_string(i++), o);
+}
+
+void tfrecord_seeds() {
+  // FuzzedDataProvider input: the bytes only steer tags, values and steps.
+  seed("fuzz_tfrecord", "one", std::string("loss\\\x00\x00\x00\x00\x00\x00\xf0\x3f\x01\x00\x00\x00\x00\x00\x00\x00", 21));
+  std::string many;
+  for (int i = 0; i < 64; ++i) many += static_cast<char>(i * 37);
+  seed("fuzz_tfrecord", "many", many);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
+    return 2;
+  }
+  out_root = argv[1];
+  token_shard_seeds();
+  weights_seeds();
+  checkpoint_seeds();
+  experiment_seeds();
+  tfrecord_seeds();
+  return 0;
+}
