@@ -5,7 +5,7 @@
 # Usage: scripts/setup.sh            # install packages (needs root or sudo) + configure + build
 #        SKIP_APT=1 scripts/setup.sh # only configure + build
 # Env:   BUILD_DIR (default build), BUILD_TYPE (default Release), JOBS (default nproc),
-#        EXTRA_CMAKE_ARGS (e.g. -DPAXOCL_WERROR=ON)
+#        EXTRA_CMAKE_ARGS (e.g. -DPAXOCL_WERROR=ON), SKIP_BUILD=1 (configure only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,4 +40,4 @@ fi
 BUILD_DIR=${BUILD_DIR:-build}
 # shellcheck disable=SC2086 # EXTRA_CMAKE_ARGS is a list of words
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" ${EXTRA_CMAKE_ARGS:-} >/dev/null
-cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"
+[[ "${SKIP_BUILD:-0}" == 1 ]] || cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"
