@@ -1,6 +1,7 @@
 #include "models/hparam_values.h"
 
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <cstdlib>
 
@@ -46,7 +47,31 @@ bool parse_bool_value(std::string_view field, std::string_view text) {
   throw ConfigError(fmt::format("--fdl.{}={}: expected a boolean (True or False)", field, text));
 }
 
+namespace {
+// Strings end up in experiment.json and checkpoint manifests, which must be valid UTF-8 (JSON).
+bool is_valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    std::uint32_t cp = n == 1 ? c : c & (0x3F >> (n - 1));
+    for (std::size_t k = 1; k < n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if ((b >> 6) != 0x2) return false;
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;  // overlong, too big, surrogate
+    i += n;
+  }
+  return true;
+}
+}  // namespace
+
 std::string parse_string_value(std::string_view field, std::string_view text) {
+  if (!is_valid_utf8(text)) {
+    throw ConfigError(fmt::format("--fdl.{}: the value is not valid UTF-8; use UTF-8 text (paths included)", field));
+  }
   if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'')) {
     if (text.back() != text.front()) throw ConfigError(fmt::format("--fdl.{}={}: unterminated string", field, text));
     return std::string(text.substr(1, text.size() - 2));

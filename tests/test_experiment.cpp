@@ -101,6 +101,15 @@ TEST(Experiment, ValuesOutsideTheirRangeAreRefusedWhenSet) {
   for (const std::string& name : Experiment::names()) EXPECT_NO_THROW(Experiment::named(name).model_config()) << name;
 }
 
+// Found by fuzz_experiment: a non-UTF-8 string was stored, then experiment.json could not be written.
+TEST(Experiment, StringsMustBeUtf8) {
+  Experiment e = Experiment::named("Default");
+  EXPECT_NE(config_error([&] { e.set("DATA", "text:a\x8c\x87\x8b\xd8"); }).find("not valid UTF-8"), std::string::npos);
+  EXPECT_THROW(e.set("DATA", "\xc0\xaf"), ConfigError);  // overlong '/'
+  EXPECT_NO_THROW(e.set("DATA", "text:caf\xc3\xa9.txt"));  // UTF-8 is fine
+  EXPECT_NO_THROW(e.to_json().dump());
+}
+
 TEST(Experiment, DeeplyNestedFilesAreRefusedNotAStackOverflow) {
   testing::TempDir dir;
   const auto file = dir.path() / "nested.json";
