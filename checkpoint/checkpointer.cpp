@@ -81,6 +81,7 @@ std::optional<RestoredState> Checkpointer::restore() {
                    "inspection (delete it when done)",
                    *it, failed, world_.size(), aside.string());
     }
+    world_.barrier();  // every process sees it gone before going on (e.g. to save that step again)
   }
   return std::nullopt;
 }

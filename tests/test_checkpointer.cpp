@@ -28,6 +28,8 @@ class CheckpointerPolicy : public ::testing::Test {
     // One directory for the whole job: rank 0's temporary directory, shared by name.
     shared_ = fs::path(test_world().all_gather(own_.path().string()).front());
   }
+  // Rank 0 deletes the shared directory with its TempDir: only once every rank is done with it.
+  ~CheckpointerPolicy() override { test_world().barrier(); }
 
   // This process's share of a state derived from `step`: alternate 1000-float slices per rank.
   Snapshot snapshot(long step) const {
