@@ -92,7 +92,7 @@ TEST_F(CliTrain, BadInputIsOneLineWithTheDocumentedExitCode) {
       {"train --fdl.NUM_LAYERS=two", 2, "--fdl.NUM_LAYERS=two: expected an integer"},
       {"train --fdl.LEARNING_RATE=fast", 2, "--fdl.LEARNING_RATE=fast: expected a finite number"},
       {"train --fdl.NUM_LAYER=2", 2, "did you mean --fdl.NUM_LAYERS"},
-      {"train --fdl.NUM_HEADS=0", 2, "NUM_HEADS=0: must be at least 1"},
+      {"train --fdl.NUM_HEADS=0", 2, "NUM_HEADS=0: the value must be in [1, 268435456]"},
   };
   for (const auto& c : cases) {
     const auto r = run_command(kBinary + " " + c.args);
