@@ -1,12 +1,12 @@
 #include "checkpoint/manifest_file.h"
 
 #include <cstring>
-#include <fstream>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "checkpoint/checkpoint_dir.h"
+#include "common/bounded_read.h"
 #include "common/crc32c.h"
 #include "device/errors.h"
 
@@ -35,13 +35,12 @@ std::string seal_manifest(proto::CheckpointManifest manifest) {
 proto::CheckpointManifest open_manifest(const std::filesystem::path& directory, long step) {
   const std::filesystem::path file = directory / CheckpointDir::kManifest;
   auto bad = [&](const std::string& what) { throw DataError(fmt::format("{}: {}", file.string(), what)); };
-  std::ifstream in(file, std::ios::binary);
-  if (!in) bad("missing; the checkpoint is incomplete");
+  if (!std::filesystem::exists(file)) bad("missing; the checkpoint is incomplete");
   std::string bytes;
-  char chunk[1 << 16];
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-    bytes.append(chunk, static_cast<std::size_t>(in.gcount()));
-    if (bytes.size() > kMaxManifestBytes) bad(fmt::format("larger than {} bytes: not a checkpoint manifest", kMaxManifestBytes));
+  try {
+    bytes = read_file_bounded(file, kMaxManifestBytes);
+  } catch (const std::invalid_argument& e) {
+    bad(fmt::format("{}: not a checkpoint manifest", e.what()));
   }
   proto::CheckpointManifest m;
   if (!m.ParseFromString(bytes)) bad("not a checkpoint manifest (corrupt)");

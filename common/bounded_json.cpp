@@ -1,11 +1,12 @@
 #include "common/bounded_json.h"
 
 #include <algorithm>
-#include <fstream>
 #include <iterator>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "common/bounded_read.h"
 
 namespace paxocl {
 
@@ -51,18 +52,7 @@ nlohmann::json parse_json_bounded(std::string_view text, int max_depth, std::siz
 }
 
 nlohmann::json read_json_file_bounded(const std::filesystem::path& file, int max_depth, std::size_t max_bytes) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw std::invalid_argument("cannot be read");
-  std::string text;
-  char chunk[1 << 16];
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-    text.append(chunk, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > max_bytes) {
-      throw std::invalid_argument(fmt::format("more than the {} bytes of JSON accepted", max_bytes));
-    }
-  }
-  if (in.bad()) throw std::invalid_argument("read error");
-  return parse_json_bounded(text, max_depth, max_bytes);
+  return parse_json_bounded(read_file_bounded(file, max_bytes), max_depth, max_bytes);
 }
 
 }  // namespace paxocl

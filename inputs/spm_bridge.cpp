@@ -1,8 +1,11 @@
-// libpaxocl_spm: a tiny C API over libsentencepiece, loaded by inputs/tokenizer.cpp with
-// dlopen(RTLD_LOCAL | RTLD_DEEPBIND). Debian's libsentencepiece embeds its own protobuf 3.14 with
-// the same symbol names as the system libprotobuf 3.21 that pax-ocl uses for its manifests and
+// libpaxocl_spm: a tiny C API over libsentencepiece, loaded by inputs/tokenizer.cpp into a link-map
+// namespace of its own (dlmopen(LM_ID_NEWLM)). Debian's libsentencepiece embeds its own protobuf 3.14
+// with the same symbol names as the system libprotobuf 3.21 that pax-ocl uses for its manifests and
 // TensorBoard events; in one global symbol scope the two versions bind to each other's code and
-// crash at start-up. Behind dlopen with DEEPBIND, sentencepiece resolves to its own copy.
+// crash at start-up. In its own namespace sentencepiece sees only its own copy (and its own C and
+// C++ runtimes), so nothing allocated here may be freed outside: buffers go back through
+// paxocl_spm_release. The namespace holds no sanitizer runtime either, so this library is always
+// built uninstrumented (inputs/CMakeLists.txt).
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
@@ -60,11 +63,14 @@ void* paxocl_spm_load(const char* model, char* err, std::size_t err_len) {
 
 void paxocl_spm_free(void* sp) { delete static_cast<sentencepiece::SentencePieceProcessor*>(sp); }
 
+// Frees a buffer paxocl_spm_encode or paxocl_spm_decode returned (with this namespace's free()).
+void paxocl_spm_release(void* buffer) { std::free(buffer); }
+
 int paxocl_spm_vocab_size(void* sp) { return static_cast<sentencepiece::SentencePieceProcessor*>(sp)->GetPieceSize(); }
 
 int paxocl_spm_eos_id(void* sp) { return static_cast<sentencepiece::SentencePieceProcessor*>(sp)->eos_id(); }
 
-// *ids is malloc'ed; the caller frees it with free().
+// *ids is malloc'ed here; the caller returns it with paxocl_spm_release.
 int paxocl_spm_encode(void* sp, const char* text, std::size_t len, int** ids, std::size_t* count, char* err,
                       std::size_t err_len) {
   std::vector<int> out;
@@ -79,7 +85,7 @@ int paxocl_spm_encode(void* sp, const char* text, std::size_t len, int** ids, st
   return 0;
 }
 
-// *text is malloc'ed and NUL-terminated; the caller frees it with free().
+// *text is malloc'ed here and NUL-terminated; the caller returns it with paxocl_spm_release.
 int paxocl_spm_decode(void* sp, const int* ids, std::size_t count, char** text, char* err, std::size_t err_len) {
   std::string out;
   const auto status =

@@ -17,10 +17,12 @@ namespace paxocl::inputs {
 
 namespace {
 
-// The libpaxocl_spm bridge (inputs/spm_bridge.cpp), loaded once with its own symbol scope.
+// The libpaxocl_spm bridge (inputs/spm_bridge.cpp), loaded once into a link-map namespace of its
+// own. Buffers it returns come from that namespace's malloc and go back through `release`.
 struct Bridge {
   void* (*load)(const char*, char*, std::size_t) = nullptr;
   void (*free_model)(void*) = nullptr;
+  void (*release)(void*) = nullptr;
   int (*vocab_size)(void*) = nullptr;
   int (*eos_id)(void*) = nullptr;
   int (*encode)(void*, const char*, std::size_t, int**, std::size_t*, char*, std::size_t) = nullptr;
@@ -46,7 +48,9 @@ const Bridge& bridge() {
   static std::once_flag once;
   std::call_once(once, [] {
     const std::string path = bridge_path();
-    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    // dlmopen rather than dlopen(RTLD_DEEPBIND): the sanitizer runtimes refuse DEEPBIND, and deep
+    // binding still shared the C++ runtime's globals with the executable.
+    void* handle = ::dlmopen(LM_ID_NEWLM, path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       throw DataError(fmt::format("cannot load the SentencePiece bridge {} ({}); rebuild pax-ocl or set PAX_OCL_SPM_BRIDGE",
                                   path, ::dlerror()));
@@ -58,6 +62,7 @@ const Bridge& bridge() {
     };
     b.load = reinterpret_cast<decltype(b.load)>(sym("paxocl_spm_load"));
     b.free_model = reinterpret_cast<decltype(b.free_model)>(sym("paxocl_spm_free"));
+    b.release = reinterpret_cast<decltype(b.release)>(sym("paxocl_spm_release"));
     b.vocab_size = reinterpret_cast<decltype(b.vocab_size)>(sym("paxocl_spm_vocab_size"));
     b.eos_id = reinterpret_cast<decltype(b.eos_id)>(sym("paxocl_spm_eos_id"));
     b.encode = reinterpret_cast<decltype(b.encode)>(sym("paxocl_spm_encode"));
@@ -96,7 +101,7 @@ std::vector<int> Tokenizer::encode(std::string_view text) const {
     throw DataError(fmt::format("tokenizer {}: encoding failed ({})", path_.string(), err));
   }
   std::vector<int> out(ids, ids + count);
-  std::free(ids);
+  bridge().release(ids);
   return out;
 }
 
@@ -107,7 +112,7 @@ std::string Tokenizer::decode(std::span<const int> ids) const {
     throw DataError(fmt::format("tokenizer {}: decoding failed ({})", path_.string(), err));
   }
   std::string out(text);
-  std::free(text);
+  bridge().release(text);
   return out;
 }
 

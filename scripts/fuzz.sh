@@ -24,18 +24,7 @@ TARGETS=("$@")
 # llvm-16 the symbolizer that puts file:line into reports.
 CLANG_VERSION=16
 PACKAGES=(clang-$CLANG_VERSION libclang-rt-$CLANG_VERSION-dev llvm-$CLANG_VERSION)
-if [[ "${SKIP_APT:-0}" != 1 ]]; then
-  missing=()
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if ((${#missing[@]})); then
-    SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
-    echo "fuzz: installing ${missing[*]}"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
-  fi
-fi
+[[ "${SKIP_APT:-0}" == 1 ]] || scripts/install_packages.sh fuzz "${PACKAGES[@]}"
 
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 LAUNCHER=()

@@ -24,18 +24,7 @@ PACKAGES=(
   libopenblas-dev                     # bench/bench_gemm only: the CPU GEMM reference
 )
 
-if [[ "${SKIP_APT:-0}" != 1 ]]; then
-  missing=()
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if ((${#missing[@]})); then
-    SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
-    echo "setup: installing ${#missing[@]} Debian packages: ${missing[*]}"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
-  fi
-fi
+[[ "${SKIP_APT:-0}" == 1 ]] || scripts/install_packages.sh setup "${PACKAGES[@]}"
 
 BUILD_DIR=${BUILD_DIR:-build}
 # shellcheck disable=SC2086 # EXTRA_CMAKE_ARGS is a list of words
