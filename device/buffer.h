@@ -39,6 +39,14 @@ class Buffer {
     return sub;
   }
 
+  // Takes ownership of one reference to `mem`, `count` elements long (for wrappers such as TypedBuffer).
+  static Buffer adopt(cl_mem mem, std::size_t count) {
+    Buffer b;
+    b.handle_ = ClHandle<cl_mem>(mem);
+    b.count_ = count;
+    return b;
+  }
+
   cl_mem get() const { return handle_.get(); }
   std::size_t count() const { return count_; }
   std::size_t bytes() const { return count_ * sizeof(T); }

@@ -2,6 +2,7 @@
 // ProgramCache (device/program_cache.h), which builds from source once and from binaries after.
 #pragma once
 
+#include <concepts>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -37,7 +38,7 @@ class Kernel {
   cl_kernel get() const { return handle_.get(); }
   const std::string& name() const { return name_; }
 
-  // Sets all arguments in order: Buffer<T>s pass their cl_mem, scalars pass by value.
+  // Sets all arguments in order: device buffers pass their cl_mem, scalars pass by value.
   template <typename... Args>
   void set_args(const Args&... args) {
     cl_uint index = 0;
@@ -45,12 +46,15 @@ class Kernel {
   }
 
  private:
-  template <typename T>
-  void set_arg(cl_uint index, const Buffer<T>& buffer) {
+  // Any device buffer (Buffer<T>, TypedBuffer): its cl_mem.
+  template <typename B>
+    requires requires(const B& b) { { b.get() } -> std::same_as<cl_mem>; }
+  void set_arg(cl_uint index, const B& buffer) {
     cl_mem mem = buffer.get();
     set_raw(index, sizeof mem, &mem);
   }
   template <typename T>
+    requires(!requires(const T& t) { { t.get() } -> std::same_as<cl_mem>; })
   void set_arg(cl_uint index, const T& value) {
     static_assert(std::is_trivially_copyable_v<T>, "kernel arguments must be buffers or plain values");
     set_raw(index, sizeof value, &value);

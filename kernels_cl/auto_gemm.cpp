@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "device/typed_buffer.h"
 #include "kernels_cl/packed_gemm.h"
 
 namespace paxocl::kernels {
@@ -29,6 +30,11 @@ std::unique_ptr<Gemm> make_variant(device::Device& device, device::ProgramCache&
 }
 
 const char* bucket(std::size_t d) { return d <= 64 ? "64" : d <= 512 ? "512" : "big"; }
+
+char dtype_letter(device::DType t) { return t == device::DType::kBF16 ? 'b' : t == device::DType::kF16 ? 'h' : 'f'; }
+
+// What a GEMM with 16-bit operands runs when no candidate takes them (CLBlast takes float32 only).
+constexpr const char* kAnyDtypeVariant = "gpu-64x64";
 
 // Chooses per shape class among candidates; see auto_gemm.h.
 class AutoGemm final : public Gemm {
@@ -51,15 +57,18 @@ class AutoGemm final : public Gemm {
 
   void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override {
-    const std::string cls = gemm_shape_class(s);
+    std::string cls = gemm_shape_class(s);
+    const bool all_f32 = a.dtype == device::DType::kF32 && b.dtype == device::DType::kF32 && c.dtype == device::DType::kF32;
+    if (!all_f32) cls += fmt::format(".{}{}{}", dtype_letter(a.dtype), dtype_letter(b.dtype), dtype_letter(c.dtype));
     auto it = choices_.find(cls);
-    if (it == choices_.end()) it = choices_.emplace(cls, tune(cls, s)).first;
+    if (it == choices_.end()) it = choices_.emplace(cls, tune(cls, s, a.dtype, b.dtype, c.dtype)).first;
     Gemm& gemm = variant(it->second);
     gemm.set_profiling(profiling_);
     gemm.run(s, alpha, a, b, beta, c);
   }
 
   std::string name() const override { return "auto"; }
+  bool supports(device::DType, device::DType, device::DType) const override { return true; }  // a packed GEMM takes any
   void set_profiling(bool on) override { profiling_ = on; }
   GemmStats stats() override {
     GemmStats total;
@@ -80,24 +89,30 @@ class AutoGemm final : public Gemm {
     return *it->second;
   }
 
-  // Times every candidate on `s` with its dimensions capped at 768, on scratch buffers.
-  std::string tune(const std::string& cls, GemmShape s) {
-    if (candidates_.size() == 1) return candidates_.front();
+  // Times every candidate that takes these dtypes on `s` with its dimensions capped at 768, on
+  // scratch buffers.
+  std::string tune(const std::string& cls, GemmShape s, device::DType at, device::DType bt, device::DType ct) {
+    std::vector<std::string> able;
+    for (const std::string& name : candidates_) {
+      if (variant(name).supports(at, bt, ct)) able.push_back(name);
+    }
+    if (able.empty()) able.push_back(kAnyDtypeVariant);
+    if (able.size() == 1) return able.front();
     s.m = std::min<std::size_t>(s.m, 768);
     s.n = std::min<std::size_t>(s.n, 768);
     s.k = std::min<std::size_t>(s.k, 768);
     s.batch = std::min<std::size_t>(s.batch, 8);
     const std::size_t a_rows = s.a == Transpose::kNo ? s.m : s.k, a_cols = s.a == Transpose::kNo ? s.k : s.m;
     const std::size_t b_rows = s.b == Transpose::kNo ? s.k : s.n, b_cols = s.b == Transpose::kNo ? s.n : s.k;
-    device::Buffer<float> a(device_.context(), std::max<std::size_t>(1, s.batch * a_rows * a_cols), "tune.a");
-    device::Buffer<float> b(device_.context(), std::max<std::size_t>(1, s.batch * b_rows * b_cols), "tune.b");
-    device::Buffer<float> c(device_.context(), s.batch * s.m * s.n, "tune.c");
-    const GemmOperand ao{a.get(), 0, a_cols, a_rows * a_cols}, bo{b.get(), 0, b_cols, b_rows * b_cols},
-        co{c.get(), 0, s.n, s.m * s.n};
+    device::TypedBuffer a(device_.context(), at, std::max<std::size_t>(1, s.batch * a_rows * a_cols), "tune.a");
+    device::TypedBuffer b(device_.context(), bt, std::max<std::size_t>(1, s.batch * b_rows * b_cols), "tune.b");
+    device::TypedBuffer c(device_.context(), ct, std::max<std::size_t>(1, s.batch * s.m * s.n), "tune.c");
+    const GemmOperand ao{a.get(), 0, a_cols, a_rows * a_cols, at}, bo{b.get(), 0, b_cols, b_rows * b_cols, bt},
+        co{c.get(), 0, s.n, s.m * s.n, ct};
     std::string best;
     double best_ms = 0;
     std::string report;
-    for (const std::string& name : candidates_) {
+    for (const std::string& name : able) {
       Gemm& g = variant(name);
       g.run(s, 1.0f, ao, bo, 0.0f, co);  // first run: builds or loads the kernels
       device_.queue().finish();

@@ -6,7 +6,8 @@
 //             choices are stored next to the program cache, so later processes skip the timing.
 //   clblast | cpu-8x48 | cpu-12x32 | gpu-64x64   that implementation for every shape.
 // Shape class: each of m, n, k bucketed as <= 64, <= 512 or larger, and batched or not
-// (transposes do not matter: packing absorbs them).
+// (transposes do not matter: packing absorbs them); with 16-bit operands also their dtypes
+// (".bbf": A and B bfloat16, C float32), among the candidates that take them (not CLBlast).
 #pragma once
 
 #include <memory>

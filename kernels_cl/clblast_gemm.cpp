@@ -31,6 +31,9 @@ class ClBlastGemm final : public Gemm {
 
   void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override {
+    if (!supports(a.dtype, b.dtype, c.dtype)) {
+      throw DeviceError("the CLBlast GEMM takes float32 operands only; use a pax-ocl GEMM for 16-bit ones");
+    }
     if (s.m == 0 || s.n == 0 || s.batch == 0) return;
     cl_command_queue queue = device_.queue().get();
     // Profiling times the GEMM on the host between two queue drains: CLBlast may run several
@@ -65,6 +68,9 @@ class ClBlastGemm final : public Gemm {
   }
 
   std::string name() const override { return "clblast"; }
+  bool supports(device::DType a, device::DType b, device::DType c) const override {
+    return a == device::DType::kF32 && b == device::DType::kF32 && c == device::DType::kF32;
+  }
   void set_profiling(bool on) override { profiling_ = on; }
 
   GemmStats stats() override { return stats_; }

@@ -3,6 +3,9 @@
 //   C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C,  op(X) = X or X^T
 // With batch > 1 the same product repeats `batch` times, each operand advancing by its
 // batch_stride (strided-batched GEMM, used by attention). Enqueued in order on the device's queue.
+// Operands may be stored in 16 bits (mixed precision, device/dtype.h): products are accumulated
+// in float32 whatever the operands' dtypes, and C is rounded once when stored. Implementations
+// that cannot take a dtype say so (supports()).
 #pragma once
 
 #include <cstddef>
@@ -10,6 +13,7 @@
 #include <string>
 
 #include "device/device.h"
+#include "device/dtype.h"
 
 namespace paxocl::kernels {
 
@@ -20,6 +24,7 @@ struct GemmOperand {
   std::size_t offset = 0;        // elements
   std::size_t ld = 0;            // leading dimension (row length as stored), elements
   std::size_t batch_stride = 0;  // elements between consecutive matrices (batch > 1)
+  device::DType dtype = device::DType::kF32;
 };
 
 struct GemmShape {
@@ -39,6 +44,8 @@ class Gemm {
   virtual void run(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                    const GemmOperand& c) = 0;
   virtual std::string name() const = 0;
+  // Whether run() takes operands of these dtypes (all float32 is always supported).
+  virtual bool supports(device::DType a, device::DType b, device::DType c) const = 0;
   // Profiling for benchmarks: when on, each GEMM is timed alone (the queue is drained before and
   // after it, which serialises the step) and stats() sums those times since the last reset.
   virtual void set_profiling(bool on) = 0;

@@ -1,12 +1,12 @@
 // pax-ocl's GEMM for GPUs: C = alpha * A B + beta * C on packed panels of 64 (gemm_pack.cl with
 // PANEL = 64). Classic local-memory tiling: a 16 x 16 work-group computes a 64 x 64 block of C,
 // each work-item a 4 x 4 micro-tile, staging 16-deep slices of the A and B panels in local memory
-// (the panels make those loads contiguous, hence coalesced).
+// (the panels make those loads contiguous, hence coalesced). C is act_t (kernels_cl/dtype.cl).
 #define TS 64
 #define TK 16
 
 __kernel __attribute__((reqd_work_group_size(16, 16, 1)))
-void gemm_gpu(__global float* c, const uint c_offset, const uint ldc, const uint c_batch_stride,
+void gemm_gpu(__global act_t* c, const uint c_offset, const uint ldc, const uint c_batch_stride,
               __global const float* ap_all, __global const float* bp_all, const uint m, const uint n, const uint k,
               const uint m_panels, const uint n_panels, const float alpha, const float beta) {
   const uint tx = get_local_id(0), ty = get_local_id(1);
@@ -33,7 +33,7 @@ void gemm_gpu(__global float* c, const uint c_offset, const uint ldc, const uint
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  __global float* cb = c + c_offset + (size_t)b * c_batch_stride;
+  __global act_t* cb = c + c_offset + (size_t)b * c_batch_stride;
   for (int i = 0; i < 4; ++i) {
     const uint row = p * TS + ty * 4 + i;
     if (row >= m) continue;
@@ -41,7 +41,7 @@ void gemm_gpu(__global float* c, const uint c_offset, const uint ldc, const uint
       const uint col = q * TS + tx * 4 + j;
       if (col >= n) continue;
       const size_t at = (size_t)row * ldc + col;
-      cb[at] = alpha * acc[i][j] + (beta != 0.0f ? beta * cb[at] : 0.0f);
+      act_store(cb, at, alpha * acc[i][j] + (beta != 0.0f ? beta * act_load(cb, at) : 0.0f));
     }
   }
 }

@@ -3,9 +3,12 @@
 // then a compute kernel shaped for the device class multiplies the panels:
 //   kCpu  gemm_cpu.cl: one work-item per MR x NR register tile, float16 accumulators, groups of 1
 //   kGpu  gemm_gpu.cl: 16 x 16 work-groups on 64 x 64 blocks with local-memory staging
-// Packing workspaces grow on demand and are reused.
+// Packing workspaces grow on demand and are reused. Any operand dtype: packing widens 16-bit
+// operands to float32 panels, the compute kernel rounds C to its dtype once (a program per dtype,
+// built on first use).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -27,6 +30,7 @@ class PackedGemm final : public Gemm {
   void run(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override;
   std::string name() const override { return variant_.name(); }
+  bool supports(device::DType, device::DType, device::DType) const override { return true; }
   void set_profiling(bool on) override { profiling_ = on; }
   GemmStats stats() override { return stats_; }
   void reset_stats() override { stats_ = {}; }
@@ -37,10 +41,13 @@ class PackedGemm final : public Gemm {
   void pack(device::Buffer<float>& dst, const GemmOperand& src, std::size_t x_stride, std::size_t k_stride,
             std::size_t extent, std::size_t k, std::size_t panel, std::size_t panels, std::size_t batch);
 
+  KernelSet& pack_kernels(device::DType source);
+  KernelSet& compute_kernels(device::DType c);
+
+  device::ProgramCache& cache_;
   device::Device& device_;
   GemmVariant variant_;
-  KernelSet pack_;
-  KernelSet compute_;
+  std::array<std::unique_ptr<KernelSet>, 3> pack_, compute_;  // by DType, built on first use
   device::Buffer<float> packed_a_, packed_b_;
   bool profiling_ = false;
   GemmStats stats_;

@@ -11,6 +11,7 @@
 #include "device/device.h"
 #include "device/device_selection.h"
 #include "device/program_cache.h"
+#include "device/typed_buffer.h"
 #include "kernels_cl/gemm.h"
 #include "kernels_cl/kernel_library.h"
 #include "common/rng.h"
@@ -44,6 +45,23 @@ class DeviceTest : public ::testing::Test {
     std::vector<float> f(n);
     device_->queue().read(b, std::span<float>(f));
     return std::vector<double>(f.begin(), f.end());
+  }
+
+  // A buffer of `dtype` holding `host` rounded to it (use rounded() so the reference sees the same).
+  device::TypedBuffer upload(device::DType dtype, const std::vector<double>& host) {
+    std::vector<float> f(host.begin(), host.end());
+    device::TypedBuffer b(device_->context(), dtype, std::max<std::size_t>(1, f.size()), "test.typed");
+    if (!f.empty()) b.write(device_->queue(), f);
+    return b;
+  }
+  std::vector<double> download(const device::TypedBuffer& b, std::size_t n) {
+    const std::vector<float> f = b.read(device_->queue());
+    return std::vector<double>(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(std::min(n, f.size())));
+  }
+  // `values` rounded to `dtype` (what a buffer of that dtype holds).
+  static std::vector<double> rounded(device::DType dtype, std::vector<double> values) {
+    for (double& x : values) x = device::round_to(dtype, static_cast<float>(x));
+    return values;
   }
 
   // Random values ~ N(0, std^2), rounded to float so device and reference see the same inputs.

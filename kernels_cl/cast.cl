@@ -1,0 +1,11 @@
+// Casts between float32 and act_t (kernels_cl/dtype.cl) buffers: the per-step 16-bit copy of the
+// weights under mixed precision, and float images of 16-bit activations.
+
+__kernel void cast_to_act(__global act_t* out, __global const float* in, const uint n) {
+  const uint i = get_global_id(0);
+  if (i < n) act_store(out, i, in[i]);
+}
+__kernel void cast_to_float(__global float* out, __global const act_t* in, const uint n) {
+  const uint i = get_global_id(0);
+  if (i < n) out[i] = act_load(in, i);
+}

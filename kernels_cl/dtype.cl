@@ -1,0 +1,41 @@
+// Storage types for mixed precision (device/dtype.h), prepended to every program (program_loader.cpp).
+// A program built with -DPAX_ACT_BF16 or -DPAX_ACT_F16 stores act_t in 16 bits; without, act_t is
+// float. Kernels read and write act_t only through these helpers and compute in float:
+//   act_load(p, i) / act_store(p, i, v)       one element
+//   act_load16(p) / act_store16(p, v)         16 consecutive elements at p (as vload16 / vstore16)
+// Stores round to nearest even, bit-exact with device/dtype.cpp.
+
+// float -> bfloat16, round to nearest even; NaN stays a (quiet) NaN.
+inline ushort pax_float_to_bf16(float f) {
+  const uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+inline float pax_bf16_to_float(ushort h) { return as_float((uint)h << 16); }
+inline ushort16 pax_float16_to_bf16(float16 f) {
+  const uint16 u = as_uint16(f);
+  const uint16 rounded = (u + (uint16)(0x7fffu) + ((u >> 16) & (uint16)(1u))) >> 16;
+  const uint16 nan = (u >> 16) | (uint16)(0x40u);
+  return convert_ushort16(select(rounded, nan, (u & (uint16)(0x7fffffffu)) > (uint16)(0x7f800000u)));
+}
+inline float16 pax_bf16_16_to_float(ushort16 h) { return as_float16(convert_uint16(h) << 16); }
+
+#if defined(PAX_ACT_BF16)
+typedef ushort act_t;
+inline float act_load(__global const act_t* p, size_t i) { return pax_bf16_to_float(p[i]); }
+inline void act_store(__global act_t* p, size_t i, float v) { p[i] = pax_float_to_bf16(v); }
+inline float16 act_load16(__global const act_t* p) { return pax_bf16_16_to_float(vload16(0, p)); }
+inline void act_store16(__global act_t* p, float16 v) { vstore16(pax_float16_to_bf16(v), 0, p); }
+#elif defined(PAX_ACT_F16)
+typedef half act_t;
+inline float act_load(__global const act_t* p, size_t i) { return vload_half(i, p); }
+inline void act_store(__global act_t* p, size_t i, float v) { vstore_half_rte(v, i, p); }
+inline float16 act_load16(__global const act_t* p) { return vload_half16(0, p); }
+inline void act_store16(__global act_t* p, float16 v) { vstore_half16_rte(v, 0, p); }
+#else
+typedef float act_t;
+inline float act_load(__global const act_t* p, size_t i) { return p[i]; }
+inline void act_store(__global act_t* p, size_t i, float v) { p[i] = v; }
+inline float16 act_load16(__global const act_t* p) { return vload16(0, p); }
+inline void act_store16(__global act_t* p, float16 v) { vstore16(v, 0, p); }
+#endif

@@ -1,0 +1,106 @@
+// Storage dtypes for mixed precision (device/dtype.h, kernels_cl/dtype.cl): the host conversions
+// against values worked out from the formats' definitions, float64 arithmetic on every float16,
+// and the device's casts bit-exact with the host's on random, boundary and special values.
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "device/dtype.h"
+#include "kernels_cl/kernel_set.h"
+#include "tests/device_fixture.h"
+
+namespace paxocl::testing {
+namespace {
+
+using device::DType;
+
+std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+float from_bits(std::uint32_t u) { return std::bit_cast<float>(u); }
+
+TEST(DType, NamesSizesAndErrors) {
+  EXPECT_EQ(device::dtype_from_name("bfloat16"), DType::kBF16);
+  EXPECT_EQ(device::dtype_from_name("float16"), DType::kF16);
+  EXPECT_EQ(device::dtype_from_name("float32"), DType::kF32);
+  EXPECT_EQ(device::dtype_size(DType::kBF16), 2u);
+  EXPECT_EQ(device::dtype_size(DType::kF32), 4u);
+  EXPECT_THROW(device::dtype_from_name("fp8"), ConfigError);
+}
+
+TEST(DType, BFloat16RoundsToNearestEven) {
+  EXPECT_EQ(device::float_to_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(device::float_to_bf16(-2.0f), 0xC000);
+  // 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: ties go to the even mantissa (1).
+  EXPECT_EQ(device::float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3F80);
+  // 1 + 3*2^-8 lies halfway between 1 + 2^-7 (odd) and 1 + 2^-6: up to even.
+  EXPECT_EQ(device::float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3F82);
+  EXPECT_EQ(device::float_to_bf16(from_bits(0x3F808001)), 0x3F81);  // just above halfway: up
+  EXPECT_EQ(device::float_to_bf16(std::numeric_limits<float>::max()), 0x7F80);  // overflows to infinity
+  EXPECT_EQ(device::float_to_bf16(-std::numeric_limits<float>::infinity()), 0xFF80);
+  EXPECT_TRUE(std::isnan(device::bf16_to_float(device::float_to_bf16(std::nanf("")))));
+  EXPECT_TRUE(std::isnan(device::bf16_to_float(device::float_to_bf16(from_bits(0x7F800001)))));  // payload below bit 16
+}
+
+// Every float16 value decodes to what its fields say, computed in float64, and encodes back to itself.
+TEST(DType, Float16DecodesEveryValueAndRoundTrips) {
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    const int sign = (h >> 15) ? -1 : 1, e = static_cast<int>((h >> 10) & 31), m = static_cast<int>(h & 1023);
+    const float f = device::half_to_float(static_cast<std::uint16_t>(h));
+    if (e == 31) {
+      ASSERT_TRUE(m ? std::isnan(f) : std::isinf(f)) << h;
+      if (m == 0) {
+        ASSERT_EQ(device::float_to_half(f), h);
+      }
+      continue;
+    }
+    const double want = sign * (e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25));
+    ASSERT_EQ(static_cast<double>(f), want) << h;
+    ASSERT_EQ(device::float_to_half(f), h) << h;
+  }
+}
+
+TEST(DType, Float16RoundsToNearestEvenIncludingSubnormalsAndOverflow) {
+  EXPECT_EQ(device::float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3C00);      // tie: to even (1)
+  EXPECT_EQ(device::float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);  // tie: to even (up)
+  EXPECT_EQ(device::float_to_half(std::ldexp(1.0f, -25)), 0x0000);             // half the smallest subnormal: to 0
+  EXPECT_EQ(device::float_to_half(std::ldexp(3.0f, -25)), 0x0002);             // 1.5 units: to even (2)
+  EXPECT_EQ(device::float_to_half(65504.0f), 0x7BFF);
+  EXPECT_EQ(device::float_to_half(65519.0f), 0x7BFF);  // below the halfway point 65520
+  EXPECT_EQ(device::float_to_half(65520.0f), 0x7C00);  // halfway, and 65504 is odd: infinity
+  EXPECT_EQ(device::float_to_half(-1e6f), 0xFC00);
+}
+
+// Random floats over the whole exponent range and the boundary cases, as float -> dtype -> float
+// on the device (kernels_cl/cast.cl), bit for bit against the host conversion.
+TEST_F(DeviceTest, DeviceCastsAreBitExactWithTheHost) {
+  Rng rng(7);
+  std::vector<float> values = {0.0f, -0.0f, 1.0f, 65504.0f, 65519.0f, 65520.0f, 70000.0f, std::ldexp(1.0f, -25),
+                               std::ldexp(3.0f, -25), std::ldexp(1.0f, -14), std::ldexp(1.0f, -15),
+                               std::numeric_limits<float>::max(), std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(), from_bits(0x3F808000), from_bits(0x3F818000),
+                               std::numeric_limits<float>::denorm_min()};
+  while (values.size() < 20000) {
+    std::uint32_t u = static_cast<std::uint32_t>(rng.next_u64());
+    if ((u & 0x7f800000u) == 0x7f800000u) continue;  // NaN payloads are implementation-defined for half
+    values.push_back(from_bits(u));
+  }
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    kernels::KernelSet cast(cache_, *device_, "cast", {"cast_to_act", "cast_to_float"}, device::dtype_build_option(t));
+    device::Buffer<float> in(device_->context(), values.size(), "in"), out(device_->context(), values.size(), "out");
+    device::TypedBuffer act(device_->context(), t, values.size(), "act");
+    device_->queue().write(in, std::span<const float>(values));
+    cast.launch("cast_to_act", values.size(), act, in, kernels::u32(values.size()));
+    cast.launch("cast_to_float", values.size(), out, act, kernels::u32(values.size()));
+    std::vector<float> back(values.size());
+    device_->queue().read(out, std::span<float>(back));
+    const std::vector<float> stored = act.read(device_->queue());  // the host decodes the device's bits
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const float want = device::round_to(t, values[i]);
+      ASSERT_EQ(bits(back[i]), bits(want)) << device::dtype_name(t) << " of " << values[i] << " (bits " << std::hex
+                                           << bits(values[i]) << ")";
+      ASSERT_EQ(bits(stored[i]), bits(want)) << device::dtype_name(t);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace paxocl::testing
