@@ -38,7 +38,14 @@ fi
 SUPP="$ROOT/scripts/sanitizers"
 # Every finding fails its test: ASan and UBSan abort; LeakSanitizer reports at exit (binaries that
 # leave with _Exit after using OpenCL, tests/test_main.cpp, skip the leak check).
-export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1:suppressions=$SUPP/asan.supp${ASAN_EXTRA_OPTIONS:+:$ASAN_EXTRA_OPTIONS}"
+# Leaks are matched against suppressions (driver and MPI code only) by every frame of their stack:
+# unwind allocations fully, and keep Open MPI's components loaded so their frames keep their names.
+# new_delete_type_mismatch=0: clFFT 2.12 deletes an FFTAction (616 bytes) through a base pointer
+# without a virtual destructor (FFTRepo::deletePlan, from clfftDestroyPlan), and ASan has no
+# per-library suppression for this check; pax-ocl's own code has it at compile time instead
+# (-Wdelete-non-virtual-dtor, -Wnon-virtual-dtor, -Werror).
+export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1:fast_unwind_on_malloc=0:new_delete_type_mismatch=0:suppressions=$SUPP/asan.supp${ASAN_EXTRA_OPTIONS:+:$ASAN_EXTRA_OPTIONS}"
+export OMPI_MCA_mca_base_component_disable_dlclose=1
 export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
 # mpirun starts the ranks of the MPI tests: hand them the same options (as mpirun -x would).
