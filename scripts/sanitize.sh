@@ -51,4 +51,16 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsa
 # mpirun starts the ranks of the MPI tests: hand them the same options (as mpirun -x would).
 export OMPI_MCA_mca_base_env_list="ASAN_OPTIONS;LSAN_OPTIONS;UBSAN_OPTIONS"
 
-ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" --timeout 1200 "$@"
+run_ctest() { ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" --timeout 1200 "$@"; }
+if ((HOST_ONLY)) || (($# > 0)); then
+  run_ctest "$@"
+  exit
+fi
+# The whole suite. Slurm.* runs its ranks under srun --kill-on-bad-exit (scripts/slurm/train.sub):
+# LeakSanitizer's scan at exit takes each rank several seconds (PoCL's LLVM state), so one rank
+# leaves with exit code 75 while the other is still scanning, srun kills that one (143), and the
+# requeue rightly does not happen. Those runs keep every memory and UB check, without the exit scan.
+status=0
+run_ctest -E '^Slurm[.]' || status=$?
+ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" run_ctest -R '^Slurm[.]' || status=$?
+exit "$status"
