@@ -10,40 +10,32 @@
 
 namespace paxocl::device {
 
-std::size_t dtype_size(DType t) { return t == DType::kF32 ? 4 : 2; }
+namespace {
+// Everything per dtype in one row, indexed by the enum's value.
+struct DTypeTraits {
+  std::string_view name;
+  std::size_t size;
+  int mantissa_bits;  // stored, without the implicit leading one
+  std::string_view build_option;
+};
+constexpr DTypeTraits kTraits[] = {
+    {"float32", 4, 23, "-DPAX_ACT_F32"},
+    {"bfloat16", 2, 7, "-DPAX_ACT_BF16"},
+    {"float16", 2, 10, "-DPAX_ACT_F16"},
+};
+const DTypeTraits& traits(DType t) { return kTraits[static_cast<std::size_t>(t)]; }
+}  // namespace
 
-std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::kBF16: return "bfloat16";
-    case DType::kF16: return "float16";
-    case DType::kF32: break;
-  }
-  return "float32";
-}
+std::size_t dtype_size(DType t) { return traits(t).size; }
+std::string_view dtype_name(DType t) { return traits(t).name; }
+double dtype_unit_roundoff(DType t) { return std::ldexp(1.0, -(traits(t).mantissa_bits + 1)); }
+std::string_view dtype_build_option(DType t) { return traits(t).build_option; }
 
 DType dtype_from_name(std::string_view name) {
   for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
     if (dtype_name(t) == name) return t;
   }
   throw ConfigError(fmt::format("dtype '{}' is unknown; use float32, bfloat16 or float16", name));
-}
-
-double dtype_unit_roundoff(DType t) {
-  switch (t) {
-    case DType::kBF16: return std::ldexp(1.0, -8);
-    case DType::kF16: return std::ldexp(1.0, -11);
-    case DType::kF32: break;
-  }
-  return std::ldexp(1.0, -24);
-}
-
-std::string_view dtype_build_option(DType t) {
-  switch (t) {
-    case DType::kBF16: return "-DPAX_ACT_BF16";
-    case DType::kF16: return "-DPAX_ACT_F16";
-    case DType::kF32: break;
-  }
-  return "-DPAX_ACT_F32";
 }
 
 std::uint16_t float_to_bf16(float f) {

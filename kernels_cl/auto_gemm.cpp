@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -32,9 +33,6 @@ std::unique_ptr<Gemm> make_variant(device::Device& device, device::ProgramCache&
 const char* bucket(std::size_t d) { return d <= 64 ? "64" : d <= 512 ? "512" : "big"; }
 
 char dtype_letter(device::DType t) { return t == device::DType::kBF16 ? 'b' : t == device::DType::kF16 ? 'h' : 'f'; }
-
-// What a GEMM with 16-bit operands runs when no candidate takes them (CLBlast takes float32 only).
-constexpr const char* kAnyDtypeVariant = "gpu-64x64";
 
 // Chooses per shape class among candidates; see auto_gemm.h.
 class AutoGemm final : public Gemm {
@@ -96,7 +94,8 @@ class AutoGemm final : public Gemm {
     for (const std::string& name : candidates_) {
       if (variant(name).supports(at, bt, ct)) able.push_back(name);
     }
-    if (able.empty()) able.push_back(kAnyDtypeVariant);
+    // make_gemm's candidate lists always hold a packed GEMM, which takes every dtype.
+    if (able.empty()) throw std::logic_error("auto GEMM: no candidate takes " + cls);
     if (able.size() == 1) return able.front();
     s.m = std::min<std::size_t>(s.m, 768);
     s.n = std::min<std::size_t>(s.n, 768);

@@ -47,8 +47,9 @@ device::Buffer<float>& PackedGemm::workspace(device::Buffer<float>& buffer, std:
 void PackedGemm::pack(device::Buffer<float>& dst, const GemmOperand& src, std::size_t x_stride, std::size_t k_stride,
                       std::size_t extent, std::size_t k, std::size_t panel, std::size_t panels, std::size_t batch) {
   const std::size_t kblocks = (k + 15) / 16, items = batch * panels * kblocks;
-  pack_kernels(src.dtype).launch("gemm_pack", items, dst, src.buffer, u32(src.offset), u32(src.batch_stride), u32(x_stride), u32(k_stride),
-               u32(extent), u32(k), u32(panel), u32(panels), u32(kblocks), u32(items));
+  pack_kernels(src.dtype).launch("gemm_pack", items, dst, src.buffer, u32(src.offset), u32(src.batch_stride),
+                                 u32(x_stride), u32(k_stride), u32(extent), u32(k), u32(panel), u32(panels),
+                                 u32(kblocks), u32(items));
 }
 
 void PackedGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
@@ -72,12 +73,13 @@ void PackedGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, cons
   if (variant_.kind == GemmVariant::Kind::kCpu) {
     const std::size_t tiles = s.batch * m_panels * n_panels;
     const std::array<std::size_t, 1> global{tiles}, local{1};
-    compute_kernels(c.dtype).launch_nd("gemm_cpu", global, local, cbuf, u32(c.offset), u32(c.ld), u32(c.batch_stride), ap, bp, u32(s.m),
-                       u32(s.n), u32(k), u32(m_panels), u32(n_panels), alpha, beta, u32(tiles));
+    compute_kernels(c.dtype).launch_nd("gemm_cpu", global, local, cbuf, u32(c.offset), u32(c.ld), u32(c.batch_stride),
+                                       ap, bp, u32(s.m), u32(s.n), u32(k), u32(m_panels), u32(n_panels), alpha, beta,
+                                       u32(tiles));
   } else {
     const std::array<std::size_t, 3> global{n_panels * 16, m_panels * 16, s.batch}, local{16, 16, 1};
-    compute_kernels(c.dtype).launch_nd("gemm_gpu", global, local, cbuf, u32(c.offset), u32(c.ld), u32(c.batch_stride), ap, bp, u32(s.m),
-                       u32(s.n), u32(k), u32(m_panels), u32(n_panels), alpha, beta);
+    compute_kernels(c.dtype).launch_nd("gemm_gpu", global, local, cbuf, u32(c.offset), u32(c.ld), u32(c.batch_stride),
+                                       ap, bp, u32(s.m), u32(s.n), u32(k), u32(m_panels), u32(n_panels), alpha, beta);
   }
   ++stats_.calls;
   if (profiling_) {
