@@ -32,28 +32,30 @@ GptModel::GptModel(device::Device& device, device::ProgramCache& cache, const Gp
   if (options_.max_seq_len == 0) options_.max_seq_len = static_cast<std::size_t>(config.max_seq_len);
   const std::size_t rows = options_.max_batch * options_.max_seq_len;
   const std::size_t C = config.model_dims, D = config.attention_dims(), H = config.hidden_dims;
+  const device::DType act = kernels_.act_dtype();
   kernels_.elementwise.fill(params_, 0.0f);  // padding between tensors stays zero
   kernels_.elementwise.fill(grads_, 0.0f);
-  embedding_ = std::make_unique<Embedding>(device, param("wte"), param("wpe"), C, rows, "embedding");
+  embedding_ = std::make_unique<Embedding>(device, act, param("wte"), param("wpe"), C, rows, "embedding");
   blocks_.reserve(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
     auto name = [&](const char* suffix) { return ParameterLayout::layer_name(l, suffix); };
     const std::string prefix = fmt::format("h{}", l);
     blocks_.emplace_back(
-        device, LayerNorm(device, param(name("ln1.scale")), param(name("ln1.bias")), C, rows, prefix + ".ln1"),
-        SelfAttention(Linear(device, param(name("attn.qkv.w")), param(name("attn.qkv.b")), C, 3 * D, rows, prefix + ".qkv"),
-                      CausalAttention(device, static_cast<std::size_t>(config.num_heads),
-                                      static_cast<std::size_t>(config.dims_per_head), options_.max_batch,
-                                      options_.max_seq_len, options_.attention_workspace_bytes, prefix + ".attn"),
-                      Linear(device, param(name("attn.proj.w")), param(name("attn.proj.b")), D, C, rows, prefix + ".proj")),
-        LayerNorm(device, param(name("ln2.scale")), param(name("ln2.bias")), C, rows, prefix + ".ln2"),
-        Mlp(Linear(device, param(name("mlp.fc.w")), param(name("mlp.fc.b")), C, H, rows, prefix + ".fc",
+        device, act, LayerNorm(device, act, param(name("ln1.scale")), param(name("ln1.bias")), C, rows, prefix + ".ln1"),
+        SelfAttention(
+            Linear(device, act, param(name("attn.qkv.w")), param(name("attn.qkv.b")), C, 3 * D, rows, prefix + ".qkv"),
+            CausalAttention(device, act, static_cast<std::size_t>(config.num_heads),
+                            static_cast<std::size_t>(config.dims_per_head), options_.max_batch, options_.max_seq_len,
+                            options_.attention_workspace_bytes, prefix + ".attn"),
+            Linear(device, act, param(name("attn.proj.w")), param(name("attn.proj.b")), D, C, rows, prefix + ".proj")),
+        LayerNorm(device, act, param(name("ln2.scale")), param(name("ln2.bias")), C, rows, prefix + ".ln2"),
+        Mlp(Linear(device, act, param(name("mlp.fc.w")), param(name("mlp.fc.b")), C, H, rows, prefix + ".fc",
                    Linear::Activation::kGelu),
-            Linear(device, param(name("mlp.proj.w")), param(name("mlp.proj.b")), H, C, rows, prefix + ".fcproj")),
+            Linear(device, act, param(name("mlp.proj.w")), param(name("mlp.proj.b")), H, C, rows, prefix + ".fcproj")),
         C, rows, prefix);
   }
-  final_norm_ = std::make_unique<LayerNorm>(device, param("lnf.scale"), param("lnf.bias"), C, rows, "lnf");
-  head_ = std::make_unique<TiedLmHead>(device, param("wte"), C, static_cast<std::size_t>(config.vocab_size),
+  final_norm_ = std::make_unique<LayerNorm>(device, act, param("lnf.scale"), param("lnf.bias"), C, rows, "lnf");
+  head_ = std::make_unique<TiedLmHead>(device, act, param("wte"), C, static_cast<std::size_t>(config.vocab_size),
                                        static_cast<std::size_t>(config.padded_vocab()), rows, "lm_head");
 }
 
@@ -98,7 +100,9 @@ void GptModel::require_full_residency(const char* what) const {
 Param GptModel::param(const std::string& name) const {
   const TensorSpec& t = layout_.at(name);
   const std::size_t at = device_offset(t);
-  return Param{params_.view(at, t.count, name), grads_.view(at, t.count, name + ".grad")};
+  FloatBuffer value = params_.view(at, t.count, name);
+  ActBuffer compute = ActBuffer::sharing(value);
+  return Param{std::move(value), grads_.view(at, t.count, name + ".grad"), std::move(compute)};
 }
 
 void GptModel::init(std::uint64_t seed) { set_parameters(initial_parameters(layout_, seed, config_.init_std)); }

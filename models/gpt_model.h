@@ -68,7 +68,7 @@ class GptModel {
   struct Pass {
     LayerContext ctx;
     const inputs::Batch* batch;
-    const FloatBuffer* x;  // (B*T, C): the activation (forward) or its gradient (backward) between phases
+    const ActBuffer* x;  // (B*T, C): the activation (forward) or its gradient (backward) between phases
   };
   Pass begin_pass(const inputs::Batch& batch, bool gradients);
   void forward_block(Pass& pass, int block);

@@ -1,5 +1,6 @@
 // A test fixture with one OpenCL device (the first selected), a private program cache, the kernel
-// library and the CLBlast GEMM, plus host<->device helpers in float64 for reference comparisons.
+// library built for act_dtype() and a GEMM that takes it (CLBlast for float32, pax-ocl's own for
+// 16 bits), plus host<->device helpers in float64 for reference comparisons.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include "device/device_selection.h"
 #include "device/program_cache.h"
 #include "device/typed_buffer.h"
+#include "kernels_cl/auto_gemm.h"
 #include "kernels_cl/gemm.h"
 #include "kernels_cl/kernel_library.h"
 #include "common/rng.h"
@@ -25,9 +27,13 @@ class DeviceTest : public ::testing::Test {
     const auto selected = device::select_devices(device::enumerate_devices(), device::parse_device_selection("auto"));
     ASSERT_FALSE(selected.empty());
     device_ = std::make_unique<device::Device>(selected.front());
-    kernels_ = std::make_unique<kernels::KernelLibrary>(cache_, *device_);
-    gemm_ = kernels::make_clblast_gemm(*device_);
+    kernels_ = std::make_unique<kernels::KernelLibrary>(cache_, *device_, act_dtype());
+    gemm_ = act_dtype() == device::DType::kF32 ? kernels::make_clblast_gemm(*device_)
+                                               : kernels::make_gemm(*device_, cache_, "auto");
   }
+
+  // The activation dtype of the kernel library; fixtures parameterised over dtypes override it.
+  virtual device::DType act_dtype() const { return device::DType::kF32; }
 
   device::Buffer<float> upload(const std::vector<double>& host) {
     std::vector<float> f(host.begin(), host.end());

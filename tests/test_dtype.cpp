@@ -84,12 +84,12 @@ TEST_F(DeviceTest, DeviceCastsAreBitExactWithTheHost) {
     values.push_back(from_bits(u));
   }
   for (DType t : {DType::kBF16, DType::kF16}) {
-    kernels::KernelSet cast(cache_, *device_, "cast", {"cast_to_act", "cast_to_float"}, device::dtype_build_option(t));
+    kernels::CastKernels cast(cache_, *device_, t);
     device::Buffer<float> in(device_->context(), values.size(), "in"), out(device_->context(), values.size(), "out");
     device::TypedBuffer act(device_->context(), t, values.size(), "act");
     device_->queue().write(in, std::span<const float>(values));
-    cast.launch("cast_to_act", values.size(), act, in, kernels::u32(values.size()));
-    cast.launch("cast_to_float", values.size(), out, act, kernels::u32(values.size()));
+    cast.to_act(act, in);
+    cast.to_float(out, act);
     std::vector<float> back(values.size());
     device_->queue().read(out, std::span<float>(back));
     const std::vector<float> stored = act.read(device_->queue());  // the host decodes the device's bits
