@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "device/dtype.h"
-#include "kernels_cl/kernel_set.h"
+#include "kernels_cl/nn_kernels.h"
 #include "tests/device_fixture.h"
 
 namespace paxocl::testing {
@@ -99,6 +99,25 @@ TEST_F(DeviceTest, DeviceCastsAreBitExactWithTheHost) {
                                            << bits(values[i]) << ")";
       ASSERT_EQ(bits(stored[i]), bits(want)) << device::dtype_name(t);
     }
+  }
+}
+
+// The model casts one unit's range of the parameters at a time: elements outside stay untouched.
+TEST_F(DeviceTest, CastsTouchOnlyTheirRange) {
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+    kernels::CastKernels cast(cache_, *device_, t);
+    const std::vector<double> values = rounded(t, random(100, 3));
+    auto in = upload(values);
+    auto act = upload(t, std::vector<double>(100, 5.0));
+    cast.to_act(act, in, 17, 50);
+    auto back = upload(std::vector<double>(100, 9.0));
+    cast.to_float(back, act, 20, 60);
+    const std::vector<double> stored = download(act, 100), floats = download(back, 100);
+    for (std::size_t i = 0; i < 100; ++i) {
+      EXPECT_EQ(stored[i], i >= 17 && i < 67 ? values[i] : 5.0) << device::dtype_name(t) << " " << i;
+      EXPECT_EQ(floats[i], i >= 20 && i < 80 ? stored[i] : 9.0) << device::dtype_name(t) << " " << i;
+    }
+    EXPECT_THROW(cast.to_act(act, in, 90, 11), DeviceError);
   }
 }
 

@@ -9,6 +9,11 @@
 #include "tests/device_fixture.h"
 #include "tests/reference_gpt.h"
 
+namespace paxocl::device {
+// gtest names the dtype in messages ("where GetParam() = bfloat16").
+inline void PrintTo(DType t, std::ostream* os) { *os << dtype_name(t); }
+}  // namespace paxocl::device
+
 namespace paxocl::testing {
 namespace {
 
@@ -307,7 +312,19 @@ TEST_P(ActKernelTest, SoftmaxCrossEntropyWithPaddingAndWeights) {
   expect_close(download(lb, N * Vp), ref.dlogits, stored({1e-6, 1e-4}), "dlogits");
 }
 
-INSTANTIATE_TEST_SUITE_P(DTypes, ActKernelTest, ::testing::Values(DType::kF32),
+// A buffer of another dtype would be read as garbage; the launchers refuse it.
+TEST_P(ActKernelTest, LaunchersRefuseBuffersOfAnotherDType) {
+  const DType other = GetParam() == DType::kBF16 ? DType::kF16 : DType::kBF16;
+  auto out = upload(other, std::vector<double>(16, 0.0)), bias = act(std::vector<double>(16, 1.0));
+  try {
+    kernels_->bias.add(out, bias, 1, 16);
+    ADD_FAILURE() << "bias_add took a " << device::dtype_name(other) << " buffer";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find(std::string(device::dtype_name(GetParam()))), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, ActKernelTest, ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
                          [](const ::testing::TestParamInfo<DType>& param_info) {
                            return std::string(device::dtype_name(param_info.param));
                          });
