@@ -8,10 +8,12 @@
 namespace paxocl::models {
 
 namespace {
-std::size_t layout_alignment(const device::DeviceInfo& info) {
-  // Sub-buffers must start on the device's base address alignment; 64 floats is a floor that
-  // also keeps tensors cache-line aligned.
-  return std::max<std::size_t>(64, info.base_address_align_bytes / sizeof(float));
+std::size_t layout_alignment(const device::DeviceInfo& info, device::DType fprop) {
+  // Sub-buffers must start on the device's base address alignment, both the float32 tensors' and
+  // their views in the fprop_dtype copy (2-byte elements at the same offsets); 64 elements is a
+  // floor that also keeps tensors cache-line aligned.
+  const std::size_t smallest = std::min(sizeof(float), device::dtype_size(fprop));
+  return std::max<std::size_t>(64, info.base_address_align_bytes / smallest);
 }
 
 std::size_t align_up(std::size_t n, std::size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
@@ -22,13 +24,17 @@ GptModel::GptModel(device::Device& device, device::ProgramCache& cache, const Gp
     : device_(device),
       config_((config.validate(), config)),
       options_(options),
-      layout_(config, layout_alignment(device.info())),
+      layout_(config, layout_alignment(device.info(), options.fprop_dtype)),
       rest_unit_(layout_.unit(-1)),
       block_unit_(layout_.unit(0)),
-      kernels_(cache, device),
+      kernels_(cache, device, options.fprop_dtype),
       gemm_(kernels::make_gemm(device, cache, options.gemm)),
       params_(make_buffer(device, resident_floats(), "parameters")),
-      grads_(make_buffer(device, resident_floats(), "gradients")) {
+      grads_(make_buffer(device, resident_floats(), "gradients")),
+      compute_(options.fprop_dtype == device::DType::kF32
+                   ? ActBuffer::sharing(params_)
+                   : make_buffer(device, options.fprop_dtype, resident_floats(), "parameters.compute")) {
+  require_gemm_dtypes();
   if (options_.max_seq_len == 0) options_.max_seq_len = static_cast<std::size_t>(config.max_seq_len);
   const std::size_t rows = options_.max_batch * options_.max_seq_len;
   const std::size_t C = config.model_dims, D = config.attention_dims(), H = config.hidden_dims;
@@ -91,6 +97,21 @@ FloatBuffer GptModel::unit_gradients(int block) const {
   return grads_.view(unit_device_offset(block), size, fmt::format("unit {} gradients", block));
 }
 
+// Every operand mix the layers run: 16-bit activations and weights (forward, dx), 16-bit inputs
+// with a float32 C (dW, scores), float32 probabilities or score gradients times 16-bit values.
+void GptModel::require_gemm_dtypes() const {
+  const device::DType a = options_.fprop_dtype, f = device::DType::kF32;
+  if (gemm_->supports(a, a, a) && gemm_->supports(a, a, f) && gemm_->supports(f, a, a)) return;
+  throw ConfigError(fmt::format("GEMM '{}' does not take {} operands (FPROP_DTYPE); use auto or a pax-ocl GEMM "
+                                "(cpu-8x48, cpu-12x32, gpu-64x64)",
+                                gemm_->name(), device::dtype_name(a)));
+}
+
+void GptModel::cast_unit(int block) {
+  const std::size_t size = block < 0 ? rest_unit_.size : block_unit_.size;
+  kernels_.cast.to_act(compute_, params_, unit_device_offset(block), size);
+}
+
 void GptModel::require_full_residency(const char* what) const {
   if (options_.resident_block_slots != 0) {
     throw std::logic_error(fmt::format("GptModel::{} needs every parameter resident (this model holds FSDP slots)", what));
@@ -101,7 +122,8 @@ Param GptModel::param(const std::string& name) const {
   const TensorSpec& t = layout_.at(name);
   const std::size_t at = device_offset(t);
   FloatBuffer value = params_.view(at, t.count, name);
-  ActBuffer compute = ActBuffer::sharing(value);
+  ActBuffer compute = options_.fprop_dtype == device::DType::kF32 ? ActBuffer::sharing(value)
+                                                                   : compute_.view(at, t.count, name + ".compute");
   return Param{std::move(value), grads_.view(at, t.count, name + ".grad"), std::move(compute)};
 }
 
@@ -170,11 +192,19 @@ LayerContext GptModel::context_for(const inputs::Batch& batch) {
 GptModel::Pass GptModel::begin_pass(const inputs::Batch& batch, bool gradients) {
   Pass pass{context_for(batch), &batch, nullptr};
   if (gradients) kernels_.elementwise.fill(grads_, 0.0f);  // every gradient kernel accumulates
+  // The step's weights in fprop_dtype: all of them, or under FSDP residency the unit outside the
+  // blocks (each block's slot is cast when the block runs, after the scheduler has gathered it).
+  if (options_.resident_block_slots == 0) {
+    kernels_.cast.to_act(compute_, params_);
+  } else {
+    cast_unit(-1);
+  }
   pass.x = &embedding_->forward(pass.ctx, batch.ids);
   return pass;
 }
 
 void GptModel::forward_block(Pass& pass, int block) {
+  if (options_.resident_block_slots > 0) cast_unit(block);
   pass.x = &blocks_.at(static_cast<std::size_t>(block)).forward(pass.ctx, *pass.x);
 }
 
@@ -185,6 +215,7 @@ LossStats GptModel::forward_loss(Pass& pass) {
 void GptModel::begin_backward(Pass& pass) { pass.x = &final_norm_->backward(pass.ctx, head_->backward(pass.ctx)); }
 
 void GptModel::backward_block(Pass& pass, int block) {
+  if (options_.resident_block_slots > 0) cast_unit(block);  // the slot may hold another block's weights by now
   pass.x = &blocks_.at(static_cast<std::size_t>(block)).backward(pass.ctx, *pass.x);
 }
 
