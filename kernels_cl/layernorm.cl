@@ -28,7 +28,9 @@ __kernel void layernorm_forward(__global act_t* out, __global float* mean_out, _
     var += d * d;
   }
   const float rstd = rsqrt(var / C + eps);
-  for (uint c = 0; c < C; ++c) act_store(out, at + c, (act_load(row, c) - mean) * rstd * act_load(w, c) + act_load(b, c));
+  for (uint c = 0; c < C; ++c) {
+    act_store(out, at + c, (act_load(row, c) - mean) * rstd * act_load(w, c) + act_load(b, c));
+  }
   mean_out[n] = mean;
   rstd_out[n] = rstd;
 }

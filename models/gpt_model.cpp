@@ -47,7 +47,8 @@ GptModel::GptModel(device::Device& device, device::ProgramCache& cache, const Gp
     auto name = [&](const char* suffix) { return ParameterLayout::layer_name(l, suffix); };
     const std::string prefix = fmt::format("h{}", l);
     blocks_.emplace_back(
-        device, act, LayerNorm(device, act, param(name("ln1.scale")), param(name("ln1.bias")), C, rows, prefix + ".ln1"),
+        device, act,
+        LayerNorm(device, act, param(name("ln1.scale")), param(name("ln1.bias")), C, rows, prefix + ".ln1"),
         SelfAttention(
             Linear(device, act, param(name("attn.qkv.w")), param(name("attn.qkv.b")), C, 3 * D, rows, prefix + ".qkv"),
             CausalAttention(device, act, static_cast<std::size_t>(config.num_heads),

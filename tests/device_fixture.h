@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <memory>
+#include <ostream>
 #include <vector>
 
 #include "device/device.h"
@@ -18,6 +19,11 @@
 #include "kernels_cl/kernel_library.h"
 #include "common/rng.h"
 #include "tests/test_support.h"
+
+namespace paxocl::device {
+// gtest names a dtype parameter in messages ("where GetParam() = bfloat16").
+inline void PrintTo(DType t, std::ostream* os) { *os << dtype_name(t); }
+}  // namespace paxocl::device
 
 namespace paxocl::testing {
 

@@ -9,11 +9,6 @@
 #include "tests/device_fixture.h"
 #include "tests/reference_gpt.h"
 
-namespace paxocl::device {
-// gtest names the dtype in messages ("where GetParam() = bfloat16").
-inline void PrintTo(DType t, std::ostream* os) { *os << dtype_name(t); }
-}  // namespace paxocl::device
-
 namespace paxocl::testing {
 namespace {
 

@@ -11,7 +11,9 @@ class Mlp {
   Mlp(Linear fc, Linear proj) : fc_(std::move(fc)), proj_(std::move(proj)) {}
 
   const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x) { return proj_.forward(ctx, fc_.forward(ctx, x)); }
-  const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy) { return fc_.backward(ctx, proj_.backward(ctx, dy)); }
+  const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy) {
+    return fc_.backward(ctx, proj_.backward(ctx, dy));
+  }
 
  private:
   Linear fc_, proj_;

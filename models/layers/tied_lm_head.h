@@ -29,8 +29,8 @@ struct LossStats {
 
 class TiedLmHead {
  public:
-  TiedLmHead(const device::Device& device, device::DType act, Param wte, std::size_t dims, std::size_t vocab, std::size_t padded_vocab,
-             std::size_t max_rows, const std::string& name);
+  TiedLmHead(const device::Device& device, device::DType act, Param wte, std::size_t dims, std::size_t vocab,
+             std::size_t padded_vocab, std::size_t max_rows, const std::string& name);
 
   // The batch's loss sums (added on the host in double, in a fixed order).
   LossStats forward(LayerContext& ctx, const ActBuffer& y, const std::vector<int>& targets,

@@ -3,8 +3,8 @@
 namespace paxocl::models {
 
 TransformerBlock::TransformerBlock(const device::Device& device, device::DType act, LayerNorm ln1,
-                                   SelfAttention attention, LayerNorm ln2, Mlp mlp, std::size_t dims, std::size_t max_rows,
-                                   const std::string& name)
+                                   SelfAttention attention, LayerNorm ln2, Mlp mlp, std::size_t dims,
+                                   std::size_t max_rows, const std::string& name)
     : ln1_(std::move(ln1)),
       attention_(std::move(attention)),
       ln2_(std::move(ln2)),
