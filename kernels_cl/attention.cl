@@ -1,6 +1,9 @@
 // Causal multi-head attention pieces around GEMMs (models/layers/causal_attention.cpp composes
 // them). Score blocks: (G, T, T) for a chunk of G heads of one sequence; row statistics (lse,
 // delta) are indexed (b, h, t) with the chunk's first row at lse_offset / delta_offset.
+// Scores, probabilities and the row statistics are float whatever the activations' type (the
+// score GEMMs write float; softmax runs in float, in place); out and dout are act_t activations
+// (kernels_cl/dtype.cl).
 
 // In place on scores s (G, T, T): p[t, u] = exp(scale*s[t,u] - lse[t]) for u <= t, 0 above the
 // diagonal; lse[g, t] = log sum_{u<=t} exp(scale*s[t,u]).   One work-item per row.  lse: (.., T) at lse_offset
@@ -34,14 +37,14 @@ __kernel void causal_probs_from_lse(__global float* s, __global const float* lse
 
 // delta[(b*NH + h)*T + t] = sum_d out[b,t, h*hs + d] * dout[b,t, h*hs + d]   (out, dout: (B*T, NH*hs))
 // (= sum_u p[t,u] dp[t,u], the softmax backward's row term)
-__kernel void attention_row_dot(__global float* delta, __global const float* out, __global const float* dout,
+__kernel void attention_row_dot(__global float* delta, __global const act_t* out, __global const act_t* dout,
                                 const uint T, const uint NH, const uint hs, const uint rows) {
   const uint r = get_global_id(0);
   if (r >= rows) return;
   const uint t = r % T, h = (r / T) % NH, b = r / (T * NH);
   const size_t base = ((size_t)b * T + t) * NH * hs + h * hs;
   float acc = 0.0f;
-  for (uint d = 0; d < hs; ++d) acc += out[base + d] * dout[base + d];
+  for (uint d = 0; d < hs; ++d) acc += act_load(out, base + d) * act_load(dout, base + d);
   delta[r] = acc;
 }
 

@@ -1,5 +1,5 @@
 // CPU variant of attention.cl (PoCL): the same kernels and arguments, one row per work-item with
-// float16 vectors along the row (the causal row t has t + 1 live entries).
+// float16 vectors along the row (the causal row t has t + 1 live entries). Types as in attention.cl.
 
 inline float max16(const float16 v) {
   const float8 a = fmax(v.lo, v.hi);
@@ -53,7 +53,7 @@ __kernel void causal_probs_from_lse(__global float* s, __global const float* lse
   zero_tail(row, L, T);
 }
 
-__kernel void attention_row_dot(__global float* delta, __global const float* out, __global const float* dout,
+__kernel void attention_row_dot(__global float* delta, __global const act_t* out, __global const act_t* dout,
                                 const uint T, const uint NH, const uint hs, const uint rows) {
   const uint r = get_global_id(0);
   if (r >= rows) return;
@@ -62,8 +62,8 @@ __kernel void attention_row_dot(__global float* delta, __global const float* out
   float16 acc = (float16)(0.0f);
   float tail = 0.0f;
   uint d = 0;
-  for (; d + 16 <= hs; d += 16) acc = fma(vload16(0, out + base + d), vload16(0, dout + base + d), acc);
-  for (; d < hs; ++d) tail += out[base + d] * dout[base + d];
+  for (; d + 16 <= hs; d += 16) acc = fma(act_load16(out + base + d), act_load16(dout + base + d), acc);
+  for (; d < hs; ++d) tail += act_load(out, base + d) * act_load(dout, base + d);
   delta[r] = sum16(acc) + tail;
 }
 

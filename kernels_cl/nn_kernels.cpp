@@ -1,83 +1,131 @@
 #include "kernels_cl/nn_kernels.h"
 
+#include <fmt/format.h>
+
 namespace paxocl::kernels {
 
-EmbeddingKernels::EmbeddingKernels(device::ProgramCache& cache, device::Device& device)
-    : set_(cache, device, "embedding", {"embedding_forward", "embedding_backward_wpe", "embedding_backward_wte"}) {}
+namespace {
+// A program whose act_t is `act`.
+KernelSet act_program(device::ProgramCache& cache, device::Device& device, std::string_view program,
+                      std::initializer_list<const char*> kernel_names, device::DType act) {
+  return KernelSet(cache, device, program, kernel_names, device::dtype_build_option(act));
+}
 
-void EmbeddingKernels::forward(FloatBuffer& out, const IntBuffer& ids, const FloatBuffer& wte, const FloatBuffer& wpe,
+// Every act buffer handed to `kernel` must hold the dtype its program was built for: another
+// would be read as garbage, not converted.
+template <typename... Buffers>
+void require_act(device::DType act, std::string_view kernel, const Buffers&... buffers) {
+  for (const ActBuffer* b : {&buffers...}) {
+    if (b->dtype() != act) {
+      throw DeviceError(fmt::format("{}: an activation buffer holds {} but the kernels were built for {}", kernel,
+                                    device::dtype_name(b->dtype()), device::dtype_name(act)));
+    }
+  }
+}
+
+// Elements [offset, offset + count) must lie inside both buffers of a cast.
+void require_range(const char* kernel, std::size_t offset, std::size_t count, std::size_t a, std::size_t b) {
+  if (offset + count > a || offset + count > b) {
+    throw DeviceError(fmt::format("{}: elements [{}, {}) exceed a buffer of {}", kernel, offset, offset + count,
+                                  std::min(a, b)));
+  }
+}
+}  // namespace
+
+EmbeddingKernels::EmbeddingKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "embedding",
+                       {"embedding_forward", "embedding_backward_wpe", "embedding_backward_wte"}, act)),
+      act_(act) {}
+
+void EmbeddingKernels::forward(ActBuffer& out, const IntBuffer& ids, const ActBuffer& wte, const ActBuffer& wpe,
                                std::size_t B, std::size_t T, std::size_t C) {
+  require_act(act_, "embedding_forward", out, wte, wpe);
   const std::size_t n = B * T * C;
   set_.launch("embedding_forward", set_.cpu_variant() ? B * T : n, out, ids, wte, wpe, u32(T), u32(C), u32(n));
 }
 
-void EmbeddingKernels::backward_wpe(FloatBuffer& dwpe, const FloatBuffer& dout, std::size_t B, std::size_t T,
+void EmbeddingKernels::backward_wpe(FloatBuffer& dwpe, const ActBuffer& dout, std::size_t B, std::size_t T,
                                     std::size_t C) {
+  require_act(act_, "embedding_backward_wpe", dout);
   set_.launch_elements("embedding_backward_wpe", T * C, dwpe, dout, u32(B), u32(T), u32(C));
 }
 
-void EmbeddingKernels::backward_wte(FloatBuffer& dwte, const FloatBuffer& dout, const IntBuffer& tokens,
+void EmbeddingKernels::backward_wte(FloatBuffer& dwte, const ActBuffer& dout, const IntBuffer& tokens,
                                     const IntBuffer& starts, const IntBuffer& positions, std::size_t U,
                                     std::size_t C) {
+  require_act(act_, "embedding_backward_wte", dout);
   set_.launch("embedding_backward_wte", set_.cpu_variant() ? U : U * C, dwte, dout, tokens, starts, positions, u32(U),
               u32(C));
 }
 
-LayerNormKernels::LayerNormKernels(device::ProgramCache& cache, device::Device& device)
-    : set_(cache, device, "layernorm", {"layernorm_forward", "layernorm_backward_dx", "layernorm_backward_params"}) {}
+LayerNormKernels::LayerNormKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "layernorm",
+                       {"layernorm_forward", "layernorm_backward_dx", "layernorm_backward_params"}, act)),
+      act_(act) {}
 
-void LayerNormKernels::forward(FloatBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, const FloatBuffer& x,
-                               const FloatBuffer& w, const FloatBuffer& b, std::size_t N, std::size_t C, float eps) {
+void LayerNormKernels::forward(ActBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, const ActBuffer& x,
+                               const ActBuffer& w, const ActBuffer& b, std::size_t N, std::size_t C, float eps) {
+  require_act(act_, "layernorm_forward", out, x, w, b);
   // No residual: x stands in for the unused delta and sum buffers.
   set_.launch("layernorm_forward", N, out, mean, rstd, x, x, x, w, b, u32(N), u32(C), eps, cl_uint{0});
 }
 
-void LayerNormKernels::forward_residual(FloatBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, FloatBuffer& sum,
-                                        const FloatBuffer& x, const FloatBuffer& delta, const FloatBuffer& w,
-                                        const FloatBuffer& b, std::size_t N, std::size_t C, float eps) {
+void LayerNormKernels::forward_residual(ActBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, ActBuffer& sum,
+                                        const ActBuffer& x, const ActBuffer& delta, const ActBuffer& w,
+                                        const ActBuffer& b, std::size_t N, std::size_t C, float eps) {
+  require_act(act_, "layernorm_forward", out, sum, x, delta, w, b);
   set_.launch("layernorm_forward", N, out, mean, rstd, sum, x, delta, w, b, u32(N), u32(C), eps, cl_uint{1});
 }
 
-void LayerNormKernels::backward(FloatBuffer& dx, FloatBuffer& dw, FloatBuffer& db, const FloatBuffer& dout,
-                                const FloatBuffer& x, const FloatBuffer& w, const FloatBuffer& mean,
-                                const FloatBuffer& rstd, const FloatBuffer* dresidual, std::size_t N, std::size_t C) {
-  const FloatBuffer& resid = dresidual != nullptr ? *dresidual : dout;
+void LayerNormKernels::backward(ActBuffer& dx, FloatBuffer& dw, FloatBuffer& db, const ActBuffer& dout,
+                                const ActBuffer& x, const ActBuffer& w, const FloatBuffer& mean,
+                                const FloatBuffer& rstd, const ActBuffer* dresidual, std::size_t N, std::size_t C) {
+  const ActBuffer& resid = dresidual != nullptr ? *dresidual : dout;
+  require_act(act_, "layernorm_backward", dx, dout, x, w, resid);
   set_.launch("layernorm_backward_dx", N, dx, dout, x, w, mean, rstd, resid, u32(N), u32(C),
               cl_uint{dresidual != nullptr});
   set_.launch("layernorm_backward_params", set_.cpu_variant() ? (C + 15) / 16 : C, dw, db, dout, x, mean, rstd, u32(N),
               u32(C));
 }
 
-BiasKernels::BiasKernels(device::ProgramCache& cache, device::Device& device)
-    : set_(cache, device, "bias", {"bias_add", "bias_grad"}) {}
+BiasKernels::BiasKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "bias", {"bias_add", "bias_grad"}, act)), act_(act) {}
 
-void BiasKernels::add(FloatBuffer& out, const FloatBuffer& bias, std::size_t N, std::size_t C) {
+void BiasKernels::add(ActBuffer& out, const ActBuffer& bias, std::size_t N, std::size_t C) {
+  require_act(act_, "bias_add", out, bias);
   set_.launch("bias_add", set_.cpu_variant() ? N : N * C, out, bias, u32(N), u32(C));
 }
 
-void BiasKernels::grad(FloatBuffer& dbias, const FloatBuffer& dout, std::size_t N, std::size_t C) {
+void BiasKernels::grad(FloatBuffer& dbias, const ActBuffer& dout, std::size_t N, std::size_t C) {
+  require_act(act_, "bias_grad", dout);
   set_.launch("bias_grad", set_.cpu_variant() ? (C + 15) / 16 : C, dbias, dout, u32(N), u32(C));
 }
 
-GeluKernels::GeluKernels(device::ProgramCache& cache, device::Device& device)
-    : set_(cache, device, "gelu", {"gelu_forward", "gelu_backward", "bias_gelu_forward"}) {}
+GeluKernels::GeluKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "gelu", {"gelu_forward", "gelu_backward", "bias_gelu_forward"}, act)),
+      act_(act) {}
 
-void GeluKernels::forward(FloatBuffer& out, const FloatBuffer& x, std::size_t n) {
+void GeluKernels::forward(ActBuffer& out, const ActBuffer& x, std::size_t n) {
+  require_act(act_, "gelu_forward", out, x);
   set_.launch_elements("gelu_forward", n, out, x, u32(n));
 }
 
-void GeluKernels::backward(FloatBuffer& dx, const FloatBuffer& x, const FloatBuffer& dout, std::size_t n) {
+void GeluKernels::backward(ActBuffer& dx, const ActBuffer& x, const ActBuffer& dout, std::size_t n) {
+  require_act(act_, "gelu_backward", dx, x, dout);
   set_.launch_elements("gelu_backward", n, dx, x, dout, u32(n));
 }
 
-void GeluKernels::bias_forward(FloatBuffer& pre, FloatBuffer& out, const FloatBuffer& bias, std::size_t N,
-                               std::size_t C) {
+void GeluKernels::bias_forward(ActBuffer& pre, ActBuffer& out, const ActBuffer& bias, std::size_t N, std::size_t C) {
+  require_act(act_, "bias_gelu_forward", pre, out, bias);
   set_.launch("bias_gelu_forward", set_.cpu_variant() ? N : N * C, pre, out, bias, u32(N), u32(C));
 }
 
-AttentionKernels::AttentionKernels(device::ProgramCache& cache, device::Device& device)
-    : set_(cache, device, "attention",
-           {"causal_softmax_forward", "causal_probs_from_lse", "attention_row_dot", "causal_softmax_backward"}) {}
+AttentionKernels::AttentionKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "attention",
+                       {"causal_softmax_forward", "causal_probs_from_lse", "attention_row_dot",
+                        "causal_softmax_backward"},
+                       act)),
+      act_(act) {}
 
 void AttentionKernels::softmax_forward(FloatBuffer& scores, FloatBuffer& lse, std::size_t G, std::size_t T,
                                        float scale, std::size_t lse_offset) {
@@ -89,8 +137,9 @@ void AttentionKernels::probs_from_lse(FloatBuffer& scores, const FloatBuffer& ls
   set_.launch("causal_probs_from_lse", G * T, scores, lse, u32(T), scale, u32(lse_offset), u32(G * T));
 }
 
-void AttentionKernels::row_dot(FloatBuffer& delta, const FloatBuffer& out, const FloatBuffer& dout, std::size_t B,
+void AttentionKernels::row_dot(FloatBuffer& delta, const ActBuffer& out, const ActBuffer& dout, std::size_t B,
                                std::size_t T, std::size_t NH, std::size_t hs) {
+  require_act(act_, "attention_row_dot", out, dout);
   const std::size_t rows = B * NH * T;
   set_.launch("attention_row_dot", rows, delta, out, dout, u32(T), u32(NH), u32(hs), u32(rows));
 }
@@ -100,15 +149,43 @@ void AttentionKernels::softmax_backward(FloatBuffer& dprobs, const FloatBuffer& 
   set_.launch("causal_softmax_backward", G * T, dprobs, probs, delta, u32(T), scale, u32(delta_offset), u32(G * T));
 }
 
-CrossEntropyKernels::CrossEntropyKernels(device::ProgramCache& cache, device::Device& device)
-    : set_(cache, device, "cross_entropy", {"softmax_cross_entropy"}) {}
+CrossEntropyKernels::CrossEntropyKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "cross_entropy", {"softmax_cross_entropy"}, act)), act_(act) {}
 
-void CrossEntropyKernels::softmax_cross_entropy(FloatBuffer& logits, FloatBuffer& losses, FloatBuffer& correct,
-                                                const IntBuffer& targets,
-                                                const FloatBuffer& weights, std::size_t N, std::size_t V,
-                                                std::size_t Vp, float inv_weight_sum) {
+void CrossEntropyKernels::softmax_cross_entropy(ActBuffer& logits, FloatBuffer& losses, FloatBuffer& correct,
+                                                const IntBuffer& targets, const FloatBuffer& weights, std::size_t N,
+                                                std::size_t V, std::size_t Vp, float inv_weight_sum) {
+  require_act(act_, "softmax_cross_entropy", logits);
   set_.launch("softmax_cross_entropy", N, logits, losses, correct, targets, weights, u32(N), u32(V), u32(Vp),
               inv_weight_sum);
+}
+
+ResidualKernels::ResidualKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "residual", {"residual_add"}, act)), act_(act) {}
+
+void ResidualKernels::add(ActBuffer& out, const ActBuffer& a, const ActBuffer& b, std::size_t n) {
+  require_act(act_, "residual_add", out, a, b);
+  if (out.count() < n || a.count() < n || b.count() < n) {
+    throw DeviceError(fmt::format("residual_add: a buffer is shorter than the {} elements asked for", n));
+  }
+  set_.launch_elements("residual_add", n, out, a, b, u32(n));
+}
+
+CastKernels::CastKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "cast", {"cast_to_act", "cast_to_float"}, act)), act_(act) {}
+
+void CastKernels::to_act(ActBuffer& out, const FloatBuffer& in, std::size_t offset, std::size_t count) {
+  require_act(act_, "cast_to_act", out);
+  require_range("cast_to_act", offset, count, out.count(), in.count());
+  if (out.get() == in.get() || count == 0) return;  // a float32 view of `in` itself
+  set_.launch("cast_to_act", count, out, in, u32(offset), u32(count));
+}
+
+void CastKernels::to_float(FloatBuffer& out, const ActBuffer& in, std::size_t offset, std::size_t count) {
+  require_act(act_, "cast_to_float", in);
+  require_range("cast_to_float", offset, count, out.count(), in.count());
+  if (out.get() == in.get() || count == 0) return;
+  set_.launch("cast_to_float", count, out, in, u32(offset), u32(count));
 }
 
 OptimizerKernels::OptimizerKernels(device::ProgramCache& cache, device::Device& device)

@@ -2,84 +2,96 @@
 // N = B*T rows. Gradient kernels named *_grad / backward_params ACCUMULATE (+=) into parameter
 // gradients, so tied weights and several contributions add up; the model zeroes gradients once
 // per step. Everything else overwrites its output.
+// Mixed precision (device/dtype.h): each program is built for one activation dtype `act`.
+// Activations, their gradients and the weights as a step reads them (the model's per-step copy)
+// are TypedBuffers of that dtype (a launcher given another dtype throws DeviceError); parameter
+// gradients, LayerNorm statistics, attention scores and row statistics, losses and weights stay
+// FloatBuffers, and every kernel computes in float32.
 #pragma once
 
+#include "device/typed_buffer.h"
 #include "kernels_cl/kernel_set.h"
 
 namespace paxocl::kernels {
 
 using FloatBuffer = device::Buffer<float>;
 using IntBuffer = device::Buffer<cl_int>;
+using ActBuffer = device::TypedBuffer;
 
 class EmbeddingKernels {
  public:
-  EmbeddingKernels(device::ProgramCache& cache, device::Device& device);
+  EmbeddingKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
   // out (B*T, C) = wte[ids] + wpe[t]                      ids (B*T), wte (Vp, C), wpe (maxT, C)
-  void forward(FloatBuffer& out, const IntBuffer& ids, const FloatBuffer& wte, const FloatBuffer& wpe, std::size_t B,
+  void forward(ActBuffer& out, const IntBuffer& ids, const ActBuffer& wte, const ActBuffer& wpe, std::size_t B,
                std::size_t T, std::size_t C);
   // dwpe (T, C) += sum over the batch of dout (B, T, C)
-  void backward_wpe(FloatBuffer& dwpe, const FloatBuffer& dout, std::size_t B, std::size_t T, std::size_t C);
+  void backward_wpe(FloatBuffer& dwpe, const ActBuffer& dout, std::size_t B, std::size_t T, std::size_t C);
   // dwte[tokens[u]] += sum of dout rows positions[starts[u] .. starts[u+1])   (U unique tokens)
-  void backward_wte(FloatBuffer& dwte, const FloatBuffer& dout, const IntBuffer& tokens, const IntBuffer& starts,
+  void backward_wte(FloatBuffer& dwte, const ActBuffer& dout, const IntBuffer& tokens, const IntBuffer& starts,
                     const IntBuffer& positions, std::size_t U, std::size_t C);
 
  private:
   KernelSet set_;
+  device::DType act_;
 };
 
 class LayerNormKernels {
  public:
-  LayerNormKernels(device::ProgramCache& cache, device::Device& device);
+  LayerNormKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
   // out (N, C) = LN(x) * w + b; mean, rstd (N) saved for backward.
-  void forward(FloatBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, const FloatBuffer& x, const FloatBuffer& w,
-               const FloatBuffer& b, std::size_t N, std::size_t C, float eps);
-  // Residual fusion: sum (N, C) = x + delta, and out = LN(sum) in the same pass.
-  void forward_residual(FloatBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, FloatBuffer& sum, const FloatBuffer& x,
-                        const FloatBuffer& delta, const FloatBuffer& w, const FloatBuffer& b, std::size_t N,
-                        std::size_t C, float eps);
+  void forward(ActBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, const ActBuffer& x, const ActBuffer& w,
+               const ActBuffer& b, std::size_t N, std::size_t C, float eps);
+  // Residual fusion: sum (N, C) = x + delta, and out = LN(sum) of the sum as stored, in the same pass.
+  void forward_residual(ActBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, ActBuffer& sum, const ActBuffer& x,
+                        const ActBuffer& delta, const ActBuffer& w, const ActBuffer& b, std::size_t N, std::size_t C,
+                        float eps);
   // dx (N, C) = d LN / d x applied to dout (+ dresidual when given; overwrites dx);
   // dw, db (C) += parameter gradients. x is the LN's input (the sum, for forward_residual).
-  void backward(FloatBuffer& dx, FloatBuffer& dw, FloatBuffer& db, const FloatBuffer& dout, const FloatBuffer& x,
-                const FloatBuffer& w, const FloatBuffer& mean, const FloatBuffer& rstd, const FloatBuffer* dresidual,
+  void backward(ActBuffer& dx, FloatBuffer& dw, FloatBuffer& db, const ActBuffer& dout, const ActBuffer& x,
+                const ActBuffer& w, const FloatBuffer& mean, const FloatBuffer& rstd, const ActBuffer* dresidual,
                 std::size_t N, std::size_t C);
 
  private:
   KernelSet set_;
+  device::DType act_;
 };
 
 class BiasKernels {
  public:
-  BiasKernels(device::ProgramCache& cache, device::Device& device);
-  void add(FloatBuffer& out, const FloatBuffer& bias, std::size_t N, std::size_t C);        // out (N, C) += bias (C)
-  void grad(FloatBuffer& dbias, const FloatBuffer& dout, std::size_t N, std::size_t C);     // dbias (C) += colsum(dout)
+  BiasKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
+  void add(ActBuffer& out, const ActBuffer& bias, std::size_t N, std::size_t C);         // out (N, C) += bias (C)
+  void grad(FloatBuffer& dbias, const ActBuffer& dout, std::size_t N, std::size_t C);    // dbias (C) += colsum(dout)
 
  private:
   KernelSet set_;
+  device::DType act_;
 };
 
 class GeluKernels {
  public:
-  GeluKernels(device::ProgramCache& cache, device::Device& device);
-  void forward(FloatBuffer& out, const FloatBuffer& x, std::size_t n);                          // out = gelu(x)
-  void backward(FloatBuffer& dx, const FloatBuffer& x, const FloatBuffer& dout, std::size_t n);  // dx = dout gelu'(x)
+  GeluKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
+  void forward(ActBuffer& out, const ActBuffer& x, std::size_t n);                         // out = gelu(x)
+  void backward(ActBuffer& dx, const ActBuffer& x, const ActBuffer& dout, std::size_t n);  // dx = dout gelu'(x)
   // Fused bias + GELU: pre (N, C) += bias (kept for backward); out (N, C) = gelu(pre).
-  void bias_forward(FloatBuffer& pre, FloatBuffer& out, const FloatBuffer& bias, std::size_t N, std::size_t C);
+  void bias_forward(ActBuffer& pre, ActBuffer& out, const ActBuffer& bias, std::size_t N, std::size_t C);
 
  private:
   KernelSet set_;
+  device::DType act_;
 };
 
 // The softmax parts of causal attention (the GEMMs are in models/layers/causal_attention.cpp).
+// Scores (from a GEMM with a float C) and probabilities stay float32 at any activation dtype.
 class AttentionKernels {
  public:
-  AttentionKernels(device::ProgramCache& cache, device::Device& device);
+  AttentionKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
   // scores (G, T, T) -> probabilities in place; lse[lse_offset + g*T + t] = row logsumexp.
   void softmax_forward(FloatBuffer& scores, FloatBuffer& lse, std::size_t G, std::size_t T, float scale,
                        std::size_t lse_offset);
   void probs_from_lse(FloatBuffer& scores, const FloatBuffer& lse, std::size_t G, std::size_t T, float scale,
                       std::size_t lse_offset);
   // delta (B, NH, T) = per head, the rowwise dot of out and dout, both (B*T, NH*hs)
-  void row_dot(FloatBuffer& delta, const FloatBuffer& out, const FloatBuffer& dout, std::size_t B, std::size_t T,
+  void row_dot(FloatBuffer& delta, const ActBuffer& out, const ActBuffer& dout, std::size_t B, std::size_t T,
                std::size_t NH, std::size_t hs);
   // dprobs (G, T, T) -> dscores in place, using probs and delta[delta_offset + g*T + t].
   void softmax_backward(FloatBuffer& dprobs, const FloatBuffer& probs, const FloatBuffer& delta, std::size_t G,
@@ -87,21 +99,52 @@ class AttentionKernels {
 
  private:
   KernelSet set_;
+  device::DType act_;
 };
 
 class CrossEntropyKernels {
  public:
-  CrossEntropyKernels(device::ProgramCache& cache, device::Device& device);
+  CrossEntropyKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
   // logits (N, Vp) -> dlogits in place; losses (N) = w * ce; correct (N) = w * [argmax == target].
   // Columns >= V are padding.
-  void softmax_cross_entropy(FloatBuffer& logits, FloatBuffer& losses, FloatBuffer& correct, const IntBuffer& targets,
+  void softmax_cross_entropy(ActBuffer& logits, FloatBuffer& losses, FloatBuffer& correct, const IntBuffer& targets,
                              const FloatBuffer& weights, std::size_t N, std::size_t V, std::size_t Vp,
                              float inv_weight_sum);
 
  private:
   KernelSet set_;
+  device::DType act_;
 };
 
+// The residual add of a transformer block: out (n) = a + b, summed in float, rounded once.
+class ResidualKernels {
+ public:
+  ResidualKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
+  void add(ActBuffer& out, const ActBuffer& a, const ActBuffer& b, std::size_t n);
+
+ private:
+  KernelSet set_;
+  device::DType act_;
+};
+
+// Casts between float32 buffers and act buffers holding the same elements at the same offsets
+// (the parameters and the step's copy of them; float images of activations). Elements
+// [offset, offset + count); without them, the whole of `out`. Casting a buffer onto itself (a
+// float32 act buffer sharing the float one's memory) does nothing.
+class CastKernels {
+ public:
+  CastKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
+  void to_act(ActBuffer& out, const FloatBuffer& in, std::size_t offset, std::size_t count);
+  void to_act(ActBuffer& out, const FloatBuffer& in) { to_act(out, in, 0, out.count()); }
+  void to_float(FloatBuffer& out, const ActBuffer& in, std::size_t offset, std::size_t count);
+  void to_float(FloatBuffer& out, const ActBuffer& in) { to_float(out, in, 0, out.count()); }
+
+ private:
+  KernelSet set_;
+  device::DType act_;
+};
+
+// Float32 throughout (parameters, gradients and Adam state never change dtype).
 class OptimizerKernels {
  public:
   OptimizerKernels(device::ProgramCache& cache, device::Device& device);

@@ -8,10 +8,12 @@
 namespace paxocl::models {
 
 namespace {
-std::size_t layout_alignment(const device::DeviceInfo& info) {
-  // Sub-buffers must start on the device's base address alignment; 64 floats is a floor that
-  // also keeps tensors cache-line aligned.
-  return std::max<std::size_t>(64, info.base_address_align_bytes / sizeof(float));
+std::size_t layout_alignment(const device::DeviceInfo& info, device::DType fprop) {
+  // Sub-buffers must start on the device's base address alignment, both the float32 tensors' and
+  // their views in the fprop_dtype copy (2-byte elements at the same offsets); 64 elements is a
+  // floor that also keeps tensors cache-line aligned.
+  const std::size_t smallest = std::min(sizeof(float), device::dtype_size(fprop));
+  return std::max<std::size_t>(64, info.base_address_align_bytes / smallest);
 }
 
 std::size_t align_up(std::size_t n, std::size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
@@ -22,38 +24,45 @@ GptModel::GptModel(device::Device& device, device::ProgramCache& cache, const Gp
     : device_(device),
       config_((config.validate(), config)),
       options_(options),
-      layout_(config, layout_alignment(device.info())),
+      layout_(config, layout_alignment(device.info(), options.fprop_dtype)),
       rest_unit_(layout_.unit(-1)),
       block_unit_(layout_.unit(0)),
-      kernels_(cache, device),
+      kernels_(cache, device, options.fprop_dtype),
       gemm_(kernels::make_gemm(device, cache, options.gemm)),
       params_(make_buffer(device, resident_floats(), "parameters")),
-      grads_(make_buffer(device, resident_floats(), "gradients")) {
+      grads_(make_buffer(device, resident_floats(), "gradients")),
+      compute_(options.fprop_dtype == device::DType::kF32
+                   ? ActBuffer::sharing(params_)
+                   : make_buffer(device, options.fprop_dtype, resident_floats(), "parameters.compute")) {
+  require_gemm_dtypes();
   if (options_.max_seq_len == 0) options_.max_seq_len = static_cast<std::size_t>(config.max_seq_len);
   const std::size_t rows = options_.max_batch * options_.max_seq_len;
   const std::size_t C = config.model_dims, D = config.attention_dims(), H = config.hidden_dims;
+  const device::DType act = kernels_.act_dtype();
   kernels_.elementwise.fill(params_, 0.0f);  // padding between tensors stays zero
   kernels_.elementwise.fill(grads_, 0.0f);
-  embedding_ = std::make_unique<Embedding>(device, param("wte"), param("wpe"), C, rows, "embedding");
+  embedding_ = std::make_unique<Embedding>(device, act, param("wte"), param("wpe"), C, rows, "embedding");
   blocks_.reserve(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
     auto name = [&](const char* suffix) { return ParameterLayout::layer_name(l, suffix); };
     const std::string prefix = fmt::format("h{}", l);
     blocks_.emplace_back(
-        device, LayerNorm(device, param(name("ln1.scale")), param(name("ln1.bias")), C, rows, prefix + ".ln1"),
-        SelfAttention(Linear(device, param(name("attn.qkv.w")), param(name("attn.qkv.b")), C, 3 * D, rows, prefix + ".qkv"),
-                      CausalAttention(device, static_cast<std::size_t>(config.num_heads),
-                                      static_cast<std::size_t>(config.dims_per_head), options_.max_batch,
-                                      options_.max_seq_len, options_.attention_workspace_bytes, prefix + ".attn"),
-                      Linear(device, param(name("attn.proj.w")), param(name("attn.proj.b")), D, C, rows, prefix + ".proj")),
-        LayerNorm(device, param(name("ln2.scale")), param(name("ln2.bias")), C, rows, prefix + ".ln2"),
-        Mlp(Linear(device, param(name("mlp.fc.w")), param(name("mlp.fc.b")), C, H, rows, prefix + ".fc",
+        device, act,
+        LayerNorm(device, act, param(name("ln1.scale")), param(name("ln1.bias")), C, rows, prefix + ".ln1"),
+        SelfAttention(
+            Linear(device, act, param(name("attn.qkv.w")), param(name("attn.qkv.b")), C, 3 * D, rows, prefix + ".qkv"),
+            CausalAttention(device, act, static_cast<std::size_t>(config.num_heads),
+                            static_cast<std::size_t>(config.dims_per_head), options_.max_batch, options_.max_seq_len,
+                            options_.attention_workspace_bytes, prefix + ".attn"),
+            Linear(device, act, param(name("attn.proj.w")), param(name("attn.proj.b")), D, C, rows, prefix + ".proj")),
+        LayerNorm(device, act, param(name("ln2.scale")), param(name("ln2.bias")), C, rows, prefix + ".ln2"),
+        Mlp(Linear(device, act, param(name("mlp.fc.w")), param(name("mlp.fc.b")), C, H, rows, prefix + ".fc",
                    Linear::Activation::kGelu),
-            Linear(device, param(name("mlp.proj.w")), param(name("mlp.proj.b")), H, C, rows, prefix + ".fcproj")),
+            Linear(device, act, param(name("mlp.proj.w")), param(name("mlp.proj.b")), H, C, rows, prefix + ".fcproj")),
         C, rows, prefix);
   }
-  final_norm_ = std::make_unique<LayerNorm>(device, param("lnf.scale"), param("lnf.bias"), C, rows, "lnf");
-  head_ = std::make_unique<TiedLmHead>(device, param("wte"), C, static_cast<std::size_t>(config.vocab_size),
+  final_norm_ = std::make_unique<LayerNorm>(device, act, param("lnf.scale"), param("lnf.bias"), C, rows, "lnf");
+  head_ = std::make_unique<TiedLmHead>(device, act, param("wte"), C, static_cast<std::size_t>(config.vocab_size),
                                        static_cast<std::size_t>(config.padded_vocab()), rows, "lm_head");
 }
 
@@ -89,6 +98,21 @@ FloatBuffer GptModel::unit_gradients(int block) const {
   return grads_.view(unit_device_offset(block), size, fmt::format("unit {} gradients", block));
 }
 
+// Every operand mix the layers run: 16-bit activations and weights (forward, dx), 16-bit inputs
+// with a float32 C (dW, scores), float32 probabilities or score gradients times 16-bit values.
+void GptModel::require_gemm_dtypes() const {
+  const device::DType a = options_.fprop_dtype, f = device::DType::kF32;
+  if (gemm_->supports(a, a, a) && gemm_->supports(a, a, f) && gemm_->supports(f, a, a)) return;
+  throw ConfigError(fmt::format("GEMM '{}' does not take {} operands (FPROP_DTYPE); use auto or a pax-ocl GEMM "
+                                "(cpu-8x48, cpu-12x32, gpu-64x64)",
+                                gemm_->name(), device::dtype_name(a)));
+}
+
+void GptModel::cast_unit(int block) {
+  const std::size_t size = block < 0 ? rest_unit_.size : block_unit_.size;
+  kernels_.cast.to_act(compute_, params_, unit_device_offset(block), size);
+}
+
 void GptModel::require_full_residency(const char* what) const {
   if (options_.resident_block_slots != 0) {
     throw std::logic_error(fmt::format("GptModel::{} needs every parameter resident (this model holds FSDP slots)", what));
@@ -98,7 +122,10 @@ void GptModel::require_full_residency(const char* what) const {
 Param GptModel::param(const std::string& name) const {
   const TensorSpec& t = layout_.at(name);
   const std::size_t at = device_offset(t);
-  return Param{params_.view(at, t.count, name), grads_.view(at, t.count, name + ".grad")};
+  FloatBuffer value = params_.view(at, t.count, name);
+  ActBuffer compute = options_.fprop_dtype == device::DType::kF32 ? ActBuffer::sharing(value)
+                                                                   : compute_.view(at, t.count, name + ".compute");
+  return Param{std::move(value), grads_.view(at, t.count, name + ".grad"), std::move(compute)};
 }
 
 void GptModel::init(std::uint64_t seed) { set_parameters(initial_parameters(layout_, seed, config_.init_std)); }
@@ -166,11 +193,19 @@ LayerContext GptModel::context_for(const inputs::Batch& batch) {
 GptModel::Pass GptModel::begin_pass(const inputs::Batch& batch, bool gradients) {
   Pass pass{context_for(batch), &batch, nullptr};
   if (gradients) kernels_.elementwise.fill(grads_, 0.0f);  // every gradient kernel accumulates
+  // The step's weights in fprop_dtype: all of them, or under FSDP residency the unit outside the
+  // blocks (each block's slot is cast when the block runs, after the scheduler has gathered it).
+  if (options_.resident_block_slots == 0) {
+    kernels_.cast.to_act(compute_, params_);
+  } else {
+    cast_unit(-1);
+  }
   pass.x = &embedding_->forward(pass.ctx, batch.ids);
   return pass;
 }
 
 void GptModel::forward_block(Pass& pass, int block) {
+  if (options_.resident_block_slots > 0) cast_unit(block);
   pass.x = &blocks_.at(static_cast<std::size_t>(block)).forward(pass.ctx, *pass.x);
 }
 
@@ -181,6 +216,7 @@ LossStats GptModel::forward_loss(Pass& pass) {
 void GptModel::begin_backward(Pass& pass) { pass.x = &final_norm_->backward(pass.ctx, head_->backward(pass.ctx)); }
 
 void GptModel::backward_block(Pass& pass, int block) {
+  if (options_.resident_block_slots > 0) cast_unit(block);  // the slot may hold another block's weights by now
   pass.x = &blocks_.at(static_cast<std::size_t>(block)).backward(pass.ctx, *pass.x);
 }
 

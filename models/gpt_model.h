@@ -5,6 +5,11 @@
 // and never touches another layer's. With full residency (the default) the buffers are the flat
 // ParameterLayout; with FSDP residency they hold only the unit outside the blocks and a few block
 // slots, which a scheduler fills by all-gathers (scheduler/fsdp_step.h).
+// Mixed precision (Pax's FPROP_DTYPE): with fprop_dtype bfloat16 or float16, activations and
+// their gradients are stored in it and every weight is read from a copy of the parameters in it
+// (Param::compute), cast from the float32 parameters at the start of each pass (FSDP residency:
+// each unit when it is used); parameters, gradients and the optimizer stay float32, and every
+// GEMM and reduction accumulates in float32.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +38,9 @@ struct GptModelOptions {
   // 0: every parameter resident, as the flat layout. k > 0: FSDP residency: the buffers hold
   // unit(-1) then k block slots (each ParameterLayout::Unit-packed); block l lives in slot l % k.
   int resident_block_slots = 0;
+  // The dtype of activations and of the weights as a step reads them (device/dtype.h). 16 bits
+  // need a GEMM that takes them (ConfigError at construction otherwise, e.g. for clblast).
+  device::DType fprop_dtype = device::DType::kF32;
 };
 
 class GptModel {
@@ -68,7 +76,7 @@ class GptModel {
   struct Pass {
     LayerContext ctx;
     const inputs::Batch* batch;
-    const FloatBuffer* x;  // (B*T, C): the activation (forward) or its gradient (backward) between phases
+    const ActBuffer* x;  // (B*T, C): the activation (forward) or its gradient (backward) between phases
   };
   Pass begin_pass(const inputs::Batch& batch, bool gradients);
   void forward_block(Pass& pass, int block);
@@ -86,6 +94,8 @@ class GptModel {
   const GptConfig& config() const { return config_; }
   const ParameterLayout& layout() const { return layout_; }
   FloatBuffer& parameter_buffer() { return params_; }
+  // The weights as a step reads them: params_ cast to fprop_dtype (for float32, params_ itself).
+  const ActBuffer& compute_buffer() const { return compute_; }
   FloatBuffer& gradient_buffer() { return grads_; }
   kernels::KernelLibrary& kernels() { return kernels_; }
   kernels::Gemm& gemm() { return *gemm_; }
@@ -98,6 +108,8 @@ class GptModel {
   std::size_t unit_device_offset(int block) const;       // FSDP residency: where unit(block) starts
   std::size_t resident_floats() const;                    // size of params_ / grads_
   void require_full_residency(const char* what) const;
+  void require_gemm_dtypes() const;
+  void cast_unit(int block);  // compute_ <- params_ over unit(block)'s range (FSDP residency)
 
   device::Device& device_;
   GptConfig config_;
@@ -107,6 +119,7 @@ class GptModel {
   kernels::KernelLibrary kernels_;
   std::unique_ptr<kernels::Gemm> gemm_;
   FloatBuffer params_, grads_;
+  ActBuffer compute_;  // params_ in fprop_dtype; shares params_' memory for float32
   std::unique_ptr<Embedding> embedding_;
   std::vector<TransformerBlock> blocks_;
   std::unique_ptr<LayerNorm> final_norm_;

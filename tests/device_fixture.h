@@ -1,21 +1,29 @@
 // A test fixture with one OpenCL device (the first selected), a private program cache, the kernel
-// library and the CLBlast GEMM, plus host<->device helpers in float64 for reference comparisons.
+// library built for act_dtype() and a GEMM that takes it (CLBlast for float32, pax-ocl's own for
+// 16 bits), plus host<->device helpers in float64 for reference comparisons.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <memory>
+#include <ostream>
 #include <vector>
 
 #include "device/device.h"
 #include "device/device_selection.h"
 #include "device/program_cache.h"
 #include "device/typed_buffer.h"
+#include "kernels_cl/auto_gemm.h"
 #include "kernels_cl/gemm.h"
 #include "kernels_cl/kernel_library.h"
 #include "common/rng.h"
 #include "tests/test_support.h"
+
+namespace paxocl::device {
+// gtest names a dtype parameter in messages ("where GetParam() = bfloat16").
+inline void PrintTo(DType t, std::ostream* os) { *os << dtype_name(t); }
+}  // namespace paxocl::device
 
 namespace paxocl::testing {
 
@@ -25,9 +33,13 @@ class DeviceTest : public ::testing::Test {
     const auto selected = device::select_devices(device::enumerate_devices(), device::parse_device_selection("auto"));
     ASSERT_FALSE(selected.empty());
     device_ = std::make_unique<device::Device>(selected.front());
-    kernels_ = std::make_unique<kernels::KernelLibrary>(cache_, *device_);
-    gemm_ = kernels::make_clblast_gemm(*device_);
+    kernels_ = std::make_unique<kernels::KernelLibrary>(cache_, *device_, act_dtype());
+    gemm_ = act_dtype() == device::DType::kF32 ? kernels::make_clblast_gemm(*device_)
+                                               : kernels::make_gemm(*device_, cache_, "auto");
   }
+
+  // The activation dtype of the kernel library; fixtures parameterised over dtypes override it.
+  virtual device::DType act_dtype() const { return device::DType::kF32; }
 
   device::Buffer<float> upload(const std::vector<double>& host) {
     std::vector<float> f(host.begin(), host.end());

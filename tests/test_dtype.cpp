@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "device/dtype.h"
-#include "kernels_cl/kernel_set.h"
+#include "kernels_cl/nn_kernels.h"
 #include "tests/device_fixture.h"
 
 namespace paxocl::testing {
@@ -84,12 +84,12 @@ TEST_F(DeviceTest, DeviceCastsAreBitExactWithTheHost) {
     values.push_back(from_bits(u));
   }
   for (DType t : {DType::kBF16, DType::kF16}) {
-    kernels::KernelSet cast(cache_, *device_, "cast", {"cast_to_act", "cast_to_float"}, device::dtype_build_option(t));
+    kernels::CastKernels cast(cache_, *device_, t);
     device::Buffer<float> in(device_->context(), values.size(), "in"), out(device_->context(), values.size(), "out");
     device::TypedBuffer act(device_->context(), t, values.size(), "act");
     device_->queue().write(in, std::span<const float>(values));
-    cast.launch("cast_to_act", values.size(), act, in, kernels::u32(values.size()));
-    cast.launch("cast_to_float", values.size(), out, act, kernels::u32(values.size()));
+    cast.to_act(act, in);
+    cast.to_float(out, act);
     std::vector<float> back(values.size());
     device_->queue().read(out, std::span<float>(back));
     const std::vector<float> stored = act.read(device_->queue());  // the host decodes the device's bits
@@ -99,6 +99,25 @@ TEST_F(DeviceTest, DeviceCastsAreBitExactWithTheHost) {
                                            << bits(values[i]) << ")";
       ASSERT_EQ(bits(stored[i]), bits(want)) << device::dtype_name(t);
     }
+  }
+}
+
+// The model casts one unit's range of the parameters at a time: elements outside stay untouched.
+TEST_F(DeviceTest, CastsTouchOnlyTheirRange) {
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+    kernels::CastKernels cast(cache_, *device_, t);
+    const std::vector<double> values = rounded(t, random(100, 3));
+    auto in = upload(values);
+    auto act = upload(t, std::vector<double>(100, 5.0));
+    cast.to_act(act, in, 17, 50);
+    auto back = upload(std::vector<double>(100, 9.0));
+    cast.to_float(back, act, 20, 60);
+    const std::vector<double> stored = download(act, 100), floats = download(back, 100);
+    for (std::size_t i = 0; i < 100; ++i) {
+      EXPECT_EQ(stored[i], i >= 17 && i < 67 ? values[i] : 5.0) << device::dtype_name(t) << " " << i;
+      EXPECT_EQ(floats[i], i >= 20 && i < 80 ? stored[i] : 9.0) << device::dtype_name(t) << " " << i;
+    }
+    EXPECT_THROW(cast.to_act(act, in, 90, 11), DeviceError);
   }
 }
 

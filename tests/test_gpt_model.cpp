@@ -1,6 +1,7 @@
 // The GPT on an OpenCL device end to end: loss and every gradient against the float64 reference,
 // finite differences of the fp32 model over every parameter tensor, training on a synthetic
-// stream, bitwise reproducibility, the optimizer and schedule, and weight files through the model.
+// stream, bitwise reproducibility, the optimizer and schedule, weight files through the model,
+// and mixed precision (bfloat16 / float16 activations) against the same reference.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -52,8 +53,10 @@ std::vector<float> random_parameters(const models::ParameterLayout& layout, std:
 
 class GptModelTest : public DeviceTest {
  public:
-  std::unique_ptr<GptModel> make_model(const GptConfig& c, std::size_t max_batch, const std::string& gemm = "auto") {
-    return std::make_unique<GptModel>(*device_, cache_, c, models::GptModelOptions{max_batch, 0, 64u << 20, gemm});
+  std::unique_ptr<GptModel> make_model(const GptConfig& c, std::size_t max_batch, const std::string& gemm = "auto",
+                                       device::DType fprop = device::DType::kF32, int resident_block_slots = 0) {
+    return std::make_unique<GptModel>(
+        *device_, cache_, c, models::GptModelOptions{max_batch, 0, 64u << 20, gemm, resident_block_slots, fprop});
   }
 };
 
@@ -294,6 +297,171 @@ TEST_F(GptModelTest, WeightFilesRoundTripThroughTheModel) {
   other.num_layers = 3;
   auto wrong = make_model(other, 1);
   EXPECT_THROW(wrong->load_weights(models::load_llmc(llmc, 1)), ConfigError);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mixed precision (FPROP_DTYPE bfloat16 / float16): activations and the weights as read in 16
+// bits, parameters, gradients and every sum in float32.
+class GptModelMixedPrecisionTest : public GptModelTest, public ::testing::WithParamInterface<device::DType> {};
+
+// ||got - want||_2 / ||want||_2 over one tensor of the flat layout.
+double relative_error(const std::vector<float>& got, const std::vector<double>& want, const models::TensorSpec& t) {
+  double diff = 0, norm = 0;
+  for (std::size_t i = t.offset; i < t.offset + t.count; ++i) {
+    diff += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+// The error of a 16-bit network, norm-wise relative (per gradient tensor, and of the loss).
+// Each 16-bit rounding perturbs what it stores by a relative error of at most u
+// (dtype_unit_roundoff: 2^-8 bfloat16, 2^-11 float16); every GEMM and reduction is float32, whose
+// error is ~1e-6 and negligible here. The roundings between the input and a gradient:
+//   per block, forward: LN1 out, qkv, + bias, attention out, proj, + bias, residual sum, LN2
+//     out, fc, + bias, GELU, fc proj, + bias, residual sum                                  14
+//   per block, backward: fc proj dx, GELU dz, fc dx, LN2 dx, proj dx, dqkv, qkv dx, LN1 dx    8
+//   per block, its weights as read: 4 matrices, 4 biases, 2 LayerNorm scales and biases     12
+//   outside the blocks: embedding out, wte, wpe, LNf scale and bias, LNf out, logits,
+//     dlogits, dy, LNf dx                                                                   10
+// so K = 34 L + 10 roundings (78 for L = 2). With gain about one from each to the result (the
+// pre-LayerNorm network re-normalises every block; true of these random, well-scaled models, not
+// a theorem) the first-order worst case is K u, 0.3 for bfloat16: true but too loose to catch
+// anything. Rounding to nearest errs by a zero-mean amount spread over at most +-u relative, so
+// the K errors are uncorrelated with standard deviation at most u / sqrt(3) each, and their sum
+// has standard deviation sqrt(K / 3) u; the tolerance allows three: sqrt(3 K) u, 15.3 u for
+// L = 2, i.e. ~ 11 u per block. Measured on these configurations: gradients up to 7.4 u
+// (bfloat16) and 5.1 u (float16), the loss 0.2 u (its per-token errors average out).
+double mixed_precision_tolerance(const GptConfig& c, device::DType dtype) {
+  const double roundings = 34.0 * c.num_layers + 10.0;
+  return std::sqrt(3.0 * roundings) * device::dtype_unit_roundoff(dtype);
+}
+
+TEST_P(GptModelMixedPrecisionTest, LossAndGradientsMatchTheFloat64Reference) {
+  const device::DType dtype = GetParam();
+  const double u = device::dtype_unit_roundoff(dtype);
+  // tiny: dimensions below one 16-wide vector; small: whole vectors (the CPU kernels' main loops).
+  for (const GptConfig& c : {tiny_config(), small_config()}) {
+    SCOPED_TRACE(::testing::Message() << "C=" << c.model_dims);
+    auto model = make_model(c, 2, "auto", dtype);
+    const auto params = random_parameters(model->layout(), 1);
+    model->set_parameters(params);
+    const inputs::Batch batch = random_batch(c, 2, 6, 2);
+    const double loss = model->forward_backward(batch);
+    // The reference takes the float32 master parameters: rounding the weights is part of the error.
+    const ReferenceResult ref = reference_forward_backward(c, model->layout(), params, to_reference(batch));
+    const double tol = mixed_precision_tolerance(c, dtype);
+    EXPECT_LE(std::abs(loss - ref.loss), tol * ref.loss) << "loss " << loss << " want " << ref.loss;
+    const std::vector<float> grads = model->gradients();
+    double worst = 0;
+    for (const auto& t : model->layout().tensors()) {
+      const double e = relative_error(grads, ref.grads, t);
+      EXPECT_LE(e, tol) << t.name << ": relative error " << e / u << " u";
+      worst = std::max(worst, e);
+    }
+    // 16 bits cannot be as exact as float32 (~1e-6): guards against a silent float32 fallback.
+    EXPECT_GT(worst, u / 2);
+    std::printf("%s L=%d C=%d: loss error %.2f u, worst gradient tensor %.2f u, tolerance %.1f u\n",
+                std::string(device::dtype_name(dtype)).c_str(), c.num_layers, c.model_dims,
+                std::abs(loss - ref.loss) / ref.loss / u, worst / u, tol / u);
+    // The eval path computes the same forward.
+    EXPECT_EQ(model->loss(batch), loss);
+  }
+}
+
+// The step reads the weights from a 16-bit copy: the float32 master parameters stay as they are
+// (bit for bit), and the copy holds each parameter rounded once.
+TEST_P(GptModelMixedPrecisionTest, MasterParametersStayFloat32AndTheCopyIsTheirRounding) {
+  const device::DType dtype = GetParam();
+  const GptConfig c = tiny_config();
+  auto model = make_model(c, 2, "auto", dtype);
+  const auto params = random_parameters(model->layout(), 7);
+  model->set_parameters(params);
+  const inputs::Batch batch = random_batch(c, 2, 6, 8);
+  model->loss(batch);
+  EXPECT_EQ(model->parameters(), params) << "a forward pass changed the float32 parameters";
+  model->forward_backward(batch);
+  EXPECT_EQ(model->parameters(), params) << "a forward and backward pass changed the float32 parameters";
+  ASSERT_EQ(model->compute_buffer().dtype(), dtype);
+  const std::vector<float> copy = model->compute_buffer().read(device_->queue());
+  ASSERT_EQ(copy.size(), params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    ASSERT_EQ(copy[i], device::round_to(dtype, params[i])) << "parameter " << i;
+  }
+}
+
+// FSDP residency: the model holds one block slot, filled here as the FSDP scheduler does (its
+// unit image written before the block runs); the block's 16-bit weights must be cast from the
+// slot each time, so loss and gradients equal full residency's bit for bit.
+TEST_P(GptModelMixedPrecisionTest, FsdpResidencyCastsEachBlockWhenItRuns) {
+  const device::DType dtype = GetParam();
+  const GptConfig c = gpt_config(3, 12, 20, 3, 4, 7, 23);
+  auto full = make_model(c, 2, "auto", dtype);
+  auto fsdp = make_model(c, 2, "auto", dtype, 1);
+  const models::ParameterLayout& layout = full->layout();
+  const auto params = random_parameters(layout, 9);
+  full->set_parameters(params);
+  const inputs::Batch batch = random_batch(c, 2, 6, 10);
+  const double want_loss = full->forward_backward(batch);
+  const std::vector<float> want_grads = full->gradients();
+
+  auto& queue = device_->queue();
+  auto fill_unit = [&](int block) {
+    std::vector<float> image(layout.unit(block).size, 0.0f);
+    for (const models::TensorSpec& t : layout.tensors()) {
+      if (models::ParameterLayout::block_of(t) != block) continue;
+      std::copy_n(params.begin() + static_cast<std::ptrdiff_t>(t.offset), t.count,
+                  image.begin() + static_cast<std::ptrdiff_t>(layout.packed_offset(t)));
+    }
+    queue.write(fsdp->unit_parameters(block), std::span<const float>(image));
+  };
+  std::vector<float> grads(layout.total(), 0.0f);
+  auto take_gradients = [&](int block) {
+    std::vector<float> image(layout.unit(block).size);
+    queue.read(fsdp->unit_gradients(block), std::span<float>(image));
+    for (const models::TensorSpec& t : layout.tensors()) {
+      if (models::ParameterLayout::block_of(t) != block) continue;
+      std::copy_n(image.begin() + static_cast<std::ptrdiff_t>(layout.packed_offset(t)), t.count,
+                  grads.begin() + static_cast<std::ptrdiff_t>(t.offset));
+    }
+    models::FloatBuffer slot = fsdp->unit_gradients(block);
+    fsdp->kernels().elementwise.fill(slot, 0.0f);  // the next block accumulates into the same slot
+  };
+  fill_unit(-1);
+  GptModel::Pass pass = fsdp->begin_pass(batch, true);
+  for (int l = 0; l < c.num_layers; ++l) {
+    fill_unit(l);
+    fsdp->forward_block(pass, l);
+  }
+  const double loss = fsdp->forward_loss(pass).mean_loss();
+  fsdp->begin_backward(pass);
+  for (int l = c.num_layers - 1; l >= 0; --l) {
+    fill_unit(l);
+    fsdp->backward_block(pass, l);
+    take_gradients(l);
+  }
+  fsdp->finish_backward(pass);
+  take_gradients(-1);
+  EXPECT_EQ(loss, want_loss);
+  for (const models::TensorSpec& t : layout.tensors()) {
+    for (std::size_t i = t.offset; i < t.offset + t.count; ++i) ASSERT_EQ(grads[i], want_grads[i]) << t.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, GptModelMixedPrecisionTest,
+                         ::testing::Values(device::DType::kBF16, device::DType::kF16),
+                         [](const ::testing::TestParamInfo<device::DType>& param_info) {
+                           return std::string(device::dtype_name(param_info.param));
+                         });
+
+// CLBlast multiplies float32 only: a 16-bit model cannot be built on it.
+TEST_F(GptModelTest, SixteenBitsWithTheClBlastGemmIsAConfigError) {
+  try {
+    make_model(tiny_config(), 1, "clblast", device::DType::kBF16);
+    FAIL() << "a bfloat16 model was built on CLBlast";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("bfloat16"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Every GPT kernel on an OpenCL device against the float64 reference (tests/reference_gpt.h) on
 // random inputs, with awkward sizes: dimensions that are not multiples of 16, T = 1, a vocabulary
-// that is not a power of two, repeated tokens, zero weights.
+// that is not a power of two, repeated tokens, zero weights. The activation kernels run for every
+// activation dtype (float32, bfloat16, float16; see kernels_cl/nn_kernels.h), the GEMM and
+// optimizer tests for float32 only.
 #include <numeric>
 
 #include "models/layers/causal_attention.h"
@@ -10,10 +12,42 @@
 namespace paxocl::testing {
 namespace {
 
+using device::DType;
 using kernels::GemmShape;
 using kernels::Transpose;
 
+// |got - want| <= atol + rtol |want|, element-wise.
+struct Tol {
+  double atol, rtol;
+};
+
+// Tolerances of the 16-bit variants. Inputs are rounded to the dtype before both the device and
+// the reference see them, so the reference computes on exactly what the device holds; every
+// kernel computes in float32 as before, so it keeps the float32 tolerance `f32` — except that a
+// result STORED in the dtype is rounded once more. One rounding to nearest costs at most
+// |fl(y) - y| <= u |y|, u = dtype_unit_roundoff (2^-8 bfloat16, 2^-11 float16), and the float32
+// result y is itself within atol + rtol |want|, hence
+//   |got - want| <= atol + rtol |want| + u (|want| + atol + rtol |want|)
+//                 = (1 + u) atol + ((1 + u) rtol + u) |want|.
+// Stored intermediates that a kernel reads back (the residual sum LayerNorm normalises, the
+// attention output whose row dot with dO is the softmax backward's delta) cost nothing here: the
+// reference is given the same stored values (bit-exact for the residual sum, which is
+// float32(x + delta) rounded once; the attention output downloaded from the device). Results kept
+// in float32 (LayerNorm statistics, losses, every parameter gradient: float sums of exact inputs)
+// keep `f32` unchanged: a kernel that summed in 16 bits would miss them by ~u |sum| >> 1e-4.
+// Float32 results are stored as computed, so for float32 this is `f32` itself.
+Tol stored(DType dtype, Tol f32) {
+  if (dtype == DType::kF32) return f32;
+  const double u = device::dtype_unit_roundoff(dtype);
+  return Tol{(1 + u) * f32.atol, (1 + u) * f32.rtol + u};
+}
+
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, Tol tol, const char* what) {
+  paxocl::testing::expect_close(got, want, tol.atol, tol.rtol, what);
+}
+
 class KernelTest : public DeviceTest {};
+
 
 // C = alpha op(A) op(B) + beta C in double, row-major with leading dimensions and offsets.
 void reference_gemm(const GemmShape& s, double alpha, const std::vector<double>& A, std::size_t a_off, std::size_t lda,
@@ -43,7 +77,7 @@ TEST_F(KernelTest, GemmAllTransposesOffsetsAndLeadingDimensions) {
       auto a = upload(A), b = upload(B), c = upload(C);
       gemm_->run(s, 0.5f, {a.get(), off, lda}, {b.get(), off, ldb}, 2.0f, {c.get(), off, ldc});
       reference_gemm(s, 0.5, A, off, lda, B, off, ldb, 2.0, C, off, ldc);
-      expect_close(download(c, C.size()), C, 1e-5, 1e-5, "gemm");
+      expect_close(download(c, C.size()), C, Tol{1e-5, 1e-5}, "gemm");
     }
 }
 
@@ -59,17 +93,29 @@ TEST_F(KernelTest, GemmStridedBatched) {
     reference_gemm(GemmShape{Transpose::kNo, Transpose::kYes, m, n, k}, 1.0, A, i * sa, k, B, i * sb, k, 0.0, C,
                    i * sc, n);
   }
-  expect_close(download(c, C.size()), C, 1e-5, 1e-5, "strided batched gemm");
+  expect_close(download(c, C.size()), C, Tol{1e-5, 1e-5}, "strided batched gemm");
 }
 
-TEST_F(KernelTest, EmbeddingForwardAndDeterministicBackward) {
+// The activation kernels, built for the dtype of the parameter.
+class ActKernelTest : public DeviceTest, public ::testing::WithParamInterface<DType> {
+ public:
+  DType act_dtype() const override { return GetParam(); }
+  // `values` rounded to the dtype: what an activation buffer (or the step's weight copy) holds.
+  std::vector<double> in(std::vector<double> values) const { return rounded(GetParam(), std::move(values)); }
+  device::TypedBuffer act(const std::vector<double>& values) { return upload(GetParam(), values); }
+  device::TypedBuffer act_zeros(std::size_t n) { return act(std::vector<double>(n, 0.0)); }
+  Tol stored(Tol f32) const { return testing::stored(GetParam(), f32); }
+};
+
+TEST_P(ActKernelTest, EmbeddingForwardAndDeterministicBackward) {
   const int B = 3, T = 5, C = 19, Vp = 41, maxT = 7;
   const std::vector<int> ids = {4, 4, 0, 40, 4, 7, 4, 0, 0, 13, 40, 40, 1, 4, 2};  // repeats, last row
-  const auto wte = random(Vp * C, 6), wpe = random(maxT * C, 7), dout = random(B * T * C, 8);
-  auto wte_b = upload(wte), wpe_b = upload(wpe), out = zeros(B * T * C);
+  const auto wte = in(random(Vp * C, 6)), wpe = in(random(maxT * C, 7)), dout = in(random(B * T * C, 8));
+  auto wte_b = act(wte), wpe_b = act(wpe), out = act_zeros(B * T * C);
   auto ids_b = upload_ints(ids);
   kernels_->embedding.forward(out, ids_b, wte_b, wpe_b, B, T, C);
-  expect_close(download(out, B * T * C), embedding_forward(ids, B, T, wte, wpe, Vp, maxT, C), 0, 1e-6, "embedding");
+  expect_close(download(out, B * T * C), embedding_forward(ids, B, T, wte, wpe, Vp, maxT, C), stored({0, 1e-6}),
+               "embedding");
 
   // The CSR the model builds: positions grouped by token, ascending.
   std::vector<int> positions(B * T);
@@ -87,108 +133,159 @@ TEST_F(KernelTest, EmbeddingForwardAndDeterministicBackward) {
   std::vector<double> first;
   for (int run = 0; run < 2; ++run) {
     auto dwte = upload(std::vector<double>(Vp * C, 0.25)), dwpe = upload(std::vector<double>(T * C, 0.25));
-    auto dout_b = upload(dout);
+    auto dout_b = act(dout);
     auto tok = upload_ints(tokens), st = upload_ints(starts), pos = upload_ints(positions);
     kernels_->embedding.backward_wte(dwte, dout_b, tok, st, pos, tokens.size(), C);
     kernels_->embedding.backward_wpe(dwpe, dout_b, B, T, C);
     std::vector<double> want_wte(ref.dwte), want_wpe(ref.dwpe.begin(), ref.dwpe.begin() + T * C);
-    for (double& v : want_wte) v += 0.25;  // accumulates into the existing gradient
+    for (double& v : want_wte) v += 0.25;  // accumulates into the existing (float32) gradient
     for (double& v : want_wpe) v += 0.25;
     const auto got = download(dwte, Vp * C);
-    expect_close(got, want_wte, 1e-5, 1e-5, "dwte");
-    expect_close(download(dwpe, T * C), want_wpe, 1e-5, 1e-5, "dwpe");
+    expect_close(got, want_wte, Tol{1e-5, 1e-5}, "dwte");
+    expect_close(download(dwpe, T * C), want_wpe, Tol{1e-5, 1e-5}, "dwpe");
     if (run == 0) first = got;
     else EXPECT_EQ(got, first) << "embedding backward must be bit-reproducible";
   }
 }
 
-TEST_F(KernelTest, LayerNormForwardBackward) {
+// Plain and with the residual fusion (sum = x + delta normalised; dresidual added to dx).
+TEST_P(ActKernelTest, LayerNormForwardBackward) {
   for (auto [N, C] : {std::pair{7, 37}, std::pair{1, 5}, std::pair{33, 128}}) {
-    const auto x = random(N * C, 9, 2.0), w = random(C, 10), b = random(C, 11), dout = random(N * C, 12);
-    auto xb = upload(x), wb = upload(w), bb = upload(b), out = zeros(N * C), mean = zeros(N), rstd = zeros(N);
-    kernels_->layernorm.forward(out, mean, rstd, xb, wb, bb, N, C, 1e-5f);
-    const auto ref = layernorm_forward(x, w, b, N, C);
-    expect_close(download(out, N * C), ref.out, 1e-5, 1e-4, "ln out");
-    expect_close(download(mean, N), ref.mean, 1e-6, 1e-5, "ln mean");
-    expect_close(download(rstd, N), ref.rstd, 1e-6, 1e-4, "ln rstd");
-    auto dx = zeros(N * C), dw = upload(std::vector<double>(C, 1.0)), db = upload(std::vector<double>(C, 1.0));
-    auto dout_b = upload(dout);
-    kernels_->layernorm.backward(dx, dw, db, dout_b, xb, wb, mean, rstd, nullptr, N, C);
-    const auto g = layernorm_backward(dout, x, w, ref.mean, ref.rstd, N, C);
-    std::vector<double> want_dw(g.dw), want_db(g.db);
-    for (double& v : want_dw) v += 1.0;
-    for (double& v : want_db) v += 1.0;
-    expect_close(download(dx, N * C), g.dx, 1e-4, 1e-3, "ln dx");
-    expect_close(download(dw, C), want_dw, 1e-4, 1e-4, "ln dw");
-    expect_close(download(db, C), want_db, 1e-4, 1e-4, "ln db");
+    for (bool residual : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "N=" << N << " C=" << C << (residual ? " residual" : ""));
+      const auto x = in(random(N * C, 9, 2.0)), delta = in(random(N * C, 29)), w = in(random(C, 10)),
+                 b = in(random(C, 11)), dout = in(random(N * C, 12)), dresid = in(random(N * C, 30));
+      auto xb = act(x), deltab = act(delta), wb = act(w), bb = act(b), out = act_zeros(N * C), sum = act_zeros(N * C);
+      auto mean = zeros(N), rstd = zeros(N);
+      // The LN's input: x, or the sum as the kernel stores it and normalises it (float32(x + delta)
+      // rounded to the dtype once), which must come out bit for bit.
+      std::vector<double> v = x;
+      if (residual) {
+        for (int i = 0; i < N * C; ++i) v[i] = x[i] + delta[i];
+        v = in(v);
+        kernels_->layernorm.forward_residual(out, mean, rstd, sum, xb, deltab, wb, bb, N, C, 1e-5f);
+        expect_close(download(sum, N * C), v, Tol{0, 0}, "ln residual sum");
+      } else {
+        kernels_->layernorm.forward(out, mean, rstd, xb, wb, bb, N, C, 1e-5f);
+      }
+      const auto ref = layernorm_forward(v, w, b, N, C);
+      expect_close(download(out, N * C), ref.out, stored({1e-5, 1e-4}), "ln out");
+      expect_close(download(mean, N), ref.mean, Tol{1e-6, 1e-5}, "ln mean");
+      expect_close(download(rstd, N), ref.rstd, Tol{1e-6, 1e-4}, "ln rstd");
+      auto dx = act_zeros(N * C);
+      auto dw = upload(std::vector<double>(C, 1.0)), db = upload(std::vector<double>(C, 1.0));
+      auto dout_b = act(dout), dresid_b = act(dresid);
+      kernels_->layernorm.backward(dx, dw, db, dout_b, residual ? sum : xb, wb, mean, rstd,
+                                   residual ? &dresid_b : nullptr, N, C);
+      const auto g = layernorm_backward(dout, v, w, ref.mean, ref.rstd, N, C);
+      std::vector<double> want_dx(g.dx), want_dw(g.dw), want_db(g.db);
+      if (residual) {
+        for (int i = 0; i < N * C; ++i) want_dx[i] += dresid[i];
+      }
+      for (double& e : want_dw) e += 1.0;
+      for (double& e : want_db) e += 1.0;
+      expect_close(download(dx, N * C), want_dx, stored({1e-4, 1e-3}), "ln dx");
+      expect_close(download(dw, C), want_dw, Tol{1e-4, 1e-4}, "ln dw");
+      expect_close(download(db, C), want_db, Tol{1e-4, 1e-4}, "ln db");
+    }
   }
 }
 
-TEST_F(KernelTest, BiasAddAndGrad) {
-  const int N = 13, C = 21;
-  const auto x = random(N * C, 13), bias = random(C, 14);
-  auto out = upload(x), bb = upload(bias);
-  kernels_->bias.add(out, bb, N, C);
-  std::vector<double> want(x);
-  for (int n = 0; n < N; ++n)
-    for (int c = 0; c < C; ++c) want[n * C + c] += bias[c];
-  expect_close(download(out, N * C), want, 1e-6, 1e-6, "bias add");
-  auto dbias = upload(std::vector<double>(C, 0.5));
-  kernels_->bias.grad(dbias, out, N, C);
-  std::vector<double> colsum(C, 0.5);
-  for (int n = 0; n < N; ++n)
-    for (int c = 0; c < C; ++c) colsum[c] += want[n * C + c];
-  expect_close(download(dbias, C), colsum, 1e-5, 1e-5, "bias grad");
+TEST_P(ActKernelTest, BiasAddAndGrad) {
+  for (auto [N, C] : {std::pair{13, 21}, std::pair{5, 48}}) {
+    const auto x = in(random(N * C, 13)), bias = in(random(C, 14));
+    auto out = act(x), bb = act(bias);
+    kernels_->bias.add(out, bb, N, C);
+    std::vector<double> want(x);
+    for (int n = 0; n < N; ++n)
+      for (int c = 0; c < C; ++c) want[n * C + c] += bias[c];
+    const auto got = download(out, N * C);
+    expect_close(got, want, stored({1e-6, 1e-6}), "bias add");
+    // The gradient of what `out` holds now (the stored sums), into a float32 accumulator.
+    auto dbias = upload(std::vector<double>(C, 0.5));
+    kernels_->bias.grad(dbias, out, N, C);
+    std::vector<double> colsum(C, 0.5);
+    for (int n = 0; n < N; ++n)
+      for (int c = 0; c < C; ++c) colsum[c] += got[n * C + c];
+    expect_close(download(dbias, C), colsum, Tol{1e-5, 1e-5}, "bias grad");
+  }
 }
 
-TEST_F(KernelTest, GeluForwardBackward) {
+TEST_P(ActKernelTest, ResidualAddLeavesTheTailAlone) {
+  const std::size_t n = 1001, size = 1010;
+  const auto a = in(random(size, 33)), b = in(random(size, 34));
+  auto ab = act(a), bb = act(b), out = act(std::vector<double>(size, 7.0));
+  kernels_->residual.add(out, ab, bb, n);
+  std::vector<double> want(size, 7.0);
+  for (std::size_t i = 0; i < n; ++i) want[i] = a[i] + b[i];
+  expect_close(download(out, size), want, stored({0, 1e-6}), "residual add");
+}
+
+TEST_P(ActKernelTest, GeluForwardBackward) {
   const std::size_t n = 1001;
-  const auto x = random(n, 15, 3.0), dout = random(n, 16);
-  auto xb = upload(x), out = zeros(n), dx = zeros(n), dout_b = upload(dout);
+  const auto x = in(random(n, 15, 3.0)), dout = in(random(n, 16));
+  auto xb = act(x), out = act_zeros(n), dx = act_zeros(n), dout_b = act(dout);
   kernels_->gelu.forward(out, xb, n);
   kernels_->gelu.backward(dx, xb, dout_b, n);
-  expect_close(download(out, n), gelu_forward(x), 1e-6, 1e-5, "gelu");
-  expect_close(download(dx, n), gelu_backward(x, dout), 1e-6, 1e-5, "gelu backward");
+  expect_close(download(out, n), gelu_forward(x), stored({1e-6, 1e-5}), "gelu");
+  expect_close(download(dx, n), gelu_backward(x, dout), stored({1e-6, 1e-5}), "gelu backward");
+}
+
+// pre += bias is stored (float32(pre + bias) rounded once: bit for bit); out = gelu of the float sum.
+TEST_P(ActKernelTest, FusedBiasGelu) {
+  for (auto [N, C] : {std::pair{13, 37}, std::pair{3, 32}}) {
+    const auto pre = in(random(N * C, 31, 2.0)), bias = in(random(C, 32));
+    auto pre_b = act(pre), bias_b = act(bias), out = act_zeros(N * C);
+    kernels_->gelu.bias_forward(pre_b, out, bias_b, N, C);
+    std::vector<double> sum(pre);
+    for (int n = 0; n < N; ++n)
+      for (int c = 0; c < C; ++c) sum[n * C + c] += bias[c];
+    expect_close(download(pre_b, N * C), in(sum), Tol{0, 0}, "bias + gelu pre-activation");
+    expect_close(download(out, N * C), gelu_forward(sum), stored({1e-6, 1e-5}), "bias + gelu");
+  }
 }
 
 // The attention layer end to end (layout moves, GEMMs, softmax kernels), chunked and not.
-void check_attention(KernelTest& t, int B, int NH, int T, int hs, std::size_t workspace_bytes, std::uint64_t seed) {
+void check_attention(ActKernelTest& t, int B, int NH, int T, int hs, std::size_t workspace_bytes, std::uint64_t seed) {
   const int D = NH * hs, N = B * T;
-  const auto qkv = KernelTest::random(N * 3 * D, seed), dout = KernelTest::random(N * D, seed + 1);
-  models::CausalAttention core(*t.device_, NH, hs, B, T, workspace_bytes, "attn");
+  const auto qkv = t.in(ActKernelTest::random(N * 3 * D, seed)), dout = t.in(ActKernelTest::random(N * D, seed + 1));
+  models::CausalAttention core(*t.device_, t.GetParam(), NH, hs, B, T, workspace_bytes, "attn");
   models::LayerContext ctx{*t.device_, *t.kernels_, *t.gemm_, static_cast<std::size_t>(B), static_cast<std::size_t>(T)};
-  auto qkv_b = t.upload(qkv), dout_b = t.upload(dout);
+  auto qkv_b = t.act(qkv), dout_b = t.act(dout);
   const auto out = t.download(core.forward(ctx, qkv_b), N * D);
   const auto dqkv = t.download(core.backward(ctx, dout_b), N * 3 * D);
 
   const QkvHeads h = split_qkv(qkv, B, T, NH, hs);
   const AttentionResult ref = attention_forward(h.q, h.k, h.v, B, NH, T, hs);
-  const AttentionGrads g = attention_backward(h.q, h.k, h.v, ref.out, split_heads(dout, B, T, NH, hs), B, NH, T, hs);
-  expect_close(out, merge_heads(ref.out, B, T, NH, hs), 2e-5, 1e-4, "attention out");
-  expect_close(dqkv, merge_qkv(g.dq, g.dk, g.dv, B, T, NH, hs), 2e-5, 1e-3, "attention dqkv");
+  // The backward's row term delta = dO . O uses the output as stored; so does the reference.
+  const AttentionGrads g = attention_backward(h.q, h.k, h.v, split_heads(out, B, T, NH, hs),
+                                              split_heads(dout, B, T, NH, hs), B, NH, T, hs);
+  expect_close(out, merge_heads(ref.out, B, T, NH, hs), t.stored({2e-5, 1e-4}), "attention out");
+  expect_close(dqkv, merge_qkv(g.dq, g.dk, g.dv, B, T, NH, hs), t.stored({2e-5, 1e-3}), "attention dqkv");
 }
 
-TEST_F(KernelTest, AttentionSmallShapes) {
+TEST_P(ActKernelTest, AttentionSmallShapes) {
   check_attention(*this, 2, 3, 7, 5, 64u << 20, 17);  // one chunk
   check_attention(*this, 2, 3, 7, 5, 1, 18);          // one (batch, head) pair per chunk
   check_attention(*this, 3, 2, 1, 4, 64u << 20, 19);  // T = 1
   check_attention(*this, 1, 2, 33, 16, 3 * 2 * 33 * 33 * 4, 20);  // chunk of 3 over 2 pairs
 }
 
-TEST_F(KernelTest, AttentionAtMaxSeqLen2048) {
+TEST_P(ActKernelTest, AttentionAtMaxSeqLen2048) {
   // One head at T = 2048 with a workspace of exactly one (T, T) pair: the largest Pax GPU length.
   check_attention(*this, 1, 2, 2048, 8, 2 * 2048 * 2048 * 4, 21);
 }
 
-TEST_F(KernelTest, SoftmaxCrossEntropyWithPaddingAndWeights) {
+TEST_P(ActKernelTest, SoftmaxCrossEntropyWithPaddingAndWeights) {
   const int N = 6, V = 37, Vp = 64;
-  auto logits = random(N * Vp, 22, 3.0);
+  auto logits = in(random(N * Vp, 22, 3.0));
   const std::vector<int> targets = {0, 36, 5, 5, 17, 2};
   logits[static_cast<std::size_t>(3 * Vp + 5)] = 20.0;  // row 3 predicts its target
   const std::vector<double> weights = {1.0, 0.5, 0.0, 2.0, 1.0, 1.0};
   double wsum = 0;
   for (double w : weights) wsum += w;
-  auto lb = upload(logits), losses = zeros(N), correct = zeros(N), wb = upload(weights);
+  auto lb = act(logits);
+  auto losses = zeros(N), correct = zeros(N), wb = upload(weights);
   auto tb = upload_ints(targets);
   kernels_->cross_entropy.softmax_cross_entropy(lb, losses, correct, tb, wb, N, V, Vp, static_cast<float>(1.0 / wsum));
   const auto got_correct = download(correct, N);
@@ -200,15 +297,32 @@ TEST_F(KernelTest, SoftmaxCrossEntropyWithPaddingAndWeights) {
     EXPECT_EQ(got_correct[static_cast<std::size_t>(n)], argmax == targets[static_cast<std::size_t>(n)] ? weights[static_cast<std::size_t>(n)] : 0.0);
   }
   const auto ref = softmax_cross_entropy(logits, N, Vp, V, targets, weights);
-  const auto row_losses = download(losses, N);
+  const auto row_losses = download(losses, N);  // float32: the tolerances of float32
   double loss = 0;
   for (int n = 0; n < N; ++n) {
     EXPECT_NEAR(row_losses[n], weights[n] * ref.row_ce[n], 1e-4) << n;
     loss += row_losses[n];
   }
   EXPECT_NEAR(loss / wsum, ref.loss, 1e-5);
-  expect_close(download(lb, N * Vp), ref.dlogits, 1e-6, 1e-4, "dlogits");
+  expect_close(download(lb, N * Vp), ref.dlogits, stored({1e-6, 1e-4}), "dlogits");
 }
+
+// A buffer of another dtype would be read as garbage; the launchers refuse it.
+TEST_P(ActKernelTest, LaunchersRefuseBuffersOfAnotherDType) {
+  const DType other = GetParam() == DType::kBF16 ? DType::kF16 : DType::kBF16;
+  auto out = upload(other, std::vector<double>(16, 0.0)), bias = act(std::vector<double>(16, 1.0));
+  try {
+    kernels_->bias.add(out, bias, 1, 16);
+    ADD_FAILURE() << "bias_add took a " << device::dtype_name(other) << " buffer";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find(std::string(device::dtype_name(GetParam()))), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, ActKernelTest, ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
+                         [](const ::testing::TestParamInfo<DType>& param_info) {
+                           return std::string(device::dtype_name(param_info.param));
+                         });
 
 TEST_F(KernelTest, GradientNormPartials) {
   const std::size_t n = 10007, chunk = 4096;
@@ -236,9 +350,9 @@ TEST_F(KernelTest, AdamUpdateMatchesPraxisFormula) {
     v[i] = a.decay2 * v[i] + (1 - static_cast<double>(a.decay2)) * gi * gi;
     p[i] -= a.lr * (m[i] / (std::sqrt(v[i]) + a.eps) + a.weight_decay * p[i]);
   }
-  expect_close(download(pb, n), p, 1e-6, 1e-5, "adam params");
-  expect_close(download(mb, n), m, 1e-7, 1e-5, "adam m");
-  expect_close(download(vb, n), v, 1e-7, 1e-5, "adam v");
+  expect_close(download(pb, n), p, Tol{1e-6, 1e-5}, "adam params");
+  expect_close(download(mb, n), m, Tol{1e-7, 1e-5}, "adam m");
+  expect_close(download(vb, n), v, Tol{1e-7, 1e-5}, "adam v");
 }
 
 }  // namespace

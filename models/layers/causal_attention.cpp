@@ -9,7 +9,8 @@ using kernels::GemmOperand;
 using kernels::GemmShape;
 using kernels::Transpose;
 
-CausalAttention::CausalAttention(const device::Device& device, std::size_t num_heads, std::size_t dims_per_head,
+CausalAttention::CausalAttention(const device::Device& device, device::DType act, std::size_t num_heads,
+                                 std::size_t dims_per_head,
                                  std::size_t max_batch, std::size_t max_seq_len, std::size_t workspace_bytes,
                                  const std::string& name)
     : heads_(num_heads), hs_(dims_per_head) {
@@ -18,24 +19,24 @@ CausalAttention::CausalAttention(const device::Device& device, std::size_t num_h
   chunk_ = std::clamp<std::size_t>(workspace_bytes / per_head, 1, num_heads);
   auto buffer = [&](std::size_t count, const char* what) { return make_buffer(device, count, name + "." + what); };
   lse_ = buffer(max_batch * num_heads * T, "lse");
-  out_ = buffer(max_batch * T * D, "out");
+  out_ = make_buffer(device, act, max_batch * T * D, name + ".out");
   scores_ = buffer(chunk_ * T * T, "scores");
   dscores_ = buffer(chunk_ * T * T, "dscores");
   delta_ = buffer(max_batch * num_heads * T, "delta");
-  dqkv_ = buffer(max_batch * T * 3 * D, "dqkv");
+  dqkv_ = make_buffer(device, act, max_batch * T * 3 * D, name + ".dqkv");
 }
 
 // Heads h0 .. h0+g-1 of sequence b inside a row-major (B*T, width) buffer, column block `col`.
-static GemmOperand heads_of(const FloatBuffer& rows, std::size_t b, std::size_t T, std::size_t width,
+static GemmOperand heads_of(const ActBuffer& rows, std::size_t b, std::size_t T, std::size_t width,
                             std::size_t col, std::size_t h0, std::size_t hs) {
-  return GemmOperand{rows.get(), b * T * width + col + h0 * hs, width, hs};
+  return operand(rows, b * T * width + col + h0 * hs, width, hs);
 }
 
-const FloatBuffer& CausalAttention::forward(LayerContext& ctx, const FloatBuffer& qkv) {
+const ActBuffer& CausalAttention::forward(LayerContext& ctx, const ActBuffer& qkv) {
   qkv_ = &qkv;
   const std::size_t B = ctx.batch, T = ctx.seq_len, D = heads_ * hs_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs_));
-  const GemmOperand scores{scores_.get(), 0, T, T * T};
+  const GemmOperand scores = operand(scores_, 0, T, T * T);  // float32 C
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t h0 = 0; h0 < heads_; h0 += chunk_) {
       const std::size_t g = std::min(chunk_, heads_ - h0);
@@ -51,12 +52,12 @@ const FloatBuffer& CausalAttention::forward(LayerContext& ctx, const FloatBuffer
   return out_;
 }
 
-const FloatBuffer& CausalAttention::backward(LayerContext& ctx, const FloatBuffer& dout) {
+const ActBuffer& CausalAttention::backward(LayerContext& ctx, const ActBuffer& dout) {
   const std::size_t B = ctx.batch, T = ctx.seq_len, D = heads_ * hs_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs_));
-  const FloatBuffer& qkv = *qkv_;
+  const ActBuffer& qkv = *qkv_;
   ctx.kernels.attention.row_dot(delta_, out_, dout, B, T, heads_, hs_);  // delta = rowwise dO . O per head
-  const GemmOperand P{scores_.get(), 0, T, T * T}, dS{dscores_.get(), 0, T, T * T};
+  const GemmOperand P = operand(scores_, 0, T, T * T), dS = operand(dscores_, 0, T, T * T);  // float32
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t h0 = 0; h0 < heads_; h0 += chunk_) {
       const std::size_t g = std::min(chunk_, heads_ - h0), row0 = (b * heads_ + h0) * T;

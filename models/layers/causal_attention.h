@@ -7,6 +7,8 @@
 // T x T workspace is (chunk, T, T) with chunk chosen to fit `workspace_bytes` — never
 // (B, NH, T, T). Forward keeps only the row logsumexp (B, NH, T); backward recomputes the
 // probabilities (FlashAttention's trade). forward remembers qkv: the caller keeps it alive.
+// qkv, out, dout, dqkv are in the activation dtype `act`; the score workspace, lse and delta are
+// float32 whatever it is (Pax computes attention logits and softmax in float32).
 #pragma once
 
 #include "models/layers/layer_context.h"
@@ -15,19 +17,21 @@ namespace paxocl::models {
 
 class CausalAttention {
  public:
-  CausalAttention(const device::Device& device, std::size_t num_heads, std::size_t dims_per_head,
+  CausalAttention(const device::Device& device, device::DType act, std::size_t num_heads, std::size_t dims_per_head,
                   std::size_t max_batch, std::size_t max_seq_len, std::size_t workspace_bytes, const std::string& name);
 
-  const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& qkv);   // -> (N, D)
-  const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dout); // dout (N, D) -> dqkv (N, 3D)
+  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& qkv);   // -> (N, D)
+  const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dout); // dout (N, D) -> dqkv (N, 3D)
   std::size_t chunk() const { return chunk_; }  // heads per workspace pass
 
  private:
   std::size_t heads_, hs_, chunk_;
-  const FloatBuffer* qkv_ = nullptr;
-  FloatBuffer lse_, out_;             // forward state: (B, NH, T), (N, D)
+  const ActBuffer* qkv_ = nullptr;
+  FloatBuffer lse_;                   // forward state: (B, NH, T)
+  ActBuffer out_;                     // (N, D)
   FloatBuffer scores_, dscores_;      // (chunk, T, T) workspace
-  FloatBuffer delta_, dqkv_;          // backward: (B, NH, T), (N, 3D)
+  FloatBuffer delta_;                 // backward: (B, NH, T)
+  ActBuffer dqkv_;                    // (N, 3D)
 };
 
 }  // namespace paxocl::models

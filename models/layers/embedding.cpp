@@ -6,8 +6,8 @@
 
 namespace paxocl::models {
 
-Embedding::Embedding(const device::Device& device, Param wte, Param wpe, std::size_t dims, std::size_t max_rows,
-                     const std::string& name)
+Embedding::Embedding(const device::Device& device, device::DType act, Param wte, Param wpe, std::size_t dims,
+                     std::size_t max_rows, const std::string& name)
     : wte_(std::move(wte)),
       wpe_(std::move(wpe)),
       dims_(dims),
@@ -15,9 +15,9 @@ Embedding::Embedding(const device::Device& device, Param wte, Param wpe, std::si
       tokens_(device.context(), max_rows, name + ".tokens"),
       starts_(device.context(), max_rows + 1, name + ".starts"),
       positions_(device.context(), max_rows, name + ".positions"),
-      x_(make_buffer(device, max_rows * dims, name + ".x")) {}
+      x_(make_buffer(device, act, max_rows * dims, name + ".x")) {}
 
-const FloatBuffer& Embedding::forward(LayerContext& ctx, const std::vector<int>& ids) {
+const ActBuffer& Embedding::forward(LayerContext& ctx, const std::vector<int>& ids) {
   const std::size_t N = ctx.rows();
   // CSR of positions grouped by token: positions sorted by (token, position).
   std::vector<cl_int> positions(N);
@@ -37,11 +37,11 @@ const FloatBuffer& Embedding::forward(LayerContext& ctx, const std::vector<int>&
   q.write(tokens_, std::span<const cl_int>(tokens));
   q.write(starts_, std::span<const cl_int>(starts));
   q.write(positions_, std::span<const cl_int>(positions));
-  ctx.kernels.embedding.forward(x_, ids_, wte_.value, wpe_.value, ctx.batch, ctx.seq_len, dims_);
+  ctx.kernels.embedding.forward(x_, ids_, wte_.compute, wpe_.compute, ctx.batch, ctx.seq_len, dims_);
   return x_;
 }
 
-void Embedding::backward(LayerContext& ctx, const FloatBuffer& dx) {
+void Embedding::backward(LayerContext& ctx, const ActBuffer& dx) {
   ctx.kernels.embedding.backward_wpe(wpe_.grad, dx, ctx.batch, ctx.seq_len, dims_);
   ctx.kernels.embedding.backward_wte(wte_.grad, dx, tokens_, starts_, positions_, unique_tokens_, dims_);
 }

@@ -3,6 +3,7 @@
 // backward(dx) accumulates dwpe and dwte. Repeated tokens are summed without atomics: forward
 // groups positions by token on the host (a CSR of the batch) and backward gives each token row
 // one work-item that adds its positions in order, so gradients are bit-reproducible.
+// x and dx are in the activation dtype `act`; the tables are read through Param::compute.
 #pragma once
 
 #include <vector>
@@ -13,19 +14,19 @@ namespace paxocl::models {
 
 class Embedding {
  public:
-  Embedding(const device::Device& device, Param wte, Param wpe, std::size_t dims, std::size_t max_rows,
-            const std::string& name);
+  Embedding(const device::Device& device, device::DType act, Param wte, Param wpe, std::size_t dims,
+            std::size_t max_rows, const std::string& name);
 
   // `ids` holds ctx.rows() token ids; every id must be < Vp (the model checks the batch).
-  const FloatBuffer& forward(LayerContext& ctx, const std::vector<int>& ids);
-  void backward(LayerContext& ctx, const FloatBuffer& dx);
+  const ActBuffer& forward(LayerContext& ctx, const std::vector<int>& ids);
+  void backward(LayerContext& ctx, const ActBuffer& dx);
 
  private:
   Param wte_, wpe_;
   std::size_t dims_;
   device::Buffer<cl_int> ids_, tokens_, starts_, positions_;
   std::size_t unique_tokens_ = 0;
-  FloatBuffer x_;
+  ActBuffer x_;
 };
 
 }  // namespace paxocl::models

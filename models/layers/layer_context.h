@@ -1,16 +1,22 @@
 // What every layer needs to run a step on one device, and the parameter handle layers receive.
 // Layers are built for a maximum (batch, seq_len) and run at the context's current sizes.
+// Mixed precision (device/dtype.h): activations and their gradients are ActBuffers of the
+// kernels' activation dtype; layers read weights through Param::compute (the same dtype) and
+// accumulate float32 gradients into Param::grad.
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "device/device.h"
+#include "device/typed_buffer.h"
 #include "kernels_cl/gemm.h"
 #include "kernels_cl/kernel_library.h"
 
 namespace paxocl::models {
 
 using FloatBuffer = device::Buffer<float>;
+using ActBuffer = device::TypedBuffer;
 
 struct LayerContext {
   device::Device& device;
@@ -21,15 +27,33 @@ struct LayerContext {
   std::size_t rows() const { return batch * seq_len; }  // N = B * T
 };
 
-// One parameter tensor: its values and its gradient (views into the model's flat buffers).
+// One parameter tensor: its float32 value and gradient (views into the model's flat buffers),
+// and `compute`, the weight as a step reads it in the activation dtype: for float32 a view of
+// `value` itself, otherwise the model's 16-bit copy, refreshed from `value` before it is read.
 struct Param {
   FloatBuffer value;
   FloatBuffer grad;
+  ActBuffer compute;
 };
 
 // A fresh device buffer of `count` floats.
 inline FloatBuffer make_buffer(const device::Device& device, std::size_t count, const std::string& name) {
   return FloatBuffer(device.context(), count, name);
+}
+// A fresh device buffer of `count` elements of `dtype`.
+inline ActBuffer make_buffer(const device::Device& device, device::DType dtype, std::size_t count,
+                             const std::string& name) {
+  return ActBuffer(device.context(), dtype, count, name);
+}
+
+// GEMM operands of a buffer: elements from `offset`, rows `ld` apart, matrices `batch_stride` apart.
+inline kernels::GemmOperand operand(const ActBuffer& b, std::size_t offset, std::size_t ld,
+                                    std::size_t batch_stride = 0) {
+  return kernels::GemmOperand{b.get(), offset, ld, batch_stride, b.dtype()};
+}
+inline kernels::GemmOperand operand(const FloatBuffer& b, std::size_t offset, std::size_t ld,
+                                    std::size_t batch_stride = 0) {
+  return kernels::GemmOperand{b.get(), offset, ld, batch_stride, device::DType::kF32};
 }
 
 }  // namespace paxocl::models

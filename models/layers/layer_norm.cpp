@@ -3,32 +3,32 @@
 
 namespace paxocl::models {
 
-LayerNorm::LayerNorm(const device::Device& device, Param scale, Param bias, std::size_t dims, std::size_t max_rows,
-                     const std::string& name)
+LayerNorm::LayerNorm(const device::Device& device, device::DType act, Param scale, Param bias, std::size_t dims,
+                     std::size_t max_rows, const std::string& name)
     : scale_(std::move(scale)),
       bias_(std::move(bias)),
       dims_(dims),
-      y_(make_buffer(device, max_rows * dims, name + ".y")),
+      y_(make_buffer(device, act, max_rows * dims, name + ".y")),
       mean_(make_buffer(device, max_rows, name + ".mean")),
       rstd_(make_buffer(device, max_rows, name + ".rstd")),
-      dx_(make_buffer(device, max_rows * dims, name + ".dx")) {}
+      dx_(make_buffer(device, act, max_rows * dims, name + ".dx")) {}
 
-const FloatBuffer& LayerNorm::forward(LayerContext& ctx, const FloatBuffer& x) {
+const ActBuffer& LayerNorm::forward(LayerContext& ctx, const ActBuffer& x) {
   x_ = &x;
-  ctx.kernels.layernorm.forward(y_, mean_, rstd_, x, scale_.value, bias_.value, ctx.rows(), dims_, kEpsilon);
+  ctx.kernels.layernorm.forward(y_, mean_, rstd_, x, scale_.compute, bias_.compute, ctx.rows(), dims_, kEpsilon);
   return y_;
 }
 
-const FloatBuffer& LayerNorm::forward_residual(LayerContext& ctx, const FloatBuffer& x, const FloatBuffer& delta,
-                                               FloatBuffer& sum) {
+const ActBuffer& LayerNorm::forward_residual(LayerContext& ctx, const ActBuffer& x, const ActBuffer& delta,
+                                             ActBuffer& sum) {
   x_ = &sum;
-  ctx.kernels.layernorm.forward_residual(y_, mean_, rstd_, sum, x, delta, scale_.value, bias_.value, ctx.rows(), dims_,
-                                         kEpsilon);
+  ctx.kernels.layernorm.forward_residual(y_, mean_, rstd_, sum, x, delta, scale_.compute, bias_.compute, ctx.rows(),
+                                         dims_, kEpsilon);
   return y_;
 }
 
-const FloatBuffer& LayerNorm::backward(LayerContext& ctx, const FloatBuffer& dy, const FloatBuffer* dresidual) {
-  ctx.kernels.layernorm.backward(dx_, scale_.grad, bias_.grad, dy, *x_, scale_.value, mean_, rstd_, dresidual,
+const ActBuffer& LayerNorm::backward(LayerContext& ctx, const ActBuffer& dy, const ActBuffer* dresidual) {
+  ctx.kernels.layernorm.backward(dx_, scale_.grad, bias_.grad, dy, *x_, scale_.compute, mean_, rstd_, dresidual,
                                  ctx.rows(), dims_);
   return dx_;
 }

@@ -1,7 +1,8 @@
 // LayerNorm over the last dimension (eps 1e-5, statistics in fp32).
 //   x (N, C) -> y (N, C) = (x - mean) * rstd * scale + bias;  mean, rstd (N) kept for backward.
 // forward remembers its input (x, or the residual sum); backward returns dx (N, C) and
-// accumulates dscale, dbias (C).
+// accumulates dscale, dbias (C). x, y, dx are in the activation dtype `act`; mean, rstd and the
+// parameter gradients are float32.
 #pragma once
 
 #include "models/layers/layer_context.h"
@@ -11,21 +12,22 @@ namespace paxocl::models {
 class LayerNorm {
  public:
   static constexpr float kEpsilon = 1e-5f;
-  LayerNorm(const device::Device& device, Param scale, Param bias, std::size_t dims, std::size_t max_rows,
-            const std::string& name);
+  LayerNorm(const device::Device& device, device::DType act, Param scale, Param bias, std::size_t dims,
+            std::size_t max_rows, const std::string& name);
 
-  const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x);
+  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x);
   // Residual fusion: sum = x + delta (into the caller's buffer, which it keeps alive), y = LN(sum).
-  const FloatBuffer& forward_residual(LayerContext& ctx, const FloatBuffer& x, const FloatBuffer& delta,
-                                      FloatBuffer& sum);
+  const ActBuffer& forward_residual(LayerContext& ctx, const ActBuffer& x, const ActBuffer& delta, ActBuffer& sum);
   // dx = d LN(dy), plus `dresidual` when given (the gradient arriving through a residual branch).
-  const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dy, const FloatBuffer* dresidual = nullptr);
+  const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy, const ActBuffer* dresidual = nullptr);
 
  private:
   Param scale_, bias_;
   std::size_t dims_;
-  const FloatBuffer* x_ = nullptr;
-  FloatBuffer y_, mean_, rstd_, dx_;
+  const ActBuffer* x_ = nullptr;
+  ActBuffer y_;
+  FloatBuffer mean_, rstd_;
+  ActBuffer dx_;
 };
 
 }  // namespace paxocl::models

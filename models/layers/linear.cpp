@@ -3,54 +3,53 @@
 
 namespace paxocl::models {
 
-using kernels::GemmOperand;
 using kernels::GemmShape;
 using kernels::Transpose;
 
-Linear::Linear(const device::Device& device, Param weight, Param bias, std::size_t in, std::size_t out,
-               std::size_t max_rows, const std::string& name, Activation activation)
+Linear::Linear(const device::Device& device, device::DType act, Param weight, Param bias, std::size_t in,
+               std::size_t out, std::size_t max_rows, const std::string& name, Activation activation)
     : weight_(std::move(weight)),
       bias_(std::move(bias)),
       in_(in),
       out_(out),
       activation_(activation),
-      z_(make_buffer(device, max_rows * out, name + ".z")),
-      dx_(make_buffer(device, max_rows * in, name + ".dx")) {
+      z_(make_buffer(device, act, max_rows * out, name + ".z")),
+      dx_(make_buffer(device, act, max_rows * in, name + ".dx")) {
   if (activation == Activation::kGelu) {
-    activated_ = make_buffer(device, max_rows * out, name + ".gelu");
-    dz_ = make_buffer(device, max_rows * out, name + ".dz");
+    activated_ = make_buffer(device, act, max_rows * out, name + ".gelu");
+    dz_ = make_buffer(device, act, max_rows * out, name + ".dz");
   }
 }
 
-const FloatBuffer& Linear::forward(LayerContext& ctx, const FloatBuffer& x) {
+const ActBuffer& Linear::forward(LayerContext& ctx, const ActBuffer& x) {
   x_ = &x;
   const std::size_t N = ctx.rows();
   // z (N, out) = x (N, in) * W^T + b
-  ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, N, out_, in_}, 1.0f, GemmOperand{x.get(), 0, in_},
-               GemmOperand{weight_.value.get(), 0, in_}, 0.0f, GemmOperand{z_.get(), 0, out_});
+  ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, N, out_, in_}, 1.0f, operand(x, 0, in_),
+               operand(weight_.compute, 0, in_), 0.0f, operand(z_, 0, out_));
   if (activation_ == Activation::kGelu) {
-    ctx.kernels.gelu.bias_forward(z_, activated_, bias_.value, N, out_);
+    ctx.kernels.gelu.bias_forward(z_, activated_, bias_.compute, N, out_);
     return activated_;
   }
-  ctx.kernels.bias.add(z_, bias_.value, N, out_);
+  ctx.kernels.bias.add(z_, bias_.compute, N, out_);
   return z_;
 }
 
-const FloatBuffer& Linear::backward(LayerContext& ctx, const FloatBuffer& dy_in) {
+const ActBuffer& Linear::backward(LayerContext& ctx, const ActBuffer& dy_in) {
   const std::size_t N = ctx.rows();
-  const FloatBuffer* dz = &dy_in;
+  const ActBuffer* dz = &dy_in;
   if (activation_ == Activation::kGelu) {
     ctx.kernels.gelu.backward(dz_, z_, dy_in, N * out_);
     dz = &dz_;
   }
-  const FloatBuffer& dy = *dz;
-  // dW (out, in) += dz^T (out, N) * x (N, in)
-  ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, out_, in_, N}, 1.0f, GemmOperand{dy.get(), 0, out_},
-               GemmOperand{x_->get(), 0, in_}, 1.0f, GemmOperand{weight_.grad.get(), 0, in_});
+  const ActBuffer& dy = *dz;
+  // dW (out, in) += dz^T (out, N) * x (N, in), accumulated in float32
+  ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, out_, in_, N}, 1.0f, operand(dy, 0, out_),
+               operand(*x_, 0, in_), 1.0f, operand(weight_.grad, 0, in_));
   ctx.kernels.bias.grad(bias_.grad, dy, N, out_);
   // dx (N, in) = dz (N, out) * W (out, in)
-  ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, N, in_, out_}, 1.0f, GemmOperand{dy.get(), 0, out_},
-               GemmOperand{weight_.value.get(), 0, in_}, 0.0f, GemmOperand{dx_.get(), 0, in_});
+  ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, N, in_, out_}, 1.0f, operand(dy, 0, out_),
+               operand(weight_.compute, 0, in_), 0.0f, operand(dx_, 0, in_));
   return dx_;
 }
 

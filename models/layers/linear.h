@@ -1,7 +1,8 @@
 // Linear: y = act(x W^T + b).      x (N, in)  W (out, in)  b (out)  y (N, out)
 // act is the identity or GELU-tanh; with GELU, bias and activation run as one fused kernel.
 // forward remembers x (the caller keeps it alive until backward); backward returns dx (N, in) and
-// accumulates dW += dz^T x and db += colsum(dz), z the pre-activation.
+// accumulates dW += dz^T x and db += colsum(dz), z the pre-activation. Activations are in the
+// activation dtype `act`, W and b are read through Param::compute, dW and db are float32 sums.
 #pragma once
 
 #include <string>
@@ -13,19 +14,19 @@ namespace paxocl::models {
 class Linear {
  public:
   enum class Activation { kNone, kGelu };
-  Linear(const device::Device& device, Param weight, Param bias, std::size_t in, std::size_t out,
+  Linear(const device::Device& device, device::DType act, Param weight, Param bias, std::size_t in, std::size_t out,
          std::size_t max_rows, const std::string& name, Activation activation = Activation::kNone);
 
-  const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x);
-  const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dy);
+  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x);
+  const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy);
 
  private:
   Param weight_, bias_;
   std::size_t in_, out_;
   Activation activation_;
-  const FloatBuffer* x_ = nullptr;
-  FloatBuffer z_, dx_;           // pre-activation (the output without activation), input gradient
-  FloatBuffer activated_, dz_;   // GELU only: act(z), and the gradient at z
+  const ActBuffer* x_ = nullptr;
+  ActBuffer z_, dx_;           // pre-activation (the output without activation), input gradient
+  ActBuffer activated_, dz_;   // GELU only: act(z), and the gradient at z
 };
 
 }  // namespace paxocl::models

@@ -10,8 +10,10 @@ class Mlp {
   // `fc` must be built with Linear::Activation::kGelu.
   Mlp(Linear fc, Linear proj) : fc_(std::move(fc)), proj_(std::move(proj)) {}
 
-  const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x) { return proj_.forward(ctx, fc_.forward(ctx, x)); }
-  const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dy) { return fc_.backward(ctx, proj_.backward(ctx, dy)); }
+  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x) { return proj_.forward(ctx, fc_.forward(ctx, x)); }
+  const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy) {
+    return fc_.backward(ctx, proj_.backward(ctx, dy));
+  }
 
  private:
   Linear fc_, proj_;

@@ -12,10 +12,10 @@ class SelfAttention {
   SelfAttention(Linear qkv, CausalAttention core, Linear proj)
       : qkv_(std::move(qkv)), core_(std::move(core)), proj_(std::move(proj)) {}
 
-  const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x) {
+  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x) {
     return proj_.forward(ctx, core_.forward(ctx, qkv_.forward(ctx, x)));
   }
-  const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dy) {
+  const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy) {
     return qkv_.backward(ctx, core_.backward(ctx, proj_.backward(ctx, dy)));
   }
 

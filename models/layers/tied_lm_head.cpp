@@ -2,24 +2,23 @@
 
 namespace paxocl::models {
 
-using kernels::GemmOperand;
 using kernels::GemmShape;
 using kernels::Transpose;
 
-TiedLmHead::TiedLmHead(const device::Device& device, Param wte, std::size_t dims, std::size_t vocab,
-                       std::size_t padded_vocab, std::size_t max_rows, const std::string& name)
+TiedLmHead::TiedLmHead(const device::Device& device, device::DType act, Param wte, std::size_t dims,
+                       std::size_t vocab, std::size_t padded_vocab, std::size_t max_rows, const std::string& name)
     : wte_(std::move(wte)),
       dims_(dims),
       vocab_(vocab),
       padded_vocab_(padded_vocab),
-      logits_(make_buffer(device, max_rows * padded_vocab, name + ".logits")),
+      logits_(make_buffer(device, act, max_rows * padded_vocab, name + ".logits")),
       losses_(make_buffer(device, max_rows, name + ".losses")),
       correct_(make_buffer(device, max_rows, name + ".correct")),
       weights_(make_buffer(device, max_rows, name + ".weights")),
-      dy_(make_buffer(device, max_rows * dims, name + ".dy")),
+      dy_(make_buffer(device, act, max_rows * dims, name + ".dy")),
       targets_(device.context(), max_rows, name + ".targets") {}
 
-LossStats TiedLmHead::forward(LayerContext& ctx, const FloatBuffer& y, const std::vector<int>& targets,
+LossStats TiedLmHead::forward(LayerContext& ctx, const ActBuffer& y, const std::vector<int>& targets,
                               const std::vector<float>& weights) {
   y_ = &y;
   const std::size_t N = ctx.rows();
@@ -29,8 +28,8 @@ LossStats TiedLmHead::forward(LayerContext& ctx, const FloatBuffer& y, const std
   q.write(targets_, std::span<const cl_int>(targets.data(), N));
   q.write(weights_, std::span<const float>(weights.data(), N));
   // logits (N, Vp) = y (N, C) wte^T
-  ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, N, padded_vocab_, dims_}, 1.0f, GemmOperand{y.get(), 0, dims_},
-               GemmOperand{wte_.value.get(), 0, dims_}, 0.0f, GemmOperand{logits_.get(), 0, padded_vocab_});
+  ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, N, padded_vocab_, dims_}, 1.0f, operand(y, 0, dims_),
+               operand(wte_.compute, 0, dims_), 0.0f, operand(logits_, 0, padded_vocab_));
   const float inv_weight_sum = weight_sum > 0 ? static_cast<float>(1.0 / weight_sum) : 0.0f;
   ctx.kernels.cross_entropy.softmax_cross_entropy(logits_, losses_, correct_, targets_, weights_, N, vocab_,
                                                   padded_vocab_, inv_weight_sum);
@@ -46,15 +45,13 @@ LossStats TiedLmHead::forward(LayerContext& ctx, const FloatBuffer& y, const std
   return stats;
 }
 
-const FloatBuffer& TiedLmHead::backward(LayerContext& ctx) {
+const ActBuffer& TiedLmHead::backward(LayerContext& ctx) {
   const std::size_t N = ctx.rows();
   // dwte (Vp, C) += dlogits^T (Vp, N) y (N, C);   dy (N, C) = dlogits (N, Vp) wte (Vp, C)
   ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, padded_vocab_, dims_, N}, 1.0f,
-               GemmOperand{logits_.get(), 0, padded_vocab_}, GemmOperand{y_->get(), 0, dims_}, 1.0f,
-               GemmOperand{wte_.grad.get(), 0, dims_});
+               operand(logits_, 0, padded_vocab_), operand(*y_, 0, dims_), 1.0f, operand(wte_.grad, 0, dims_));
   ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, N, dims_, padded_vocab_}, 1.0f,
-               GemmOperand{logits_.get(), 0, padded_vocab_}, GemmOperand{wte_.value.get(), 0, dims_}, 0.0f,
-               GemmOperand{dy_.get(), 0, dims_});
+               operand(logits_, 0, padded_vocab_), operand(wte_.compute, 0, dims_), 0.0f, operand(dy_, 0, dims_));
   return dy_;
 }
 

@@ -2,6 +2,8 @@
 // with per-token weights; the loss is the weighted mean  sum(w * ce) / sum(w)  (0 when sum(w) = 0).
 //   y (N, C), wte (Vp, C) shared with the Embedding, logits (N, Vp), targets, weights (N)
 // forward computes the loss and, fused, dlogits; backward returns dy (N, C) and accumulates dwte.
+// y, logits (then dlogits) and dy are in the activation dtype `act`, wte is read through
+// Param::compute; the softmax, the losses and dwte are float32.
 #pragma once
 
 #include <vector>
@@ -27,19 +29,21 @@ struct LossStats {
 
 class TiedLmHead {
  public:
-  TiedLmHead(const device::Device& device, Param wte, std::size_t dims, std::size_t vocab, std::size_t padded_vocab,
-             std::size_t max_rows, const std::string& name);
+  TiedLmHead(const device::Device& device, device::DType act, Param wte, std::size_t dims, std::size_t vocab,
+             std::size_t padded_vocab, std::size_t max_rows, const std::string& name);
 
   // The batch's loss sums (added on the host in double, in a fixed order).
-  LossStats forward(LayerContext& ctx, const FloatBuffer& y, const std::vector<int>& targets,
+  LossStats forward(LayerContext& ctx, const ActBuffer& y, const std::vector<int>& targets,
                     const std::vector<float>& weights);
-  const FloatBuffer& backward(LayerContext& ctx);
+  const ActBuffer& backward(LayerContext& ctx);
 
  private:
   Param wte_;
   std::size_t dims_, vocab_, padded_vocab_;
-  const FloatBuffer* y_ = nullptr;
-  FloatBuffer logits_, losses_, correct_, weights_, dy_;
+  const ActBuffer* y_ = nullptr;
+  ActBuffer logits_;                      // (N, Vp), dlogits after forward
+  FloatBuffer losses_, correct_, weights_;  // (N)
+  ActBuffer dy_;                          // (N, C)
   device::Buffer<cl_int> targets_;
 };
 

@@ -1,6 +1,7 @@
 // TransformerBlock: Pax's pre-LayerNorm decoder block.
 //   x2 = x + SelfAttention(LN1(x));   y = x2 + Mlp(LN2(x2))        x, x2, y: (N, C)
-// backward(dy) returns dx (N, C); the residual branches add their gradients.
+// backward(dy) returns dx (N, C); the residual branches add their gradients. x, x2, y and the
+// gradients are in the activation dtype `act`.
 #pragma once
 
 #include "models/layers/layer_norm.h"
@@ -11,11 +12,11 @@ namespace paxocl::models {
 
 class TransformerBlock {
  public:
-  TransformerBlock(const device::Device& device, LayerNorm ln1, SelfAttention attention, LayerNorm ln2, Mlp mlp,
-                   std::size_t dims, std::size_t max_rows, const std::string& name);
+  TransformerBlock(const device::Device& device, device::DType act, LayerNorm ln1, SelfAttention attention,
+                   LayerNorm ln2, Mlp mlp, std::size_t dims, std::size_t max_rows, const std::string& name);
 
-  const FloatBuffer& forward(LayerContext& ctx, const FloatBuffer& x);
-  const FloatBuffer& backward(LayerContext& ctx, const FloatBuffer& dy);
+  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x);
+  const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy);
 
  private:
   LayerNorm ln1_;
@@ -23,7 +24,7 @@ class TransformerBlock {
   LayerNorm ln2_;
   Mlp mlp_;
   std::size_t dims_;
-  FloatBuffer x2_, y_;
+  ActBuffer x2_, y_;
 };
 
 }  // namespace paxocl::models
