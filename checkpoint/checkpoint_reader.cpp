@@ -58,6 +58,9 @@ RestoredState read_checkpoint(const CheckpointDir& dir, long step, const models:
   state.directory = directory.string();
   state.optimizer_steps_applied = static_cast<long>(manifest.optimizer_steps_applied());
   state.optimizer_steps_skipped = static_cast<long>(manifest.optimizer_steps_skipped());
+  if (manifest.loss_scale() != 0) {
+    state.loss_scale = models::LossScaleState{manifest.loss_scale(), static_cast<long>(manifest.loss_scale_clean_steps())};
+  }
   state.input_state = manifest.input_state();
   state.sharding = manifest.sharding();
   std::vector<float>* images[] = {&state.params, &state.m, &state.v};

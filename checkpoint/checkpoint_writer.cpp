@@ -110,6 +110,10 @@ void commit(const CheckpointDir& dir, const Snapshot& snapshot, const models::Pa
   manifest.set_seed(snapshot.seed);
   manifest.set_optimizer_steps_applied(snapshot.optimizer_steps_applied);
   manifest.set_optimizer_steps_skipped(snapshot.optimizer_steps_skipped);
+  if (snapshot.loss_scale) {
+    manifest.set_loss_scale(snapshot.loss_scale->scale);
+    manifest.set_loss_scale_clean_steps(snapshot.loss_scale->clean_steps);
+  }
   std::map<std::string, std::vector<proto::CheckpointManifest::Piece>> pieces;
   for (const nlohmann::json& part : parts) {
     auto* f = manifest.add_files();

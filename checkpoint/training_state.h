@@ -3,9 +3,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "models/loss_scaler.h"
 #include "proto/mesh.pb.h"
 
 namespace paxocl::checkpoint {
@@ -22,6 +24,7 @@ struct Snapshot {
   long step = 0;
   std::vector<StateSlice> slices;
   long optimizer_steps_applied = 0, optimizer_steps_skipped = 0;
+  std::optional<models::LossScaleState> loss_scale;  // float16 runs only
   std::string input_state;
   std::uint64_t seed = 0;
   std::string experiment_json;
@@ -35,6 +38,7 @@ struct RestoredState {
   std::string directory;
   std::vector<float> params, m, v;  // ParameterLayout::total() floats each
   long optimizer_steps_applied = 0, optimizer_steps_skipped = 0;
+  std::optional<models::LossScaleState> loss_scale;  // float16 runs only
   std::string input_state;
   std::string sharding;  // how the saving job laid it out
 };

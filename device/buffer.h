@@ -24,6 +24,7 @@ class Buffer {
     cl_mem mem = clCreateBuffer(context.get(), flags, bytes(), nullptr, &err);
     check_cl(err, "clCreateBuffer", "allocating '" + name + "' (" + format_bytes(bytes()) + ")");
     handle_ = ClHandle<cl_mem>(mem);
+    context.count_allocation(bytes());
   }
 
   // A sub-buffer aliasing elements [offset, offset + count). `offset` bytes must be a multiple

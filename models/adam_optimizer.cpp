@@ -55,14 +55,14 @@ double AdamOptimizer::sum_squares(const FloatBuffer& grads) {
 
 double AdamOptimizer::grad_norm(const FloatBuffer& grads) { return std::sqrt(sum_squares(grads)); }
 
-OptimizerStepStats AdamOptimizer::step(FloatBuffer& params, const FloatBuffer& grads, double lr) {
-  return step_with_norm(params, grads, lr, grad_norm(grads));
+OptimizerStepStats AdamOptimizer::step(FloatBuffer& params, const FloatBuffer& grads, double lr, double loss_scale) {
+  return step_with_norm(params, grads, lr, grad_norm(grads), loss_scale);
 }
 
 OptimizerStepStats AdamOptimizer::step_with_norm(FloatBuffer& params, const FloatBuffer& grads, double lr,
-                                                 double grad_norm) {
+                                                 double grad_norm, double loss_scale) {
   OptimizerStepStats stats;
-  stats.grad_norm = grad_norm;
+  stats.grad_norm = grad_norm / loss_scale;
   if (!std::isfinite(stats.grad_norm)) {
     ++skipped_;
     return stats;
@@ -74,7 +74,7 @@ OptimizerStepStats AdamOptimizer::step_with_norm(FloatBuffer& params, const Floa
   // praxis bias_corrected_decay: beta (1 - beta^(t-1)) / (1 - beta^t); 0 at t = 1.
   const double t = static_cast<double>(count_);
   auto decay = [t](double beta) { return beta * (1.0 - std::pow(beta, t - 1)) / (1.0 - std::pow(beta, t)); };
-  kernels::OptimizerKernels::AdamArgs args{static_cast<float>(stats.grad_scale), static_cast<float>(lr),
+  kernels::OptimizerKernels::AdamArgs args{static_cast<float>(stats.grad_scale / loss_scale), static_cast<float>(lr),
                                            static_cast<float>(decay(config_.beta1)),
                                            static_cast<float>(decay(config_.beta2)),
                                            static_cast<float>(config_.epsilon),

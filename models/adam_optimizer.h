@@ -1,7 +1,8 @@
 // AdamOptimizer: Pax's learner + sharded_adam over the model's flat parameter buffer.
 //   1. global gradient norm (fixed-order reduction: per-chunk sums on the device, chunks added in
 //      double on the host);
-//   2. a step whose norm is not finite is skipped and counted, nothing is applied;
+//   2. a step whose norm is not finite is skipped and counted, nothing is applied (with float16
+//      loss scaling, an overflow: the scaler halves the scale);
 //   3. clipping: gradients scaled by min(1, CLIP_GRADIENT_NORM_TO_VALUE / norm);
 //   4. Adam with bias-corrected moments (betas 0.9 / 0.95, eps 1e-8 outside the sqrt) and
 //      decoupled weight decay on the matrices only (the layout's decayed prefix, or, on an FSDP
@@ -28,7 +29,7 @@ struct AdamConfig {
 };
 
 struct OptimizerStepStats {
-  double grad_norm = 0;   // before clipping
+  double grad_norm = 0;   // before clipping (loss scale divided out)
   double grad_scale = 1;  // applied clipping factor
   bool applied = false;   // false: skipped (non-finite gradients)
 };
@@ -46,9 +47,12 @@ class AdamOptimizer {
   AdamOptimizer(device::Device& device, kernels::KernelLibrary& kernels, std::size_t total,
                 std::vector<Segment> segments, AdamConfig config);
 
-  OptimizerStepStats step(FloatBuffer& params, const FloatBuffer& grads, double lr);
-  // `grad_norm`: the global norm of which `grads` is a part (clipping and the skip test use it).
-  OptimizerStepStats step_with_norm(FloatBuffer& params, const FloatBuffer& grads, double lr, double grad_norm);
+  // `grads` are loss_scale times the loss's gradients (models/loss_scaler.h; 1: unscaled): the
+  // norm, the skip test and clipping see them divided by it, and so does the update.
+  OptimizerStepStats step(FloatBuffer& params, const FloatBuffer& grads, double lr, double loss_scale = 1.0);
+  // `grad_norm`: the global norm of which `grads` is a part, still multiplied by loss_scale.
+  OptimizerStepStats step_with_norm(FloatBuffer& params, const FloatBuffer& grads, double lr, double grad_norm,
+                                    double loss_scale = 1.0);
   double grad_norm(const FloatBuffer& grads);
   double sum_squares(const FloatBuffer& grads);  // fixed-order sum over the `total` floats
 

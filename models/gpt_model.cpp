@@ -41,6 +41,7 @@ GptModel::GptModel(device::Device& device, device::ProgramCache& cache, const Gp
   const device::DType act = kernels_.act_dtype();
   kernels_.elementwise.fill(params_, 0.0f);  // padding between tensors stays zero
   kernels_.elementwise.fill(grads_, 0.0f);
+  const std::size_t allocated_before_layers = device.context().bytes_allocated();
   embedding_ = std::make_unique<Embedding>(device, act, param("wte"), param("wpe"), C, rows, "embedding");
   blocks_.reserve(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
@@ -64,6 +65,7 @@ GptModel::GptModel(device::Device& device, device::ProgramCache& cache, const Gp
   final_norm_ = std::make_unique<LayerNorm>(device, act, param("lnf.scale"), param("lnf.bias"), C, rows, "lnf");
   head_ = std::make_unique<TiedLmHead>(device, act, param("wte"), C, static_cast<std::size_t>(config.vocab_size),
                                        static_cast<std::size_t>(config.padded_vocab()), rows, "lm_head");
+  activation_bytes_ = device.context().bytes_allocated() - allocated_before_layers;
 }
 
 // Full residency: the layout's offset. FSDP residency: unit(-1) at 0, then slot s of block units
@@ -210,7 +212,8 @@ void GptModel::forward_block(Pass& pass, int block) {
 }
 
 LossStats GptModel::forward_loss(Pass& pass) {
-  return head_->forward(pass.ctx, final_norm_->forward(pass.ctx, *pass.x), pass.batch->targets, pass.batch->weights);
+  return head_->forward(pass.ctx, final_norm_->forward(pass.ctx, *pass.x), pass.batch->targets, pass.batch->weights,
+                        loss_scale_);
 }
 
 void GptModel::begin_backward(Pass& pass) { pass.x = &final_norm_->backward(pass.ctx, head_->backward(pass.ctx)); }

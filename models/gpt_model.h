@@ -67,6 +67,11 @@ class GptModel {
   // is when their reduction can start while earlier blocks still compute.
   LossStats train_step_gradients(const inputs::Batch& batch, const std::function<void(int)>& block_done = {});
   double forward_backward(const inputs::Batch& batch) { return train_step_gradients(batch).mean_loss(); }
+  // Loss scaling (float16, models/loss_scaler.h): the gradients the backward produces are those of
+  // loss_scale x the mean loss, so small activation gradients survive 16-bit storage. A power of
+  // two scales every rounding exactly (barring overflow / underflow); the optimizer divides it out.
+  void set_loss_scale(float scale) { loss_scale_ = scale; }
+  float loss_scale() const { return loss_scale_; }
 
   // A pass in phases, for schedulers that put collectives between blocks (scheduler/fsdp_step.h);
   // evaluate() and train_step_gradients() are these calls in this order:
@@ -100,6 +105,13 @@ class GptModel {
   kernels::KernelLibrary& kernels() { return kernels_; }
   kernels::Gemm& gemm() { return *gemm_; }
   device::Device& device() { return device_; }
+  // Device memory the layers allocated at construction for activations, their gradients and
+  // workspaces (measured: the buffers created), for max_batch x max_seq_len rows.
+  std::size_t activation_bytes() const { return activation_bytes_; }
+  // The 16-bit copy of the resident parameters (0 for float32, which reads params_ itself).
+  std::size_t weight_copy_bytes() const {
+    return options_.fprop_dtype == device::DType::kF32 ? 0 : compute_.bytes();
+  }
 
  private:
   LayerContext context_for(const inputs::Batch& batch);
@@ -124,6 +136,8 @@ class GptModel {
   std::vector<TransformerBlock> blocks_;
   std::unique_ptr<LayerNorm> final_norm_;
   std::unique_ptr<TiedLmHead> head_;
+  std::size_t activation_bytes_ = 0;
+  float loss_scale_ = 1.0f;
 };
 
 }  // namespace paxocl::models

@@ -7,13 +7,14 @@ namespace paxocl::scheduler {
 
 DataParallelStep::DataParallelStep(const std::vector<device::DeviceInfo>& devices, device::ProgramCache& cache,
                                    const collectives::ProcessWorld& world, const StepOptions& options)
-    : options_(options), rank_(world.rank()) {
+    : StepProgram(options), options_(options), rank_(world.rank()) {
   const int local = options.mesh.ici_data;
   open_local_devices(devices, local, options.ici_ring);
   for (Local& l : locals_) {
     l.model = std::make_unique<models::GptModel>(
         *l.device, cache, options.config,
-        models::GptModelOptions{static_cast<std::size_t>(options.device_batch), 0, 64u << 20, options.gemm_policy});
+        models::GptModelOptions{static_cast<std::size_t>(options.device_batch), 0, 64u << 20, options.gemm_policy, 0,
+                                options.fprop_dtype});
     l.adam = std::make_unique<models::AdamOptimizer>(*l.device, l.model->kernels(), l.model->layout().total(),
                                                      l.model->layout().decayed_end(), options.adam);
   }
@@ -49,7 +50,8 @@ void DataParallelStep::load_state(std::span<const float> params, std::span<const
   for (Local& l : locals_) l.adam->load_state(m, v, counts.applied, counts.skipped);
 }
 
-models::LossStats DataParallelStep::train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt) {
+models::LossStats DataParallelStep::run_step(const inputs::Batch& batch, double lr, double loss_scale,
+                                             models::OptimizerStepStats& opt) {
   models::LossStats stats;
   const models::ParameterLayout& layout = this->layout();
   std::vector<collectives::Pending> reductions;
@@ -91,7 +93,7 @@ models::LossStats DataParallelStep::train_step(const inputs::Batch& batch, doubl
     }
     for (const collectives::Pending& p : reductions) p.wait();
   }
-  for (Local& l : locals_) opt = l.adam->step(l.model->parameter_buffer(), l.model->gradient_buffer(), lr);
+  for (Local& l : locals_) opt = l.adam->step(l.model->parameter_buffer(), l.model->gradient_buffer(), lr, loss_scale);
   return stats;
 }
 

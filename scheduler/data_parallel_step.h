@@ -27,12 +27,15 @@ class DataParallelStep : public StepProgram {
   void load_state(std::span<const float> params, std::span<const float> m, std::span<const float> v,
                   OptimizerCounts counts) override;
   std::vector<float> parameters() override;
-  models::LossStats train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt) override;
+  models::LossStats run_step(const inputs::Batch& batch, double lr, double loss_scale,
+                             models::OptimizerStepStats& opt) override;
   models::LossStats evaluate(const inputs::Batch& batch) override { return model().evaluate(batch); }
   bool evaluation_is_collective() const override { return false; }
   bool communicates() const override { return averager_ != nullptr; }
   long steps_skipped() const override { return locals_.front().adam->steps_skipped(); }
-  std::size_t state_bytes_per_device() const override { return 4 * layout().total() * sizeof(float); }
+  std::size_t state_bytes_per_device() const override {
+    return 4 * layout().total() * sizeof(float) + model().weight_copy_bytes();
+  }
   void set_tracing(bool on) override;
   std::vector<TraceEvent> take_trace(const std::vector<std::int64_t>& offsets, long step) override;
 

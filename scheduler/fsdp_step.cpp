@@ -38,7 +38,7 @@ std::string unit_name(int block) { return block < 0 ? "wte/wpe/lnf" : fmt::forma
 
 FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::ProgramCache& cache,
                    const collectives::ProcessWorld& world, const StepOptions& options)
-    : options_(options), world_(world), process_(world.rank() % options.mesh.dcn_fsdp) {
+    : StepProgram(options), options_(options), world_(world), process_(world.rank() % options.mesh.dcn_fsdp) {
   const collectives::FsdpMesh& mesh = options.mesh;
   if (options.prefetch_depth < 0) {
     throw ConfigError(fmt::format("FSDP_PREFETCH_DEPTH={}: use 0 (gather each block just in time) or more",
@@ -51,7 +51,7 @@ FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::Progr
     l.model = std::make_unique<models::GptModel>(
         *l.device, cache, options.config,
         models::GptModelOptions{static_cast<std::size_t>(options.device_batch), 0, 64u << 20, options.gemm_policy,
-                                slots_});
+                                slots_, options.fprop_dtype});
   }
   plan_ = std::make_unique<models::ShardPlan>(layout(), mesh.dcn_fsdp, mesh.ici_fsdp);
   for (int b = -1; b < options.config.num_layers; ++b) splits_.push_back(unit_split(*plan_, b, process_));
@@ -70,7 +70,8 @@ FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::Progr
 }
 
 std::size_t FsdpStep::state_bytes_per_device() const {
-  return (4 * param_shards_.front().count() + 2 * model().parameter_buffer().count()) * sizeof(float);
+  return (4 * param_shards_.front().count() + 2 * model().parameter_buffer().count()) * sizeof(float) +
+         model().weight_copy_bytes();
 }
 
 void FsdpStep::load_parameters(std::span<const float> flat) {
@@ -247,7 +248,8 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
   return loss;
 }
 
-models::LossStats FsdpStep::train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt) {
+models::LossStats FsdpStep::run_step(const inputs::Batch& batch, double lr, double loss_scale,
+                                     models::OptimizerStepStats& opt) {
   std::vector<inputs::Batch> rows;
   for (std::size_t d = 0; d < locals_.size(); ++d) rows.push_back(device_rows(batch, static_cast<int>(d), options_.device_batch));
   const models::LossStats loss = run_pass(rows, true);
@@ -260,7 +262,7 @@ models::LossStats FsdpStep::train_step(const inputs::Batch& batch, double lr, mo
   }
   world_.all_reduce_sum(sum_squares);
   const double norm = std::sqrt(sum_squares[0]);
-  for (std::size_t d = 0; d < locals_.size(); ++d) opt = locals_[d].adam->step_with_norm(param_shards_[d], grad_shards_[d], lr, norm);
+  for (std::size_t d = 0; d < locals_.size(); ++d) opt = locals_[d].adam->step_with_norm(param_shards_[d], grad_shards_[d], lr, norm, loss_scale);
   return loss;
 }
 

@@ -38,7 +38,8 @@ class FsdpStep : public StepProgram {
   void load_state(std::span<const float> params, std::span<const float> m, std::span<const float> v,
                   OptimizerCounts counts) override;
   std::vector<float> parameters() override;
-  models::LossStats train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt) override;
+  models::LossStats run_step(const inputs::Batch& batch, double lr, double loss_scale,
+                             models::OptimizerStepStats& opt) override;
   models::LossStats evaluate(const inputs::Batch& batch) override;
   bool evaluation_is_collective() const override { return options_.mesh.dcn_fsdp > 1; }
   bool communicates() const override { return true; }

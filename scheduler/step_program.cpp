@@ -12,6 +12,14 @@ void StepProgram::open_local_devices(const std::vector<device::DeviceInfo>& sele
   for (auto& d : device::open_devices(mine, ici_ring)) locals_.push_back(Local{std::move(d), nullptr, nullptr});
 }
 
+models::LossStats StepProgram::train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt) {
+  const double scale = loss_scaler_.scale();
+  for (Local& l : locals_) l.model->set_loss_scale(static_cast<float>(scale));
+  const models::LossStats stats = run_step(batch, lr, scale, opt);
+  loss_scaler_.update(opt.applied);  // the norm is global: every process and device agrees
+  return stats;
+}
+
 std::vector<device::Device*> StepProgram::devices() const {
   std::vector<device::Device*> out;
   for (const Local& l : locals_) out.push_back(l.device.get());

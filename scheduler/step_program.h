@@ -18,6 +18,7 @@
 #include "device/program_cache.h"
 #include "models/adam_optimizer.h"
 #include "models/gpt_model.h"
+#include "models/loss_scaler.h"
 #include "scheduler/step_trace.h"
 
 namespace paxocl::scheduler {
@@ -32,6 +33,8 @@ struct StepOptions {
   std::size_t bucket_bytes = 0;   // GRADIENT_BUCKET_BYTES (data parallel)
   int prefetch_depth = 1;         // FSDP_PREFETCH_DEPTH: all-gathers in flight ahead of the compute
   bool ici_ring = true;           // ICI_ALGORITHM=ring: this process's devices share a context (per platform)
+  device::DType fprop_dtype = device::DType::kF32;  // FPROP_DTYPE: activations and the weights as read
+  models::DynamicLossScaler::Config loss_scale;     // enabled for float16
 };
 
 class StepProgram {
@@ -55,14 +58,17 @@ class StepProgram {
                           OptimizerCounts counts) = 0;
   // The full parameters as a flat image. Collective: every process calls it.
   virtual std::vector<float> parameters() = 0;
-  // One step on this process's rows of the global batch (local devices x device_batch rows).
-  virtual models::LossStats train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt) = 0;
+  // One step on this process's rows of the global batch (local devices x device_batch rows), at
+  // the loss scale of the scaler, which then learns whether the step overflowed.
+  models::LossStats train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt);
+  models::DynamicLossScaler& loss_scaler() { return loss_scaler_; }
   // Forward only, on this process's first device. Collective when evaluation_is_collective().
   virtual models::LossStats evaluate(const inputs::Batch& batch) = 0;
   virtual bool evaluation_is_collective() const = 0;
   virtual bool communicates() const = 0;
   virtual long steps_skipped() const = 0;
-  // Device memory of the training state (parameters, gradients, Adam's two moments) on one device.
+  // Device memory of the training state (parameters, gradients, Adam's two moments, and with
+  // 16-bit FPROP_DTYPE the weights' 16-bit copy) on one device.
   virtual std::size_t state_bytes_per_device() const = 0;
 
   // Tracing of a step: on, run it, then collect its kernels and collectives on the host clock
@@ -76,6 +82,11 @@ class StepProgram {
   const models::ParameterLayout& layout() const { return model().layout(); }
 
  protected:
+  explicit StepProgram(const StepOptions& options) : loss_scaler_(options.loss_scale) {}
+  // The step itself: gradients of loss_scale x the loss (the models' set_loss_scale is already
+  // called), then the optimizer with that loss_scale.
+  virtual models::LossStats run_step(const inputs::Batch& batch, double lr, double loss_scale,
+                                     models::OptimizerStepStats& opt) = 0;
   // Opens the first `count` of `selected` (sharing contexts for the ICI ring when asked).
   void open_local_devices(const std::vector<device::DeviceInfo>& selected, int count, bool ici_ring);
   // One device of this process with its model instance and optimizer.
@@ -93,6 +104,9 @@ class StepProgram {
   static inputs::Batch device_rows(const inputs::Batch& batch, int device, int device_batch);
 
   std::vector<Local> locals_;
+
+ private:
+  models::DynamicLossScaler loss_scaler_;
 };
 
 // The program for the options' mesh, on the selected devices (the first mesh.ici_data *

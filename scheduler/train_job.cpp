@@ -55,11 +55,13 @@ struct Setup {
   collectives::FsdpMesh mesh;  // the data and fsdp axes, ICI and DCN
   int local_devices;  // devices of this process (ICI data x fsdp)
   int replicas;       // devices in the job, each on its own rows of the batch
+  device::DType fprop_dtype = device::DType::kF32;
+  models::DynamicLossScaler::Config loss_scale;
   int device_batch() const { return input.batch_size / local_devices; }
 };
 
 Setup resolve(const models::Experiment& e, const collectives::ProcessWorld& world) {
-  Setup s{e, e.model_config(), {}, {}, {}, e.get_int("EVAL_LOOP_NUM_BATCHES"), e.get_string("DATA"), {}, 1, 1};
+  Setup s{e, e.model_config(), {}, {}, {}, e.get_int("EVAL_LOOP_NUM_BATCHES"), e.get_string("DATA"), {}, 1, 1, device::DType::kF32, {}};
   s.config.validate();
   const std::vector<long> ici = e.get_int_list("ICI_MESH_SHAPE"), dcn = e.get_int_list("DCN_MESH_SHAPE");
   if (ici.size() != 3 || dcn.size() != 3) throw ConfigError("ICI_MESH_SHAPE and DCN_MESH_SHAPE need 3 dimensions [data, fsdp, tensor]");
@@ -81,12 +83,10 @@ Setup resolve(const models::Experiment& e, const collectives::ProcessWorld& worl
                                   dcn[0], dcn[1], dcn[0] * dcn[1], world.size(), world.size(), dcn[0] * dcn[1]));
   }
   s.replicas = s.local_devices * world.size();
-  const std::string dtype = e.get_string("FPROP_DTYPE");
-  if (dtype == "bfloat16") {
-    spdlog::warn("FPROP_DTYPE=bfloat16: pax-ocl computes in float32 (bfloat16 kernels are not implemented)");
-  } else if (dtype != "float32") {
-    throw ConfigError(fmt::format("FPROP_DTYPE={}: use float32 (or bfloat16, computed in float32)", dtype));
-  }
+  s.fprop_dtype = device::dtype_from_name(e.get_string("FPROP_DTYPE"));
+  s.loss_scale = models::DynamicLossScaler::Config{s.fprop_dtype == device::DType::kF16, e.get_float("LOSS_SCALE_INITIAL"),
+                                                   e.get_int("LOSS_SCALE_GROWTH_INTERVAL")};
+  models::DynamicLossScaler{s.loss_scale};  // its ConfigError now, before any device is opened
   if (e.get_string("ICI_ALGORITHM") != "ring" && e.get_string("ICI_ALGORITHM") != "host") {
     throw ConfigError(fmt::format("ICI_ALGORITHM={}: use ring or host", e.get_string("ICI_ALGORITHM")));
   }
@@ -143,7 +143,8 @@ struct Runtime {
     StepOptions options{s.config, s.adam, s.device_batch(), o.gemm_policy, s.mesh,
                         s.exp.get_bool("OVERLAP_COMMUNICATION"),
                         static_cast<std::size_t>(s.exp.get_int("GRADIENT_BUCKET_BYTES")),
-                        static_cast<int>(s.exp.get_int("FSDP_PREFETCH_DEPTH")), s.exp.get_string("ICI_ALGORITHM") == "ring"};
+                        static_cast<int>(s.exp.get_int("FSDP_PREFETCH_DEPTH")), s.exp.get_string("ICI_ALGORITHM") == "ring",
+                        s.fprop_dtype, s.loss_scale};
     program = make_step_program(selected, cache, world, options);
     if (o.init_weights) {
       program->load_parameters(program->model().flat_from_weights(*o.init_weights));
@@ -188,6 +189,7 @@ checkpoint::Snapshot take_snapshot(StepProgram& program, const Setup& s, const i
   const StepProgram::OptimizerCounts counts = program.optimizer_counts();
   snap.optimizer_steps_applied = counts.applied;
   snap.optimizer_steps_skipped = counts.skipped;
+  if (program.loss_scaler().enabled()) snap.loss_scale = program.loss_scaler().state();
   snap.input_state = input.state().to_string();
   snap.seed = static_cast<std::uint64_t>(s.exp.get_int("SEED"));
   snap.experiment_json = s.exp.to_json().dump();
@@ -308,6 +310,7 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
   if (std::optional<checkpoint::RestoredState> restored = checkpoints.restore()) {
     program.load_state(restored->params, restored->m, restored->v,
                        {restored->optimizer_steps_applied, restored->optimizer_steps_skipped});
+    if (restored->loss_scale) program.loss_scaler().restore(*restored->loss_scale);
     train_input->restore(inputs::InputState::parse(restored->input_state));
     first_step = restored->step;
     spdlog::info("resumed from {} (step {}, saved as {})", restored->directory, restored->step, restored->sharding);
@@ -352,7 +355,8 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
     std::cout << fmt::format(
                      "experiment {}: {:.2f}M parameters, {} x {} tokens per step, {} steps, {} over {} "
                      "device(s) ({} per process) on {}\n"
-                     "training state: {:.1f} MiB per device (parameters, gradients, Adam moments)\n"
+                     "training state: {:.1f} MiB per device (parameters, gradients, Adam moments{})\n"
+                     "activations: {:.1f} MiB per device ({}, {} x {} tokens)\n"
                      "MFU is measured against the devices' GEMM peak, measured now: {:.1f} GFLOP/s in all{}\n"
                      "job directory: {}\n",
                      experiment.name(), static_cast<double>(model.layout().parameter_count()) / 1e6,
@@ -362,7 +366,10 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
                                        s.mesh.ici_data * s.mesh.dcn_data)
                          : std::string("data parallel"),
                      s.replicas, s.local_devices, program.device().info().name,
-                     static_cast<double>(program.state_bytes_per_device()) / (1 << 20), peak_gflops,
+                     static_cast<double>(program.state_bytes_per_device()) / (1 << 20),
+                     s.fprop_dtype == device::DType::kF32 ? "" : fmt::format(", {} weight copy", device::dtype_name(s.fprop_dtype)),
+                     static_cast<double>(model.activation_bytes()) / (1 << 20), device::dtype_name(s.fprop_dtype),
+                     s.device_batch(), s.config.max_seq_len, peak_gflops,
                      datasheet ? fmt::format(" ({} datasheet: {:.1f} TFLOP/s FP32 per device, {:.1f} BF16)", datasheet->model,
                                              datasheet->fp32_tflops, datasheet->bf16_tflops)
                                : std::string(), options.job_log_dir.string())
@@ -422,6 +429,11 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
         train_out->scalar("tokens_per_sec", tokens_per_sec, done);
         train_out->scalar("tflops_per_sec", tflops, done);
         train_out->scalar("mfu", mfu, done);
+        if (program.loss_scaler().enabled()) {
+          train_out->scalar("loss_scale", program.loss_scaler().scale(), done);
+          train_out->scalar("loss_scale_overflows", static_cast<double>(program.loss_scaler().overflows()), done);
+        }
+        train_out->scalar("steps_skipped", static_cast<double>(program.steps_skipped()), done);
         if (datasheet_gflops > 0) train_out->scalar("mfu_datasheet_fp32", tflops * 1e3 / datasheet_gflops, done);
         const std::string line = fmt::format(
             "step {:>6}/{}  loss {:.4f}  log_pplx {:.4f}  lr {:.2e}  {:.0f} tok/s  MFU {:.1f}%  elapsed {}  ETA {}", done,
@@ -472,6 +484,10 @@ int run_training(const models::Experiment& experiment, const JobOptions& options
       spdlog::info("trace of steps {} written to {} (open it in ui.perfetto.dev)", fmt::join(trace_steps, ","),
                    (options.job_log_dir / "trace.json").string());
     }
+  }
+  if (program.loss_scaler().enabled()) {
+    spdlog::info("float16 loss scale: {} at the end; {} overflow(s) skipped in this run", program.loss_scaler().scale(),
+                 program.loss_scaler().overflows());
   }
   if (program.steps_skipped() > 0) spdlog::warn("{} step(s) skipped for non-finite gradients", program.steps_skipped());
   if (options.save_weights) {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "proto/checkpoint.pb.h"
 #include "tests/test_support.h"
 
 namespace paxocl::testing {
@@ -69,6 +70,46 @@ TEST_F(CliCheckpoint, ResumingIsBitwiseTheUninterruptedRun) {
             std::string::npos) << r.err;
   EXPECT_EQ(losses_of(r.out), std::vector<double>(want.begin() + 6, want.end()));
   EXPECT_EQ(bytes_of(dir_.path() / "resumed.bin"), bytes_of(dir_.path() / "reference.bin"));
+}
+
+// 16-bit FPROP_DTYPE: the checkpoint holds the float32 state (F32 tensors; the 16-bit weight copy
+// is derived from it each step) and, for float16, the loss scale and its clean-step count, so a
+// resumed run is bitwise the uninterrupted one. float16 starts at 2^24 with growth every 4 steps:
+// it overflows, halves and grows across the checkpoint at step 6.
+TEST_F(CliCheckpoint, SixteenBitRunsCheckpointFloat32AndResumeBitwise) {
+  for (const std::string dtype : {"bfloat16", "float16"}) {
+    SCOPED_TRACE(dtype);
+    const std::string args = " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.FPROP_DTYPE=" + dtype +
+                             " --fdl.LOSS_SCALE_INITIAL=16777216 --fdl.LOSS_SCALE_GROWTH_INTERVAL=4";
+    const auto whole = train("", args + " --fdl.MAX_STEPS=12 --save_weights=" + (dir_.path() / (dtype + ".bin")).string(),
+                             dtype + "-whole");
+    train("", args + " --fdl.MAX_STEPS=6", dtype + "-resumed");
+    const fs::path checkpoint = dir_.path() / (dtype + "-resumed") / "checkpoints" / "checkpoint_00000006";
+    proto::CheckpointManifest manifest;
+    ASSERT_TRUE(manifest.ParseFromString(bytes_of(checkpoint / "manifest.pb")));
+    ASSERT_GT(manifest.tensors_size(), 0);
+    for (const auto& t : manifest.tensors()) EXPECT_EQ(t.dtype(), "F32") << t.name();
+    if (dtype == "float16") {
+      EXPECT_GE(manifest.loss_scale(), 1.0);
+      EXPECT_LT(manifest.loss_scale(), 16777216.0) << "2^24 overflows float16";
+    } else {
+      EXPECT_EQ(manifest.loss_scale(), 0.0) << "bfloat16 keeps no loss scale";
+    }
+    const auto resumed = train("", args + " --fdl.MAX_STEPS=12 --save_weights=" +
+                                       (dir_.path() / (dtype + "-resumed.bin")).string(), dtype + "-resumed");
+    EXPECT_NE(resumed.err.find("resumed from " + checkpoint.string()), std::string::npos) << resumed.err;
+    const auto want = read_scalars(dir_.path() / (dtype + "-whole") / "summaries" / "train");
+    const auto got = read_scalars(dir_.path() / (dtype + "-resumed") / "summaries" / "train");
+    for (const char* tag : {"loss", "loss_scale", "grad_norm"}) {
+      if (dtype != "float16" && std::string(tag) == "loss_scale") continue;
+      const auto& w = want.at(tag);
+      const auto& g = got.at(tag);
+      ASSERT_EQ(w.size(), 12u) << tag;
+      ASSERT_EQ(g.size(), 12u) << tag << ": 6 steps, then 6 resumed";
+      for (std::size_t i = 6; i < 12; ++i) EXPECT_EQ(g[i].value, w[i].value) << tag << " at step " << g[i].step;
+    }
+    EXPECT_EQ(bytes_of(dir_.path() / (dtype + "-resumed.bin")), bytes_of(dir_.path() / (dtype + ".bin")));
+  }
 }
 
 TEST_F(CliCheckpoint, ACheckpointRestoresOntoAnotherMesh) {

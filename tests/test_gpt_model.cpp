@@ -448,6 +448,65 @@ TEST_P(GptModelMixedPrecisionTest, FsdpResidencyCastsEachBlockWhenItRuns) {
   }
 }
 
+// Loss scaling (models/loss_scaler.h): with a power-of-two scale S the backward produces S x the
+// gradients. In float32 and bfloat16 (float32's exponent range) every rounding scales with them,
+// so they are S x the unscaled ones bit for bit; in float16 small ones keep bits the unscaled pass
+// loses to underflow, so there they are held to the float64 reference instead.
+TEST_F(GptModelTest, APowerOfTwoLossScaleScalesEveryGradientExactly) {
+  const GptConfig c = tiny_config();
+  const float scale = 1024.0f;
+  for (const device::DType dtype : {device::DType::kF32, device::DType::kBF16, device::DType::kF16}) {
+    SCOPED_TRACE(device::dtype_name(dtype));
+    auto model = make_model(c, 2, "auto", dtype);
+    const auto params = random_parameters(model->layout(), 3);
+    model->set_parameters(params);
+    const inputs::Batch batch = random_batch(c, 2, 6, 4);
+    const double loss = model->forward_backward(batch);
+    const std::vector<float> unscaled = model->gradients();
+    model->set_loss_scale(scale);
+    EXPECT_EQ(model->forward_backward(batch), loss) << "the loss itself is not scaled";
+    const std::vector<float> scaled = model->gradients();
+    if (dtype != device::DType::kF16) {
+      for (std::size_t i = 0; i < scaled.size(); ++i) ASSERT_EQ(scaled[i], scale * unscaled[i]) << "element " << i;
+      continue;
+    }
+    const ReferenceResult ref = reference_forward_backward(c, model->layout(), params, to_reference(batch));
+    std::vector<float> unscaled_back(scaled.size());
+    for (std::size_t i = 0; i < scaled.size(); ++i) unscaled_back[i] = scaled[i] / scale;
+    for (const auto& t : model->layout().tensors()) {
+      EXPECT_LE(relative_error(unscaled_back, ref.grads, t), mixed_precision_tolerance(c, dtype)) << t.name;
+    }
+  }
+}
+
+// The optimizer divides the loss scale out exactly: S x the gradients at loss scale S (clipped or
+// not) update the parameters and moments bit for bit as the gradients at scale 1.
+TEST_F(GptModelTest, TheOptimizerDividesTheLossScaleOutExactly) {
+  const std::size_t n = 1000;
+  const auto p = random(n, 51), g = random(n, 52);
+  auto library = std::make_unique<kernels::KernelLibrary>(cache_, *device_);
+  for (const double clip : {0.0, 0.5}) {  // random(n) has norm ~ sqrt(n / 3) >> 0.5: clipped
+    SCOPED_TRACE(clip);
+    models::AdamConfig config;
+    config.clip_gradient_norm = clip;
+    auto run = [&](double loss_scale) {
+      std::vector<double> scaled(g);
+      for (double& x : scaled) x *= loss_scale;
+      auto pb = upload(p), gb = upload(scaled);
+      models::AdamOptimizer adam(*device_, *library, n, 512, config);  // an aligned split: two views
+      models::OptimizerStepStats stats;
+      for (int step = 0; step < 3; ++step) stats = adam.step(pb, gb, 1e-3, loss_scale);
+      EXPECT_TRUE(stats.applied);
+      return std::make_pair(download(pb, n), stats);
+    };
+    const auto [want, want_stats] = run(1.0);
+    const auto [got, got_stats] = run(65536.0);
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(got_stats.grad_norm, want_stats.grad_norm) << "the norm is reported unscaled";
+    EXPECT_EQ(got_stats.grad_scale, want_stats.grad_scale);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(DTypes, GptModelMixedPrecisionTest,
                          ::testing::Values(device::DType::kBF16, device::DType::kF16),
                          [](const ::testing::TestParamInfo<device::DType>& param_info) {

@@ -1,5 +1,6 @@
 #include "tests/test_support.h"
 
+#include <algorithm>
 #include <regex>
 
 #include <unistd.h>
@@ -7,6 +8,7 @@
 #include <fstream>
 
 #include "common/rng.h"
+#include "proto/tensorboard.pb.h"
 #include <random>
 #include <sstream>
 
@@ -74,6 +76,28 @@ ScopedEnv::~ScopedEnv() {
   } else {
     ::unsetenv(name_.c_str());
   }
+}
+
+std::map<std::string, std::vector<ScalarPoint>> read_scalars(const std::filesystem::path& summary_dir) {
+  std::map<std::string, std::vector<ScalarPoint>> scalars;
+  std::vector<std::filesystem::path> files;
+  for (const auto& f : std::filesystem::directory_iterator(summary_dir)) {
+    if (f.path().filename().string().rfind("events.out.tfevents.", 0) == 0) files.push_back(f.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    std::uint64_t length = 0;
+    // TFRecord: length (8), its masked CRC (4), the Event, its masked CRC (4).
+    while (in.read(reinterpret_cast<char*>(&length), 8) && in.ignore(4)) {
+      std::string data(length, '\0');
+      if (!in.read(data.data(), static_cast<std::streamsize>(length)) || !in.ignore(4)) break;
+      proto::tensorboard::Event event;
+      if (!event.ParseFromString(data)) break;
+      for (const auto& v : event.summary().value()) scalars[v.tag()].push_back({static_cast<long>(event.step()), v.simple_value()});
+    }
+  }
+  return scalars;
 }
 
 std::vector<double> losses_of(const std::string& out) {

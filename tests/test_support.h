@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,14 @@ CommandResult run_command(const std::string& command);
 
 // The losses of `pax-ocl train`'s summary lines ("step 5/20  loss 6.2397  log_pplx ..."), in order.
 std::vector<double> losses_of(const std::string& out);
+
+// The scalars of the TensorBoard event files in `summary_dir` (e.g. job/summaries/train), by tag:
+// (step, value) in the order written, values as stored (float32, bit for bit).
+struct ScalarPoint {
+  long step = 0;
+  float value = 0;
+};
+std::map<std::string, std::vector<ScalarPoint>> read_scalars(const std::filesystem::path& summary_dir);
 
 // Writes `paragraphs` paragraphs of 20 random sentences over a 12-word vocabulary (blank-line
 // separated) to dir/story.txt, so small tokenizers train in a moment; returns the path.

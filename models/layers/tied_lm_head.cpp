@@ -19,7 +19,7 @@ TiedLmHead::TiedLmHead(const device::Device& device, device::DType act, Param wt
       targets_(device.context(), max_rows, name + ".targets") {}
 
 LossStats TiedLmHead::forward(LayerContext& ctx, const ActBuffer& y, const std::vector<int>& targets,
-                              const std::vector<float>& weights) {
+                              const std::vector<float>& weights, float gradient_scale) {
   y_ = &y;
   const std::size_t N = ctx.rows();
   double weight_sum = 0;
@@ -30,9 +30,10 @@ LossStats TiedLmHead::forward(LayerContext& ctx, const ActBuffer& y, const std::
   // logits (N, Vp) = y (N, C) wte^T
   ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, N, padded_vocab_, dims_}, 1.0f, operand(y, 0, dims_),
                operand(wte_.compute, 0, dims_), 0.0f, operand(logits_, 0, padded_vocab_));
-  const float inv_weight_sum = weight_sum > 0 ? static_cast<float>(1.0 / weight_sum) : 0.0f;
+  // dlogits of gradient_scale x the weighted mean loss
+  const float scale_over_weight = weight_sum > 0 ? static_cast<float>(gradient_scale / weight_sum) : 0.0f;
   ctx.kernels.cross_entropy.softmax_cross_entropy(logits_, losses_, correct_, targets_, weights_, N, vocab_,
-                                                  padded_vocab_, inv_weight_sum);
+                                                  padded_vocab_, scale_over_weight);
   std::vector<float> losses(N), correct(N);
   q.read(losses_, std::span<float>(losses));
   q.read(correct_, std::span<float>(correct));

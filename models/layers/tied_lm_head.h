@@ -32,9 +32,10 @@ class TiedLmHead {
   TiedLmHead(const device::Device& device, device::DType act, Param wte, std::size_t dims, std::size_t vocab,
              std::size_t padded_vocab, std::size_t max_rows, const std::string& name);
 
-  // The batch's loss sums (added on the host in double, in a fixed order).
+  // The batch's loss sums (added on the host in double, in a fixed order). dlogits are those of
+  // gradient_scale x the weighted mean loss (the loss scale; 1 without one).
   LossStats forward(LayerContext& ctx, const ActBuffer& y, const std::vector<int>& targets,
-                    const std::vector<float>& weights);
+                    const std::vector<float>& weights, float gradient_scale = 1.0f);
   const ActBuffer& backward(LayerContext& ctx);
 
  private:
