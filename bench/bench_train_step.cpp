@@ -2,6 +2,7 @@
 // device and prints tokens/s, achieved GFLOP/s (model FLOPs: 6 x matmul parameters + 12 L T C per
 // token) and the share of step time spent in GEMM (profiled device time of the GEMM kernels).
 // Usage: bench_train_step [A|B|C|D|all] [steps] [gemm policy: auto|clblast|cpu-8x48|...]
+//                         [FPROP_DTYPE: float32|bfloat16|float16]
 // (device: PAX_OCL_DEVICES, default auto)
 #include <chrono>
 #include <cstdio>
@@ -34,7 +35,8 @@ constexpr BenchConfig kConfigs[] = {
     {"D", 12, 768, 12, 256, 50304, 4},
 };
 
-void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache, int steps, const std::string& gemm) {
+void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache, int steps, const std::string& gemm,
+         device::DType fprop) {
   models::GptConfig c;
   c.num_layers = b.layers;
   c.model_dims = b.dims;
@@ -43,7 +45,7 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   c.dims_per_head = b.dims / b.heads;
   c.max_seq_len = b.seq_len;
   c.vocab_size = b.vocab;
-  models::GptModel model(dev, cache, c, models::GptModelOptions{static_cast<std::size_t>(b.batch), 0, 256u << 20, gemm});
+  models::GptModel model(dev, cache, c, models::GptModelOptions{static_cast<std::size_t>(b.batch), 0, 256u << 20, gemm, 0, fprop});
   model.init(1);
   models::AdamOptimizer adam(dev, model.kernels(), model.layout().total(), model.layout().decayed_end(), {});
   Rng rng(2);
@@ -110,13 +112,15 @@ int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "all";
   const int steps = argc > 2 ? std::stoi(argv[2]) : 5;
   const std::string gemm = kernels::gemm_policy_from(argc > 3 ? std::optional<std::string>(argv[3]) : std::nullopt);
+  const device::DType fprop = argc > 4 ? device::dtype_from_name(argv[4]) : device::DType::kF32;
   const auto selected = device::select_devices(device::enumerate_devices(),
                                                device::parse_device_selection(device::device_spec_from(std::nullopt)));
   device::Device dev(selected.front());
   device::ProgramCache cache;
-  std::printf("device: %s (%s, %u CUs)  GEMM: %s  steps timed: %d\n", dev.info().name.c_str(),
-              dev.info().platform_name.c_str(), dev.info().compute_units, gemm.c_str(), steps);
+  std::printf("device: %s (%s, %u CUs)  GEMM: %s  FPROP_DTYPE: %s  steps timed: %d\n", dev.info().name.c_str(),
+              dev.info().platform_name.c_str(), dev.info().compute_units, gemm.c_str(),
+              std::string(device::dtype_name(fprop)).c_str(), steps);
   for (const BenchConfig& b : kConfigs) {
-    if (which == "all" || which == b.name) run(b, dev, cache, steps, gemm);
+    if (which == "all" || which == b.name) run(b, dev, cache, steps, gemm, fprop);
   }
 }
