@@ -16,7 +16,7 @@
 #include "device/errors.h"
 #include "device/host_topology.h"
 #include "device/known_peaks.h"
-#include "models/experiment.h"
+#include "config/experiment.h"
 
 namespace paxocl::app {
 
@@ -152,7 +152,7 @@ int run_bench(const CliArgs& args, const collectives::ProcessWorld& world) {
     report.tables.push_back(measure());
   };
   run("gemm", [&] {
-    const models::GptConfig model = models::Experiment::named(args.flag("fdl_config").value_or("Pile126M")).model_config();
+    const models::GptConfig model = config::Experiment::named(args.flag("fdl_config").value_or("Pile126M")).model_config();
     return bench::bench_gemm(device, cache, model, std::stoi(args.flag("batch").value_or("1")), quick);
   });
   run("memory", [&] { return bench::bench_memory(device, cache, quick); });

@@ -6,7 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/commands.h"
-#include "models/hparam_values.h"
+#include "config/hparam_values.h"
 #include "device/errors.h"
 #include "inputs/dataset.h"
 #include "inputs/token_shard.h"
@@ -50,7 +50,7 @@ int prepare(const CliArgs& args) {
   if (!corpus_name.empty() && corpus_name != "kjv") throw ConfigError(fmt::format("--corpus={}: the built-in corpus is kjv", corpus_name));
   inputs::PrepareOptions options;
   options.output_dir = *out;
-  options.vocab_size = static_cast<int>(models::parse_int_value("vocab_size", args.flag("vocab_size").value_or("4096")));
+  options.vocab_size = static_cast<int>(config::parse_int_value("vocab_size", args.flag("vocab_size").value_or("4096")));
   options.model_type = args.flag("model_type").value_or("bpe");
   if (const auto m = args.flag("spm_model")) options.spm_model = *m;
   inputs::Corpus corpus;
@@ -64,7 +64,7 @@ int prepare(const CliArgs& args) {
       start = comma + 1;
     }
     const double fraction = args.flag("validation_fraction")
-                                ? models::parse_float_value("validation_fraction", *args.flag("validation_fraction"))
+                                ? config::parse_float_value("validation_fraction", *args.flag("validation_fraction"))
                                 : inputs::kDefaultValidationFraction;
     corpus = inputs::read_text_files(files, fraction);
     source = *text;
@@ -81,23 +81,23 @@ int prepare(const CliArgs& args) {
 int inspect(const CliArgs& args) {
   const std::string data = args.flag("data").value_or("kjv");
   inputs::InputParams params;
-  params.seq_len = static_cast<int>(models::parse_int_value("MAX_SEQ_LEN", args.fdl("MAX_SEQ_LEN").value_or("64")));
-  params.batch_size = static_cast<int>(models::parse_int_value("PERCORE_BATCH_SIZE", args.fdl("PERCORE_BATCH_SIZE").value_or("2")));
-  params.seed = static_cast<std::uint64_t>(models::parse_int_value("SEED", args.fdl("SEED").value_or("1234")));
+  params.seq_len = static_cast<int>(config::parse_int_value("MAX_SEQ_LEN", args.fdl("MAX_SEQ_LEN").value_or("64")));
+  params.batch_size = static_cast<int>(config::parse_int_value("PERCORE_BATCH_SIZE", args.fdl("PERCORE_BATCH_SIZE").value_or("2")));
+  params.seed = static_cast<std::uint64_t>(config::parse_int_value("SEED", args.fdl("SEED").value_or("1234")));
   params.prefetch_depth = 0;
   const std::string split = args.flag("split").value_or("train");
   params.is_training = split == "train";
   // The vocabulary: VOCAB_SIZE if given, else the dataset's own.
   std::filesystem::path dir = data == "kjv" ? inputs::prepared_kjv(inputs::default_data_root(), 4096, "bpe") : std::filesystem::path(data);
   int vocab = 0;
-  if (const auto v = args.fdl("VOCAB_SIZE")) vocab = static_cast<int>(models::parse_int_value("VOCAB_SIZE", *v));
+  if (const auto v = args.fdl("VOCAB_SIZE")) vocab = static_cast<int>(config::parse_int_value("VOCAB_SIZE", *v));
   else if (std::filesystem::is_directory(dir)) vocab = inputs::read_dataset_info(dir).vocab_size;
   else throw ConfigError("data inspect of shard files or synthetic data needs --fdl.VOCAB_SIZE");
   auto input = inputs::make_input(data == "kjv" ? dir.string() : data, split, params, vocab);
   std::optional<inputs::Tokenizer> tokenizer;
   if (const auto t = args.flag("tokenizer")) tokenizer.emplace(*t);
   else if (std::filesystem::is_regular_file(dir / "tokenizer.model")) tokenizer.emplace(dir / "tokenizer.model");
-  const long batches = models::parse_int_value("batches", args.flag("batches").value_or("2"));
+  const long batches = config::parse_int_value("batches", args.flag("batches").value_or("2"));
   for (long b = 0; b < batches; ++b) {
     const auto batch = input->get_next();
     if (!batch) break;

@@ -10,7 +10,7 @@
 #include "app/commands.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "device/errors.h"
-#include "models/experiment.h"
+#include "config/experiment.h"
 #include "models/weights_io.h"
 
 namespace paxocl::app {
@@ -42,7 +42,7 @@ int run_export(const CliArgs& args, const collectives::ProcessWorld& world) {
   if (!std::filesystem::exists(experiment_file)) {
     throw ConfigError(fmt::format("--job_log_dir={}: no experiment.json there; give the directory of a training job", *job));
   }
-  const models::Experiment e = models::Experiment::from_file(experiment_file);  // every value range-checked
+  const config::Experiment e = config::Experiment::from_file(experiment_file);  // every value range-checked
   const models::GptConfig config = e.model_config();                           // validated
   const models::ParameterLayout layout(config, 1);                             // sizes overflow-checked
   const checkpoint::CheckpointDir dir(std::filesystem::path(*job) / "checkpoints");

@@ -9,8 +9,7 @@
 #include "device/device_selection.h"
 #include "device/errors.h"
 #include "kernels_cl/auto_gemm.h"
-#include "models/experiment.h"
-#include "models/weights_io.h"
+#include "config/experiment.h"
 #include "scheduler/train_job.h"
 
 namespace paxocl::app {
@@ -40,15 +39,15 @@ void print_help(const char* command) {
                       "--job_log_dir (the initialisation if there is none).\n")
             << "\nFlags:\n"
             << format_flags(kJobFlags) << "\nExperiments: ";
-  for (const auto& n : models::Experiment::names()) std::cout << n << " ";
+  for (const auto& n : config::Experiment::names()) std::cout << n << " ";
   std::cout << "\n\nHyper-parameters (--fdl.NAME=VALUE; lists as [8,1,1], strings optionally quoted):\n";
-  for (const auto& s : models::Experiment::schema()) std::cout << fmt::format("  {:<28} {}\n", s.name, s.help);
+  for (const auto& s : config::Experiment::schema()) std::cout << fmt::format("  {:<28} {}\n", s.name, s.help);
 }
 
-// The experiment the flags describe, with the weights file's architecture when --init_from is given.
-models::Experiment load_experiment(const CliArgs& args, bool from_job_dir, std::optional<models::HostWeights>& init) {
+// The experiment the flags describe: a named one, a file, or (eval) the job directory's.
+config::Experiment load_experiment(const CliArgs& args, bool from_job_dir) {
   std::vector<std::string> fields;
-  for (const auto& s : models::Experiment::schema()) fields.push_back(s.name);
+  for (const auto& s : config::Experiment::schema()) fields.push_back(s.name);
   args.validate(kJobFlags, fields);
   const auto file = args.flag("fdl_config_file");
   if (file && args.flag("fdl_config")) throw ConfigError("give --fdl_config or --fdl_config_file, not both");
@@ -59,34 +58,21 @@ models::Experiment load_experiment(const CliArgs& args, bool from_job_dir, std::
                                                    std::filesystem::exists(std::filesystem::path(*job) / "experiment.json")) {
     from = std::filesystem::path(*job) / "experiment.json";
   }
-  models::Experiment e = from ? models::Experiment::from_file(*from)
-                              : models::Experiment::named(args.flag("fdl_config").value_or("Default"));
+  config::Experiment e = from ? config::Experiment::from_file(*from)
+                              : config::Experiment::named(args.flag("fdl_config").value_or("Default"));
   for (const auto& [name, value] : args.fdl_overrides()) e.set(name, value);
   if (const auto saving = args.flag("enable_checkpoint_saving")) e.set("ENABLE_CHECKPOINT_SAVING", *saving);
-  if (const auto weights = args.flag("init_from")) {
-    init = models::load_weights_file(*weights, static_cast<int>(e.get_int("NUM_HEADS")), 1);
-    const models::GptConfig& c = init->config;
-    e.set_json("NUM_LAYERS", c.num_layers);
-    e.set_json("MODEL_DIMS", c.model_dims);
-    e.set_json("HIDDEN_DIMS", c.hidden_dims);
-    e.set_json("NUM_HEADS", c.num_heads);
-    e.set_json("DIMS_PER_HEAD", c.dims_per_head);
-    e.set_json("MAX_SEQ_LEN", c.max_seq_len);
-    e.set_json("VOCAB_SIZE", c.vocab_size);
-    init->config.init_std = static_cast<float>(e.get_float("INIT_STD"));
-  }
   return e;
 }
 
-scheduler::JobOptions job_options(const CliArgs& args, const models::Experiment& e,
-                                  const std::optional<models::HostWeights>& init) {
-  scheduler::JobOptions o;
-  o.job_log_dir = args.flag("job_log_dir").value_or(scheduler::default_job_log_dir(e.name()).string());
-  o.devices_spec = device::device_spec_from(args.flag("devices"));
-  o.gemm_policy = kernels::gemm_policy_from(args.flag("gemm"));
-  if (init) o.init_weights = std::make_shared<models::HostWeights>(*init);
-  if (const auto f = args.flag("save_weights")) o.save_weights = *f;
-  return o;
+config::JobFlags job_flags(const CliArgs& args, const config::Experiment& e) {
+  config::JobFlags f;
+  f.job_log_dir = args.flag("job_log_dir").value_or(scheduler::default_job_log_dir(e.name()).string());
+  f.devices_spec = device::device_spec_from(args.flag("devices"));
+  f.gemm_policy = kernels::gemm_policy_from(args.flag("gemm"));
+  if (const auto w = args.flag("init_from")) f.init_from = *w;
+  if (const auto w = args.flag("save_weights")) f.save_weights = *w;
+  return f;
 }
 
 int run_job(const CliArgs& args, const collectives::ProcessWorld& world, const char* command, bool train) {
@@ -94,10 +80,10 @@ int run_job(const CliArgs& args, const collectives::ProcessWorld& world, const c
     if (world.rank() == 0) print_help(command);
     return kExitOk;
   }
-  std::optional<models::HostWeights> init;
-  const models::Experiment e = load_experiment(args, !train, init);
-  const scheduler::JobOptions o = job_options(args, e, init);
-  return train ? scheduler::run_training(e, o, world) : scheduler::run_evaluation(e, o, world);
+  config::Experiment e = load_experiment(args, !train);
+  config::JobFlags flags = job_flags(args, e);
+  const config::JobConfig job = config::resolve_job(std::move(e), std::move(flags), world.size(), world.rank());
+  return train ? scheduler::run_training(job, world) : scheduler::run_evaluation(job, world);
 }
 
 }  // namespace

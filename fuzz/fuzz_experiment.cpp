@@ -11,11 +11,11 @@
 
 #include "device/errors.h"
 #include "fuzz/fuzz_support.h"
-#include "models/experiment.h"
-#include "models/hparam_values.h"
+#include "config/experiment.h"
+#include "config/hparam_values.h"
 
 using namespace paxocl;
-using models::Experiment;
+using config::Experiment;
 
 namespace {
 void require_round_trip(const Experiment& e) {
@@ -45,11 +45,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t eq = rest.find('=');
     const std::string field(rest.substr(0, eq));
     const std::string_view value = eq == std::string_view::npos ? std::string_view() : rest.substr(eq + 1);
-    try_parse([&] { return models::parse_int_value(field, value); });
-    try_parse([&] { return models::parse_float_value(field, value); });
-    try_parse([&] { return models::parse_bool_value(field, value); });
-    try_parse([&] { return models::parse_string_value(field, value); });
-    try_parse([&] { return models::parse_int_list_value(field, value); });
+    try_parse([&] { return config::parse_int_value(field, value); });
+    try_parse([&] { return config::parse_float_value(field, value); });
+    try_parse([&] { return config::parse_bool_value(field, value); });
+    try_parse([&] { return config::parse_string_value(field, value); });
+    try_parse([&] { return config::parse_int_list_value(field, value); });
     static const std::string base = Experiment::names().front();
     try {
       Experiment x = Experiment::named(base);

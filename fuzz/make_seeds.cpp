@@ -10,7 +10,7 @@
 #include "checkpoint/checkpoint_writer.h"
 #include "fuzz/fuzz_support.h"
 #include "inputs/token_shard.h"
-#include "models/experiment.h"
+#include "config/experiment.h"
 #include "models/parameter_layout.h"
 #include "models/weights_io.h"
 
@@ -99,10 +99,10 @@ void checkpoint_seeds() {
 }
 
 void experiment_seeds() {
-  for (const std::string& name : models::Experiment::names()) {
-    seed("fuzz_experiment", name + ".json", models::Experiment::named(name).to_json().dump(2));
+  for (const std::string& name : config::Experiment::names()) {
+    seed("fuzz_experiment", name + ".json", config::Experiment::named(name).to_json().dump(2));
   }
-  seed("fuzz_experiment", "inherits.json", R"({"fdl_config": ")" + models::Experiment::names().front() +
+  seed("fuzz_experiment", "inherits.json", R"({"fdl_config": ")" + config::Experiment::names().front() +
                                               R"(", "NUM_LAYERS": 3, "ICI_MESH_SHAPE": [1, 2, 1], "DATA": "synthetic"})");
   const char* overrides[] = {"--fdl.NUM_LAYERS=12",        "--fdl.LEARNING_RATE=6e-4",  "--fdl.ICI_MESH_SHAPE=[8, 1, 1]",
                              "--fdl.DCN_MESH_SHAPE=2,1,1", "--fdl.ASYNC_CHECKPOINTING=False",

@@ -9,12 +9,12 @@ DataParallelStep::DataParallelStep(const std::vector<device::DeviceInfo>& device
                                    const collectives::ProcessWorld& world, const StepOptions& options)
     : StepProgram(options), options_(options), rank_(world.rank()) {
   const int local = options.mesh.ici_data;
-  open_local_devices(devices, local, options.ici_ring);
+  open_local_devices(devices, local, options.step.ici_ring);
   for (Local& l : locals_) {
     l.model = std::make_unique<models::GptModel>(
         *l.device, cache, options.config,
-        models::GptModelOptions{static_cast<std::size_t>(options.device_batch), 0, 64u << 20, options.gemm_policy, 0,
-                                options.fprop_dtype});
+        models::GptModelOptions{static_cast<std::size_t>(options.step.device_batch), 0, 64u << 20, options.step.gemm_policy, 0,
+                                options.step.fprop_dtype});
     l.adam = std::make_unique<models::AdamOptimizer>(*l.device, l.model->kernels(), l.model->layout().total(),
                                                      l.model->layout().decayed_end(), options.adam);
   }
@@ -65,14 +65,14 @@ models::LossStats DataParallelStep::run_step(const inputs::Batch& batch, double 
   };
   std::vector<device::Event> ready;  // markers of the replicas whose backward is complete
   for (std::size_t r = 0; r < locals_.size(); ++r) {
-    const inputs::Batch part = device_rows(batch, static_cast<int>(r), options_.device_batch);
+    const inputs::Batch part = device_rows(batch, static_cast<int>(r), options_.step.device_batch);
     device::Queue& queue = locals_[r].device->queue();
     std::function<void(int)> block_done;
-    if (options_.overlap && averager_ && r + 1 == locals_.size()) {
+    if (options_.step.overlap && averager_ && r + 1 == locals_.size()) {
       block_done = [&, bucket_last = -1, bucket_floats = std::size_t{0}](int l) mutable {
         if (bucket_last < 0) bucket_last = l;  // blocks finish from L-1 down to 0
         for (const auto& range : layout.ranges_of_blocks(l, l)) bucket_floats += range.count;
-        if (bucket_floats * sizeof(float) < options_.bucket_bytes && l > 0) return;
+        if (bucket_floats * sizeof(float) < options_.step.bucket_bytes && l > 0) return;
         std::vector<device::Event> now = ready;
         now.push_back(queue.marker());
         queue.flush();
@@ -86,7 +86,7 @@ models::LossStats DataParallelStep::run_step(const inputs::Batch& batch, double 
     queue.flush();
   }
   if (averager_) {
-    if (options_.overlap) {
+    if (options_.step.overlap) {
       average(layout.ranges_outside_blocks(), ready);  // wte, wpe, lnf: final only at the very end
     } else {
       average({models::ParameterLayout::Range{0, layout.total()}}, ready);

@@ -40,18 +40,18 @@ FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::Progr
                    const collectives::ProcessWorld& world, const StepOptions& options)
     : StepProgram(options), options_(options), world_(world), process_(world.rank() % options.mesh.dcn_fsdp) {
   const collectives::FsdpMesh& mesh = options.mesh;
-  if (options.prefetch_depth < 0) {
+  if (options.step.fsdp_prefetch_depth < 0) {
     throw ConfigError(fmt::format("FSDP_PREFETCH_DEPTH={}: use 0 (gather each block just in time) or more",
-                                  options.prefetch_depth));
+                                  options.step.fsdp_prefetch_depth));
   }
-  slots_ = 1 + (options.overlap ? std::min(options.prefetch_depth, options.config.num_layers - 1) : 0);
+  slots_ = 1 + (options.step.overlap ? std::min(options.step.fsdp_prefetch_depth, options.config.num_layers - 1) : 0);
   const int local = mesh.ici_data * mesh.ici_fsdp;
-  open_local_devices(devices, local, options.ici_ring);
+  open_local_devices(devices, local, options.step.ici_ring);
   for (Local& l : locals_) {
     l.model = std::make_unique<models::GptModel>(
         *l.device, cache, options.config,
-        models::GptModelOptions{static_cast<std::size_t>(options.device_batch), 0, 64u << 20, options.gemm_policy,
-                                slots_, options.fprop_dtype});
+        models::GptModelOptions{static_cast<std::size_t>(options.step.device_batch), 0, 64u << 20, options.step.gemm_policy,
+                                slots_, options.step.fprop_dtype});
   }
   plan_ = std::make_unique<models::ShardPlan>(layout(), mesh.dcn_fsdp, mesh.ici_fsdp);
   for (int b = -1; b < options.config.num_layers; ++b) splits_.push_back(unit_split(*plan_, b, process_));
@@ -149,7 +149,7 @@ Pending FsdpStep::gather(int block, std::size_t devices, IciCommunicator::Events
   for (std::size_t d = 0; d < devices; ++d) slots[d] = locals_[d].model->unit_parameters(block);
   Pending p = comm_->gather(splits_[static_cast<std::size_t>(block + 1)], param_shards_, std::move(slots),
                             std::move(wait_for), "all-gather " + unit_name(block));
-  if (!options_.overlap) p.wait();
+  if (!options_.step.overlap) p.wait();
   return p;
 }
 
@@ -188,7 +188,7 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
   std::vector<std::optional<Pending>> gathered(uses.size()), slot_reduction(static_cast<std::size_t>(S));
   std::vector<Pending> reductions;
   std::size_t issued = 0;  // uses whose gather (if any) has been issued
-  const std::size_t ahead = options_.overlap ? static_cast<std::size_t>(S - 1) : 0;
+  const std::size_t ahead = options_.step.overlap ? static_cast<std::size_t>(S - 1) : 0;
   const float scale = 1.0f / static_cast<float>(options_.mesh.devices());
   models::LossStats loss;
 
@@ -231,7 +231,7 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
       slot_reduction[s] = comm_->reduce_scatter(splits_[static_cast<std::size_t>(use.block + 1)], std::move(grads),
                                                 grad_shards_, scale, slot_free[s],
                                                 "reduce-scatter " + unit_name(use.block));
-      if (!options_.overlap) slot_reduction[s]->wait();
+      if (!options_.step.overlap) slot_reduction[s]->wait();
       reductions.push_back(*slot_reduction[s]);
     }
   }
@@ -251,7 +251,7 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
 models::LossStats FsdpStep::run_step(const inputs::Batch& batch, double lr, double loss_scale,
                                      models::OptimizerStepStats& opt) {
   std::vector<inputs::Batch> rows;
-  for (std::size_t d = 0; d < locals_.size(); ++d) rows.push_back(device_rows(batch, static_cast<int>(d), options_.device_batch));
+  for (std::size_t d = 0; d < locals_.size(); ++d) rows.push_back(device_rows(batch, static_cast<int>(d), options_.step.device_batch));
   const models::LossStats loss = run_pass(rows, true);
   // The global norm: each shard once (devices of ICI data index 0, processes of DCN data index 0).
   std::vector<double> sum_squares = {0.0};

@@ -63,6 +63,11 @@ inputs::Batch StepProgram::device_rows(const inputs::Batch& batch, int device, i
   return part;
 }
 
+StepOptions StepOptions::of(const config::JobConfig& job) {
+  const config::MeshConfig& m = job.mesh;
+  return StepOptions{job.model, job.optimizer, job.step, collectives::FsdpMesh{m.ici[0], m.ici[1], m.dcn[0], m.dcn[1]}};
+}
+
 std::unique_ptr<StepProgram> make_step_program(const std::vector<device::DeviceInfo>& selected,
                                                device::ProgramCache& cache, const collectives::ProcessWorld& world,
                                                const StepOptions& options) {

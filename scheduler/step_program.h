@@ -15,6 +15,7 @@
 #include "checkpoint/training_state.h"
 #include "collectives/fsdp_communicator.h"
 #include "collectives/process_world.h"
+#include "config/job_config.h"
 #include "device/program_cache.h"
 #include "models/adam_optimizer.h"
 #include "models/gpt_model.h"
@@ -26,15 +27,9 @@ namespace paxocl::scheduler {
 struct StepOptions {
   models::GptConfig config;
   models::AdamConfig adam;
-  int device_batch = 1;           // sequences per device per step
-  std::string gemm_policy = "auto";
-  collectives::FsdpMesh mesh;     // the data and fsdp axes (tensor is 1)
-  bool overlap = true;            // OVERLAP_COMMUNICATION: false runs every collective serially
-  std::size_t bucket_bytes = 0;   // GRADIENT_BUCKET_BYTES (data parallel)
-  int prefetch_depth = 1;         // FSDP_PREFETCH_DEPTH: all-gathers in flight ahead of the compute
-  bool ici_ring = true;           // ICI_ALGORITHM=ring: this process's devices share a context (per platform)
-  device::DType fprop_dtype = device::DType::kF32;  // FPROP_DTYPE: activations and the weights as read
-  models::DynamicLossScaler::Config loss_scale;     // enabled for float16
+  config::StepConfig step;     // batch per device, GEMM, overlap, buckets, prefetch, ICI ring, dtype, loss scale
+  collectives::FsdpMesh mesh;  // the data and fsdp axes (tensor is 1)
+  static StepOptions of(const config::JobConfig& job);
 };
 
 class StepProgram {
@@ -82,7 +77,7 @@ class StepProgram {
   const models::ParameterLayout& layout() const { return model().layout(); }
 
  protected:
-  explicit StepProgram(const StepOptions& options) : loss_scaler_(options.loss_scale) {}
+  explicit StepProgram(const StepOptions& options) : loss_scaler_(options.step.loss_scale) {}
   // The step itself: gradients of loss_scale x the loss (the models' set_loss_scale is already
   // called), then the optimizer with that loss_scale.
   virtual models::LossStats run_step(const inputs::Batch& batch, double lr, double loss_scale,

@@ -6,7 +6,7 @@
 
 #include "common/crc32c.h"
 #include "device/errors.h"
-#include "models/experiment.h"
+#include "config/experiment.h"
 #include "proto/tensorboard.pb.h"
 #include "scheduler/summary_writer.h"
 #include "tests/test_support.h"
@@ -14,7 +14,7 @@
 namespace paxocl {
 namespace {
 
-using models::Experiment;
+using config::Experiment;
 
 template <typename F>
 std::string config_error(F&& f) {

@@ -1,4 +1,4 @@
-#include "models/experiment.h"
+#include "config/experiment.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +11,9 @@
 #include "common/bounded_json.h"
 #include "common/nearest_names.h"
 #include "device/errors.h"
-#include "models/hparam_values.h"
+#include "config/hparam_values.h"
 
-namespace paxocl::models {
+namespace paxocl::config {
 
 namespace {
 constexpr std::size_t kMaxExperimentFileBytes = 1 << 20;
@@ -22,7 +22,7 @@ constexpr std::size_t kMaxExperimentFileBytes = 1 << 20;
 const std::vector<HParamSpec>& Experiment::schema() {
   using T = HParamType;
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  constexpr double kDim = GptConfig::kMaxDimension;
+  constexpr double kDim = models::GptConfig::kMaxDimension;
   constexpr double kIntMax = std::numeric_limits<int>::max();
   static const std::vector<HParamSpec> specs = {
       {.name = "NUM_LAYERS", .type = T::kInt, .help = "transformer blocks", .min = 1, .max = 1 << 16},
@@ -375,9 +375,9 @@ nlohmann::json Experiment::to_json() const {
   return j;
 }
 
-GptConfig Experiment::model_config() const {
+models::GptConfig Experiment::model_config() const {
   // Every field was range-checked when set, so the narrowing casts below are exact.
-  GptConfig c;
+  models::GptConfig c;
   c.num_layers = static_cast<int>(get_int("NUM_LAYERS"));
   c.model_dims = static_cast<int>(get_int("MODEL_DIMS"));
   c.hidden_dims = static_cast<int>(get_int("HIDDEN_DIMS"));
@@ -390,4 +390,4 @@ GptConfig Experiment::model_config() const {
   return c;
 }
 
-}  // namespace paxocl::models
+}  // namespace paxocl::config

@@ -1,4 +1,4 @@
-#include "models/hparam_values.h"
+#include "config/hparam_values.h"
 
 #include <charconv>
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 #include "device/errors.h"
 
-namespace paxocl::models {
+namespace paxocl::config {
 
 namespace {
 std::string strip(std::string_view text) {
@@ -100,4 +100,4 @@ std::vector<long> parse_int_list_value(std::string_view field, std::string_view 
   return values;
 }
 
-}  // namespace paxocl::models
+}  // namespace paxocl::config

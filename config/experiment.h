@@ -21,7 +21,7 @@
 
 #include "models/gpt_config.h"
 
-namespace paxocl::models {
+namespace paxocl::config {
 
 enum class HParamType { kInt, kFloat, kBool, kString, kIntList };
 using HParamValue = std::variant<long, double, bool, std::string, std::vector<long>>;
@@ -61,7 +61,7 @@ class Experiment {
   std::vector<long> get_int_list(const std::string& field) const;
 
   nlohmann::json to_json() const;
-  GptConfig model_config() const;  // NUM_LAYERS .. VOCAB_SIZE, INIT_STD; validated (ConfigError)
+  models::GptConfig model_config() const;  // NUM_LAYERS .. VOCAB_SIZE, INIT_STD; validated (ConfigError)
 
  private:
   const HParamSpec& spec(const std::string& field) const;
@@ -70,4 +70,4 @@ class Experiment {
   std::map<std::string, HParamValue> values_;
 };
 
-}  // namespace paxocl::models
+}  // namespace paxocl::config

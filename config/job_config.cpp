@@ -1,0 +1,135 @@
+#include "config/job_config.h"
+
+#include <fmt/format.h>
+
+#include "device/errors.h"
+
+namespace paxocl::config {
+
+namespace {
+
+// ICI_MESH_SHAPE x DCN_MESH_SHAPE against the processes of the job; the tensor axis must be 1.
+MeshConfig resolve_mesh(const Experiment& e, int processes) {
+  const std::vector<long> ici = e.get_int_list("ICI_MESH_SHAPE"), dcn = e.get_int_list("DCN_MESH_SHAPE");
+  if (ici.size() != 3 || dcn.size() != 3) throw ConfigError("ICI_MESH_SHAPE and DCN_MESH_SHAPE need 3 dimensions [data, fsdp, tensor]");
+  MeshConfig m;
+  for (std::size_t a = 0; a < 3; ++a) {
+    if (ici[a] < 1 || dcn[a] < 1) throw ConfigError("every mesh dimension must be at least 1");
+    m.ici[a] = static_cast<int>(ici[a]);
+    m.dcn[a] = static_cast<int>(dcn[a]);
+  }
+  if (m.along(device::MeshAxis::kTensor) != 1) {
+    throw ConfigError(fmt::format(
+        "ICI_MESH_SHAPE=[{},{},{}] x DCN_MESH_SHAPE=[{},{},{}] uses the tensor axis; pax-ocl implements data and fsdp "
+        "parallelism so far: put the devices on the data or fsdp axis, e.g. ICI_MESH_SHAPE=[1,{},1]",
+        ici[0], ici[1], ici[2], dcn[0], dcn[1], dcn[2], ici[0] * ici[1] * ici[2]));
+  }
+  if (device::product(m.dcn) != processes) {
+    throw ConfigError(fmt::format("DCN_MESH_SHAPE=[{},{},1] holds {} process(es), but the job has {}; set "
+                                  "--fdl.DCN_MESH_SHAPE so that its product is {}, or launch {} process(es)",
+                                  dcn[0], dcn[1], dcn[0] * dcn[1], processes, processes, dcn[0] * dcn[1]));
+  }
+  return m;
+}
+
+// The architecture: the experiment's, or that of the --init_from weights (read here, once).
+models::GptConfig resolve_model(Experiment& e, const JobFlags& flags, std::shared_ptr<const models::HostWeights>& init) {
+  if (flags.init_from) {
+    auto weights = std::make_shared<models::HostWeights>(
+        models::load_weights_file(*flags.init_from, static_cast<int>(e.get_int("NUM_HEADS")), 1));
+    const models::GptConfig& c = weights->config;
+    e.set_json("NUM_LAYERS", c.num_layers);  // the resolved experiment records the file's architecture
+    e.set_json("MODEL_DIMS", c.model_dims);
+    e.set_json("HIDDEN_DIMS", c.hidden_dims);
+    e.set_json("NUM_HEADS", c.num_heads);
+    e.set_json("DIMS_PER_HEAD", c.dims_per_head);
+    e.set_json("MAX_SEQ_LEN", c.max_seq_len);
+    e.set_json("VOCAB_SIZE", c.vocab_size);
+    weights->config.init_std = static_cast<float>(e.get_float("INIT_STD"));
+    init = std::move(weights);
+  }
+  models::GptConfig c = e.model_config();
+  c.validate();
+  return c;
+}
+
+StepConfig resolve_step(const Experiment& e, const JobFlags& flags) {
+  StepConfig s;
+  s.gemm_policy = flags.gemm_policy;
+  s.overlap = e.get_bool("OVERLAP_COMMUNICATION");
+  s.bucket_bytes = static_cast<std::size_t>(e.get_int("GRADIENT_BUCKET_BYTES"));
+  s.fsdp_prefetch_depth = static_cast<int>(e.get_int("FSDP_PREFETCH_DEPTH"));
+  const std::string algorithm = e.get_string("ICI_ALGORITHM");
+  if (algorithm != "ring" && algorithm != "host") throw ConfigError(fmt::format("ICI_ALGORITHM={}: use ring or host", algorithm));
+  s.ici_ring = algorithm == "ring";
+  s.fprop_dtype = device::dtype_from_name(e.get_string("FPROP_DTYPE"));
+  s.loss_scale = models::DynamicLossScaler::Config{s.fprop_dtype == device::DType::kF16, e.get_float("LOSS_SCALE_INITIAL"),
+                                                   e.get_int("LOSS_SCALE_GROWTH_INTERVAL")};
+  models::DynamicLossScaler{s.loss_scale};  // its ConfigError now, before any device is opened
+  return s;
+}
+
+void check_counts(const Experiment& e) {
+  for (const char* f : {"MAX_STEPS", "SUMMARY_INTERVAL_STEPS", "EVAL_INTERVAL_STEPS", "GRADIENT_BUCKET_BYTES",
+                        "FSDP_PREFETCH_DEPTH", "CHECKPOINT_EVERY_N_STEPS", "CHECKPOINT_MAX_TO_KEEP",
+                        "PREEMPTION_GRACE_SECONDS"}) {
+    const long least = std::string(f) == "SUMMARY_INTERVAL_STEPS" ? 1 : 0;
+    if (e.get_int(f) < least) throw ConfigError(fmt::format("{}={}: must be >= {}", f, e.get_int(f), least));
+  }
+}
+
+}  // namespace
+
+std::string JobConfig::sharding() const {
+  return fmt::format("data {} x fsdp {} (ICI [{},{},1] x DCN [{},{},1])", mesh.along(device::MeshAxis::kData),
+                     mesh.along(device::MeshAxis::kFsdp), mesh.ici[0], mesh.ici[1], mesh.dcn[0], mesh.dcn[1]);
+}
+
+JobConfig resolve_job(Experiment experiment, JobFlags flags, int processes, int rank) {
+  JobConfig j;
+  j.experiment = std::move(experiment);
+  j.flags = std::move(flags);
+  Experiment& e = j.experiment;
+  j.processes = processes;
+  j.model = resolve_model(e, j.flags, j.init_weights);
+  j.mesh = resolve_mesh(e, processes);
+  j.step = resolve_step(e, j.flags);
+  if (e.get_string("LR_SCHEDULE") != "linear_rampup_cosine_decay") {
+    throw ConfigError(fmt::format("LR_SCHEDULE={}: pax-ocl implements linear_rampup_cosine_decay", e.get_string("LR_SCHEDULE")));
+  }
+  j.schedule = models::LrSchedule{e.get_float("LEARNING_RATE"), e.get_int("LR_COS_WARMUP"), e.get_int("LR_COS_DECAY_START"),
+                                  e.get_int("LR_COS_DECAY_END"), e.get_float("LR_COS_MIN_RATIO")};
+  j.schedule.validate();
+  j.optimizer = models::AdamConfig{e.get_float("ADAM_BETA1"), e.get_float("ADAM_BETA2"), e.get_float("ADAM_EPSILON"),
+                                   e.get_float("WEIGHT_DECAY"), e.get_float("CLIP_GRADIENT_NORM_TO_VALUE")};
+  check_counts(e);
+  j.cadence = Cadence{e.get_int("MAX_STEPS"), e.get_int("SUMMARY_INTERVAL_STEPS"), e.get_int("EVAL_INTERVAL_STEPS"),
+                      e.get_int_list("TRACE_STEPS"), static_cast<unsigned>(e.get_int("PREEMPTION_GRACE_SECONDS"))};
+  j.checkpoint = checkpoint::CheckpointPolicy{e.get_int("CHECKPOINT_EVERY_N_STEPS"), e.get_int("CHECKPOINT_MAX_TO_KEEP"),
+                                              e.get_float("CHECKPOINT_KEEP_INTERVAL_HOURS"),
+                                              e.get_bool("ENABLE_CHECKPOINT_SAVING"), e.get_bool("ASYNC_CHECKPOINTING")};
+  j.data = e.get_string("DATA");
+  j.eval_batches = e.get_int("EVAL_LOOP_NUM_BATCHES");
+  j.seed = static_cast<std::uint64_t>(e.get_int("SEED"));
+
+  inputs::InputParams& in = j.input;
+  const int local = j.mesh.local_devices();
+  in.seq_len = j.model.max_seq_len;
+  in.batch_size = inputs::per_host_batch_size(e.get_float("PERCORE_BATCH_SIZE"), j.mesh.replicas(processes), processes);
+  if (in.batch_size % local != 0) {
+    throw ConfigError(fmt::format("PERCORE_BATCH_SIZE={} is not a whole number of sequences per device; data "
+                                  "and fsdp parallelism need whole sequences on every device",
+                                  e.get_float("PERCORE_BATCH_SIZE")));
+  }
+  j.step.device_batch = in.batch_size / local;
+  in.num_infeed_hosts = processes;
+  in.infeed_host_index = rank;
+  in.seed = j.seed;
+  in.prefetch_depth = static_cast<int>(e.get_int("PREFETCH_DEPTH"));
+  in.tokenizer_model = e.get_string("TOKENIZER");
+  in.eval_loop_num_batches = j.eval_batches;
+  in.validate();
+  return j;
+}
+
+}  // namespace paxocl::config

@@ -1,0 +1,144 @@
+#include "scheduler/training_report.h"
+
+#include <unistd.h>
+
+#include <iostream>
+
+#include <fmt/format.h>
+#include <spdlog/sinks/sink.h>
+#include <spdlog/spdlog.h>
+
+#include "scheduler/evaluation.h"
+
+namespace paxocl::scheduler {
+
+namespace {
+
+// GFLOP/s of a 1024^3 GEMM on the model's GEMM: the peak MFU is measured against.
+double measure_gemm_peak(device::Device& dev, kernels::Gemm& gemm) {
+  const std::size_t n = 1024;
+  device::Buffer<float> a(dev.context(), n * n, "peak.a"), b(dev.context(), n * n, "peak.b"), c(dev.context(), n * n, "peak.c");
+  const kernels::GemmShape s{kernels::Transpose::kNo, kernels::Transpose::kYes, n, n, n};
+  double best = 1e30;
+  for (int i = 0; i < 4; ++i) {
+    const auto t0 = TrainingReport::Clock::now();
+    gemm.run(s, 1.0f, {a.get(), 0, n}, {b.get(), 0, n}, 0.0f, {c.get(), 0, n});
+    dev.queue().finish();
+    if (i > 0) best = std::min(best, std::chrono::duration<double>(TrainingReport::Clock::now() - t0).count());
+  }
+  return 2.0 * static_cast<double>(n * n * n) / best / 1e9;
+}
+
+double mib(std::size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+}  // namespace
+
+std::string hms(double seconds) {
+  const long s = static_cast<long>(seconds + 0.5);
+  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::ProcessWorld& world, StepProgram& program)
+    : job_(job), world_(world), program_(program) {
+  const int replicas = job.mesh.replicas(world.size());
+  peak_gflops_ = measure_gemm_peak(program.device(), program.model().gemm()) * replicas;
+  // The datasheet's FP32 peak of a known accelerator, for a second MFU.
+  const std::optional<device::KnownPeak> datasheet = device::known_peak(program.device().info().name);
+  datasheet_gflops_ = datasheet ? datasheet->fp32_tflops * 1e3 * replicas : 0.0;
+  tokens_per_step_ = static_cast<double>(job.input.batch_size) * job.model.max_seq_len * world.size();
+  flops_per_step_ = job.model.flops_per_token(job.model.max_seq_len) * tokens_per_step_;
+  train_start_ = interval_start_ = Clock::now();
+  if (world.rank() != 0) return;
+  // A live line only on a real terminal of a single process (launchers forward output through a pty).
+  live_ = world.size() == 1 && ::isatty(STDOUT_FILENO) != 0;
+  out_ = std::make_unique<SummaryWriter>(job.flags.job_log_dir / "summaries" / "train");
+  const models::GptModel& model = program.model();
+  out_->scalar("num_params", static_cast<double>(model.layout().parameter_count()), 0);
+  out_->scalar("global_batch_size", static_cast<double>(job.input.batch_size) * world.size(), 0);
+  out_->scalar("mfu_peak_gflops_measured", peak_gflops_, 0);
+  const bool fsdp = job.mesh.along(device::MeshAxis::kFsdp) > 1;
+  const std::string dtype(device::dtype_name(job.step.fprop_dtype));
+  std::cout << fmt::format(
+                   "experiment {}: {:.2f}M parameters, {} x {} tokens per step, {} steps, {} over {} "
+                   "device(s) ({} per process) on {}\n"
+                   "training state: {:.1f} MiB per device (parameters, gradients, Adam moments{})\n"
+                   "activations: {:.1f} MiB per device ({}, {} x {} tokens)\n"
+                   "MFU is measured against the devices' GEMM peak, measured now: {:.1f} GFLOP/s in all{}\n"
+                   "job directory: {}\n",
+                   job.experiment.name(), static_cast<double>(model.layout().parameter_count()) / 1e6,
+                   job.input.batch_size * world.size(), job.model.max_seq_len, job.cadence.max_steps,
+                   fsdp ? fmt::format("FSDP (fsdp {} x data {})", job.mesh.along(device::MeshAxis::kFsdp),
+                                      job.mesh.along(device::MeshAxis::kData))
+                        : std::string("data parallel"),
+                   replicas, job.mesh.local_devices(), program.device().info().name, mib(program.state_bytes_per_device()),
+                   job.step.fprop_dtype == device::DType::kF32 ? "" : ", " + dtype + " weight copy",
+                   mib(model.activation_bytes()), dtype, job.step.device_batch, job.model.max_seq_len, peak_gflops_,
+                   datasheet ? fmt::format(" ({} datasheet: {:.1f} TFLOP/s FP32 per device, {:.1f} BF16)", datasheet->model,
+                                           datasheet->fp32_tflops, datasheet->bf16_tflops)
+                             : std::string(),
+                   job.flags.job_log_dir.string())
+            << std::flush;
+}
+
+void TrainingReport::restart_interval() { interval_start_ = Clock::now(); }
+
+void TrainingReport::step_done(long step, const models::LossStats& stats, const models::OptimizerStepStats& opt, double lr) {
+  interval_ += stats;
+  grad_norm_sum_ += opt.grad_norm;
+  clipped_norm_sum_ += opt.grad_norm * opt.grad_scale;
+  ++interval_steps_;
+  ++steps_done_;
+  if (step % job_.cadence.summary_every == 0 || step == job_.cadence.max_steps) {
+    write_summary(step, job_total(world_, interval_), lr);
+    interval_ = {};
+    grad_norm_sum_ = clipped_norm_sum_ = 0;
+    interval_steps_ = 0;
+    interval_start_ = Clock::now();
+  } else if (live_) {
+    std::cout << fmt::format("\r\033[Kstep {:>6}/{}  loss {:.4f}", step, job_.cadence.max_steps, stats.mean_loss())
+              << std::flush;
+  }
+}
+
+void TrainingReport::write_summary(long step, const models::LossStats& total, double lr) {
+  if (!out_) return;
+  const double secs = std::chrono::duration<double>(Clock::now() - interval_start_).count();
+  const double steps_per_sec = interval_steps_ / secs, tokens_per_sec = steps_per_sec * tokens_per_step_;
+  const double tflops = steps_per_sec * flops_per_step_ / 1e12, mfu = tflops * 1e3 / peak_gflops_;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - train_start_).count();
+  const double eta = elapsed / static_cast<double>(steps_done_) * static_cast<double>(job_.cadence.max_steps - step);
+  out_->scalar("loss", total.mean_loss(), step);
+  out_->scalar("log_pplx", total.mean_loss(), step);
+  out_->scalar("fraction_of_correct_next_step_preds", total.accuracy(), step);
+  out_->scalar("learning_rate", lr, step);
+  out_->scalar("grad_norm", grad_norm_sum_ / interval_steps_, step);
+  out_->scalar("grad_norm_clipped", clipped_norm_sum_ / interval_steps_, step);
+  out_->scalar("steps_per_sec", steps_per_sec, step);
+  out_->scalar("tokens_per_sec", tokens_per_sec, step);
+  out_->scalar("tflops_per_sec", tflops, step);
+  out_->scalar("mfu", mfu, step);
+  if (datasheet_gflops_ > 0) out_->scalar("mfu_datasheet_fp32", tflops * 1e3 / datasheet_gflops_, step);
+  const models::DynamicLossScaler& scaler = program_.loss_scaler();
+  if (scaler.enabled()) {
+    out_->scalar("loss_scale", scaler.scale(), step);
+    out_->scalar("loss_scale_overflows", static_cast<double>(scaler.overflows()), step);
+  }
+  out_->scalar("steps_skipped", static_cast<double>(program_.steps_skipped()), step);
+  const std::string line =
+      fmt::format("step {:>6}/{}  loss {:.4f}  log_pplx {:.4f}  lr {:.2e}  {:.0f} tok/s  MFU {:.1f}%  elapsed {}  ETA {}",
+                  step, job_.cadence.max_steps, total.mean_loss(), total.mean_loss(), lr, tokens_per_sec, 100 * mfu,
+                  hms(elapsed), hms(eta));
+  std::cout << (live_ ? "\r\033[K" : "") << line << "\n" << std::flush;
+  spdlog::default_logger()->sinks().back()->log(
+      spdlog::details::log_msg(spdlog::source_loc{}, "pax-ocl", spdlog::level::info, line));
+}
+
+void TrainingReport::finish(Clock::time_point job_started) const {
+  if (!out_) return;
+  const std::filesystem::path summaries = job_.flags.job_log_dir / "summaries";
+  std::cout << fmt::format("done in {}. Summaries: {}\nView them with: tensorboard --logdir {}\n",
+                           hms(std::chrono::duration<double>(Clock::now() - job_started).count()), summaries.string(),
+                           summaries.string());
+}
+
+}  // namespace paxocl::scheduler

@@ -1,0 +1,56 @@
+// TrainingReport: what a training job tells its user.
+//   At start-up (banner): the model, the tokens per step, the mesh, the training state's and the
+//   activations' memory per device, and what MFU is measured against (the devices' GEMM peak,
+//   measured now, and a known accelerator's datasheet).
+//   Every SUMMARY_INTERVAL_STEPS and at the end: TensorBoard scalars (summaries/train: loss,
+//   log_pplx, accuracy, learning rate, gradient norms, throughput, MFU, skipped steps, the float16
+//   loss scale) and the console line (step, loss, lr, tokens/s, MFU, elapsed, ETA); on a terminal
+//   of a single process a live line every step.
+// Rank 0 writes; step_done() is collective at summary steps (the loss totals are all-reduced).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "collectives/process_world.h"
+#include "config/job_config.h"
+#include "device/known_peaks.h"
+#include "scheduler/step_program.h"
+#include "scheduler/summary_writer.h"
+
+namespace paxocl::scheduler {
+
+class TrainingReport {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Measures the GEMM peak (every process) and, on rank 0, writes the start-up summaries and banner.
+  TrainingReport(const config::JobConfig& job, const collectives::ProcessWorld& world, StepProgram& program);
+
+  void step_done(long step, const models::LossStats& stats, const models::OptimizerStepStats& opt, double lr);
+  void restart_interval();  // time from now on counts (evaluation is not training throughput)
+  // "done in 1:23. Summaries: ..." (rank 0).
+  void finish(Clock::time_point job_started) const;
+
+ private:
+  void write_summary(long step, const models::LossStats& total, double lr);
+
+  const config::JobConfig& job_;
+  const collectives::ProcessWorld& world_;
+  StepProgram& program_;
+  std::unique_ptr<SummaryWriter> out_;  // rank 0 only
+  bool live_ = false;                   // a live line on a terminal
+  double peak_gflops_ = 0, datasheet_gflops_ = 0;
+  double tokens_per_step_ = 0, flops_per_step_ = 0;
+  Clock::time_point train_start_, interval_start_;
+  long steps_done_ = 0;  // in this run (the ETA's rate)
+  models::LossStats interval_;
+  double grad_norm_sum_ = 0, clipped_norm_sum_ = 0;
+  long interval_steps_ = 0;
+};
+
+// "1:05" or "1:02:03".
+std::string hms(double seconds);
+
+}  // namespace paxocl::scheduler
