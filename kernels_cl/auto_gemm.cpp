@@ -13,17 +13,21 @@
 
 #include "device/typed_buffer.h"
 #include "kernels_cl/packed_gemm.h"
+#include "kernels_cl/tensor_core_gemm.h"
 
 namespace paxocl::kernels {
 
 namespace {
 
 const std::vector<std::string>& variant_names() {
-  static const std::vector<std::string> names = {"clblast", "cpu-8x48", "cpu-12x32", "gpu-64x64"};
+  static const std::vector<std::string> names = {"clblast", "cpu-8x48", "cpu-12x32", "gpu-64x64", "tensor-core"};
   return names;
 }
 
+std::unique_ptr<Gemm> make_auto(device::Device& device, device::ProgramCache& cache);
+
 std::unique_ptr<Gemm> make_variant(device::Device& device, device::ProgramCache& cache, const std::string& name) {
+  if (name == "tensor-core") return std::make_unique<TensorCoreGemm>(cache, device, make_auto(device, cache));
   if (name == "clblast") return make_clblast_gemm(device);
   if (name == "cpu-8x48") return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kCpu, 8, 48});
   if (name == "cpu-12x32") return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kCpu, 12, 32});
@@ -157,6 +161,13 @@ class AutoGemm final : public Gemm {
   bool profiling_ = false;
 };
 
+// The timed choice among the float32-accumulating variants for the device class.
+std::unique_ptr<Gemm> make_auto(device::Device& device, device::ProgramCache& cache) {
+  const bool cpu = device.info().kind == device::DeviceKind::kCpu;
+  return std::make_unique<AutoGemm>(device, cache, cpu ? std::vector<std::string>{"cpu-8x48", "cpu-12x32"}
+                                                        : std::vector<std::string>{"gpu-64x64", "clblast"});
+}
+
 }  // namespace
 
 std::string gemm_policy_from(const std::optional<std::string>& flag) {
@@ -177,9 +188,9 @@ std::string gemm_policy_from(const std::optional<std::string>& flag) {
 
 std::unique_ptr<Gemm> make_gemm(device::Device& device, device::ProgramCache& cache, const std::string& policy) {
   if (policy != "auto") return make_variant(device, cache, gemm_policy_from(policy));
-  const bool cpu = device.info().kind == device::DeviceKind::kCpu;
-  return std::make_unique<AutoGemm>(device, cache, cpu ? std::vector<std::string>{"cpu-8x48", "cpu-12x32"}
-                                                        : std::vector<std::string>{"gpu-64x64", "clblast"});
+  const TensorCores& tc = probe_tensor_cores(device.info(), cache);  // builds nothing off NVIDIA
+  if (tc.bf16 || tc.f16) return make_variant(device, cache, "tensor-core");
+  return make_auto(device, cache);
 }
 
 std::string gemm_shape_class(const GemmShape& s) {
