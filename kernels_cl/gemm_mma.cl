@@ -70,8 +70,15 @@
 #error "gemm_mma.cl: a tile's 8-element chunks must spread evenly over the work-group"
 #endif
 
-// Every helper is inlined into the kernels, so the transposes and trip counts are constants there.
+// Every helper is inlined into the kernels, so the transposes and trip counts are constants there,
+// and the loops over fragments are unrolled, which keeps the accumulators in registers. (Not in the
+// emulation: there each unrolled copy of a barrier would multiply a CPU compiler's work.)
 #define MMA_FN static inline __attribute__((always_inline))
+#if defined(PAX_NVIDIA_PTX)
+#define UNROLL _Pragma("unroll")
+#else
+#define UNROLL
+#endif
 
 // ---- The PTX instructions (and their emulation) --------------------------------------------------
 // xch: local scratch for the emulation (THREADS * 8 words), unused with PTX.
@@ -189,7 +196,7 @@ MMA_FN void wait_copies(void) {}
 MMA_FN void load_tile(__local ushort* dst, __global const ushort* src, uint ld, uint rows, uint cols, uint r0, uint c0,
                       uint TR, uint TC) {
   const uint chunks_per_row = TC / 8, tid = get_local_id(0);
-#pragma unroll
+UNROLL
   for (uint i = 0; i < TR * TC / 8 / THREADS; ++i) {
     const uint chunk = tid + i * THREADS, r = chunk / chunks_per_row, cc = chunk % chunks_per_row * 8;
     const uint gr = r0 + r, gc = c0 + cc;
@@ -199,7 +206,7 @@ MMA_FN void load_tile(__local ushort* dst, __global const ushort* src, uint ld, 
     copy_chunk(d, avail ? src + (size_t)gr * ld + gc : src, 2 * avail);
 #else
     __global const ushort* s = src + (size_t)gr * ld + gc;
-#pragma unroll
+UNROLL
     for (uint e = 0; e < 8; ++e) d[e] = e < avail ? s[e] : (ushort)0;
 #endif
   }
@@ -231,17 +238,17 @@ MMA_FN void gemm_mma(const bool ta, const bool tb, __local ushort* as, __local u
   const uint wm0 = warp / WARPS_N * WM, wn0 = warp % WARPS_N * WN;  // the warp's sub-block in the block
 
   float acc[MI][NI][4];
-#pragma unroll
+UNROLL
   for (uint i = 0; i < MI; ++i)
-#pragma unroll
+UNROLL
     for (uint j = 0; j < NI; ++j)
-#pragma unroll
+UNROLL
       for (uint e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
   const uint ktiles = (k + BK - 1) / BK;
   // Prologue: the first STAGES - 1 k-tiles in flight, one commit group each (empty past the end,
   // so that wait_copies' count always means "tile kt has landed").
-#pragma unroll
+UNROLL
   for (uint s = 0; s < STAGES - 1; ++s) {
     if (s < ktiles) load_stage(ta, tb, as, bs, s, s * BK, a, lda, b, ldb, m, n, k, bm0, bn0);
     commit_copies();
@@ -255,13 +262,13 @@ MMA_FN void gemm_mma(const bool ta, const bool tb, __local ushort* as, __local u
 
     __local const ushort* at = as + kt % STAGES * A_STAGE(ta);
     __local const ushort* bt = bs + kt % STAGES * B_STAGE(tb);
-#pragma unroll
+UNROLL
     for (uint kk = 0; kk < BK; kk += 16) {
       // A fragment (16 x 16 at rows wm0 + 16 i): matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), the
       // row halves first. Stored (m, k): lane l addresses row l % 16, k (l / 16) 8. Stored (k, m),
       // transposed on load: lane l addresses k (l / 16) 8 + l % 8, row (l / 8 % 2) 8.
       uint af[MI][4];
-#pragma unroll
+UNROLL
       for (uint i = 0; i < MI; ++i) {
         const uint row = wm0 + i * 16;
         const uint off = ta ? (kk + lane / 16 * 8 + lane % 8) * (BM + PAD) + row + lane / 8 % 2 * 8
@@ -272,7 +279,7 @@ MMA_FN void gemm_mma(const bool ta, const bool tb, __local ushort* as, __local u
       // of columns 8-15. Stored (n, k): lane l addresses column (l / 16) 8 + l % 8, k (l / 8 % 2) 8.
       // Stored (k, n), transposed on load: k (l / 8 % 2) 8 + l % 8, column (l / 16) 8.
       uint bfr[NI][2];
-#pragma unroll
+UNROLL
       for (uint j = 0; j < NI; j += 2) {
         const uint col = wn0 + j * 8;
         const uint off = tb ? (col + lane / 16 * 8 + lane % 8) * (BK + PAD) + kk + lane / 8 % 2 * 8
@@ -284,9 +291,9 @@ MMA_FN void gemm_mma(const bool ta, const bool tb, __local ushort* as, __local u
         bfr[j + 1][0] = r[2];
         bfr[j + 1][1] = r[3];
       }
-#pragma unroll
+UNROLL
       for (uint i = 0; i < MI; ++i)
-#pragma unroll
+UNROLL
         for (uint j = 0; j < NI; ++j) mma_16816(acc[i][j], af[i], bfr[j], xch);
     }
   }
@@ -294,11 +301,11 @@ MMA_FN void gemm_mma(const bool ta, const bool tb, __local ushort* as, __local u
   // Epilogue: accumulator e of fragment (i, j) is C element (g + 8 (e / 2), 2 t + e % 2) of that
   // 16 x 8 fragment, g = lane / 4, t = lane % 4.
   c += c_off + batch * c_stride;
-#pragma unroll
+UNROLL
   for (uint i = 0; i < MI; ++i)
-#pragma unroll
+UNROLL
     for (uint j = 0; j < NI; ++j)
-#pragma unroll
+UNROLL
       for (uint e = 0; e < 4; ++e) {
         const uint row = bm0 + wm0 + i * 16 + lane / 4 + e / 2 * 8, col = bn0 + wn0 + j * 8 + lane % 4 * 2 + e % 2;
         if (row < m && col < n) {

@@ -135,14 +135,17 @@ INSTANTIATE_TEST_SUITE_P(Variants, GemmTest,
 
 // The tensor-core kernel on 16-bit shapes: transposes, edges of every tile dimension, batches, C
 // in each dtype, both copy paths (awkward placement: element loads; aligned: cp.async).
-void check_mma(DeviceTest& t, kernels::Gemm& gemm, const std::vector<Case>& cases) {
-  using device::DType;
+void check_mma(DeviceTest& t, kernels::Gemm& gemm, const std::vector<Case>& cases, const std::vector<DTypes>& dtypes) {
   std::uint64_t seed = 900;
-  for (DType h : {DType::kBF16, DType::kF16})
-    for (DType c_dtype : {DType::kF32, h})
-      for (Layout layout : {Layout::kAwkward, Layout::kAligned})
-        for (const Case& c : cases) check(t, gemm, c, seed += 3, DTypes{h, h, c_dtype}, layout);
+  for (const DTypes& dt : dtypes)
+    for (Layout layout : {Layout::kAwkward, Layout::kAligned})
+      for (const Case& c : cases) check(t, gemm, c, seed += 3, dt, layout);
 }
+
+const std::vector<DTypes> kMmaDTypes = {{device::DType::kBF16, device::DType::kBF16, device::DType::kF32},
+                                        {device::DType::kBF16, device::DType::kBF16, device::DType::kBF16},
+                                        {device::DType::kF16, device::DType::kF16, device::DType::kF32},
+                                        {device::DType::kF16, device::DType::kF16, device::DType::kF16}};
 
 std::vector<Case> mma_cases(std::size_t big) {
   std::vector<Case> cases;
@@ -163,7 +166,7 @@ TEST_F(TensorCoreGemmTest, RunsOnTensorCoresWhereTheProbePasses) {
   if (!tc.bf16 || !tc.f16) GTEST_SKIP() << device_->info().name << ": " << tc.describe();
   kernels::TensorCoreGemm gemm(cache_, *device_, kernels::make_gemm(*device_, cache_, "auto"));
   ASSERT_TRUE(gemm.on_tensor_cores(device::DType::kBF16, device::DType::kBF16));
-  check_mma(*this, gemm, mma_cases(300));
+  check_mma(*this, gemm, mma_cases(300), kMmaDTypes);
   for (const kernels::MmaTile& tile : kernels::mma_tile_candidates(device_->info().local_mem_bytes)) {
     kernels::TensorCoreGemm tuned(cache_, *device_, kernels::make_gemm(*device_, cache_, "auto"), tile);
     SCOPED_TRACE(tile.name());
@@ -176,12 +179,13 @@ TEST_F(TensorCoreGemmTest, RunsOnTensorCoresWhereTheProbePasses) {
 
 // Everywhere: gemm_mma.cl built with its PTX replaced by portable emulations of the same per-lane
 // semantics, so tiles, fragments, ldmatrix addressing, the stage pipeline, edges and the epilogue
-// are checked against the float64 reference without a GPU. A small tile and the default one.
+// are checked against the float64 reference without a GPU. A small tile and the default one; two
+// dtype mixes of the four (each is a program, and a CPU compiler takes seconds for one).
 TEST_F(TensorCoreGemmTest, EmulatedKernelMatchesFloat64Reference) {
   using Mode = kernels::TensorCoreGemm::Mode;
   kernels::TensorCoreGemm small(cache_, *device_, kernels::make_gemm(*device_, cache_, "auto"),
                                 kernels::MmaTile::parse("32x32x32.w16x16.s3"), Mode::kEmulated);
-  check_mma(*this, small, mma_cases(40));
+  check_mma(*this, small, mma_cases(40), {kMmaDTypes[0], kMmaDTypes[3]});
   kernels::TensorCoreGemm standard(cache_, *device_, kernels::make_gemm(*device_, cache_, "auto"), kernels::MmaTile{},
                                    Mode::kEmulated);
   for (Transpose ta : {Transpose::kNo, Transpose::kYes})
