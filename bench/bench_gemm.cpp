@@ -84,12 +84,15 @@ int bench_tensor_cores(device::Device& dev, device::ProgramCache& cache, int rep
                                {"square 4096 NT", GemmShape{Transpose::kNo, Transpose::kYes, 4096, 4096, 4096, 1}},
                                {"square 4096 TN", GemmShape{Transpose::kYes, Transpose::kNo, 4096, 4096, 4096, 1}}};
   for (const Shape& sh : step_shapes(Model{"124M", 12, 768, 12, 1024, 50304, 8})) shapes.push_back(sh);
-  auto fallback = kernels::make_gemm(dev, cache, "auto");
+  auto fallback = kernels::make_float32_accumulating_gemm(dev, cache);
   std::printf("%-18s %-24s %-4s", "gemm", "shape (m n k x batch)", "C");
   for (const auto& t : tiles) std::printf(" %22s", t ? t->name().c_str() : "default");
   std::printf(" %10s  (TFLOP/s, best of %d)\n", "auto f32acc", reps);
   std::vector<std::unique_ptr<kernels::TensorCoreGemm>> gemms;
-  for (const auto& t : tiles) gemms.push_back(std::make_unique<kernels::TensorCoreGemm>(cache, dev, kernels::make_gemm(dev, cache, "auto"), t));
+  for (const auto& t : tiles) {
+    gemms.push_back(
+        std::make_unique<kernels::TensorCoreGemm>(cache, dev, kernels::make_float32_accumulating_gemm(dev, cache), t));
+  }
   for (const Shape& sh : shapes) {
     const GemmShape& s = sh.s;
     const std::size_t a_rows = s.a == Transpose::kNo ? s.m : s.k, a_cols = s.a == Transpose::kNo ? s.k : s.m;

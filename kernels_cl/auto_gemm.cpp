@@ -24,10 +24,10 @@ const std::vector<std::string>& variant_names() {
   return names;
 }
 
-std::unique_ptr<Gemm> make_auto(device::Device& device, device::ProgramCache& cache);
-
 std::unique_ptr<Gemm> make_variant(device::Device& device, device::ProgramCache& cache, const std::string& name) {
-  if (name == "tensor-core") return std::make_unique<TensorCoreGemm>(cache, device, make_auto(device, cache));
+  if (name == "tensor-core") {
+    return std::make_unique<TensorCoreGemm>(cache, device, make_float32_accumulating_gemm(device, cache));
+  }
   if (name == "clblast") return make_clblast_gemm(device);
   if (name == "cpu-8x48") return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kCpu, 8, 48});
   if (name == "cpu-12x32") return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kCpu, 12, 32});
@@ -161,14 +161,13 @@ class AutoGemm final : public Gemm {
   bool profiling_ = false;
 };
 
-// The timed choice among the float32-accumulating variants for the device class.
-std::unique_ptr<Gemm> make_auto(device::Device& device, device::ProgramCache& cache) {
+}  // namespace
+
+std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, device::ProgramCache& cache) {
   const bool cpu = device.info().kind == device::DeviceKind::kCpu;
   return std::make_unique<AutoGemm>(device, cache, cpu ? std::vector<std::string>{"cpu-8x48", "cpu-12x32"}
                                                         : std::vector<std::string>{"gpu-64x64", "clblast"});
 }
-
-}  // namespace
 
 std::string gemm_policy_from(const std::optional<std::string>& flag) {
   std::string policy = "auto";
@@ -190,7 +189,7 @@ std::unique_ptr<Gemm> make_gemm(device::Device& device, device::ProgramCache& ca
   if (policy != "auto") return make_variant(device, cache, gemm_policy_from(policy));
   const TensorCores& tc = probe_tensor_cores(device.info(), cache);  // builds nothing off NVIDIA
   if (tc.bf16 || tc.f16) return make_variant(device, cache, "tensor-core");
-  return make_auto(device, cache);
+  return make_float32_accumulating_gemm(device, cache);
 }
 
 std::string gemm_shape_class(const GemmShape& s) {

@@ -31,6 +31,9 @@ inline constexpr const char* kGemmEnvVar = "PAX_OCL_GEMM";
 std::string gemm_policy_from(const std::optional<std::string>& flag);
 
 std::unique_ptr<Gemm> make_gemm(device::Device& device, device::ProgramCache& cache, const std::string& policy);
+// `auto` without tensor cores on any device: the timed choice among the float32-accumulating
+// variants (the tensor-core GEMM's fallback).
+std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, device::ProgramCache& cache);
 
 std::string gemm_shape_class(const GemmShape& shape);  // "m512.n64.k2048.b" style
 

@@ -120,11 +120,11 @@ void TensorCoreGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, 
   const std::size_t threads = static_cast<std::size_t>(tile_.threads());
   const std::size_t blocks_n = (s.n + tile_.bn - 1) / tile_.bn, blocks_m = (s.m + tile_.bm - 1) / tile_.bm;
   const std::array<std::size_t, 3> global{blocks_n * threads, blocks_m, s.batch}, local{threads, 1, 1};
-  const std::string kernel = fmt::format("gemm_mma_{}{}", s.a == Transpose::kYes ? 't' : 'n', s.b == Transpose::kYes ? 't' : 'n');
+  const char ta = s.a == Transpose::kYes ? 't' : 'n', tb = s.b == Transpose::kYes ? 't' : 'n';
   kernels(a.dtype, c.dtype, async)
-      .launch_nd(kernel, global, local, c.buffer, u32(c.offset), u32(c.ld), u32(c.batch_stride), a.buffer, u32(a.offset),
-                 u32(a.ld), u32(a.batch_stride), b.buffer, u32(b.offset), u32(b.ld), u32(b.batch_stride), u32(s.m),
-                 u32(s.n), u32(s.k), alpha, beta);
+      .launch_nd(fmt::format("gemm_mma_{}{}", ta, tb), global, local, c.buffer, u32(c.offset), u32(c.ld),
+                 u32(c.batch_stride), a.buffer, u32(a.offset), u32(a.ld), u32(a.batch_stride), b.buffer, u32(b.offset),
+                 u32(b.ld), u32(b.batch_stride), u32(s.m), u32(s.n), u32(s.k), alpha, beta);
   ++stats_.calls;
   if (profiling_) {
     device_.queue().finish();

@@ -68,7 +68,8 @@ std::string probe_path(const device::DeviceInfo& info, device::ProgramCache& cac
         return out;
       };
       const std::vector<cl_ushort> a16 = to16(a), b16 = to16(b);
-      device::Buffer<cl_ushort> ab(dev.context(), a16.size(), "tc_probe.a"), bb(dev.context(), b16.size(), "tc_probe.b");
+      device::Buffer<cl_ushort> ab(dev.context(), a16.size(), "tc_probe.a");
+      device::Buffer<cl_ushort> bb(dev.context(), b16.size(), "tc_probe.b");
       dev.queue().write(ab, std::span<const cl_ushort>(a16));
       dev.queue().write(bb, std::span<const cl_ushort>(b16));
       kernel.set_args(ab, bb, d);

@@ -164,11 +164,11 @@ using TensorCoreGemmTest = DeviceTest;
 TEST_F(TensorCoreGemmTest, RunsOnTensorCoresWhereTheProbePasses) {
   const kernels::TensorCores& tc = kernels::probe_tensor_cores(device_->info(), cache_);
   if (!tc.bf16 || !tc.f16) GTEST_SKIP() << device_->info().name << ": " << tc.describe();
-  kernels::TensorCoreGemm gemm(cache_, *device_, kernels::make_gemm(*device_, cache_, "auto"));
+  kernels::TensorCoreGemm gemm(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_));
   ASSERT_TRUE(gemm.on_tensor_cores(device::DType::kBF16, device::DType::kBF16));
   check_mma(*this, gemm, mma_cases(300), kMmaDTypes);
   for (const kernels::MmaTile& tile : kernels::mma_tile_candidates(device_->info().local_mem_bytes)) {
-    kernels::TensorCoreGemm tuned(cache_, *device_, kernels::make_gemm(*device_, cache_, "auto"), tile);
+    kernels::TensorCoreGemm tuned(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_), tile);
     SCOPED_TRACE(tile.name());
     check(*this, tuned, Case{520, 260, 200, 1, Transpose::kNo, Transpose::kYes}, 77,
           DTypes{device::DType::kBF16, device::DType::kBF16, device::DType::kF32}, Layout::kAligned);
@@ -183,11 +183,11 @@ TEST_F(TensorCoreGemmTest, RunsOnTensorCoresWhereTheProbePasses) {
 // dtype mixes of the four (each is a program, and a CPU compiler takes seconds for one).
 TEST_F(TensorCoreGemmTest, EmulatedKernelMatchesFloat64Reference) {
   using Mode = kernels::TensorCoreGemm::Mode;
-  kernels::TensorCoreGemm small(cache_, *device_, kernels::make_gemm(*device_, cache_, "auto"),
+  kernels::TensorCoreGemm small(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_),
                                 kernels::MmaTile::parse("32x32x32.w16x16.s3"), Mode::kEmulated);
   check_mma(*this, small, mma_cases(40), {kMmaDTypes[0], kMmaDTypes[3]});
-  kernels::TensorCoreGemm standard(cache_, *device_, kernels::make_gemm(*device_, cache_, "auto"), kernels::MmaTile{},
-                                   Mode::kEmulated);
+  kernels::TensorCoreGemm standard(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_),
+                                   kernels::MmaTile{}, Mode::kEmulated);
   for (Transpose ta : {Transpose::kNo, Transpose::kYes})
     for (Transpose tb : {Transpose::kNo, Transpose::kYes})
       check(*this, standard, Case{131, 140, 40, 1, ta, tb}, 31, DTypes{device::DType::kBF16, device::DType::kBF16},
@@ -217,8 +217,8 @@ TEST_F(TensorCoreGemmTest, ProbeBuildsNothingOffNvidia) {
   std::vector<std::vector<double>> results;
   for (kernels::Gemm* g : {tensor_core.get(), automatic.get()}) {
     auto c = zeros(64 * 64);
-    g->run(GemmShape{Transpose::kNo, Transpose::kYes, 64, 64, 48}, 1.0f, GemmOperand{ab.get(), 0, 48, 0, device::DType::kBF16},
-           GemmOperand{ab.get(), 0, 48, 0, device::DType::kBF16}, 0.0f, GemmOperand{c.get(), 0, 64});
+    const GemmOperand x{ab.get(), 0, 48, 0, device::DType::kBF16};
+    g->run(GemmShape{Transpose::kNo, Transpose::kYes, 64, 64, 48}, 1.0f, x, x, 0.0f, GemmOperand{c.get(), 0, 64});
     results.push_back(download(c, 64 * 64));
   }
   EXPECT_EQ(results[0], results[1]);
