@@ -3,17 +3,23 @@
 // benchmark models (forward, input gradients, weight gradients, attention). Wall time per call,
 // packing included (OpenBLAS packs internally too), best of `reps` after a warm-up.
 // Usage: bench_gemm [B|C|D|all] [reps] [--clblast]     (OpenBLAS threads: OPENBLAS_NUM_THREADS)
+//        bench_gemm tc [reps] [TILE|all]   the tensor-core GEMM (NVIDIA, after its probe) in bfloat16
+//            on 4096^3 and GPT-2 124M's step shapes (T1024 B8), TFLOP/s per MMA tile (all: every
+//            candidate; default: the one TensorCoreGemm picks), next to the float32-accumulating auto GEMM.
 #include <cblas.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "device/device_selection.h"
+#include "device/typed_buffer.h"
 #include "kernels_cl/auto_gemm.h"
+#include "kernels_cl/tensor_core_gemm.h"
 
 namespace {
 
@@ -63,6 +69,60 @@ double best_ms(int reps, F&& f) {
   return best;
 }
 
+// bench_gemm tc: bfloat16 A and B, C float32 and bfloat16; wall time of 5 back-to-back GEMMs.
+int bench_tensor_cores(device::Device& dev, device::ProgramCache& cache, int reps, const std::string& tile_arg) {
+  const kernels::TensorCores& tc = kernels::probe_tensor_cores(dev.info(), cache);
+  std::printf("device: %s  %s\n", dev.info().name.c_str(), tc.describe().c_str());
+  if (!tc.bf16) return 1;
+  std::vector<std::optional<kernels::MmaTile>> tiles;
+  if (tile_arg == "all") {
+    for (const auto& t : kernels::mma_tile_candidates(dev.info().local_mem_bytes)) tiles.emplace_back(t);
+  } else {
+    tiles.push_back(tile_arg.empty() ? std::nullopt : std::optional(kernels::MmaTile::parse(tile_arg)));
+  }
+  std::vector<Shape> shapes = {{"square 4096 NN", GemmShape{Transpose::kNo, Transpose::kNo, 4096, 4096, 4096, 1}},
+                               {"square 4096 NT", GemmShape{Transpose::kNo, Transpose::kYes, 4096, 4096, 4096, 1}},
+                               {"square 4096 TN", GemmShape{Transpose::kYes, Transpose::kNo, 4096, 4096, 4096, 1}}};
+  for (const Shape& sh : step_shapes(Model{"124M", 12, 768, 12, 1024, 50304, 8})) shapes.push_back(sh);
+  auto fallback = kernels::make_float32_accumulating_gemm(dev, cache);
+  std::printf("%-18s %-24s %-4s", "gemm", "shape (m n k x batch)", "C");
+  for (const auto& t : tiles) std::printf(" %22s", t ? t->name().c_str() : "default");
+  std::printf(" %10s  (TFLOP/s, best of %d)\n", "auto f32acc", reps);
+  std::vector<std::unique_ptr<kernels::TensorCoreGemm>> gemms;
+  for (const auto& t : tiles) {
+    gemms.push_back(
+        std::make_unique<kernels::TensorCoreGemm>(cache, dev, kernels::make_float32_accumulating_gemm(dev, cache), t));
+  }
+  for (const Shape& sh : shapes) {
+    const GemmShape& s = sh.s;
+    const std::size_t a_rows = s.a == Transpose::kNo ? s.m : s.k, a_cols = s.a == Transpose::kNo ? s.k : s.m;
+    const std::size_t b_rows = s.b == Transpose::kNo ? s.k : s.n, b_cols = s.b == Transpose::kNo ? s.n : s.k;
+    using device::DType;
+    device::TypedBuffer a(dev.context(), DType::kBF16, s.batch * a_rows * a_cols, "a"),
+        b(dev.context(), DType::kBF16, s.batch * b_rows * b_cols, "b");
+    a.write(dev.queue(), std::vector<float>(s.batch * a_rows * a_cols, 0.5f));
+    b.write(dev.queue(), std::vector<float>(s.batch * b_rows * b_cols, 0.25f));
+    for (DType c_dtype : {DType::kF32, DType::kBF16}) {
+      device::TypedBuffer c(dev.context(), c_dtype, s.batch * s.m * s.n, "c");
+      const kernels::GemmOperand ao{a.get(), 0, a_cols, a_rows * a_cols, DType::kBF16},
+          bo{b.get(), 0, b_cols, b_rows * b_cols, DType::kBF16}, co{c.get(), 0, s.n, s.m * s.n, c_dtype};
+      const auto tflops = [&](kernels::Gemm& g) {
+        const double ms = best_ms(reps, [&] {
+          for (int i = 0; i < 5; ++i) g.run(s, 1.0f, ao, bo, 0.0f, co);
+          dev.queue().finish();
+        });
+        return 5 * flops(s) / ms / 1e9;
+      };
+      std::printf("%-18s %5zu %5zu %5zu x%-3zu         %-4s", sh.what.c_str(), s.m, s.n, s.k, s.batch,
+                  c_dtype == DType::kF32 ? "f32" : "bf16");
+      for (auto& g : gemms) std::printf(" %22.1f", tflops(*g));
+      std::printf(" %10.1f\n", tflops(*fallback));
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -73,6 +133,7 @@ int main(int argc, char** argv) {
                                                device::parse_device_selection(device::device_spec_from(std::nullopt)));
   device::Device dev(selected.front());
   device::ProgramCache cache;
+  if (which == "tc") return bench_tensor_cores(dev, cache, reps, argc > 3 ? argv[3] : "");
   std::vector<std::string> policies = {"cpu-8x48", "cpu-12x32", "auto"};
   if (with_clblast) policies.push_back("clblast");
   std::vector<std::unique_ptr<kernels::Gemm>> gemms;

@@ -13,17 +13,21 @@
 
 #include "device/typed_buffer.h"
 #include "kernels_cl/packed_gemm.h"
+#include "kernels_cl/tensor_core_gemm.h"
 
 namespace paxocl::kernels {
 
 namespace {
 
 const std::vector<std::string>& variant_names() {
-  static const std::vector<std::string> names = {"clblast", "cpu-8x48", "cpu-12x32", "gpu-64x64"};
+  static const std::vector<std::string> names = {"clblast", "cpu-8x48", "cpu-12x32", "gpu-64x64", "tensor-core"};
   return names;
 }
 
 std::unique_ptr<Gemm> make_variant(device::Device& device, device::ProgramCache& cache, const std::string& name) {
+  if (name == "tensor-core") {
+    return std::make_unique<TensorCoreGemm>(cache, device, make_float32_accumulating_gemm(device, cache));
+  }
   if (name == "clblast") return make_clblast_gemm(device);
   if (name == "cpu-8x48") return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kCpu, 8, 48});
   if (name == "cpu-12x32") return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kCpu, 12, 32});
@@ -159,6 +163,12 @@ class AutoGemm final : public Gemm {
 
 }  // namespace
 
+std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, device::ProgramCache& cache) {
+  const bool cpu = device.info().kind == device::DeviceKind::kCpu;
+  return std::make_unique<AutoGemm>(device, cache, cpu ? std::vector<std::string>{"cpu-8x48", "cpu-12x32"}
+                                                        : std::vector<std::string>{"gpu-64x64", "clblast"});
+}
+
 std::string gemm_policy_from(const std::optional<std::string>& flag) {
   std::string policy = "auto";
   if (flag) {
@@ -177,9 +187,9 @@ std::string gemm_policy_from(const std::optional<std::string>& flag) {
 
 std::unique_ptr<Gemm> make_gemm(device::Device& device, device::ProgramCache& cache, const std::string& policy) {
   if (policy != "auto") return make_variant(device, cache, gemm_policy_from(policy));
-  const bool cpu = device.info().kind == device::DeviceKind::kCpu;
-  return std::make_unique<AutoGemm>(device, cache, cpu ? std::vector<std::string>{"cpu-8x48", "cpu-12x32"}
-                                                        : std::vector<std::string>{"gpu-64x64", "clblast"});
+  const TensorCores& tc = probe_tensor_cores(device.info(), cache);  // builds nothing off NVIDIA
+  if (tc.bf16 || tc.f16) return make_variant(device, cache, "tensor-core");
+  return make_float32_accumulating_gemm(device, cache);
 }
 
 std::string gemm_shape_class(const GemmShape& s) {

@@ -4,7 +4,12 @@
 //             work-group variant (gpu-64x64) and CLBlast. At the first GEMM of a class it times
 //             each candidate on that shape (dimensions capped at 768, best of 3) and keeps the fastest; the
 //             choices are stored next to the program cache, so later processes skip the timing.
+//             On a device whose tensor-core probe passed (NVIDIA, tensor_core_probe.h), GEMMs with
+//             A and B both bfloat16 or both float16 run on tensor cores (tensor-core, below) and
+//             the rest as above.
 //   clblast | cpu-8x48 | cpu-12x32 | gpu-64x64   that implementation for every shape.
+//   tensor-core   16-bit A and B on tensor cores where the probe passed, everything else on auto's
+//             float32-accumulating choice (tensor_core_gemm.h).
 // Shape class: each of m, n, k bucketed as <= 64, <= 512 or larger, and batched or not
 // (transposes do not matter: packing absorbs them); with 16-bit operands also their dtypes
 // (".bbf": A and B bfloat16, C float32), among the candidates that take them (not CLBlast).
@@ -26,6 +31,9 @@ inline constexpr const char* kGemmEnvVar = "PAX_OCL_GEMM";
 std::string gemm_policy_from(const std::optional<std::string>& flag);
 
 std::unique_ptr<Gemm> make_gemm(device::Device& device, device::ProgramCache& cache, const std::string& policy);
+// `auto` without tensor cores on any device: the timed choice among the float32-accumulating
+// variants (the tensor-core GEMM's fallback).
+std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, device::ProgramCache& cache);
 
 std::string gemm_shape_class(const GemmShape& shape);  // "m512.n64.k2048.b" style
 

@@ -29,6 +29,11 @@ KernelSet::KernelSet(device::ProgramCache& cache, device::Device& device, std::s
   for (const char* name : kernel_names) kernels_.emplace_back(program_, name);
 }
 
+KernelSet::KernelSet(device::Device& device, device::Program program, std::initializer_list<const char*> kernel_names)
+    : device_(device), program_(std::move(program)) {
+  for (const char* name : kernel_names) kernels_.emplace_back(program_, name);
+}
+
 device::Kernel& KernelSet::find(std::string_view name) {
   for (device::Kernel& k : kernels_) {
     if (k.name() == name) return k;

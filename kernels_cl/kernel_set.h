@@ -32,6 +32,8 @@ class KernelSet {
  public:
   KernelSet(device::ProgramCache& cache, device::Device& device, std::string_view program,
             std::initializer_list<const char*> kernel_names, std::string_view extra_options = "");
+  // The kernels of a program built elsewhere (load_ptx_program); never the CPU variant.
+  KernelSet(device::Device& device, device::Program program, std::initializer_list<const char*> kernel_names);
 
   bool cpu_variant() const { return cpu_variant_; }
 

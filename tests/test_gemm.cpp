@@ -1,7 +1,10 @@
-// Every GEMM implementation (pax-ocl's CPU and GPU variants, CLBlast, and the auto-tuned choice)
-// against a float64 reference on awkward shapes: 1, 7, 33, 1000, sizes that are not tile
-// multiples, every transpose, offsets, padded leading dimensions, beta != 0, strided batches.
+// Every GEMM implementation (pax-ocl's CPU and GPU variants, CLBlast, the tensor-core GEMM and the
+// auto-tuned choice) against a float64 reference on awkward shapes: 1, 7, 33, 1000, sizes that are
+// not tile multiples, every transpose, offsets, padded leading dimensions, beta != 0, strided
+// batches. The tensor-core kernel (gemm_mma.cl) runs for real where the probe passes (NVIDIA), and
+// everywhere in its emulated build, which replaces only its PTX instructions.
 #include "kernels_cl/auto_gemm.h"
+#include "kernels_cl/tensor_core_gemm.h"
 #include "tests/device_fixture.h"
 
 namespace paxocl::testing {
@@ -23,17 +26,24 @@ struct DTypes {
   device::DType a = device::DType::kF32, b = device::DType::kF32, c = device::DType::kF32;
 };
 
-void check(GemmTest& t, kernels::Gemm& gemm, const Case& c, std::uint64_t seed, DTypes dt = {}) {
+// Operand placement: awkward (odd offsets, leading dimensions and batch strides) or aligned (all
+// multiples of 8 elements: 16-byte chunks, the tensor-core GEMM's cp.async path), padded either way.
+enum class Layout { kAwkward, kAligned };
+
+void check(DeviceTest& t, kernels::Gemm& gemm, const Case& c, std::uint64_t seed, DTypes dt = {},
+           Layout layout = Layout::kAwkward) {
   const GemmShape s{c.a, c.b, c.m, c.n, c.k, c.batch};
-  const std::size_t off = 3, pad = 5;
+  const auto r8 = [](std::size_t x) { return (x + 7) / 8 * 8; };
+  const bool al = layout == Layout::kAligned;
+  const std::size_t off = al ? 8 : 3;
   const std::size_t a_rows = c.a == Transpose::kNo ? c.m : c.k, a_cols = c.a == Transpose::kNo ? c.k : c.m;
   const std::size_t b_rows = c.b == Transpose::kNo ? c.k : c.n, b_cols = c.b == Transpose::kNo ? c.n : c.k;
-  const std::size_t lda = a_cols + pad, ldb = b_cols + 1, ldc = c.n + 2;
-  const std::size_t sa = a_rows * lda + 7, sb = b_rows * ldb + 1, sc = c.m * ldc + 3;
+  const std::size_t lda = al ? r8(a_cols) + 8 : a_cols + 5, ldb = al ? r8(b_cols) : b_cols + 1, ldc = c.n + 2;
+  const std::size_t sa = a_rows * lda + (al ? 8 : 7), sb = b_rows * ldb + (al ? 16 : 1), sc = c.m * ldc + 3;
   // Inputs exactly representable in their dtypes, so the reference multiplies the same numbers.
-  const auto A = GemmTest::rounded(dt.a, GemmTest::random(off + sa * c.batch, seed));
-  const auto B = GemmTest::rounded(dt.b, GemmTest::random(off + sb * c.batch, seed + 1));
-  auto C = GemmTest::rounded(dt.c, GemmTest::random(off + sc * c.batch, seed + 2));
+  const auto A = DeviceTest::rounded(dt.a, DeviceTest::random(off + sa * c.batch, seed));
+  const auto B = DeviceTest::rounded(dt.b, DeviceTest::random(off + sb * c.batch, seed + 1));
+  auto C = DeviceTest::rounded(dt.c, DeviceTest::random(off + sc * c.batch, seed + 2));
   auto ab = t.upload(dt.a, A), bb = t.upload(dt.b, B), cb = t.upload(dt.c, C);
   const float alpha = 0.75f, beta = c.k % 2 ? 0.0f : -1.5f;  // both beta paths
   gemm.run(s, alpha, GemmOperand{ab.get(), off, lda, sa, dt.a}, GemmOperand{bb.get(), off, ldb, sb, dt.b}, beta,
@@ -115,15 +125,114 @@ TEST_F(GemmClBlast, RefusesSixteenBitOperandsWithAClearError) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, GemmTest, ::testing::Values("cpu-8x48", "cpu-12x32", "gpu-64x64", "clblast", "auto"),
+INSTANTIATE_TEST_SUITE_P(Variants, GemmTest,
+                         ::testing::Values("cpu-8x48", "cpu-12x32", "gpu-64x64", "clblast", "auto", "tensor-core"),
                          [](const auto& param_info) {
                            std::string n = param_info.param;
                            for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
                            return n;
                          });
 
+// The tensor-core kernel on 16-bit shapes: transposes, edges of every tile dimension, batches, C
+// in each dtype, both copy paths (awkward placement: element loads; aligned: cp.async).
+void check_mma(DeviceTest& t, kernels::Gemm& gemm, const std::vector<Case>& cases, const std::vector<DTypes>& dtypes) {
+  std::uint64_t seed = 900;
+  for (const DTypes& dt : dtypes)
+    for (Layout layout : {Layout::kAwkward, Layout::kAligned})
+      for (const Case& c : cases) check(t, gemm, c, seed += 3, dt, layout);
+}
+
+const std::vector<DTypes> kMmaDTypes = {{device::DType::kBF16, device::DType::kBF16, device::DType::kF32},
+                                        {device::DType::kBF16, device::DType::kBF16, device::DType::kBF16},
+                                        {device::DType::kF16, device::DType::kF16, device::DType::kF32},
+                                        {device::DType::kF16, device::DType::kF16, device::DType::kF16}};
+
+std::vector<Case> mma_cases(std::size_t big) {
+  std::vector<Case> cases;
+  for (Transpose ta : {Transpose::kNo, Transpose::kYes})
+    for (Transpose tb : {Transpose::kNo, Transpose::kYes}) {
+      cases.push_back(Case{1, 1, 1, 1, ta, tb});
+      cases.push_back(Case{big + 3, big / 2 + 5, 100, 1, ta, tb});  // partial blocks, k not a multiple of 8
+      cases.push_back(Case{17, 9, 48, 3, ta, tb});                  // batched
+    }
+  cases.push_back(Case{big, big, 0, 1, Transpose::kNo, Transpose::kNo});  // k = 0: C = beta C
+  return cases;
+}
+
+// On a device whose probe passed: the PTX kernel itself (NVIDIA only).
+using TensorCoreGemmTest = DeviceTest;
+TEST_F(TensorCoreGemmTest, RunsOnTensorCoresWhereTheProbePasses) {
+  const kernels::TensorCores& tc = kernels::probe_tensor_cores(device_->info(), cache_);
+  if (!tc.bf16 || !tc.f16) GTEST_SKIP() << device_->info().name << ": " << tc.describe();
+  kernels::TensorCoreGemm gemm(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_));
+  ASSERT_TRUE(gemm.on_tensor_cores(device::DType::kBF16, device::DType::kBF16));
+  check_mma(*this, gemm, mma_cases(300), kMmaDTypes);
+  for (const kernels::MmaTile& tile : kernels::mma_tile_candidates(device_->info().local_mem_bytes)) {
+    kernels::TensorCoreGemm tuned(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_), tile);
+    SCOPED_TRACE(tile.name());
+    check(*this, tuned, Case{520, 260, 200, 1, Transpose::kNo, Transpose::kYes}, 77,
+          DTypes{device::DType::kBF16, device::DType::kBF16, device::DType::kF32}, Layout::kAligned);
+    check(*this, tuned, Case{260, 520, 72, 2, Transpose::kYes, Transpose::kNo}, 78,
+          DTypes{device::DType::kF16, device::DType::kF16, device::DType::kF16}, Layout::kAligned);
+  }
+}
+
+// Everywhere: gemm_mma.cl built with its PTX replaced by portable emulations of the same per-lane
+// semantics, so tiles, fragments, ldmatrix addressing, the stage pipeline, edges and the epilogue
+// are checked against the float64 reference without a GPU. A small tile and the default one; two
+// dtype mixes of the four (each is a program, and a CPU compiler takes seconds for one).
+TEST_F(TensorCoreGemmTest, EmulatedKernelMatchesFloat64Reference) {
+  using Mode = kernels::TensorCoreGemm::Mode;
+  kernels::TensorCoreGemm small(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_),
+                                kernels::MmaTile::parse("32x32x32.w16x16.s3"), Mode::kEmulated);
+  check_mma(*this, small, mma_cases(40), {kMmaDTypes[0], kMmaDTypes[3]});
+  kernels::TensorCoreGemm standard(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_),
+                                   kernels::MmaTile{}, Mode::kEmulated);
+  for (Transpose ta : {Transpose::kNo, Transpose::kYes})
+    for (Transpose tb : {Transpose::kNo, Transpose::kYes})
+      check(*this, standard, Case{131, 140, 40, 1, ta, tb}, 31, DTypes{device::DType::kBF16, device::DType::kBF16},
+            Layout::kAligned);
+}
+
+// Off NVIDIA the probe builds nothing and says why; the tensor-core and auto policies then run
+// the float32-accumulating GEMM (bitwise the same results), and no PTX program can be built.
+TEST_F(TensorCoreGemmTest, ProbeBuildsNothingOffNvidia) {
+  if (kernels::is_nvidia(device_->info())) GTEST_SKIP() << "an NVIDIA device: the probe runs there";
+  const auto before = cache_.stats();
+  const kernels::TensorCores& tc = kernels::probe_tensor_cores(device_->info(), cache_);
+  const auto after = cache_.stats();
+  EXPECT_EQ(after.hits + after.misses + after.rejected, before.hits + before.misses + before.rejected);
+  EXPECT_FALSE(tc.bf16 || tc.f16 || tc.tf32);
+  EXPECT_NE(tc.describe().find("no tensor cores (not an NVIDIA device"), std::string::npos) << tc.describe();
+  EXPECT_NE(tc.describe().find("float32-accumulating GEMM"), std::string::npos) << tc.describe();
+  EXPECT_THROW(kernels::load_ptx_program(cache_, *device_, "gemm_mma", "-DMMA_AB_BF16"), std::logic_error);
+  EXPECT_THROW(kernels::load_ptx_program(cache_, *device_, "tensor_core_probe", "-DPROBE_BF16"), std::logic_error);
+
+  auto tensor_core = kernels::make_gemm(*device_, cache_, "tensor-core");
+  EXPECT_FALSE(dynamic_cast<kernels::TensorCoreGemm&>(*tensor_core).on_tensor_cores(device::DType::kBF16,
+                                                                                     device::DType::kBF16));
+  auto automatic = kernels::make_gemm(*device_, cache_, "auto");
+  EXPECT_EQ(automatic->name(), "auto");
+  const auto ab = upload(device::DType::kBF16, rounded(device::DType::kBF16, random(64 * 48, 5)));
+  std::vector<std::vector<double>> results;
+  for (kernels::Gemm* g : {tensor_core.get(), automatic.get()}) {
+    auto c = zeros(64 * 64);
+    const GemmOperand x{ab.get(), 0, 48, 0, device::DType::kBF16};
+    g->run(GemmShape{Transpose::kNo, Transpose::kYes, 64, 64, 48}, 1.0f, x, x, 0.0f, GemmOperand{c.get(), 0, 64});
+    results.push_back(download(c, 64 * 64));
+  }
+  EXPECT_EQ(results[0], results[1]);
+}
+
 TEST(GemmPolicy, NamesAndErrors) {
   EXPECT_EQ(kernels::gemm_policy_from(std::string("cpu-8x48")), "cpu-8x48");
+  EXPECT_EQ(kernels::gemm_policy_from(std::string("tensor-core")), "tensor-core");
+  EXPECT_EQ(kernels::MmaTile::parse("128x256x16.w64x64.s2").name(), "128x256x16.w64x64.s2");
+  EXPECT_THROW(kernels::MmaTile::parse("128x128"), ConfigError);
+  EXPECT_THROW(kernels::MmaTile::parse("128x128x8.w64x32.s2"), ConfigError);  // BK not a multiple of 16
+  // Every candidate fits NVIDIA's 48 KiB of local memory.
+  EXPECT_EQ(kernels::mma_tile_candidates(48 * 1024).size(), 6u);
+  EXPECT_EQ(kernels::mma_tile_candidates(48 * 1024).front().name(), kernels::MmaTile{}.name());
   EXPECT_THROW(kernels::gemm_policy_from(std::string("fastest")), ConfigError);
   EXPECT_EQ(kernels::gemm_shape_class(GemmShape{Transpose::kNo, Transpose::kNo, 2048, 64, 384, 1}), "mbig.n64.k512.single");
 }

@@ -1,0 +1,340 @@
+// Tensor-core GEMM for NVIDIA GPUs through inline PTX (kernels_cl/tensor_core_gemm.h):
+//   C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C    per batch (group id 2)
+// A and B are both bfloat16 (-DMMA_AB_BF16) or both float16 (-DMMA_AB_F16), read as raw 16-bit
+// words; products accumulate in float32 (mma.sync.m16n8k16 ... .f32); C is act_t (dtype.cl: float32,
+// bfloat16 or float16 by -DPAX_ACT_*), rounded once when stored. Row-major storage as in gemm.h:
+// op(A) = A (stored m x k) in gemm_mma_n?, A^T (stored k x m) in gemm_mma_t?; likewise B.
+//
+// Work-group: THREADS = (BM / WM) * (BN / WN) warps of 32, one BM x BN block of C (group ids 0 and
+// 1 = block column and row). Each warp owns a WM x WN sub-block: MI x NI accumulator fragments of
+// 16 x 8. Per BK-deep step the group copies an A and a B tile into local memory in the operand's
+// stored layout (rows of 8-element 16-byte chunks, each row padded by 8 elements: 16-byte aligned
+// rows, conflict-free ldmatrix), STAGES tiles deep; warps read fragments with ldmatrix (.trans where
+// the stored layout is the transpose of the fragment's) and issue mma.sync.
+//   ASYNC_COPY=1: cp.async 16-byte copies (zero-filled beyond the matrix through src-size),
+//                 STAGES-deep pipeline with commit_group / wait_group. Needs every 8-element chunk
+//                 16-byte aligned: offsets, leading dimensions and batch strides multiples of 8.
+//   ASYNC_COPY=0: element-wise loads with the same zero fill (any alignment), same pipeline.
+// Edges: tiles beyond m, n or k are zero-filled, stores are predicated: any m, n, k >= 1.
+//
+// The PTX exists only in builds with -DPAX_NVIDIA_PTX, which the host adds after the tensor-core
+// probe passed on an NVIDIA device. -DPAX_MMA_EMULATE instead replaces each PTX instruction by
+// portable OpenCL C with its documented per-lane semantics (local-memory exchange and barriers;
+// slow), so the index math of this file runs against the float64 reference on any device (tests).
+#if defined(PAX_NVIDIA_PTX) == defined(PAX_MMA_EMULATE)
+#error "gemm_mma.cl: build with exactly one of -DPAX_NVIDIA_PTX (after the tensor-core probe) and -DPAX_MMA_EMULATE"
+#endif
+#if defined(MMA_AB_BF16)
+#define MMA_AB "bf16"
+#elif defined(MMA_AB_F16)
+#define MMA_AB "f16"
+#else
+#error "gemm_mma.cl: -DMMA_AB_BF16 or -DMMA_AB_F16 selects the operands' dtype"
+#endif
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 32
+#endif
+#ifndef WM
+#define WM 64
+#endif
+#ifndef WN
+#define WN 32
+#endif
+#ifndef STAGES
+#define STAGES 2
+#endif
+#ifndef ASYNC_COPY
+#define ASYNC_COPY 1
+#endif
+
+#define WARPS_N (BN / WN)
+#define THREADS ((BM / WM) * WARPS_N * 32)
+#define MI (WM / 16)  // 16-row A fragments per warp
+#define NI (WN / 8)   // 8-column B fragments per warp
+#define PAD 8
+// Elements of one stage's tile in each stored layout (rows x (row length + PAD)).
+#define A_STAGE(ta) ((ta) ? BK * (BM + PAD) : BM * (BK + PAD))
+#define B_STAGE(tb) ((tb) ? BN * (BK + PAD) : BK * (BN + PAD))
+
+#if BM % WM || BN % WN || WM % 16 || WN % 16 || BK % 16 || STAGES < 2
+#error "gemm_mma.cl: tile needs WM | BM, WN | BN, 16 | WM, 16 | WN, 16 | BK and STAGES >= 2"
+#endif
+#if (BM * BK / 8) % THREADS || (BN * BK / 8) % THREADS
+#error "gemm_mma.cl: a tile's 8-element chunks must spread evenly over the work-group"
+#endif
+
+// Every helper is inlined into the kernels, so the transposes and trip counts are constants there,
+// and the loops over fragments are unrolled, which keeps the accumulators in registers. (Not in the
+// emulation: there each unrolled copy of a barrier would multiply a CPU compiler's work.)
+#define MMA_FN static inline __attribute__((always_inline))
+#if defined(PAX_NVIDIA_PTX)
+#define UNROLL _Pragma("unroll")
+#else
+#define UNROLL
+#endif
+
+// ---- The PTX instructions (and their emulation) --------------------------------------------------
+// xch: local scratch for the emulation (THREADS * 8 words), unused with PTX.
+
+#if defined(PAX_NVIDIA_PTX)
+// The 32-bit shared-window address of a __local pointer (NVVM keeps them as window offsets).
+#define SHARED_ADDR(p) ((uint)(size_t)(p))
+
+// ldmatrix x4: lane l gives the row address tile + off of row l % 8 of matrix l / 8; register j
+// receives matrix j's elements (l / 4, 2 (l % 4) + {0, 1}), or with .trans (2 (l % 4) + {0, 1}, l / 4).
+MMA_FN void ldmatrix_x4(uint r[4], __local const ushort* tile, uint off, bool trans, __local uint* xch) {
+  (void)xch;
+  if (trans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(SHARED_ADDR(tile + off)) : "memory");
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(SHARED_ADDR(tile + off)) : "memory");
+  }
+}
+
+// d += a (16 x 16, row) * b (16 x 8, col); fragments as in the PTX ISA (m16n8k16, 16-bit inputs).
+MMA_FN void mma_16816(float d[4], const uint a[4], const uint b[2], __local uint* xch) {
+  (void)xch;
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_AB "." MMA_AB ".f32 "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+#if ASYNC_COPY
+// Copies `bytes` (0..16) of the 16 at src to dst and zero-fills the rest; both 16-byte aligned.
+MMA_FN void copy_chunk(__local ushort* dst, __global const ushort* src, uint bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(SHARED_ADDR(dst)), "l"(src), "r"(bytes)
+               : "memory");
+}
+MMA_FN void commit_copies(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most STAGES - 2 committed groups of this work-item's copies are in flight.
+#if STAGES == 2
+#define WAIT_GROUP "cp.async.wait_group 0;"
+#elif STAGES == 3
+#define WAIT_GROUP "cp.async.wait_group 1;"
+#elif STAGES == 4
+#define WAIT_GROUP "cp.async.wait_group 2;"
+#else
+#error "gemm_mma.cl: STAGES 2, 3 or 4"
+#endif
+MMA_FN void wait_copies(void) { asm volatile(WAIT_GROUP ::: "memory"); }
+#endif
+
+#else  // PAX_MMA_EMULATE: the same semantics in portable OpenCL C, a warp exchanging through xch.
+
+MMA_FN float mma_operand(ushort bits) {
+#if defined(MMA_AB_BF16)
+  return as_float((uint)bits << 16);
+#else
+  const uint sign = (uint)(bits & 0x8000u) << 16, e = (bits >> 10) & 0x1fu, f = bits & 0x3ffu;
+  if (e == 0) return as_float(sign) + (sign ? -1.0f : 1.0f) * (float)f * 0x1.0p-24f;  // zero, subnormal
+  if (e == 31) return as_float(sign | 0x7f800000u | (f << 13));
+  return as_float(sign | ((e + 112u) << 23) | (f << 13));
+#endif
+}
+
+MMA_FN void ldmatrix_x4(uint r[4], __local const ushort* tile, uint off, bool trans, __local uint* xch) {
+  const uint tid = get_local_id(0), lane = tid % 32, warp0 = tid - lane;
+  xch[tid] = off;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint j = 0; j < 4; ++j) {
+    ushort e[2];
+    for (uint h = 0; h < 2; ++h) {
+      const uint row = trans ? 2 * (lane % 4) + h : lane / 4, col = trans ? lane / 4 : 2 * (lane % 4) + h;
+      e[h] = tile[xch[warp0 + j * 8 + row] + col];
+    }
+    r[j] = (uint)e[0] | ((uint)e[1] << 16);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+MMA_FN void mma_16816(float d[4], const uint a[4], const uint b[2], __local uint* xch) {
+  const uint tid = get_local_id(0), lane = tid % 32, warp0 = tid - lane;
+  for (uint i = 0; i < 4; ++i) xch[tid * 8 + i] = a[i];
+  xch[tid * 8 + 4] = b[0];
+  xch[tid * 8 + 5] = b[1];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const uint g = lane / 4, t = lane % 4;
+  for (uint i = 0; i < 4; ++i) {
+    const uint row = g + (i & 2u ? 8 : 0), col = 2 * t + (i & 1u);
+    float acc = d[i];
+    for (uint kk = 0; kk < 16; ++kk) {
+      // A element (row, kk): lane 4 (row % 8) + (kk % 8) / 2, register (row / 8) + 2 (kk / 8), half kk % 2.
+      const uint a_word = xch[(warp0 + 4 * (row % 8) + (kk % 8) / 2) * 8 + (row / 8) + 2 * (kk / 8)];
+      // B element (kk, col): lane 4 col + (kk % 8) / 2, register kk / 8, half kk % 2.
+      const uint b_word = xch[(warp0 + 4 * col + (kk % 8) / 2) * 8 + 4 + kk / 8];
+      acc += mma_operand((ushort)(a_word >> (16 * (kk % 2)))) * mma_operand((ushort)(b_word >> (16 * (kk % 2))));
+    }
+    d[i] = acc;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+#undef ASYNC_COPY
+#define ASYNC_COPY 0
+#endif
+
+#if !ASYNC_COPY
+MMA_FN void commit_copies(void) {}
+MMA_FN void wait_copies(void) {}
+#endif
+
+// ---- Tiles -------------------------------------------------------------------------------------
+
+// Copies rows [r0, r0 + TR) x columns [c0, c0 + TC) of a row-major (rows x cols, leading dimension
+// ld) matrix at src into dst (TR rows of TC + PAD), zeros beyond the matrix.
+MMA_FN void load_tile(__local ushort* dst, __global const ushort* src, uint ld, uint rows, uint cols, uint r0, uint c0,
+                      uint TR, uint TC) {
+  const uint chunks_per_row = TC / 8, tid = get_local_id(0);
+UNROLL
+  for (uint i = 0; i < TR * TC / 8 / THREADS; ++i) {
+    const uint chunk = tid + i * THREADS, r = chunk / chunks_per_row, cc = chunk % chunks_per_row * 8;
+    const uint gr = r0 + r, gc = c0 + cc;
+    __local ushort* d = dst + r * (TC + PAD) + cc;
+    const uint avail = gr < rows && gc < cols ? (cols - gc < 8u ? cols - gc : 8u) : 0u;  // elements inside the matrix
+#if ASYNC_COPY
+    copy_chunk(d, avail ? src + (size_t)gr * ld + gc : src, 2 * avail);
+#else
+    __global const ushort* s = src + (size_t)gr * ld + gc;
+UNROLL
+    for (uint e = 0; e < 8; ++e) d[e] = e < avail ? s[e] : (ushort)0;
+#endif
+  }
+}
+
+// Stage `stage` <- the k-tile starting at k0 of both operands.
+MMA_FN void load_stage(const bool ta, const bool tb, __local ushort* as, __local ushort* bs, uint stage, uint k0,
+                       __global const ushort* a, uint lda, __global const ushort* b, uint ldb, uint m, uint n, uint k,
+                       uint bm0, uint bn0) {
+  __local ushort* at = as + stage * A_STAGE(ta);
+  __local ushort* bt = bs + stage * B_STAGE(tb);
+  if (ta) load_tile(at, a, lda, k, m, k0, bm0, BK, BM);  // A stored (k, m)
+  else load_tile(at, a, lda, m, k, bm0, k0, BM, BK);     // A stored (m, k)
+  if (tb) load_tile(bt, b, ldb, n, k, bn0, k0, BN, BK);  // B stored (n, k)
+  else load_tile(bt, b, ldb, k, n, k0, bn0, BK, BN);     // B stored (k, n)
+}
+
+// ---- The GEMM ----------------------------------------------------------------------------------
+
+MMA_FN void gemm_mma(const bool ta, const bool tb, __local ushort* as, __local ushort* bs, __local uint* xch,
+                     __global act_t* c, uint c_off, uint ldc, uint c_stride, __global const ushort* a, uint a_off,
+                     uint lda, uint a_stride, __global const ushort* b, uint b_off, uint ldb, uint b_stride, uint m,
+                     uint n, uint k, float alpha, float beta) {
+  const uint tid = get_local_id(0), lane = tid % 32, warp = tid / 32;
+  const uint bn0 = get_group_id(0) * BN, bm0 = get_group_id(1) * BM;
+  const size_t batch = get_group_id(2);
+  a += a_off + batch * a_stride;
+  b += b_off + batch * b_stride;
+  const uint wm0 = warp / WARPS_N * WM, wn0 = warp % WARPS_N * WN;  // the warp's sub-block in the block
+
+  float acc[MI][NI][4];
+UNROLL
+  for (uint i = 0; i < MI; ++i)
+UNROLL
+    for (uint j = 0; j < NI; ++j)
+UNROLL
+      for (uint e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+  const uint ktiles = (k + BK - 1) / BK;
+  // Prologue: the first STAGES - 1 k-tiles in flight, one commit group each (empty past the end,
+  // so that wait_copies' count always means "tile kt has landed").
+UNROLL
+  for (uint s = 0; s < STAGES - 1; ++s) {
+    if (s < ktiles) load_stage(ta, tb, as, bs, s, s * BK, a, lda, b, ldb, m, n, k, bm0, bn0);
+    commit_copies();
+  }
+  for (uint kt = 0; kt < ktiles; ++kt) {
+    wait_copies();                   // this work-item's copies of tile kt have landed
+    barrier(CLK_LOCAL_MEM_FENCE);    // everyone's have, and everyone is done with tile kt - 1
+    const uint next = kt + STAGES - 1;  // refill the stage tile kt - 1 used
+    if (next < ktiles) load_stage(ta, tb, as, bs, next % STAGES, next * BK, a, lda, b, ldb, m, n, k, bm0, bn0);
+    commit_copies();
+
+    __local const ushort* at = as + kt % STAGES * A_STAGE(ta);
+    __local const ushort* bt = bs + kt % STAGES * B_STAGE(tb);
+UNROLL
+    for (uint kk = 0; kk < BK; kk += 16) {
+      // A fragment (16 x 16 at rows wm0 + 16 i): matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), the
+      // row halves first. Stored (m, k): lane l addresses row l % 16, k (l / 16) 8. Stored (k, m),
+      // transposed on load: lane l addresses k (l / 16) 8 + l % 8, row (l / 8 % 2) 8.
+      uint af[MI][4];
+UNROLL
+      for (uint i = 0; i < MI; ++i) {
+        const uint row = wm0 + i * 16;
+        const uint off = ta ? (kk + lane / 16 * 8 + lane % 8) * (BM + PAD) + row + lane / 8 % 2 * 8
+                            : (row + lane % 16) * (BK + PAD) + kk + lane / 16 * 8;
+        ldmatrix_x4(af[i], at, off, ta, xch);
+      }
+      // B fragments, two 8-column ones per ldmatrix: matrices (k 0-7 | 8-15) of columns 0-7, then
+      // of columns 8-15. Stored (n, k): lane l addresses column (l / 16) 8 + l % 8, k (l / 8 % 2) 8.
+      // Stored (k, n), transposed on load: k (l / 8 % 2) 8 + l % 8, column (l / 16) 8.
+      uint bfr[NI][2];
+UNROLL
+      for (uint j = 0; j < NI; j += 2) {
+        const uint col = wn0 + j * 8;
+        const uint off = tb ? (col + lane / 16 * 8 + lane % 8) * (BK + PAD) + kk + lane / 8 % 2 * 8
+                            : (kk + lane / 8 % 2 * 8 + lane % 8) * (BN + PAD) + col + lane / 16 * 8;
+        uint r[4];
+        ldmatrix_x4(r, bt, off, !tb, xch);
+        bfr[j][0] = r[0];
+        bfr[j][1] = r[1];
+        bfr[j + 1][0] = r[2];
+        bfr[j + 1][1] = r[3];
+      }
+UNROLL
+      for (uint i = 0; i < MI; ++i)
+UNROLL
+        for (uint j = 0; j < NI; ++j) mma_16816(acc[i][j], af[i], bfr[j], xch);
+    }
+  }
+
+  // Epilogue: accumulator e of fragment (i, j) is C element (g + 8 (e / 2), 2 t + e % 2) of that
+  // 16 x 8 fragment, g = lane / 4, t = lane % 4.
+  c += c_off + batch * c_stride;
+UNROLL
+  for (uint i = 0; i < MI; ++i)
+UNROLL
+    for (uint j = 0; j < NI; ++j)
+UNROLL
+      for (uint e = 0; e < 4; ++e) {
+        const uint row = bm0 + wm0 + i * 16 + lane / 4 + e / 2 * 8, col = bn0 + wn0 + j * 8 + lane % 4 * 2 + e % 2;
+        if (row < m && col < n) {
+          const size_t at = (size_t)row * ldc + col;
+          const float prior = beta != 0.0f ? beta * act_load(c, at) : 0.0f;  // beta = 0 ignores NaN in C
+          act_store(c, at, alpha * acc[i][j][e] + prior);
+        }
+      }
+}
+
+// One kernel per transpose pair; launch with local size (THREADS, 1, 1) and global size
+// (ceil(n / BN) THREADS, ceil(m / BM), batch).
+#if defined(PAX_MMA_EMULATE)
+#define XCH_DECL __local uint xch[THREADS * 8];
+#else
+#define XCH_DECL __local uint* xch = 0;
+#endif
+#define GEMM_MMA_KERNEL(name, ta, tb)                                                                                  \
+  __kernel __attribute__((reqd_work_group_size(THREADS, 1, 1))) void name(                                             \
+      __global act_t* c, uint c_off, uint ldc, uint c_stride, __global const ushort* a, uint a_off, uint lda,          \
+      uint a_stride, __global const ushort* b, uint b_off, uint ldb, uint b_stride, uint m, uint n, uint k,            \
+      float alpha, float beta) {                                                                                       \
+    __local ushort as[STAGES * A_STAGE(ta)] __attribute__((aligned(16)));                                              \
+    __local ushort bs[STAGES * B_STAGE(tb)] __attribute__((aligned(16)));                                              \
+    XCH_DECL                                                                                                           \
+    gemm_mma(ta, tb, as, bs, xch, c, c_off, ldc, c_stride, a, a_off, lda, a_stride, b, b_off, ldb, b_stride, m, n, k,  \
+             alpha, beta);                                                                                             \
+  }
+GEMM_MMA_KERNEL(gemm_mma_nn, false, false)
+GEMM_MMA_KERNEL(gemm_mma_nt, false, true)
+GEMM_MMA_KERNEL(gemm_mma_tn, true, false)
+GEMM_MMA_KERNEL(gemm_mma_tt, true, true)

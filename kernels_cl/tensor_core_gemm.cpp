@@ -1,0 +1,152 @@
+#include "kernels_cl/tensor_core_gemm.h"
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "device/errors.h"
+#include "kernels_cl/program_loader.h"
+
+namespace paxocl::kernels {
+
+namespace {
+constexpr int kPad = 8;  // gemm_mma.cl's PAD
+
+bool is16(device::DType t) { return t != device::DType::kF32; }
+
+// Whether every 8-element chunk cp.async copies of `x` is 16-byte aligned.
+bool chunks_aligned(const GemmOperand& x, std::size_t batch) {
+  return x.offset % 8 == 0 && x.ld % 8 == 0 && (batch == 1 || x.batch_stride % 8 == 0);
+}
+}  // namespace
+
+std::size_t MmaTile::local_bytes() const {
+  const auto stage = [&](int rows, int cols) {  // larger of (rows, cols + PAD) and (cols, rows + PAD)
+    return static_cast<std::size_t>(std::max(rows * (cols + kPad), cols * (rows + kPad)));
+  };
+  return static_cast<std::size_t>(stages) * (stage(bm, bk) + stage(bn, bk)) * 2;
+}
+
+std::string MmaTile::defines() const {
+  return fmt::format("-DBM={} -DBN={} -DBK={} -DWM={} -DWN={} -DSTAGES={}", bm, bn, bk, wm, wn, stages);
+}
+
+std::string MmaTile::name() const { return fmt::format("{}x{}x{}.w{}x{}.s{}", bm, bn, bk, wm, wn, stages); }
+
+MmaTile MmaTile::parse(std::string_view name) {
+  MmaTile t;
+  char tail = 0;
+  const std::string s(name);
+  if (std::sscanf(s.c_str(), "%dx%dx%d.w%dx%d.s%d%c", &t.bm, &t.bn, &t.bk, &t.wm, &t.wn, &t.stages, &tail) != 6) {
+    throw ConfigError(fmt::format("MMA tile '{}' is malformed; expected BMxBNxBK.wWMxWN.sSTAGES, e.g. {}", name,
+                                  MmaTile{}.name()));
+  }
+  // gemm_mma.cl's own constraints, checked here so a bad tile fails before any build.
+  const bool ok = t.wm > 0 && t.wn > 0 && t.bm % t.wm == 0 && t.bn % t.wn == 0 && t.wm % 16 == 0 && t.wn % 16 == 0 &&
+                  t.bk > 0 && t.bk % 16 == 0 && t.stages >= 2 && t.stages <= 4 && t.threads() <= 1024 &&
+                  (t.bm * t.bk / 8) % t.threads() == 0 && (t.bn * t.bk / 8) % t.threads() == 0;
+  if (!ok) throw ConfigError(fmt::format("MMA tile '{}' is not one gemm_mma.cl can run", name));
+  return t;
+}
+
+std::vector<MmaTile> mma_tile_candidates(std::uint64_t local_mem_bytes) {
+  static const std::array<MmaTile, 6> kAll = {
+      MmaTile{128, 128, 32, 64, 32, 2}, MmaTile{128, 128, 16, 64, 32, 3}, MmaTile{128, 128, 16, 64, 32, 4},
+      MmaTile{128, 256, 16, 64, 64, 2}, MmaTile{256, 128, 16, 64, 64, 2}, MmaTile{128, 128, 32, 32, 64, 2}};
+  std::vector<MmaTile> fit;
+  for (const MmaTile& t : kAll) {
+    if (t.local_bytes() <= local_mem_bytes) fit.push_back(t);
+  }
+  return fit;
+}
+
+TensorCoreGemm::TensorCoreGemm(device::ProgramCache& cache, device::Device& device, std::unique_ptr<Gemm> fallback,
+                               std::optional<MmaTile> tile, Mode mode)
+    : cache_(cache), device_(device), fallback_(std::move(fallback)), mode_(mode) {
+  if (mode == Mode::kPtx) tensor_cores_ = probe_tensor_cores(device.info(), cache);
+  if (tile) {
+    tile_ = *tile;
+  } else if (const char* env = std::getenv(kMmaTileEnvVar); env != nullptr && *env != '\0') {
+    tile_ = MmaTile::parse(env);
+  } else {
+    const auto fit = mma_tile_candidates(device.info().local_mem_bytes);
+    if (!fit.empty()) tile_ = fit.front();
+  }
+  const std::size_t local = tile_.local_bytes() + (mode == Mode::kEmulated ? tile_.threads() * 32 : 0);
+  const bool uses_mma = mode == Mode::kEmulated || tensor_cores_.bf16 || tensor_cores_.f16;
+  if (uses_mma && local > device.info().local_mem_bytes) {
+    throw ConfigError(fmt::format("MMA tile {} needs {} bytes of local memory; {} has {}", tile_.name(), local,
+                                  device.info().name, device.info().local_mem_bytes));
+  }
+}
+
+bool TensorCoreGemm::on_tensor_cores(device::DType a, device::DType b) const {
+  return a == b && is16(a) && (mode_ == Mode::kEmulated || tensor_cores_.takes(a));
+}
+
+KernelSet& TensorCoreGemm::kernels(device::DType ab, device::DType c, bool async) {
+  const std::string options =
+      fmt::format("{} {} -DASYNC_COPY={} {}", ab == device::DType::kBF16 ? "-DMMA_AB_BF16" : "-DMMA_AB_F16",
+                  device::dtype_build_option(c), async ? 1 : 0, tile_.defines());
+  auto& set = programs_[options];
+  if (!set) {
+    device::Program program = mode_ == Mode::kPtx
+                                  ? load_ptx_program(cache_, device_, "gemm_mma", options)
+                                  : load_program(cache_, device_, "gemm_mma", "-DPAX_MMA_EMULATE " + options);
+    set = std::make_unique<KernelSet>(device_, std::move(program),
+                                      std::initializer_list<const char*>{"gemm_mma_nn", "gemm_mma_nt", "gemm_mma_tn",
+                                                                         "gemm_mma_tt"});
+  }
+  return *set;
+}
+
+void TensorCoreGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                         const GemmOperand& c) {
+  if (!on_tensor_cores(a.dtype, b.dtype)) {
+    fallback_->run(s, alpha, a, b, beta, c);
+    return;
+  }
+  if (s.m == 0 || s.n == 0 || s.batch == 0) return;
+  std::chrono::steady_clock::time_point start;
+  if (profiling_) {
+    device_.queue().finish();
+    start = std::chrono::steady_clock::now();
+  }
+  // k = 0 runs no k step: C = beta C, as every GEMM here.
+  const bool async = mode_ == Mode::kPtx && chunks_aligned(a, s.batch) && chunks_aligned(b, s.batch);
+  const std::size_t threads = static_cast<std::size_t>(tile_.threads());
+  const std::size_t blocks_n = (s.n + tile_.bn - 1) / tile_.bn, blocks_m = (s.m + tile_.bm - 1) / tile_.bm;
+  const std::array<std::size_t, 3> global{blocks_n * threads, blocks_m, s.batch}, local{threads, 1, 1};
+  const char ta = s.a == Transpose::kYes ? 't' : 'n', tb = s.b == Transpose::kYes ? 't' : 'n';
+  kernels(a.dtype, c.dtype, async)
+      .launch_nd(fmt::format("gemm_mma_{}{}", ta, tb), global, local, c.buffer, u32(c.offset), u32(c.ld),
+                 u32(c.batch_stride), a.buffer, u32(a.offset), u32(a.ld), u32(a.batch_stride), b.buffer, u32(b.offset),
+                 u32(b.ld), u32(b.batch_stride), u32(s.m), u32(s.n), u32(s.k), alpha, beta);
+  ++stats_.calls;
+  if (profiling_) {
+    device_.queue().finish();
+    stats_.device_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+}
+
+void TensorCoreGemm::set_profiling(bool on) {
+  profiling_ = on;
+  fallback_->set_profiling(on);
+}
+
+GemmStats TensorCoreGemm::stats() {
+  GemmStats total = fallback_->stats();
+  total.calls += stats_.calls;
+  total.device_ms += stats_.device_ms;
+  return total;
+}
+
+void TensorCoreGemm::reset_stats() {
+  stats_ = {};
+  fallback_->reset_stats();
+}
+
+}  // namespace paxocl::kernels

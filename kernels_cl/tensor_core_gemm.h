@@ -1,0 +1,81 @@
+// TensorCoreGemm ("tensor-core"): GEMMs whose A and B are both bfloat16 or both float16 run on
+// tensor cores (gemm_mma.cl: mma.sync m16n8k16, float32 accumulation, C in its own dtype), when
+// the tensor-core probe (tensor_core_probe.h) passed for that dtype on this device; every other
+// GEMM (float32 or mixed operands, a failed probe, a non-NVIDIA device) goes to `fallback`, the
+// float32-accumulating GEMM. Operands whose 8-element chunks are 16-byte aligned (offset, leading
+// dimension and batch stride multiples of 8) are copied with cp.async; others with plain loads.
+//
+// Tile: MmaTile, from $PAX_OCL_MMA_TILE ("128x128x32.w64x32.s2") or the first candidate that fits
+// the device's local memory; mma_tile_candidates() is the list `pax-ocl tune` and bench_gemm search.
+// Programs (per A/B dtype, C dtype, copy path) are built on first use.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels_cl/gemm.h"
+#include "kernels_cl/kernel_set.h"
+#include "kernels_cl/tensor_core_probe.h"
+
+namespace paxocl::kernels {
+
+inline constexpr const char* kMmaTileEnvVar = "PAX_OCL_MMA_TILE";
+
+// A work-group's BM x BN block of C, BK-deep k steps, STAGES local-memory stages, and each warp's
+// WM x WN sub-block: (BM / WM) (BN / WN) warps.
+struct MmaTile {
+  int bm = 128, bn = 128, bk = 32, wm = 64, wn = 32, stages = 2;
+
+  int threads() const { return bm / wm * (bn / wn) * 32; }
+  std::size_t local_bytes() const;  // the kernels' local tiles (the larger transpose layout)
+  std::string defines() const;      // "-DBM=128 -DBN=128 ..."
+  std::string name() const;         // "128x128x32.w64x32.s2"
+  static MmaTile parse(std::string_view name);  // throws ConfigError for a malformed or invalid tile
+};
+
+// The tiles worth timing on a device with `local_mem_bytes` of local memory, best guess first.
+std::vector<MmaTile> mma_tile_candidates(std::uint64_t local_mem_bytes);
+
+class TensorCoreGemm final : public Gemm {
+ public:
+  // kPtx: as above. kEmulated (tests only): gemm_mma.cl built with PAX_MMA_EMULATE, its PTX replaced
+  // by portable OpenCL C, runs every 16-bit GEMM on any device without consulting the probe.
+  enum class Mode { kPtx, kEmulated };
+
+  TensorCoreGemm(device::ProgramCache& cache, device::Device& device, std::unique_ptr<Gemm> fallback,
+                 std::optional<MmaTile> tile = std::nullopt, Mode mode = Mode::kPtx);
+
+  void run(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+           const GemmOperand& c) override;
+  std::string name() const override { return "tensor-core"; }
+  bool supports(device::DType a, device::DType b, device::DType c) const override {
+    return on_tensor_cores(a, b) || fallback_->supports(a, b, c);
+  }
+  void set_profiling(bool on) override;
+  GemmStats stats() override;
+  void reset_stats() override;
+
+  const MmaTile& tile() const { return tile_; }
+  // Whether a GEMM with these operand dtypes runs on the mma kernel.
+  bool on_tensor_cores(device::DType a, device::DType b) const;
+
+ private:
+  KernelSet& kernels(device::DType ab, device::DType c, bool async);
+
+  device::ProgramCache& cache_;
+  device::Device& device_;
+  std::unique_ptr<Gemm> fallback_;
+  Mode mode_;
+  TensorCores tensor_cores_;
+  MmaTile tile_;
+  std::map<std::string, std::unique_ptr<KernelSet>> programs_;  // by build options
+  bool profiling_ = false;
+  GemmStats stats_;
+};
+
+}  // namespace paxocl::kernels
