@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
     std::vector<int> ranks(static_cast<std::size_t>(world.size()));
     std::iota(ranks.begin(), ranks.end(), 0);
     collectives::GradientAverager averager(members, world, ranks);
-    collectives::FsdpCommunicator fsdp(members, world, collectives::FsdpMesh{1, local, 1, world.size()});
+    collectives::FsdpCommunicator fsdp(members, world, device::Mesh({1, local, 1}, {1, world.size(), 1}, world.size(), local));
     const bool print = world.rank() == 0;
     if (print) std::printf("# hierarchical: %d device(s) per process x %d process(es)\n", local, world.size());
     for (std::size_t bytes : sizes) {

@@ -10,10 +10,16 @@
 namespace paxocl::collectives {
 
 namespace {
-std::vector<int> ranks_along(int count, int first, int stride) {
-  std::vector<int> ranks;
-  for (int i = 0; i < count; ++i) ranks.push_back(first + i * stride);
-  return ranks;
+using device::MeshAxis;
+
+// `mesh` if it fits `devices` per process, the world's processes and tensor 1; else ConfigError.
+const device::Mesh& checked(const device::Mesh& mesh, std::size_t devices, const ProcessWorld& world) {
+  if (static_cast<int>(devices) != mesh.devices_per_process() || world.size() != mesh.num_processes() ||
+      mesh.size(MeshAxis::kTensor) != 1) {
+    throw ConfigError(fmt::format("FSDP mesh ICI {} x DCN {} does not match {} device(s) x {} process(es) with tensor 1",
+                                  device::to_string(mesh.ici()), device::to_string(mesh.dcn()), devices, world.size()));
+  }
+  return mesh;
 }
 
 MpiCommunicator::Split chunk_sizes(const UnitSplit& split) {
@@ -23,10 +29,11 @@ MpiCommunicator::Split chunk_sizes(const UnitSplit& split) {
 }
 }  // namespace
 
-FsdpCommunicator::FsdpCommunicator(std::vector<device::Device*> local, const ProcessWorld& world, FsdpMesh mesh)
-    : mesh_(mesh),
-      fsdp_group_(world, ranks_along(mesh.dcn_fsdp, world.rank() / mesh.dcn_fsdp * mesh.dcn_fsdp, 1)),
-      data_group_(world, ranks_along(mesh.dcn_data, world.rank() % mesh.dcn_fsdp, mesh.dcn_fsdp)),
+FsdpCommunicator::FsdpCommunicator(std::vector<device::Device*> local, const ProcessWorld& world,
+                                   const device::Mesh& mesh)
+    : mesh_(checked(mesh, local.size(), world)),
+      fsdp_group_(world, mesh_.dcn_processes(world.rank(), MeshAxis::kFsdp)),
+      data_group_(world, mesh_.dcn_processes(world.rank(), MeshAxis::kData)),
       ici_(std::move(local)) {
   // Members die in reverse order of declaration: the ICI communicator's worker runs the jobs that
   // call the MPI groups, so it must be declared after them (destroyed, its worker joined, first).
@@ -37,10 +44,6 @@ FsdpCommunicator::FsdpCommunicator(std::vector<device::Device*> local, const Pro
                     offsetof(FsdpCommunicator, ici_) > offsetof(FsdpCommunicator, data_group_),
                 "ici_ must be declared after the MPI groups its jobs use");
 #pragma GCC diagnostic pop
-  if (ici_.size() != mesh.ici_data * mesh.ici_fsdp || world.size() != mesh.dcn_data * mesh.dcn_fsdp) {
-    throw ConfigError(fmt::format("FSDP mesh ICI [{},{}] x DCN [{},{}] does not match {} device(s) x {} process(es)",
-                                  mesh.ici_data, mesh.ici_fsdp, mesh.dcn_data, mesh.dcn_fsdp, ici_.size(), world.size()));
-  }
 }
 
 FsdpCommunicator::~FsdpCommunicator() {
@@ -55,12 +58,12 @@ Pending FsdpCommunicator::gather(const UnitSplit& split, IciCommunicator::Buffer
                                  std::span<float> host) {
   return ici_.stage([this, split, shard_buffers = std::move(shard_buffers), slots = std::move(slots), host] {
     std::vector<float> unit(split.size, 0.0f);
-    for (int f = 0; f < mesh_.ici_fsdp; ++f) {  // the replica of ICI data index 0 holds shard f
+    for (int f = 0; f < mesh_.ici_size(MeshAxis::kFsdp); ++f) {  // the replica of ICI data index 0 holds shard f
       const auto& s = split.shards[static_cast<std::size_t>(f)];
       ici_.read(f, shard_buffers[static_cast<std::size_t>(f)], split.shard_offsets[static_cast<std::size_t>(f)],
                 std::span<float>(unit).subspan(s.begin, s.end - s.begin));
     }
-    if (mesh_.dcn_fsdp > 1) {
+    if (mesh_.dcn_size(MeshAxis::kFsdp) > 1) {
       const auto& c = split.chunks[static_cast<std::size_t>(process_fsdp_index())];
       const std::vector<float> mine(unit.begin() + static_cast<std::ptrdiff_t>(c.begin),
                                     unit.begin() + static_cast<std::ptrdiff_t>(c.end));
@@ -81,15 +84,15 @@ Pending FsdpCommunicator::reduce_scatter(const UnitSplit& split, IciCommunicator
     const std::vector<float> sum = ici_.sum_members(unit_gradients, split.size);
     const auto& c = split.chunks[static_cast<std::size_t>(process_fsdp_index())];
     std::vector<float> chunk(c.end - c.begin);
-    if (mesh_.dcn_fsdp > 1) {
+    if (mesh_.dcn_size(MeshAxis::kFsdp) > 1) {
       fsdp_group_.reduce_scatter(sum, chunk, chunk_sizes(split)).wait();
     } else {
       std::copy_n(sum.begin() + static_cast<std::ptrdiff_t>(c.begin), chunk.size(), chunk.begin());
     }
-    if (mesh_.dcn_data > 1) data_group_.all_reduce(chunk).wait();
+    if (mesh_.dcn_size(MeshAxis::kData) > 1) data_group_.all_reduce(chunk).wait();
     for (float& v : chunk) v *= scale;
     for (int k = 0; k < ici_.size(); ++k) {
-      const auto f = static_cast<std::size_t>(k % mesh_.ici_fsdp);
+      const auto f = static_cast<std::size_t>(mesh_.ici_coord(k, MeshAxis::kFsdp));
       const auto& s = split.shards[f];
       ici_.write(k, gradient_shards[static_cast<std::size_t>(k)], split.shard_offsets[f],
                  std::span<const float>(chunk).subspan(s.begin - c.begin, s.end - s.begin));

@@ -8,8 +8,7 @@
 //   reduce_scatter: every local device's unit gradient -> summed on the host in device order, MPI
 //                   reduce-scattered over the DCN fsdp group, MPI all-reduced over the DCN data
 //                   group, scaled, and each device's shard written to its gradient shard buffer.
-// Local device k has ICI coordinates (data, fsdp) = (k / ici_fsdp, k % ici_fsdp); process p has
-// DCN coordinates (p / dcn_fsdp, p % dcn_fsdp): Pax's hybrid mesh, row-major.
+// Coordinates are device::Mesh's (Pax's hybrid mesh, row-major); the tensor axis must be 1.
 #pragma once
 
 #include <cstddef>
@@ -17,14 +16,9 @@
 
 #include "collectives/ici_communicator.h"
 #include "collectives/mpi_communicator.h"
+#include "device/mesh.h"
 
 namespace paxocl::collectives {
-
-struct FsdpMesh {
-  int ici_data = 1, ici_fsdp = 1;  // devices of this process
-  int dcn_data = 1, dcn_fsdp = 1;  // processes
-  int devices() const { return ici_data * ici_fsdp * dcn_data * dcn_fsdp; }
-};
 
 // How a unit of `size` floats is split (models::ShardPlan computes it).
 struct UnitSplit {
@@ -39,7 +33,8 @@ struct UnitSplit {
 
 class FsdpCommunicator {
  public:
-  FsdpCommunicator(std::vector<device::Device*> local, const ProcessWorld& world, FsdpMesh mesh);
+  // ConfigError unless `mesh` has `local`'s devices per process, the world's processes and tensor 1.
+  FsdpCommunicator(std::vector<device::Device*> local, const ProcessWorld& world, const device::Mesh& mesh);
   // Without waiting for the job's other processes: shuts the MPI groups down (an ICI job blocked
   // in one of their collectives fails), then cancels the queued ICI jobs; see ~IciCommunicator.
   ~FsdpCommunicator();
@@ -56,12 +51,12 @@ class FsdpCommunicator {
                          IciCommunicator::Buffers gradient_shards, float scale, IciCommunicator::Events wait_for,
                          std::string name);
 
-  const FsdpMesh& mesh() const { return mesh_; }
+  const device::Mesh& mesh() const { return mesh_; }
   int process_fsdp_index() const { return fsdp_group_.rank(); }
   IciCommunicator& ici() { return ici_; }  // for tracing
 
  private:
-  FsdpMesh mesh_;
+  device::Mesh mesh_;
   MpiCommunicator fsdp_group_, data_group_;  // processes along DCN fsdp (same data index), and along DCN data
   // Declared after the groups, so destroyed (its worker, which calls them, joined) before them.
   IciCommunicator ici_;

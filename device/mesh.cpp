@@ -98,6 +98,17 @@ Mesh::Mesh(MeshShape ici, MeshShape dcn, int num_processes, int devices_per_proc
 
 int Mesh::device_id(int process, int local_index) const { return process * devices_per_process_ + local_index; }
 
+int Mesh::ici_coord(int local_index, MeshAxis axis) const {
+  return unravel(local_index, ici_)[static_cast<std::size_t>(axis)];
+}
+int Mesh::dcn_coord(int process, MeshAxis axis) const { return unravel(process, dcn_)[static_cast<std::size_t>(axis)]; }
+
+std::vector<int> Mesh::dcn_processes(int process, MeshAxis axis) const {
+  std::vector<int> processes;
+  for (int device : dcn_group(device_id(process, 0), axis)) processes.push_back(process_of(device));
+  return processes;
+}
+
 MeshCoords Mesh::coords(int device) const {
   const MeshCoords outer = unravel(process_of(device), dcn_);
   const MeshCoords inner = unravel(local_index_of(device), ici_);

@@ -43,6 +43,15 @@ class Mesh {
   int num_processes() const { return num_processes_; }
   int devices_per_process() const { return devices_per_process_; }
 
+  int size(MeshAxis axis) const { return shape_[static_cast<std::size_t>(axis)]; }      // global
+  int ici_size(MeshAxis axis) const { return ici_[static_cast<std::size_t>(axis)]; }   // in a process
+  int dcn_size(MeshAxis axis) const { return dcn_[static_cast<std::size_t>(axis)]; }   // over processes
+  // A local device's coordinate along `axis` inside its process, and a process's among the processes.
+  int ici_coord(int local_index, MeshAxis axis) const;
+  int dcn_coord(int process, MeshAxis axis) const;
+  // The processes holding `process`'s devices' peers along `axis` over DCN (their ranks, in order).
+  std::vector<int> dcn_processes(int process, MeshAxis axis) const;
+
   int device_id(int process, int local_index) const;
   int process_of(int device) const { return device / devices_per_process_; }
   int local_index_of(int device) const { return device % devices_per_process_; }

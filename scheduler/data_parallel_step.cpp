@@ -8,7 +8,7 @@ namespace paxocl::scheduler {
 DataParallelStep::DataParallelStep(const std::vector<device::DeviceInfo>& devices, device::ProgramCache& cache,
                                    const collectives::ProcessWorld& world, const StepOptions& options)
     : StepProgram(options), options_(options), rank_(world.rank()) {
-  const int local = options.mesh.ici_data;
+  const int local = options.mesh.devices_per_process();  // all on the data axis
   open_local_devices(devices, local, options.step.ici_ring);
   for (Local& l : locals_) {
     l.model = std::make_unique<models::GptModel>(

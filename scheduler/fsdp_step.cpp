@@ -9,6 +9,8 @@
 
 namespace paxocl::scheduler {
 
+using device::MeshAxis;
+
 using collectives::IciCommunicator;
 using collectives::Pending;
 
@@ -38,14 +40,14 @@ std::string unit_name(int block) { return block < 0 ? "wte/wpe/lnf" : fmt::forma
 
 FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::ProgramCache& cache,
                    const collectives::ProcessWorld& world, const StepOptions& options)
-    : StepProgram(options), options_(options), world_(world), process_(world.rank() % options.mesh.dcn_fsdp) {
-  const collectives::FsdpMesh& mesh = options.mesh;
+    : StepProgram(options), options_(options), world_(world), process_(options.mesh.dcn_coord(world.rank(), MeshAxis::kFsdp)) {
+  const device::Mesh& mesh = options.mesh;
   if (options.step.fsdp_prefetch_depth < 0) {
     throw ConfigError(fmt::format("FSDP_PREFETCH_DEPTH={}: use 0 (gather each block just in time) or more",
                                   options.step.fsdp_prefetch_depth));
   }
   slots_ = 1 + (options.step.overlap ? std::min(options.step.fsdp_prefetch_depth, options.config.num_layers - 1) : 0);
-  const int local = mesh.ici_data * mesh.ici_fsdp;
+  const int local = mesh.devices_per_process();
   open_local_devices(devices, local, options.step.ici_ring);
   for (Local& l : locals_) {
     l.model = std::make_unique<models::GptModel>(
@@ -53,11 +55,11 @@ FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::Progr
         models::GptModelOptions{static_cast<std::size_t>(options.step.device_batch), 0, 64u << 20, options.step.gemm_policy,
                                 slots_, options.step.fprop_dtype});
   }
-  plan_ = std::make_unique<models::ShardPlan>(layout(), mesh.dcn_fsdp, mesh.ici_fsdp);
+  plan_ = std::make_unique<models::ShardPlan>(layout(), mesh.dcn_size(MeshAxis::kFsdp), mesh.ici_size(MeshAxis::kFsdp));
   for (int b = -1; b < options.config.num_layers; ++b) splits_.push_back(unit_split(*plan_, b, process_));
   for (int d = 0; d < local; ++d) {
     Local& l = locals_[static_cast<std::size_t>(d)];
-    const int f = d % mesh.ici_fsdp;
+    const int f = mesh.ici_coord(d, MeshAxis::kFsdp);
     const std::size_t floats = plan_->shard_floats(process_, f);
     param_shards_.push_back(models::make_buffer(*l.device, floats, "parameter shard"));
     grad_shards_.push_back(models::make_buffer(*l.device, floats, "gradient shard"));
@@ -77,15 +79,15 @@ std::size_t FsdpStep::state_bytes_per_device() const {
 void FsdpStep::load_parameters(std::span<const float> flat) {
   for (std::size_t d = 0; d < locals_.size(); ++d) {
     const std::vector<float> shards =
-        plan_->extract(flat, process_, static_cast<int>(d) % options_.mesh.ici_fsdp);
+        plan_->extract(flat, process_, options_.mesh.ici_coord(static_cast<int>(d), MeshAxis::kFsdp));
     locals_[d].device->queue().write(param_shards_[d], std::span<const float>(shards));
   }
 }
 
 std::vector<StepProgram::StateSlice> FsdpStep::state_slices() {
-  if (world_.rank() / options_.mesh.dcn_fsdp != 0) return {};  // a data replica of another process's shards
+  if (options_.mesh.dcn_coord(world_.rank(), MeshAxis::kData) != 0) return {};  // a data replica of another process's shards
   std::vector<StateSlice> slices;
-  for (int f = 0; f < options_.mesh.ici_fsdp; ++f) {
+  for (int f = 0; f < options_.mesh.ici_size(MeshAxis::kFsdp); ++f) {
     Local& l = locals_[static_cast<std::size_t>(f)];
     const std::size_t floats = param_shards_[static_cast<std::size_t>(f)].count();
     std::vector<float> p(floats), m(floats), v(floats);
@@ -116,7 +118,7 @@ void FsdpStep::load_state(std::span<const float> params, std::span<const float> 
                           OptimizerCounts counts) {
   load_parameters(params);
   for (std::size_t d = 0; d < locals_.size(); ++d) {
-    const int f = static_cast<int>(d) % options_.mesh.ici_fsdp;
+    const int f = options_.mesh.ici_coord(static_cast<int>(d), MeshAxis::kFsdp);
     locals_[d].adam->load_state(plan_->extract(m, process_, f), plan_->extract(v, process_, f), counts.applied,
                                 counts.skipped);
   }
@@ -189,7 +191,7 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
   std::vector<Pending> reductions;
   std::size_t issued = 0;  // uses whose gather (if any) has been issued
   const std::size_t ahead = options_.step.overlap ? static_cast<std::size_t>(S - 1) : 0;
-  const float scale = 1.0f / static_cast<float>(options_.mesh.devices());
+  const float scale = 1.0f / static_cast<float>(options_.mesh.num_devices());
   models::LossStats loss;
 
   for (std::size_t k = 0; k < uses.size(); ++k) {
@@ -255,8 +257,8 @@ models::LossStats FsdpStep::run_step(const inputs::Batch& batch, double lr, doub
   const models::LossStats loss = run_pass(rows, true);
   // The global norm: each shard once (devices of ICI data index 0, processes of DCN data index 0).
   std::vector<double> sum_squares = {0.0};
-  if (world_.rank() / options_.mesh.dcn_fsdp == 0) {
-    for (int f = 0; f < options_.mesh.ici_fsdp; ++f) {
+  if (options_.mesh.dcn_coord(world_.rank(), MeshAxis::kData) == 0) {
+    for (int f = 0; f < options_.mesh.ici_size(MeshAxis::kFsdp); ++f) {
       sum_squares[0] += locals_[static_cast<std::size_t>(f)].adam->sum_squares(grad_shards_[static_cast<std::size_t>(f)]);
     }
   }

@@ -41,7 +41,7 @@ class FsdpStep : public StepProgram {
   models::LossStats run_step(const inputs::Batch& batch, double lr, double loss_scale,
                              models::OptimizerStepStats& opt) override;
   models::LossStats evaluate(const inputs::Batch& batch) override;
-  bool evaluation_is_collective() const override { return options_.mesh.dcn_fsdp > 1; }
+  bool evaluation_is_collective() const override { return options_.mesh.dcn_size(device::MeshAxis::kFsdp) > 1; }
   bool communicates() const override { return true; }
   long steps_skipped() const override { return locals_.front().adam->steps_skipped(); }
   // Shards x 4 (parameters, gradients, moments) + the resident units x 2 (parameters, gradients).

@@ -64,14 +64,14 @@ inputs::Batch StepProgram::device_rows(const inputs::Batch& batch, int device, i
 }
 
 StepOptions StepOptions::of(const config::JobConfig& job) {
-  const config::MeshConfig& m = job.mesh;
-  return StepOptions{job.model, job.optimizer, job.step, collectives::FsdpMesh{m.ici[0], m.ici[1], m.dcn[0], m.dcn[1]}};
+  return StepOptions{job.model, job.optimizer, job.step,
+                     device::Mesh(job.mesh.ici, job.mesh.dcn, job.processes, job.mesh.local_devices())};
 }
 
 std::unique_ptr<StepProgram> make_step_program(const std::vector<device::DeviceInfo>& selected,
                                                device::ProgramCache& cache, const collectives::ProcessWorld& world,
                                                const StepOptions& options) {
-  if (options.mesh.ici_fsdp * options.mesh.dcn_fsdp > 1) return std::make_unique<FsdpStep>(selected, cache, world, options);
+  if (options.mesh.size(device::MeshAxis::kFsdp) > 1) return std::make_unique<FsdpStep>(selected, cache, world, options);
   return std::make_unique<DataParallelStep>(selected, cache, world, options);
 }
 

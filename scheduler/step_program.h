@@ -28,7 +28,7 @@ struct StepOptions {
   models::GptConfig config;
   models::AdamConfig adam;
   config::StepConfig step;     // batch per device, GEMM, overlap, buckets, prefetch, ICI ring, dtype, loss scale
-  collectives::FsdpMesh mesh;  // the data and fsdp axes (tensor is 1)
+  device::Mesh mesh;           // the job's: this process's devices and the processes (tensor is 1)
   static StepOptions of(const config::JobConfig& job);
 };
 
@@ -104,8 +104,8 @@ class StepProgram {
   models::DynamicLossScaler loss_scaler_;
 };
 
-// The program for the options' mesh, on the selected devices (the first mesh.ici_data *
-// mesh.ici_fsdp of them).
+// The program for the options' mesh, on the selected devices (the first
+// mesh.devices_per_process() of them).
 std::unique_ptr<StepProgram> make_step_program(const std::vector<device::DeviceInfo>& selected,
                                                device::ProgramCache& cache, const collectives::ProcessWorld& world,
                                                const StepOptions& options);

@@ -61,7 +61,7 @@ Subject make_subject(const std::string& mode, const ProcessWorld& world, device:
             }};
   }
   if (mode == "fsdp") {
-    auto fsdp = std::make_shared<FsdpCommunicator>(std::vector<device::Device*>{dev}, world, FsdpMesh{1, 1, 1, 2});
+    auto fsdp = std::make_shared<FsdpCommunicator>(std::vector<device::Device*>{dev}, world, device::Mesh({1, 1, 1}, {1, 2, 1}, 2, 1));
     return {fsdp, [fsdp, dev, &world] {
               UnitSplit split;
               split.size = kN;

@@ -23,7 +23,16 @@ std::vector<std::pair<int, int>> factor_pairs(int n) {  // (data, fsdp) with dat
 
 // The split of a unit of n floats: chunks by shard_range over the DCN fsdp processes, each
 // chunk's shards over the ICI fsdp devices; shards sit at offset 3 of their buffers.
-UnitSplit split_of(std::size_t n, const FsdpMesh& mesh, int process_fsdp) {
+// The mesh's sizes; the tests compute coordinates from them on their own (row-major: local device
+// k has ICI fsdp index k % ici_fsdp, process p DCN fsdp index p % dcn_fsdp).
+struct MeshSizes {
+  int ici_data, ici_fsdp, dcn_data, dcn_fsdp;
+  device::Mesh mesh(int local_devices) const {
+    return device::Mesh({ici_data, ici_fsdp, 1}, {dcn_data, dcn_fsdp, 1}, dcn_data * dcn_fsdp, local_devices);
+  }
+};
+
+UnitSplit split_of(std::size_t n, const MeshSizes& mesh, int process_fsdp) {
   UnitSplit s;
   s.size = n;
   for (int p = 0; p < mesh.dcn_fsdp; ++p) {
@@ -68,8 +77,8 @@ class FsdpCommunicatorTest : public ::testing::Test {
     for (int n_local = 1; n_local <= static_cast<int>(devices_.size()); ++n_local) {
       for (auto [ici_data, ici_fsdp] : factor_pairs(n_local)) {
         for (auto [dcn_data, dcn_fsdp] : factor_pairs(W)) {
-          const FsdpMesh mesh{ici_data, ici_fsdp, dcn_data, dcn_fsdp};
-          FsdpCommunicator comm(local(n_local), paxocl::testing::test_world(), mesh);
+          const MeshSizes mesh{ici_data, ici_fsdp, dcn_data, dcn_fsdp};
+          FsdpCommunicator comm(local(n_local), paxocl::testing::test_world(), mesh.mesh(n_local));
           SCOPED_TRACE(::testing::Message() << "ICI [" << ici_data << "," << ici_fsdp << "] x DCN [" << dcn_data << ","
                                             << dcn_fsdp << "]");
           check(mesh, comm, n_local);
@@ -81,7 +90,7 @@ class FsdpCommunicatorTest : public ::testing::Test {
 };
 
 TEST_F(FsdpCommunicatorTest, GatherAssemblesTheUnitOnEveryDeviceAndTheHost) {
-  for_each_mesh([&](const FsdpMesh& mesh, FsdpCommunicator& comm, int n_local) {
+  for_each_mesh([&](const MeshSizes& mesh, FsdpCommunicator& comm, int n_local) {
     const int pf = paxocl::testing::test_world().rank() % mesh.dcn_fsdp;
     for (std::size_t n : {3u, 1001u}) {
       const UnitSplit split = split_of(n, mesh, pf);
@@ -107,7 +116,7 @@ TEST_F(FsdpCommunicatorTest, GatherAssemblesTheUnitOnEveryDeviceAndTheHost) {
 }
 
 TEST_F(FsdpCommunicatorTest, ReduceScatterSumsEveryDeviceOfTheJobIntoTheShards) {
-  for_each_mesh([&](const FsdpMesh& mesh, FsdpCommunicator& comm, int n_local) {
+  for_each_mesh([&](const MeshSizes& mesh, FsdpCommunicator& comm, int n_local) {
     const int pf = paxocl::testing::test_world().rank() % mesh.dcn_fsdp, D = n_local * paxocl::testing::test_world().size();
     for (std::size_t n : {3u, 1001u}) {
       const UnitSplit split = split_of(n, mesh, pf);
@@ -135,8 +144,9 @@ TEST_F(FsdpCommunicatorTest, ReduceScatterSumsEveryDeviceOfTheJobIntoTheShards) 
 }
 
 TEST_F(FsdpCommunicatorTest, AMeshThatDoesNotMatchTheDevicesIsAConfigError) {
-  EXPECT_THROW(FsdpCommunicator(local(1), paxocl::testing::test_world(), FsdpMesh{1, 2, 1, paxocl::testing::test_world().size()}), ConfigError);
-  EXPECT_THROW(FsdpCommunicator(local(1), paxocl::testing::test_world(), FsdpMesh{1, 1, 1, paxocl::testing::test_world().size() + 1}), ConfigError);
+  const int W = paxocl::testing::test_world().size();
+  EXPECT_THROW(FsdpCommunicator(local(1), paxocl::testing::test_world(), MeshSizes{1, 2, 1, W}.mesh(2)), ConfigError);
+  EXPECT_THROW(FsdpCommunicator(local(1), paxocl::testing::test_world(), MeshSizes{1, 1, 1, W + 1}.mesh(1)), ConfigError);
 }
 
 }  // namespace
