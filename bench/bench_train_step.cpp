@@ -45,9 +45,10 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   c.dims_per_head = b.dims / b.heads;
   c.max_seq_len = b.seq_len;
   c.vocab_size = b.vocab;
-  models::GptModel model(dev, cache, c, models::GptModelOptions{static_cast<std::size_t>(b.batch), 0, 256u << 20, gemm, 0, fprop});
+  kernels::DeviceRuntime runtime(dev, cache, fprop, gemm);
+  models::GptModel model(runtime, c, models::GptModelOptions{static_cast<std::size_t>(b.batch), 0, 256u << 20});
   model.init(1);
-  models::AdamOptimizer adam(dev, model.kernels(), model.layout().total(), model.layout().decayed_end(), {});
+  models::AdamOptimizer adam(runtime, model.layout().total(), model.layout().decayed_end(), {});
   Rng rng(2);
   inputs::Batch batch{b.batch, b.seq_len, {}, {}, {}};
   for (int i = 0; i < b.batch * b.seq_len; ++i) {
@@ -71,12 +72,12 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   for (int i = 0; i < steps; ++i) loss = step();
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count() / steps;
   // GEMM share from separate, profiled steps (profiling serialises, so it is not in the timing).
-  model.gemm().set_profiling(true);
-  model.gemm().reset_stats();
+  runtime.gemm().set_profiling(true);
+  runtime.gemm().reset_stats();
   const auto t2 = Clock::now();
   for (int i = 0; i < steps; ++i) step();
   const double profiled_ms = std::chrono::duration<double, std::milli>(Clock::now() - t2).count() / steps;
-  const kernels::GemmStats gemm_stats = model.gemm().stats();
+  const kernels::GemmStats gemm_stats = runtime.gemm().stats();
   const double tokens = static_cast<double>(b.batch) * b.seq_len;
   const double gflops = c.flops_per_token(b.seq_len) * tokens / (ms * 1e-3) / 1e9;
   std::printf("%-6s L%d D%d H%d T%d V%d B%d  params %6.2fM  step %8.1f ms  %8.0f tok/s  %6.2f GFLOP/s  GEMM %4.1f%%  "
@@ -84,7 +85,7 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
               b.name, b.layers, b.dims, b.heads, b.seq_len, b.vocab, b.batch,
               static_cast<double>(model.layout().parameter_count()) / 1e6, ms, tokens / (ms * 1e-3), gflops,
               100.0 * gemm_stats.device_ms / steps / profiled_ms, first_ms, loss);
-  model.gemm().set_profiling(false);
+  runtime.gemm().set_profiling(false);
 
   // Breakdown by kernel: device time of each kernel over one traced step (CLBlast's own kernels,
   // launched outside pax-ocl's queue wrapper, appear only in the GEMM share above).

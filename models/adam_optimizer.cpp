@@ -6,22 +6,21 @@
 
 namespace paxocl::models {
 
-AdamOptimizer::AdamOptimizer(device::Device& device, kernels::KernelLibrary& kernels, std::size_t total,
-                             std::size_t decayed_end, AdamConfig config)
-    : AdamOptimizer(device, kernels, total,
+AdamOptimizer::AdamOptimizer(kernels::DeviceRuntime& runtime, std::size_t total, std::size_t decayed_end,
+                             AdamConfig config)
+    : AdamOptimizer(runtime, total,
                     std::vector<Segment>{{0, decayed_end, true}, {decayed_end, total - decayed_end, false}}, config) {}
 
-AdamOptimizer::AdamOptimizer(device::Device& device, kernels::KernelLibrary& kernels, std::size_t total,
-                             std::vector<Segment> segments, AdamConfig config)
-    : device_(device),
-      kernels_(kernels),
+AdamOptimizer::AdamOptimizer(kernels::DeviceRuntime& runtime, std::size_t total, std::vector<Segment> segments,
+                             AdamConfig config)
+    : runtime_(runtime),
       total_(total),
       config_(config),
-      m_(make_buffer(device, total, "adam.m")),
-      v_(make_buffer(device, total, "adam.v")),
-      partial_(make_buffer(device, (total + kNormChunk - 1) / kNormChunk, "adam.norm_partials")) {
-  kernels_.elementwise.fill(m_, 0.0f);
-  kernels_.elementwise.fill(v_, 0.0f);
+      m_(make_buffer(runtime.device(), total, "adam.m")),
+      v_(make_buffer(runtime.device(), total, "adam.v")),
+      partial_(make_buffer(runtime.device(), (total + kNormChunk - 1) / kNormChunk, "adam.norm_partials")) {
+  runtime_.kernels().elementwise.fill(m_, 0.0f);
+  runtime_.kernels().elementwise.fill(v_, 0.0f);
   // Adjacent segments of the same decay become one launch; empty ones none.
   for (const Segment& s : segments) {
     if (s.count == 0) continue;
@@ -38,16 +37,16 @@ void AdamOptimizer::load_state(std::span<const float> m, std::span<const float> 
   if (m.size() != total_ || v.size() != total_) {
     throw std::logic_error("AdamOptimizer::load_state: moments of the wrong size");
   }
-  device_.queue().write(m_, m);
-  device_.queue().write(v_, v);
+  runtime_.queue().write(m_, m);
+  runtime_.queue().write(v_, v);
   count_ = applied;
   skipped_ = skipped;
 }
 
 double AdamOptimizer::sum_squares(const FloatBuffer& grads) {
-  kernels_.optimizer.sum_squares(partial_, grads, total_, kNormChunk);
+  runtime_.kernels().optimizer.sum_squares(partial_, grads, total_, kNormChunk);
   std::vector<float> partial(partial_.count());
-  device_.queue().read(partial_, std::span<float>(partial));
+  runtime_.queue().read(partial_, std::span<float>(partial));
   double sum = 0;
   for (float p : partial) sum += p;
   return sum;
@@ -84,7 +83,7 @@ OptimizerStepStats AdamOptimizer::step_with_norm(FloatBuffer& params, const Floa
     FloatBuffer p = params.view(s.offset, s.count, "params"), m = m_.view(s.offset, s.count, "m"),
                 v = v_.view(s.offset, s.count, "v"), g = grads.view(s.offset, s.count, "grads");
     args.weight_decay = s.decay ? static_cast<float>(config_.weight_decay) : 0.0f;
-    kernels_.optimizer.adam(p, m, v, g, s.count, args);
+    runtime_.kernels().optimizer.adam(p, m, v, g, s.count, args);
   }
   stats.applied = true;
   return stats;

@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-#include "kernels_cl/kernel_library.h"
+#include "kernels_cl/device_runtime.h"
 #include "models/layers/layer_context.h"
 
 namespace paxocl::models {
@@ -41,11 +41,9 @@ class AdamOptimizer {
     bool decay = false;  // weight decay applies
   };
   // `total` floats in params/grads; [0, decayed_end) gets weight decay.
-  AdamOptimizer(device::Device& device, kernels::KernelLibrary& kernels, std::size_t total, std::size_t decayed_end,
-                AdamConfig config);
+  AdamOptimizer(kernels::DeviceRuntime& runtime, std::size_t total, std::size_t decayed_end, AdamConfig config);
   // `total` floats; each segment's decay as given; floats in no segment are left alone.
-  AdamOptimizer(device::Device& device, kernels::KernelLibrary& kernels, std::size_t total,
-                std::vector<Segment> segments, AdamConfig config);
+  AdamOptimizer(kernels::DeviceRuntime& runtime, std::size_t total, std::vector<Segment> segments, AdamConfig config);
 
   // `grads` are loss_scale times the loss's gradients (models/loss_scaler.h; 1: unscaled): the
   // norm, the skip test and clipping see them divided by it, and so does the update.
@@ -65,8 +63,7 @@ class AdamOptimizer {
 
  private:
   static constexpr std::size_t kNormChunk = 4096;
-  device::Device& device_;
-  kernels::KernelLibrary& kernels_;
+  kernels::DeviceRuntime& runtime_;
   std::size_t total_;
   std::vector<Segment> segments_;
   AdamConfig config_;

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "kernels_cl/auto_gemm.h"
 #include "models/initial_parameters.h"
 
 namespace paxocl::models {
@@ -19,28 +18,25 @@ std::size_t layout_alignment(const device::DeviceInfo& info, device::DType fprop
 std::size_t align_up(std::size_t n, std::size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 }  // namespace
 
-GptModel::GptModel(device::Device& device, device::ProgramCache& cache, const GptConfig& config,
-                   GptModelOptions options)
-    : device_(device),
+GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, GptModelOptions options)
+    : runtime_(runtime),
       config_((config.validate(), config)),
       options_(options),
-      layout_(config, layout_alignment(device.info(), options.fprop_dtype)),
+      layout_(config, layout_alignment(runtime.device().info(), runtime.act_dtype())),
       rest_unit_(layout_.unit(-1)),
       block_unit_(layout_.unit(0)),
-      kernels_(cache, device, options.fprop_dtype),
-      gemm_(kernels::make_gemm(device, cache, options.gemm)),
-      params_(make_buffer(device, resident_floats(), "parameters")),
-      grads_(make_buffer(device, resident_floats(), "gradients")),
-      compute_(options.fprop_dtype == device::DType::kF32
+      params_(make_buffer(runtime.device(), resident_floats(), "parameters")),
+      grads_(make_buffer(runtime.device(), resident_floats(), "gradients")),
+      compute_(runtime.act_dtype() == device::DType::kF32
                    ? ActBuffer::sharing(params_)
-                   : make_buffer(device, options.fprop_dtype, resident_floats(), "parameters.compute")) {
-  require_gemm_dtypes();
+                   : make_buffer(runtime.device(), runtime.act_dtype(), resident_floats(), "parameters.compute")) {
+  const device::Device& device = runtime.device();
   if (options_.max_seq_len == 0) options_.max_seq_len = static_cast<std::size_t>(config.max_seq_len);
   const std::size_t rows = options_.max_batch * options_.max_seq_len;
   const std::size_t C = config.model_dims, D = config.attention_dims(), H = config.hidden_dims;
-  const device::DType act = kernels_.act_dtype();
-  kernels_.elementwise.fill(params_, 0.0f);  // padding between tensors stays zero
-  kernels_.elementwise.fill(grads_, 0.0f);
+  const device::DType act = runtime.act_dtype();
+  runtime.kernels().elementwise.fill(params_, 0.0f);  // padding between tensors stays zero
+  runtime.kernels().elementwise.fill(grads_, 0.0f);
   const std::size_t allocated_before_layers = device.context().bytes_allocated();
   embedding_ = std::make_unique<Embedding>(device, act, param("wte"), param("wpe"), C, rows, "embedding");
   blocks_.reserve(static_cast<std::size_t>(config.num_layers));
@@ -100,19 +96,9 @@ FloatBuffer GptModel::unit_gradients(int block) const {
   return grads_.view(unit_device_offset(block), size, fmt::format("unit {} gradients", block));
 }
 
-// Every operand mix the layers run: 16-bit activations and weights (forward, dx), 16-bit inputs
-// with a float32 C (dW, scores), float32 probabilities or score gradients times 16-bit values.
-void GptModel::require_gemm_dtypes() const {
-  const device::DType a = options_.fprop_dtype, f = device::DType::kF32;
-  if (gemm_->supports(a, a, a) && gemm_->supports(a, a, f) && gemm_->supports(f, a, a)) return;
-  throw ConfigError(fmt::format("GEMM '{}' does not take {} operands (FPROP_DTYPE); use auto or a pax-ocl GEMM "
-                                "(cpu-8x48, cpu-12x32, gpu-64x64)",
-                                gemm_->name(), device::dtype_name(a)));
-}
-
 void GptModel::cast_unit(int block) {
   const std::size_t size = block < 0 ? rest_unit_.size : block_unit_.size;
-  kernels_.cast.to_act(compute_, params_, unit_device_offset(block), size);
+  runtime_.kernels().cast.to_act(compute_, params_, unit_device_offset(block), size);
 }
 
 void GptModel::require_full_residency(const char* what) const {
@@ -125,7 +111,7 @@ Param GptModel::param(const std::string& name) const {
   const TensorSpec& t = layout_.at(name);
   const std::size_t at = device_offset(t);
   FloatBuffer value = params_.view(at, t.count, name);
-  ActBuffer compute = options_.fprop_dtype == device::DType::kF32 ? ActBuffer::sharing(value)
+  ActBuffer compute = runtime_.act_dtype() == device::DType::kF32 ? ActBuffer::sharing(value)
                                                                    : compute_.view(at, t.count, name + ".compute");
   return Param{std::move(value), grads_.view(at, t.count, name + ".grad"), std::move(compute)};
 }
@@ -137,20 +123,20 @@ void GptModel::set_parameters(std::span<const float> flat) {
   if (flat.size() != layout_.total()) {
     throw DataError(fmt::format("parameter image has {} floats; this model's layout needs {}", flat.size(), layout_.total()));
   }
-  device_.queue().write(params_, flat);
+  runtime_.queue().write(params_, flat);
 }
 
 std::vector<float> GptModel::parameters() {
   require_full_residency("parameters");
   std::vector<float> flat(layout_.total());
-  device_.queue().read(params_, std::span<float>(flat));
+  runtime_.queue().read(params_, std::span<float>(flat));
   return flat;
 }
 
 std::vector<float> GptModel::gradients() {
   require_full_residency("gradients");
   std::vector<float> flat(layout_.total());
-  device_.queue().read(grads_, std::span<float>(flat));
+  runtime_.queue().read(grads_, std::span<float>(flat));
   return flat;
 }
 
@@ -188,17 +174,17 @@ LayerContext GptModel::context_for(const inputs::Batch& batch) {
     throw DataError(fmt::format("batch {} x {} exceeds the {} x {} this model was built for", batch.batch,
                                 batch.seq_len, options_.max_batch, options_.max_seq_len));
   }
-  return LayerContext{device_, kernels_, *gemm_, static_cast<std::size_t>(batch.batch),
+  return LayerContext{runtime_.device(), runtime_.kernels(), runtime_.gemm(), static_cast<std::size_t>(batch.batch),
                       static_cast<std::size_t>(batch.seq_len)};
 }
 
 GptModel::Pass GptModel::begin_pass(const inputs::Batch& batch, bool gradients) {
   Pass pass{context_for(batch), &batch, nullptr};
-  if (gradients) kernels_.elementwise.fill(grads_, 0.0f);  // every gradient kernel accumulates
+  if (gradients) runtime_.kernels().elementwise.fill(grads_, 0.0f);  // every gradient kernel accumulates
   // The step's weights in fprop_dtype: all of them, or under FSDP residency the unit outside the
   // blocks (each block's slot is cast when the block runs, after the scheduler has gathered it).
   if (options_.resident_block_slots == 0) {
-    kernels_.cast.to_act(compute_, params_);
+    runtime_.kernels().cast.to_act(compute_, params_);
   } else {
     cast_unit(-1);
   }

@@ -5,7 +5,8 @@
 // and never touches another layer's. With full residency (the default) the buffers are the flat
 // ParameterLayout; with FSDP residency they hold only the unit outside the blocks and a few block
 // slots, which a scheduler fills by all-gathers (scheduler/fsdp_step.h).
-// Mixed precision (Pax's FPROP_DTYPE): with fprop_dtype bfloat16 or float16, activations and
+// It runs on a kernels::DeviceRuntime (device, kernels, GEMM), which it uses and does not own.
+// Mixed precision (Pax's FPROP_DTYPE, the runtime's act_dtype()): with bfloat16 or float16, activations and
 // their gradients are stored in it and every weight is read from a copy of the parameters in it
 // (Param::compute), cast from the float32 parameters at the start of each pass (FSDP residency:
 // each unit when it is used); parameters, gradients and the optimizer stay float32, and every
@@ -18,7 +19,7 @@
 #include <span>
 #include <vector>
 
-#include "device/program_cache.h"
+#include "kernels_cl/device_runtime.h"
 #include "models/gpt_config.h"
 #include "models/layers/embedding.h"
 #include "models/layers/layer_norm.h"
@@ -34,18 +35,14 @@ struct GptModelOptions {
   std::size_t max_batch = 8;          // largest B a step may use
   std::size_t max_seq_len = 0;        // largest T; 0 = MAX_SEQ_LEN
   std::size_t attention_workspace_bytes = 64u << 20;  // bound on the (chunk, T, T) score workspace
-  std::string gemm = "auto";          // GEMM policy (kernels_cl/auto_gemm.h)
   // 0: every parameter resident, as the flat layout. k > 0: FSDP residency: the buffers hold
   // unit(-1) then k block slots (each ParameterLayout::Unit-packed); block l lives in slot l % k.
   int resident_block_slots = 0;
-  // The dtype of activations and of the weights as a step reads them (device/dtype.h). 16 bits
-  // need a GEMM that takes them (ConfigError at construction otherwise, e.g. for clblast).
-  device::DType fprop_dtype = device::DType::kF32;
 };
 
 class GptModel {
  public:
-  GptModel(device::Device& device, device::ProgramCache& cache, const GptConfig& config, GptModelOptions options);
+  GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, GptModelOptions options);
 
   // Parameter images need full residency (ConfigError otherwise).
   void init(std::uint64_t seed);                      // models/initial_parameters.h
@@ -102,15 +99,13 @@ class GptModel {
   // The weights as a step reads them: params_ cast to fprop_dtype (for float32, params_ itself).
   const ActBuffer& compute_buffer() const { return compute_; }
   FloatBuffer& gradient_buffer() { return grads_; }
-  kernels::KernelLibrary& kernels() { return kernels_; }
-  kernels::Gemm& gemm() { return *gemm_; }
-  device::Device& device() { return device_; }
+  kernels::DeviceRuntime& runtime() const { return runtime_; }
   // Device memory the layers allocated at construction for activations, their gradients and
   // workspaces (measured: the buffers created), for max_batch x max_seq_len rows.
   std::size_t activation_bytes() const { return activation_bytes_; }
   // The 16-bit copy of the resident parameters (0 for float32, which reads params_ itself).
   std::size_t weight_copy_bytes() const {
-    return options_.fprop_dtype == device::DType::kF32 ? 0 : compute_.bytes();
+    return runtime_.act_dtype() == device::DType::kF32 ? 0 : compute_.bytes();
   }
 
  private:
@@ -120,16 +115,13 @@ class GptModel {
   std::size_t unit_device_offset(int block) const;       // FSDP residency: where unit(block) starts
   std::size_t resident_floats() const;                    // size of params_ / grads_
   void require_full_residency(const char* what) const;
-  void require_gemm_dtypes() const;
   void cast_unit(int block);  // compute_ <- params_ over unit(block)'s range (FSDP residency)
 
-  device::Device& device_;
+  kernels::DeviceRuntime& runtime_;
   GptConfig config_;
   GptModelOptions options_;
   ParameterLayout layout_;
   ParameterLayout::Unit rest_unit_, block_unit_;  // unit(-1), unit(0): sizes of FSDP residency
-  kernels::KernelLibrary kernels_;
-  std::unique_ptr<kernels::Gemm> gemm_;
   FloatBuffer params_, grads_;
   ActBuffer compute_;  // params_ in fprop_dtype; shares params_' memory for float32
   std::unique_ptr<Embedding> embedding_;

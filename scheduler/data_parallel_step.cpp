@@ -9,13 +9,11 @@ DataParallelStep::DataParallelStep(const std::vector<device::DeviceInfo>& device
                                    const collectives::ProcessWorld& world, const StepOptions& options)
     : StepProgram(options), options_(options), rank_(world.rank()) {
   const int local = options.mesh.devices_per_process();  // all on the data axis
-  open_local_devices(devices, local, options.step.ici_ring);
+  open_local_devices(devices, local, cache, options);
   for (Local& l : locals_) {
     l.model = std::make_unique<models::GptModel>(
-        *l.device, cache, options.config,
-        models::GptModelOptions{static_cast<std::size_t>(options.step.device_batch), 0, 64u << 20, options.step.gemm_policy, 0,
-                                options.step.fprop_dtype});
-    l.adam = std::make_unique<models::AdamOptimizer>(*l.device, l.model->kernels(), l.model->layout().total(),
+        *l.runtime, options.config, models::GptModelOptions{static_cast<std::size_t>(options.step.device_batch)});
+    l.adam = std::make_unique<models::AdamOptimizer>(*l.runtime, l.model->layout().total(),
                                                      l.model->layout().decayed_end(), options.adam);
   }
   if (local * world.size() > 1) {

@@ -48,12 +48,11 @@ FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::Progr
   }
   slots_ = 1 + (options.step.overlap ? std::min(options.step.fsdp_prefetch_depth, options.config.num_layers - 1) : 0);
   const int local = mesh.devices_per_process();
-  open_local_devices(devices, local, options.step.ici_ring);
+  open_local_devices(devices, local, cache, options);
   for (Local& l : locals_) {
     l.model = std::make_unique<models::GptModel>(
-        *l.device, cache, options.config,
-        models::GptModelOptions{static_cast<std::size_t>(options.step.device_batch), 0, 64u << 20, options.step.gemm_policy,
-                                slots_, options.step.fprop_dtype});
+        *l.runtime, options.config,
+        models::GptModelOptions{static_cast<std::size_t>(options.step.device_batch), 0, 64u << 20, slots_});
   }
   plan_ = std::make_unique<models::ShardPlan>(layout(), mesh.dcn_size(MeshAxis::kFsdp), mesh.ici_size(MeshAxis::kFsdp));
   for (int b = -1; b < options.config.num_layers; ++b) splits_.push_back(unit_split(*plan_, b, process_));
@@ -63,9 +62,9 @@ FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::Progr
     const std::size_t floats = plan_->shard_floats(process_, f);
     param_shards_.push_back(models::make_buffer(*l.device, floats, "parameter shard"));
     grad_shards_.push_back(models::make_buffer(*l.device, floats, "gradient shard"));
-    l.model->kernels().elementwise.fill(param_shards_.back(), 0.0f);  // alignment gaps stay zero
-    l.model->kernels().elementwise.fill(grad_shards_.back(), 0.0f);
-    l.adam = std::make_unique<models::AdamOptimizer>(*l.device, l.model->kernels(), floats,
+    l.runtime->kernels().elementwise.fill(param_shards_.back(), 0.0f);  // alignment gaps stay zero
+    l.runtime->kernels().elementwise.fill(grad_shards_.back(), 0.0f);
+    l.adam = std::make_unique<models::AdamOptimizer>(*l.runtime, floats,
                                                      adam_segments(plan_->decay_segments(process_, f)), options.adam);
   }
   comm_ = std::make_unique<collectives::FsdpCommunicator>(StepProgram::devices(), world, mesh);
@@ -221,7 +220,7 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
       if (slot_reduction[s]) {  // the slot's gradient was the previous block's: reduced, then cleared
         wait_on_device(d, *slot_reduction[s]);
         models::FloatBuffer g = model.unit_gradients(use.block);
-        model.kernels().elementwise.fill(g, 0.0f);
+        locals_[d].runtime->kernels().elementwise.fill(g, 0.0f);
       }
       model.backward_block(passes[d], use.block);
     }

@@ -7,9 +7,13 @@
 
 namespace paxocl::scheduler {
 
-void StepProgram::open_local_devices(const std::vector<device::DeviceInfo>& selected, int count, bool ici_ring) {
+void StepProgram::open_local_devices(const std::vector<device::DeviceInfo>& selected, int count,
+                                     device::ProgramCache& cache, const StepOptions& options) {
   const std::vector<device::DeviceInfo> mine(selected.begin(), selected.begin() + count);
-  for (auto& d : device::open_devices(mine, ici_ring)) locals_.push_back(Local{std::move(d), nullptr, nullptr});
+  for (auto& d : device::open_devices(mine, options.step.ici_ring)) {
+    auto runtime = std::make_unique<kernels::DeviceRuntime>(*d, cache, options.step.fprop_dtype, options.step.gemm_policy);
+    locals_.push_back(Local{std::move(d), std::move(runtime), nullptr, nullptr});
+  }
 }
 
 models::LossStats StepProgram::train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt) {

@@ -73,6 +73,7 @@ class StepProgram {
 
   std::vector<device::Device*> devices() const;
   device::Device& device() const { return *locals_.front().device; }
+  kernels::DeviceRuntime& runtime() const { return *locals_.front().runtime; }
   models::GptModel& model() const { return *locals_.front().model; }
   const models::ParameterLayout& layout() const { return model().layout(); }
 
@@ -82,11 +83,14 @@ class StepProgram {
   // called), then the optimizer with that loss_scale.
   virtual models::LossStats run_step(const inputs::Batch& batch, double lr, double loss_scale,
                                      models::OptimizerStepStats& opt) = 0;
-  // Opens the first `count` of `selected` (sharing contexts for the ICI ring when asked).
-  void open_local_devices(const std::vector<device::DeviceInfo>& selected, int count, bool ici_ring);
-  // One device of this process with its model instance and optimizer.
+  // Opens the first `count` of `selected` (sharing contexts for the ICI ring when asked), each with
+  // its runtime for the options' dtype and GEMM policy.
+  void open_local_devices(const std::vector<device::DeviceInfo>& selected, int count, device::ProgramCache& cache,
+                          const StepOptions& options);
+  // One device of this process with its runtime (kernels, GEMM), model instance and optimizer.
   struct Local {
     std::unique_ptr<device::Device> device;
+    std::unique_ptr<kernels::DeviceRuntime> runtime;
     std::unique_ptr<models::GptModel> model;
     std::unique_ptr<models::AdamOptimizer> adam;
   };

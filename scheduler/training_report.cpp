@@ -41,7 +41,7 @@ std::string hms(double seconds) {
 TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::ProcessWorld& world, StepProgram& program)
     : job_(job), world_(world), program_(program) {
   const int replicas = job.mesh.replicas(world.size());
-  peak_gflops_ = measure_gemm_peak(program.device(), program.model().gemm()) * replicas;
+  peak_gflops_ = measure_gemm_peak(program.device(), program.runtime().gemm()) * replicas;
   // The datasheet's FP32 peak of a known accelerator, for a second MFU.
   const std::optional<device::KnownPeak> datasheet = device::known_peak(program.device().info().name);
   datasheet_gflops_ = datasheet ? datasheet->fp32_tflops * 1e3 * replicas : 0.0;

@@ -53,11 +53,17 @@ std::vector<float> random_parameters(const models::ParameterLayout& layout, std:
 
 class GptModelTest : public DeviceTest {
  public:
+  // A model on a runtime of its own (kept by the fixture) for the GEMM policy and dtype.
   std::unique_ptr<GptModel> make_model(const GptConfig& c, std::size_t max_batch, const std::string& gemm = "auto",
                                        device::DType fprop = device::DType::kF32, int resident_block_slots = 0) {
-    return std::make_unique<GptModel>(
-        *device_, cache_, c, models::GptModelOptions{max_batch, 0, 64u << 20, gemm, resident_block_slots, fprop});
+    return std::make_unique<GptModel>(runtime(gemm, fprop), c,
+                                      models::GptModelOptions{max_batch, 0, 64u << 20, resident_block_slots});
   }
+  kernels::DeviceRuntime& runtime(const std::string& gemm = "auto", device::DType fprop = device::DType::kF32) {
+    runtimes_.push_back(std::make_unique<kernels::DeviceRuntime>(*device_, cache_, fprop, gemm));
+    return *runtimes_.back();
+  }
+  std::vector<std::unique_ptr<kernels::DeviceRuntime>> runtimes_;
 };
 
 TEST_F(GptModelTest, LossAndEveryGradientMatchTheFloat64Reference) {
@@ -120,7 +126,7 @@ std::vector<double> train(GptModelTest& t, const GptConfig& c, int steps, std::u
                           const std::string& gemm = "auto") {
   auto model = t.make_model(c, 8, gemm);
   model->init(seed);
-  models::AdamOptimizer adam(*t.device_, model->kernels(), model->layout().total(), model->layout().decayed_end(), {});
+  models::AdamOptimizer adam(model->runtime(), model->layout().total(), model->layout().decayed_end(), {});
   const models::LrSchedule lr{3e-3, 10, 10, 400, 0.1};
   const inputs::SyntheticStream stream(c.vocab_size, 20000, 7);
   std::vector<double> losses;
@@ -178,7 +184,7 @@ TEST_F(GptModelTest, OptimizerMatchesPraxisAdamWithClippingAndDecayOnMatricesOnl
   auto pb = upload(p), gb = upload(g);
   models::AdamConfig cfg;
   cfg.clip_gradient_norm = 1.0;
-  models::AdamOptimizer adam(*device_, model->kernels(), n, layout.decayed_end(), cfg);
+  models::AdamOptimizer adam(model->runtime(), n, layout.decayed_end(), cfg);
   std::vector<double> m(n, 0.0), v(n, 0.0);
   for (int step = 1; step <= 3; ++step) {
     const double lr = 1e-2;
@@ -210,8 +216,7 @@ TEST_F(GptModelTest, NonFiniteGradientsSkipTheStep) {
   auto g = random(n, 42);
   g[17] = std::numeric_limits<double>::quiet_NaN();
   auto pb = upload(p), gb = upload(g);
-  auto library = std::make_unique<kernels::KernelLibrary>(cache_, *device_);
-  models::AdamOptimizer adam(*device_, *library, n, 500, {});
+  models::AdamOptimizer adam(runtime(), n, 500, {});
   const auto stats = adam.step(pb, gb, 1e-3);
   EXPECT_FALSE(stats.applied);
   EXPECT_EQ(adam.steps_skipped(), 1);
@@ -425,7 +430,7 @@ TEST_P(GptModelMixedPrecisionTest, FsdpResidencyCastsEachBlockWhenItRuns) {
                   grads.begin() + static_cast<std::ptrdiff_t>(t.offset));
     }
     models::FloatBuffer slot = fsdp->unit_gradients(block);
-    fsdp->kernels().elementwise.fill(slot, 0.0f);  // the next block accumulates into the same slot
+    fsdp->runtime().kernels().elementwise.fill(slot, 0.0f);  // the next block accumulates into the same slot
   };
   fill_unit(-1);
   GptModel::Pass pass = fsdp->begin_pass(batch, true);
@@ -484,7 +489,7 @@ TEST_F(GptModelTest, APowerOfTwoLossScaleScalesEveryGradientExactly) {
 TEST_F(GptModelTest, TheOptimizerDividesTheLossScaleOutExactly) {
   const std::size_t n = 1000;
   const auto p = random(n, 51), g = random(n, 52);
-  auto library = std::make_unique<kernels::KernelLibrary>(cache_, *device_);
+  kernels::DeviceRuntime& rt = runtime();
   for (const double clip : {0.0, 0.5}) {  // random(n) has norm ~ sqrt(n / 3) >> 0.5: clipped
     SCOPED_TRACE(clip);
     models::AdamConfig config;
@@ -493,7 +498,7 @@ TEST_F(GptModelTest, TheOptimizerDividesTheLossScaleOutExactly) {
       std::vector<double> scaled(g);
       for (double& x : scaled) x *= loss_scale;
       auto pb = upload(p), gb = upload(scaled);
-      models::AdamOptimizer adam(*device_, *library, n, 512, config);  // an aligned split: two views
+      models::AdamOptimizer adam(rt, n, 512, config);  // an aligned split: two views
       models::OptimizerStepStats stats;
       for (int step = 0; step < 3; ++step) stats = adam.step(pb, gb, 1e-3, loss_scale);
       EXPECT_TRUE(stats.applied);

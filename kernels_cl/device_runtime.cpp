@@ -1,0 +1,30 @@
+#include "kernels_cl/device_runtime.h"
+
+#include <fmt/format.h>
+
+#include "device/errors.h"
+#include "kernels_cl/auto_gemm.h"
+
+namespace paxocl::kernels {
+
+namespace {
+
+// Every operand mix a model runs: 16-bit activations and weights (forward, dx), 16-bit inputs
+// with a float32 C (dW, scores), float32 probabilities or score gradients times 16-bit values.
+void require_gemm_dtypes(const Gemm& gemm, device::DType a) {
+  const device::DType f = device::DType::kF32;
+  if (gemm.supports(a, a, a) && gemm.supports(a, a, f) && gemm.supports(f, a, a)) return;
+  throw ConfigError(fmt::format("GEMM '{}' does not take {} operands (FPROP_DTYPE); use auto or a pax-ocl GEMM "
+                                "(cpu-8x48, cpu-12x32, gpu-64x64)",
+                                gemm.name(), device::dtype_name(a)));
+}
+
+}  // namespace
+
+DeviceRuntime::DeviceRuntime(device::Device& device, device::ProgramCache& cache, device::DType act,
+                             const std::string& gemm_policy)
+    : device_(device), kernels_(cache, device, act), gemm_(make_gemm(device, cache, gemm_policy)) {
+  require_gemm_dtypes(*gemm_, act);
+}
+
+}  // namespace paxocl::kernels
