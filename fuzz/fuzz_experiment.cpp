@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "device/errors.h"
+#include "common/errors.h"
 #include "fuzz/fuzz_support.h"
 #include "models/experiment.h"
 #include "models/hparam_values.h"

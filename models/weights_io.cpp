@@ -22,8 +22,10 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "device/errors.h"
-#include "models/model_files.h"
+#include "common/errors.h"
+#include "common/in_file.h"
+#include "common/safetensors.h"
+#include "common/saturating.h"
 #include "models/parameter_layout.h"
 
 namespace paxocl::models {
@@ -35,14 +37,10 @@ static_assert(sizeof(float) == 4 && std::numeric_limits<float>::is_iec559);
 namespace {
 
 namespace fs = std::filesystem;
-using files::add_sat;
-using files::AtomicOut;
-using files::mul_sat;
-using files::elements;
-using files::fail;
-using files::InFile;
-using files::Shape;
-using StEntry = files::SafetensorsReader::Entry;
+using Shape = TensorShape;
+using StEntry = SafetensorsReader::Entry;
+
+[[noreturn]] void fail(const fs::path& file, std::string_view what) { throw FileError(file, what); }
 
 void require_data_size(const HostWeights& w, const ParameterLayout& layout) {
   if (w.data.size() != layout.total()) {
@@ -259,14 +257,14 @@ void save_llmc(const fs::path& file, const HostWeights& w) {
   h[5] = c.num_heads;
   h[6] = c.model_dims;
   h[7] = c.padded_vocab();
-  AtomicOut out(file);
+  AtomicFile out(file);
   out.write(h.data(), sizeof h);
   for (const TensorSpec* t : llmc_order(layout, c.num_layers)) out.write(w.data.data() + t->offset, t->count * sizeof(float));
   out.commit();
 }
 
 HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t alignment) {
-  const files::SafetensorsReader in(file);
+  const SafetensorsReader in(file);
   const auto& entries = in.entries();
 
   // Saved from GPT2LMHeadModel (prefixed) or GPT2Model (bare); missing tensors are named prefixed.
@@ -325,7 +323,7 @@ HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t al
       fail(file, fmt::format("tensor {}{} has shape [{}], expected [{}]", prefix, t.name, fmt::join(e.shape, ", "),
                              fmt::join(t.shape, ", ")));
     }
-    const std::size_t count = elements(t.shape);
+    const std::size_t count = element_count(t.shape);
     float* dst = w.data.data() + t.ours->offset;
     if (!t.conv1d) {
       in.read(e, dst);
@@ -351,10 +349,10 @@ void save_safetensors(const fs::path& file, const HostWeights& w) {
 
   std::vector<std::pair<std::string, Shape>> names;
   for (const HfTensor& t : tensors) names.emplace_back(kHfPrefix + t.name, t.shape);
-  files::SafetensorsWriter out(file, names, {{"format", "pt"}});
+  SafetensorsWriter out(file, names, {{"format", "pt"}});
   std::vector<float> staged;
   for (const HfTensor& t : tensors) {
-    const std::size_t count = elements(t.shape);
+    const std::size_t count = element_count(t.shape);
     const float* src = w.data.data() + t.ours->offset;
     if (t.conv1d) {
       staged.resize(count);

@@ -21,7 +21,7 @@
 #include "checkpoint/checkpointer.h"
 #include "device/device_selection.h"
 #include "device/known_peaks.h"
-#include "device/errors.h"
+#include "common/errors.h"
 #include "inputs/dataset.h"
 #include "device/mesh.h"
 #include "models/adam_optimizer.h"
