@@ -39,7 +39,8 @@ std::map<std::string, SafetensorsReader::Entry> parse_safetensors_header(const s
   std::map<std::string, SafetensorsReader::Entry> entries;
   for (const auto& [name, j] : header.items()) {
     if (name == "__metadata__") continue;
-    auto bad = [&](std::string_view what) { throw FileError(file, fmt::format("tensor {}: {}", name, what)); };
+    const std::string& tensor = name;  // clang < 16 cannot capture a structured binding (the fuzz build)
+    auto bad = [&](std::string_view what) { throw FileError(file, fmt::format("tensor {}: {}", tensor, what)); };
     if (!j.is_object() || !j.contains("dtype") || !j["dtype"].is_string() || !j.contains("shape") ||
         !j["shape"].is_array() || !j.contains("data_offsets") || !j["data_offsets"].is_array()) {
       bad("header entry needs \"dtype\" (string), \"shape\" and \"data_offsets\" (arrays)");
