@@ -7,7 +7,7 @@
 
 #include "app/commands.h"
 #include "config/hparam_values.h"
-#include "device/errors.h"
+#include "common/errors.h"
 #include "inputs/dataset.h"
 #include "inputs/token_shard.h"
 #include "inputs/tokenizer.h"

@@ -9,7 +9,7 @@
 
 #include "app/commands.h"
 #include "checkpoint/checkpoint_reader.h"
-#include "device/errors.h"
+#include "common/errors.h"
 #include "config/experiment.h"
 #include "models/weights_io.h"
 

@@ -6,7 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "device/errors.h"
+#include "common/errors.h"
 
 namespace paxocl::app {
 

@@ -12,7 +12,7 @@
 #include "app/commands.h"
 #include "app/logging.h"
 #include "collectives/process_world.h"
-#include "device/errors.h"
+#include "common/errors.h"
 
 namespace {
 

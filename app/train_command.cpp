@@ -6,8 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include "app/commands.h"
+#include "common/errors.h"
 #include "device/device_selection.h"
-#include "device/errors.h"
 #include "kernels_cl/auto_gemm.h"
 #include "config/experiment.h"
 #include "scheduler/train_job.h"

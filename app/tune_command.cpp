@@ -16,8 +16,8 @@
 
 #include "app/commands.h"
 #include "bench/suite/benches.h"
+#include "common/errors.h"
 #include "device/device_selection.h"
-#include "device/errors.h"
 #include "kernels_cl/clblast_tuning.h"
 #include "config/experiment.h"
 

@@ -7,10 +7,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "common/crc32c.h"
-#include "device/errors.h"
-#include "models/model_files.h"
 #include "checkpoint/manifest_file.h"
+#include "common/crc32c.h"
+#include "common/errors.h"
+#include "common/in_file.h"
+#include "common/safetensors.h"
 #include "proto/checkpoint.pb.h"
 
 namespace paxocl::checkpoint {
@@ -19,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 void verify_file(const fs::path& file, std::uint64_t size, std::uint32_t crc) {
-  const models::files::InFile in(file);
+  const InFile in(file);
   if (in.size() != size) {
     throw DataError(fmt::format("{}: {} bytes, the manifest records {} (truncated or replaced)", file.string(), in.size(), size));
   }
@@ -46,10 +47,10 @@ RestoredState read_checkpoint(const CheckpointDir& dir, long step, const models:
 
   std::map<std::string, const proto::CheckpointManifest::Tensor*> tensors;
   for (const auto& t : manifest.tensors()) tensors[t.name()] = &t;
-  std::map<std::string, std::unique_ptr<models::files::SafetensorsReader>> readers;
-  auto reader = [&](const std::string& file) -> models::files::SafetensorsReader& {
+  std::map<std::string, std::unique_ptr<SafetensorsReader>> readers;
+  auto reader = [&](const std::string& file) -> SafetensorsReader& {
     auto& r = readers[file];
-    if (!r) r = std::make_unique<models::files::SafetensorsReader>(directory / file);
+    if (!r) r = std::make_unique<SafetensorsReader>(directory / file);
     return *r;
   };
 

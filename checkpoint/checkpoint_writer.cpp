@@ -10,8 +10,8 @@
 #include "checkpoint/manifest_file.h"
 #include "common/atomic_file.h"
 #include "common/bounded_json.h"
-#include "device/errors.h"
-#include "models/model_files.h"
+#include "common/errors.h"
+#include "common/safetensors.h"
 #include "proto/checkpoint.pb.h"
 
 namespace paxocl::checkpoint {
@@ -48,7 +48,7 @@ void write_process_part(const CheckpointDir& dir, const Snapshot& snapshot, cons
     std::string tensor, key;
     std::size_t begin, end;
     const float* data;
-    models::files::Shape shape;
+    TensorShape shape;
   };
   std::vector<Piece> pieces;
   for (int kind = 0; kind < 3; ++kind) {
@@ -60,14 +60,14 @@ void write_process_part(const CheckpointDir& dir, const Snapshot& snapshot, cons
         const bool whole = b == t.offset && e == t.offset + t.count;
         pieces.push_back({tensor, whole ? tensor : fmt::format("{}@{}", tensor, b - t.offset), b - t.offset,
                           e - t.offset, values_of(s, kind).data() + (b - s.offset),
-                          whole ? t.shape : models::files::Shape{static_cast<std::int64_t>(e - b)}});
+                          whole ? t.shape : TensorShape{static_cast<std::int64_t>(e - b)}});
       }
     }
   }
-  std::vector<std::pair<std::string, models::files::Shape>> header;
+  std::vector<std::pair<std::string, TensorShape>> header;
   for (const Piece& p : pieces) header.emplace_back(p.key, p.shape);
   const std::string file = part_name(process, "safetensors");
-  models::files::SafetensorsWriter out(tmp / file, header, {{"format", "pax-ocl checkpoint"}, {"step", std::to_string(snapshot.step)}});
+  SafetensorsWriter out(tmp / file, header, {{"format", "pax-ocl checkpoint"}, {"step", std::to_string(snapshot.step)}});
   for (const Piece& p : pieces) out.add(std::span<const float>(p.data, p.end - p.begin));
   out.commit();
 

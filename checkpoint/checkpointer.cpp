@@ -10,7 +10,7 @@
 
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_writer.h"
-#include "device/errors.h"
+#include "common/errors.h"
 
 namespace paxocl::checkpoint {
 

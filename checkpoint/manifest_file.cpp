@@ -8,7 +8,7 @@
 #include "checkpoint/checkpoint_dir.h"
 #include "common/bounded_read.h"
 #include "common/crc32c.h"
-#include "device/errors.h"
+#include "common/errors.h"
 
 namespace paxocl::checkpoint {
 

@@ -7,8 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include "collectives/mpi_communicator.h"
+#include "common/errors.h"
 #include "device/cl_error.h"
-#include "device/errors.h"
 
 namespace paxocl::collectives {
 

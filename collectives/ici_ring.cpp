@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "collectives/mpi_communicator.h"
-#include "device/errors.h"
+#include "common/errors.h"
 
 namespace paxocl::collectives {
 

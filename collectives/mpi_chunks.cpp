@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "device/errors.h"
+#include "common/errors.h"
 
 namespace paxocl::collectives::mpi_chunks {
 

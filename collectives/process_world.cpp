@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "collectives/mpi_chunks.h"
-#include "device/errors.h"
+#include "common/errors.h"
 
 namespace paxocl::collectives {
 

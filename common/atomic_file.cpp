@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -10,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/crc32c.h"
-#include "device/errors.h"
+#include "common/errors.h"
 
 namespace paxocl {
 
@@ -18,10 +19,14 @@ namespace {
 [[noreturn]] void fail(const std::filesystem::path& file, std::string_view what) {
   throw DataError(fmt::format("{}: {}", file.string(), what));
 }
+
+std::filesystem::path temporary_name(const std::filesystem::path& file) {
+  static std::atomic<unsigned> count{0};
+  return std::filesystem::path(file).concat(fmt::format(".tmp.{}.{}", ::getpid(), count.fetch_add(1)));
+}
 }  // namespace
 
-AtomicFile::AtomicFile(const std::filesystem::path& file)
-    : file_(file), tmp_(std::filesystem::path(file).concat(fmt::format(".tmp.{}", ::getpid()))) {
+AtomicFile::AtomicFile(const std::filesystem::path& file) : file_(file), tmp_(temporary_name(file)) {
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) fail(file_, fmt::format("cannot create {}: {}", tmp_.string(), std::strerror(errno)));
 }

@@ -1,8 +1,11 @@
-// AtomicFile: a file that appears whole or not at all. Bytes go to `<file>.tmp.<pid>`; commit()
+// AtomicFile: a file that appears whole or not at all. Bytes go to `<file>.tmp.<pid>.<n>` (n counts
+// AtomicFiles in this process, so threads writing the same file never share one); commit()
 // fsyncs it, renames it onto `file` and fsyncs the directory, so a reader (or a crash, or a full
 // disk) never leaves a partial file under the final name. Without commit() (an exception on the
 // way) the temporary file is removed and `file` is untouched. Every error is a DataError naming the
-// file and the system's reason (e.g. "No space left on device").
+// file and the system's reason (e.g. "No space left on device"). Every file of the project that
+// must appear whole is written through it (directory swaps are the callers': inputs/dataset.cpp,
+// checkpoint/checkpoint_dir.cpp).
 #pragma once
 
 #include <cstddef>

@@ -9,8 +9,8 @@
 #include <fmt/ranges.h>
 
 #include "common/bounded_json.h"
+#include "common/errors.h"
 #include "common/nearest_names.h"
-#include "device/errors.h"
 #include "config/hparam_values.h"
 
 namespace paxocl::config {

@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/errors.h"
 #include "device/cl_api.h"
-#include "device/errors.h"
 
 namespace paxocl::device {
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "device/errors.h"
+#include "common/errors.h"
 
 namespace paxocl::device {
 

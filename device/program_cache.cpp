@@ -1,7 +1,5 @@
 #include "device/program_cache.h"
 
-#include <unistd.h>
-
 #include <cctype>
 #include <chrono>
 #include <cstdint>
@@ -9,13 +7,16 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
-#include <random>
 #include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/atomic_file.h"
+#include "common/errors.h"
+#include "common/fnv1a.h"
 #include "device/cl_error.h"
+#include "device/device_fingerprint.h"
 
 namespace paxocl::device {
 
@@ -26,18 +27,10 @@ namespace {
 constexpr char kMagic[8] = {'P', 'A', 'X', 'O', 'C', 'L', 'P', 'B'};
 constexpr std::uint32_t kFormat = 1;
 
-std::uint64_t fnv1a(std::string_view data, std::uint64_t hash = 1469598103934665603ull) {
-  for (unsigned char c : data) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
-
 std::string cache_key(const DeviceInfo& d, std::string_view options, std::string_view source) {
   // '\n'-separated fields; the source goes last so it needs no escaping.
-  return fmt::format("pax-ocl program cache v{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}", kFormat, d.name, d.vendor,
-                     d.driver_version, d.platform_version, d.opencl_version, options, source);
+  return fmt::format("pax-ocl program cache v{}\n{}\n{}\n{}\n{}", kFormat, device_identity(d), d.opencl_version, options,
+                     source);
 }
 
 std::string safe_stem(std::string_view name) {
@@ -90,20 +83,12 @@ bool write_cached(const std::filesystem::path& file, const std::string& key, con
 
   std::error_code ec;
   std::filesystem::create_directories(file.parent_path(), ec);
-  const auto tmp = file.parent_path() /
-                   fmt::format(".{}.tmp.{}.{}", file.filename().string(), ::getpid(), std::random_device{}());
-  {
-    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-    if (!o) return false;
-    o.write(out.data(), static_cast<std::streamsize>(out.size()));
-    if (!o.flush()) {
-      std::filesystem::remove(tmp, ec);
-      return false;
-    }
+  try {
+    write_file_atomically(file, out);  // readers (other processes too) see the old file or the new, never half
+    return true;
+  } catch (const DataError&) {  // a read-only or full disk: the caller counts it, the build goes on
+    return false;
   }
-  std::filesystem::rename(tmp, file, ec);  // atomic on POSIX: readers see old or new, never half
-  if (ec) std::filesystem::remove(tmp, ec);
-  return !ec;
 }
 
 std::string build_log(cl_program program, cl_device_id device) {

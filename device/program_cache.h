@@ -7,8 +7,8 @@
 // Key: device name, vendor, driver version, platform version, device OpenCL version, build options
 // and the full source. The file name holds a 64-bit hash of the key; the file also stores the key
 // itself, which is compared on load, so a hash collision or a stale file is a miss, never a wrong
-// program. A binary the driver rejects is rebuilt from source and rewritten. Files are written to
-// a temporary name and renamed, so concurrent processes never see a partial file.
+// program. A binary the driver rejects is rebuilt from source and rewritten. Files are written
+// through common/atomic_file.h, so concurrent processes never see a partial file.
 //
 // Thread-safe: several threads may build on different devices at once.
 #pragma once

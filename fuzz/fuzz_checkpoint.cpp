@@ -12,7 +12,7 @@
 
 #include "checkpoint/checkpoint_reader.h"
 #include "common/crc32c.h"
-#include "device/errors.h"
+#include "common/errors.h"
 #include "fuzz/fuzz_support.h"
 #include "models/parameter_layout.h"
 #include "proto/checkpoint.pb.h"

@@ -1,4 +1,4 @@
-// Fuzzes the experiment parsers (models/experiment.h, models/hparam_values.h):
+// Fuzzes the experiment parsers (config/experiment.h, config/hparam_values.h):
 //   an input that starts with "--fdl." is an override as the CLI takes it, --fdl.NAME=VALUE: the
 //   value goes through every hparam_values parser and Experiment::set on a registered experiment;
 //   any other input is an experiment JSON file for Experiment::from_file.
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "device/errors.h"
+#include "common/errors.h"
 #include "fuzz/fuzz_support.h"
 #include "config/experiment.h"
 #include "config/hparam_values.h"

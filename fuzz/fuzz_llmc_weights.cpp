@@ -5,7 +5,7 @@
 #include <cstring>
 #include <optional>
 
-#include "device/errors.h"
+#include "common/errors.h"
 #include "fuzz/fuzz_support.h"
 #include "models/parameter_layout.h"
 #include "models/weights_io.h"

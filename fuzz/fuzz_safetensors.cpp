@@ -1,4 +1,4 @@
-// Fuzzes the safetensors reader (models/model_files.h) and the GPT weight loader on top of it
+// Fuzzes the safetensors reader (common/safetensors.h) and the GPT weight loader on top of it
 // (models::load_safetensors): a file either reads, its entries tiling data that lies inside the
 // file, or is refused with a documented error. Weights that load save and load again unchanged.
 #include <cstdint>
@@ -6,9 +6,9 @@
 #include <optional>
 #include <vector>
 
-#include "device/errors.h"
+#include "common/errors.h"
+#include "common/safetensors.h"
 #include "fuzz/fuzz_support.h"
-#include "models/model_files.h"
 #include "models/parameter_layout.h"
 #include "models/weights_io.h"
 
@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::write_file(file, data, size);
 
   try {
-    const models::files::SafetensorsReader reader(file);
+    const SafetensorsReader reader(file);
     for (const auto& [name, entry] : reader.entries()) {
       fuzz::require(entry.begin <= entry.end && entry.end <= size, "an entry's byte range reaches past the file");
       std::vector<char> bytes(entry.end - entry.begin);

@@ -3,7 +3,7 @@
 // The readers under test take paths, so every target writes its input into a scratch directory of
 // its own process (under /dev/shm when there is one: no disk traffic), removed when the process
 // exits normally. The project's documented errors (ConfigError, DataError and subclasses such as
-// models::WeightsFileError) are the expected answer to bad input; everything else is a finding:
+// FileError) are the expected answer to bad input; everything else is a finding:
 // a crash, a sanitizer report, another exception escaping (std::terminate aborts), a huge
 // allocation (libFuzzer's -rss_limit_mb / -malloc_limit_mb) or a hang (-timeout).
 #pragma once

@@ -2,7 +2,7 @@
 // readable and below the vocabulary bound asked for, or is refused with a DataError.
 #include <cstdint>
 
-#include "device/errors.h"
+#include "common/errors.h"
 #include "fuzz/fuzz_support.h"
 #include "inputs/token_shard.h"
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "device/errors.h"
+#include "common/errors.h"
 
 namespace paxocl::inputs {
 

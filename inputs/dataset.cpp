@@ -18,8 +18,8 @@
 
 #include "common/atomic_file.h"
 #include "common/bounded_json.h"
+#include "common/errors.h"
 #include "common/file_lock.h"
-#include "device/errors.h"
 #include "inputs/prefetch_input.h"
 #include "inputs/synthetic_stream.h"
 #include "inputs/token_shard.h"

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "common/atomic_file.h"
-#include "device/errors.h"
+#include "common/errors.h"
 
 namespace paxocl::inputs {
 

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/errors.h"
 #include "common/rng.h"
-#include "device/errors.h"
 
 namespace paxocl::inputs {
 

@@ -1,7 +1,5 @@
 #include "kernels_cl/auto_gemm.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -11,6 +9,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/atomic_file.h"
+#include "common/errors.h"
+#include "device/device_fingerprint.h"
 #include "device/typed_buffer.h"
 #include "kernels_cl/packed_gemm.h"
 #include "kernels_cl/tensor_core_gemm.h"
@@ -44,11 +45,7 @@ class AutoGemm final : public Gemm {
   AutoGemm(device::Device& device, device::ProgramCache& cache, std::vector<std::string> candidates)
       : device_(device), cache_(cache), candidates_(std::move(candidates)) {
     if (!cache.dir().empty()) {
-      const auto& d = device.info();
-      const std::string key = fmt::format("{}|{}|{}|{}", d.name, d.vendor, d.driver_version, d.platform_version);
-      std::uint64_t h = 1469598103934665603ull;
-      for (unsigned char ch : key) h = (h ^ ch) * 1099511628211ull;
-      choices_file_ = cache.dir() / fmt::format("gemm-choices-{:016x}.txt", h);
+      choices_file_ = cache.dir() / fmt::format("gemm-choices-{:016x}.txt", device::device_fingerprint(device.info()));
       std::ifstream in(choices_file_);
       std::string cls, variant;
       while (in >> cls >> variant) {
@@ -143,13 +140,13 @@ class AutoGemm final : public Gemm {
     all[cls] = variant_name;
     std::error_code ec;
     std::filesystem::create_directories(choices_file_.parent_path(), ec);
-    const auto tmp = choices_file_.string() + fmt::format(".tmp.{}", ::getpid());
-    {
-      std::ofstream out(tmp);
-      for (const auto& [k, v] : all) out << k << " " << v << "\n";
-      if (!out) return;
+    std::string text;
+    for (const auto& [k, v] : all) text += fmt::format("{} {}\n", k, v);
+    try {
+      write_file_atomically(choices_file_, text);  // a lost race between processes only re-times later
+    } catch (const DataError& e) {  // a read-only or full disk must never stop training
+      spdlog::debug("GEMM choices not saved: {}", e.what());
     }
-    std::filesystem::rename(tmp, choices_file_, ec);  // atomic; a lost race only re-times later
   }
 
   device::Device& device_;

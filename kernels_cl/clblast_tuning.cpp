@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "device/errors.h"
+#include "common/atomic_file.h"
+#include "common/errors.h"
+#include "device/device_fingerprint.h"
 #include "device/program_cache.h"
 
 namespace paxocl::kernels {
@@ -25,11 +27,10 @@ void check(clblast::StatusCode status, const char* what) {
 }  // namespace
 
 std::filesystem::path clblast_tuning_file(const device::DeviceInfo& d) {
-  // The device, its driver and platform: a driver update may change what is fastest.
-  const std::size_t key = std::hash<std::string>{}(d.name + "|" + d.vendor + "|" + d.driver_version + "|" + d.platform_version);
+  // Its stem names the device for a reader; the fingerprint tells driver and platform versions apart.
   std::string stem;
   for (char c : d.name) stem += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return device::ProgramCache::default_dir() / "clblast" / fmt::format("{}-{:016x}.json", stem.substr(0, 40), key);
+  return device::ProgramCache::default_dir() / "clblast" / fmt::format("{}-{:016x}.json", stem.substr(0, 40), device::device_fingerprint(d));
 }
 
 ClblastParameters current_clblast_gemm(const device::Device& device) {
@@ -78,9 +79,7 @@ void save_clblast_tuning(const device::DeviceInfo& device, const ClblastParamete
   std::filesystem::create_directories(file.parent_path());
   const nlohmann::json j{{"device", device.name}, {"driver", device.driver_version}, {"kernel", "Xgemm"},
                          {"precision", "single"}, {"parameters", parameters}, {"note", note}};
-  const std::filesystem::path tmp = std::filesystem::path(file).concat(".tmp");
-  std::ofstream(tmp) << j.dump(2) << "\n";
-  std::filesystem::rename(tmp, file);
+  write_file_atomically(file, j.dump(2) + "\n");
 }
 
 bool apply_clblast_tuning(const device::Device& device) {

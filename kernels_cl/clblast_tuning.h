@@ -1,5 +1,5 @@
 // CLBlast's GEMM parameters tuned for one device (`pax-ocl tune`), kept next to the program cache
-// in <cache dir>/clblast/<device>.json, and applied (clblast::OverrideParameters) whenever a
+// in <cache dir>/clblast/<device>-<fingerprint>.json (device/device_fingerprint.h), and applied (clblast::OverrideParameters) whenever a
 // CLBlast GEMM is created on that device. CLBlast's own database covers common GPUs; on other
 // devices (PoCL's CPU devices among them) its defaults can be far from the device's speed.
 #pragma once
@@ -29,7 +29,8 @@ std::vector<ClblastParameters> clblast_gemm_candidates(const ClblastParameters& 
 // Makes CLBlast use `parameters` for single-precision Xgemm on this device from now on.
 void override_clblast_gemm(const device::Device& device, const ClblastParameters& parameters);
 
-// Writes / applies the tuning file. apply: true when the device has one (and it was applied).
+// Writes (atomically; DataError when it cannot) / applies the tuning file. apply: true when the device
+// has one (and it was applied).
 void save_clblast_tuning(const device::DeviceInfo& device, const ClblastParameters& parameters, const std::string& note);
 bool apply_clblast_tuning(const device::Device& device);
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "device/errors.h"
+#include "common/errors.h"
 #include "kernels_cl/auto_gemm.h"
 
 namespace paxocl::kernels {

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "device/errors.h"
+#include "common/errors.h"
 
 namespace paxocl::kernels {
 

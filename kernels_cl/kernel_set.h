@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/errors.h"
 #include "device/device.h"
-#include "device/errors.h"
 #include "device/program_cache.h"
 
 namespace paxocl::kernels {

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "device/errors.h"
+#include "common/errors.h"
 #include "kernels_cl/program_loader.h"
 
 namespace paxocl::kernels {

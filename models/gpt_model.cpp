@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include "models/initial_parameters.h"
+#include "models/tensor_names.h"
 
 namespace paxocl::models {
+
+namespace names = tensor_names;
 
 namespace {
 std::size_t layout_alignment(const device::DeviceInfo& info, device::DType fprop) {
@@ -38,28 +41,28 @@ GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, Gpt
   runtime.kernels().elementwise.fill(params_, 0.0f);  // padding between tensors stays zero
   runtime.kernels().elementwise.fill(grads_, 0.0f);
   const std::size_t allocated_before_layers = device.context().bytes_allocated();
-  embedding_ = std::make_unique<Embedding>(device, act, param("wte"), param("wpe"), C, rows, "embedding");
+  embedding_ = std::make_unique<Embedding>(device, act, param(names::kTokenEmbedding), param(names::kPositionEmbedding), C, rows, "embedding");
   blocks_.reserve(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
-    auto name = [&](const char* suffix) { return ParameterLayout::layer_name(l, suffix); };
-    const std::string prefix = fmt::format("h{}", l);
+    auto name = [&](std::string_view suffix) { return ParameterLayout::layer_name(l, suffix); };
+    const std::string prefix = fmt::format("{}{}", names::kBlockPrefix, l);  // its layers' labels
     blocks_.emplace_back(
         device, act,
-        LayerNorm(device, act, param(name("ln1.scale")), param(name("ln1.bias")), C, rows, prefix + ".ln1"),
+        LayerNorm(device, act, param(name(names::kLn1Scale)), param(name(names::kLn1Bias)), C, rows, prefix + ".ln1"),
         SelfAttention(
-            Linear(device, act, param(name("attn.qkv.w")), param(name("attn.qkv.b")), C, 3 * D, rows, prefix + ".qkv"),
+            Linear(device, act, param(name(names::kQkvWeight)), param(name(names::kQkvBias)), C, 3 * D, rows, prefix + ".qkv"),
             CausalAttention(device, act, static_cast<std::size_t>(config.num_heads),
                             static_cast<std::size_t>(config.dims_per_head), options_.max_batch, options_.max_seq_len,
                             options_.attention_workspace_bytes, prefix + ".attn"),
-            Linear(device, act, param(name("attn.proj.w")), param(name("attn.proj.b")), D, C, rows, prefix + ".proj")),
-        LayerNorm(device, act, param(name("ln2.scale")), param(name("ln2.bias")), C, rows, prefix + ".ln2"),
-        Mlp(Linear(device, act, param(name("mlp.fc.w")), param(name("mlp.fc.b")), C, H, rows, prefix + ".fc",
+            Linear(device, act, param(name(names::kAttnProjWeight)), param(name(names::kAttnProjBias)), D, C, rows, prefix + ".proj")),
+        LayerNorm(device, act, param(name(names::kLn2Scale)), param(name(names::kLn2Bias)), C, rows, prefix + ".ln2"),
+        Mlp(Linear(device, act, param(name(names::kFcWeight)), param(name(names::kFcBias)), C, H, rows, prefix + ".fc",
                    Linear::Activation::kGelu),
-            Linear(device, act, param(name("mlp.proj.w")), param(name("mlp.proj.b")), H, C, rows, prefix + ".fcproj")),
+            Linear(device, act, param(name(names::kFcProjWeight)), param(name(names::kFcProjBias)), H, C, rows, prefix + ".fcproj")),
         C, rows, prefix);
   }
-  final_norm_ = std::make_unique<LayerNorm>(device, act, param("lnf.scale"), param("lnf.bias"), C, rows, "lnf");
-  head_ = std::make_unique<TiedLmHead>(device, act, param("wte"), C, static_cast<std::size_t>(config.vocab_size),
+  final_norm_ = std::make_unique<LayerNorm>(device, act, param(names::kFinalNormScale), param(names::kFinalNormBias), C, rows, "lnf");
+  head_ = std::make_unique<TiedLmHead>(device, act, param(names::kTokenEmbedding), C, static_cast<std::size_t>(config.vocab_size),
                                        static_cast<std::size_t>(config.padded_vocab()), rows, "lm_head");
   activation_bytes_ = device.context().bytes_allocated() - allocated_before_layers;
 }
@@ -107,7 +110,8 @@ void GptModel::require_full_residency(const char* what) const {
   }
 }
 
-Param GptModel::param(const std::string& name) const {
+Param GptModel::param(std::string_view tensor) const {
+  const std::string name(tensor);
   const TensorSpec& t = layout_.at(name);
   const std::size_t at = device_offset(t);
   FloatBuffer value = params_.view(at, t.count, name);

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "kernels_cl/device_runtime.h"
@@ -110,7 +111,7 @@ class GptModel {
 
  private:
   LayerContext context_for(const inputs::Batch& batch);
-  Param param(const std::string& name) const;
+  Param param(std::string_view name) const;
   std::size_t device_offset(const TensorSpec& t) const;  // where t lives in params_ / grads_
   std::size_t unit_device_offset(int block) const;       // FSDP residency: where unit(block) starts
   std::size_t resident_floats() const;                    // size of params_ / grads_

@@ -7,11 +7,16 @@
 
 #include <fmt/format.h>
 
-#include "device/errors.h"
+#include "common/errors.h"
+#include "models/tensor_names.h"
 
 namespace paxocl::models {
 
-std::string ParameterLayout::layer_name(int layer, std::string_view suffix) { return fmt::format("h{}.{}", layer, suffix); }
+namespace names = tensor_names;
+
+std::string ParameterLayout::layer_name(int layer, std::string_view suffix) {
+  return fmt::format("{}{}.{}", names::kBlockPrefix, layer, suffix);
+}
 
 namespace {
 // a * b and a + b, or ConfigError when the model's sizes do not fit in size_t.
@@ -50,35 +55,35 @@ ParameterLayout::ParameterLayout(const GptConfig& c, std::size_t alignment)
     tensors_.push_back(std::move(t));
   };
   // Matrices (decayed) first.
-  add("wte", {Vp, C}, true, Init::kGaussian);
-  add("wpe", {c.max_seq_len, C}, true, Init::kGaussian);
+  add(std::string(names::kTokenEmbedding), {Vp, C}, true, Init::kGaussian);
+  add(std::string(names::kPositionEmbedding), {c.max_seq_len, C}, true, Init::kGaussian);
   for (int l = 0; l < c.num_layers; ++l) {
-    add(layer_name(l, "attn.qkv.w"), {3 * D, C}, true, Init::kGaussian);
-    add(layer_name(l, "attn.proj.w"), {C, D}, true, Init::kGaussian);
-    add(layer_name(l, "mlp.fc.w"), {H, C}, true, Init::kGaussian);
-    add(layer_name(l, "mlp.proj.w"), {C, H}, true, Init::kGaussian);
+    add(layer_name(l, names::kQkvWeight), {3 * D, C}, true, Init::kGaussian);
+    add(layer_name(l, names::kAttnProjWeight), {C, D}, true, Init::kGaussian);
+    add(layer_name(l, names::kFcWeight), {H, C}, true, Init::kGaussian);
+    add(layer_name(l, names::kFcProjWeight), {C, H}, true, Init::kGaussian);
   }
   total_ = aligned(total_);
   decayed_end_ = total_;
   for (int l = 0; l < c.num_layers; ++l) {
-    add(layer_name(l, "ln1.scale"), {C}, false, Init::kOne);
-    add(layer_name(l, "ln1.bias"), {C}, false, Init::kZero);
-    add(layer_name(l, "attn.qkv.b"), {3 * D}, false, Init::kZero);
-    add(layer_name(l, "attn.proj.b"), {C}, false, Init::kZero);
-    add(layer_name(l, "ln2.scale"), {C}, false, Init::kOne);
-    add(layer_name(l, "ln2.bias"), {C}, false, Init::kZero);
-    add(layer_name(l, "mlp.fc.b"), {H}, false, Init::kZero);
-    add(layer_name(l, "mlp.proj.b"), {C}, false, Init::kZero);
+    add(layer_name(l, names::kLn1Scale), {C}, false, Init::kOne);
+    add(layer_name(l, names::kLn1Bias), {C}, false, Init::kZero);
+    add(layer_name(l, names::kQkvBias), {3 * D}, false, Init::kZero);
+    add(layer_name(l, names::kAttnProjBias), {C}, false, Init::kZero);
+    add(layer_name(l, names::kLn2Scale), {C}, false, Init::kOne);
+    add(layer_name(l, names::kLn2Bias), {C}, false, Init::kZero);
+    add(layer_name(l, names::kFcBias), {H}, false, Init::kZero);
+    add(layer_name(l, names::kFcProjBias), {C}, false, Init::kZero);
   }
-  add("lnf.scale", {C}, false, Init::kOne);
-  add("lnf.bias", {C}, false, Init::kZero);
+  add(std::string(names::kFinalNormScale), {C}, false, Init::kOne);
+  add(std::string(names::kFinalNormBias), {C}, false, Init::kZero);
   total_ = aligned(total_);
 }
 
 // From the name "h<block>.<suffix>" (layer_name).
 int ParameterLayout::block_of(const TensorSpec& t) {
   int block = -1;
-  if (t.name.size() > 1 && t.name[0] == 'h') std::from_chars(t.name.data() + 1, t.name.data() + t.name.size(), block);
+  if (t.name.size() > 1 && t.name[0] == names::kBlockPrefix) std::from_chars(t.name.data() + 1, t.name.data() + t.name.size(), block);
   return block;
 }
 

@@ -22,9 +22,12 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "device/errors.h"
-#include "models/model_files.h"
+#include "common/errors.h"
+#include "common/in_file.h"
+#include "common/safetensors.h"
+#include "common/saturating.h"
 #include "models/parameter_layout.h"
+#include "models/tensor_names.h"
 
 namespace paxocl::models {
 
@@ -35,14 +38,11 @@ static_assert(sizeof(float) == 4 && std::numeric_limits<float>::is_iec559);
 namespace {
 
 namespace fs = std::filesystem;
-using files::add_sat;
-using files::AtomicOut;
-using files::mul_sat;
-using files::elements;
-using files::fail;
-using files::InFile;
-using files::Shape;
-using StEntry = files::SafetensorsReader::Entry;
+namespace names = tensor_names;
+using Shape = TensorShape;
+using StEntry = SafetensorsReader::Entry;
+
+[[noreturn]] void fail(const fs::path& file, std::string_view what) { throw FileError(file, what); }
 
 void require_data_size(const HostWeights& w, const ParameterLayout& layout) {
   if (w.data.size() != layout.total()) {
@@ -60,17 +60,17 @@ using LlmcHeader = std::array<std::int32_t, 256>;
 // contiguous run of the file.
 std::vector<const TensorSpec*> llmc_order(const ParameterLayout& layout, int num_layers) {
   struct Kind {
-    const char* name;
+    std::string_view name;
     bool per_layer;
   };
-  static constexpr std::array<Kind, 16> kOrder{{{"wte", false},         {"wpe", false},
-                                                {"ln1.scale", true},    {"ln1.bias", true},
-                                                {"attn.qkv.w", true},   {"attn.qkv.b", true},
-                                                {"attn.proj.w", true},  {"attn.proj.b", true},
-                                                {"ln2.scale", true},    {"ln2.bias", true},
-                                                {"mlp.fc.w", true},     {"mlp.fc.b", true},
-                                                {"mlp.proj.w", true},   {"mlp.proj.b", true},
-                                                {"lnf.scale", false},   {"lnf.bias", false}}};
+  static constexpr std::array<Kind, 16> kOrder{{{names::kTokenEmbedding, false},  {names::kPositionEmbedding, false},
+                                                {names::kLn1Scale, true},         {names::kLn1Bias, true},
+                                                {names::kQkvWeight, true},        {names::kQkvBias, true},
+                                                {names::kAttnProjWeight, true},   {names::kAttnProjBias, true},
+                                                {names::kLn2Scale, true},         {names::kLn2Bias, true},
+                                                {names::kFcWeight, true},         {names::kFcBias, true},
+                                                {names::kFcProjWeight, true},     {names::kFcProjBias, true},
+                                                {names::kFinalNormScale, false},  {names::kFinalNormBias, false}}};
   std::vector<const TensorSpec*> out;
   for (const Kind& k : kOrder) {
     if (!k.per_layer) {
@@ -131,7 +131,10 @@ std::uint64_t llmc_floats(const GptConfig& c) {
 
 // ---- safetensors ----------------------------------------------------------------------------
 
-const std::string kHfPrefix = "transformer.";  // GPT2LMHeadModel; GPT2Model files have none
+const std::string kHfPrefix(names::hf::kPrefix);  // GPT2LMHeadModel; GPT2Model files have none
+
+// "h.<l>.<suffix>": a block tensor's Hugging Face name, without the prefix.
+std::string hf_block_name(int l, std::string_view suffix) { return fmt::format("{}{}.{}", names::hf::kBlockPrefix, l, suffix); }
 
 // One tensor of a Hugging Face GPT-2 file and where it lives in our layout.
 struct HfTensor {
@@ -144,33 +147,22 @@ struct HfTensor {
 // The order save_safetensors writes: wte, wpe, layer by layer, ln_f.
 std::vector<HfTensor> hf_tensors(const ParameterLayout& layout, const GptConfig& c) {
   std::vector<HfTensor> out;
-  auto add = [&](std::string name, const std::string& ours, bool conv1d) {
+  auto add = [&](std::string name, std::string_view ours, bool conv1d) {
     const TensorSpec& t = layout.at(ours);
     Shape shape = t.shape;
     if (conv1d) std::swap(shape[0], shape[1]);
     out.push_back({std::move(name), &t, std::move(shape), conv1d});
   };
-  add("wte.weight", "wte", false);
+  add(std::string(names::hf::kTokenEmbedding), names::kTokenEmbedding, false);
   out.back().shape[0] = c.vocab_size;  // the padding rows are not stored
-  add("wpe.weight", "wpe", false);
+  add(std::string(names::hf::kPositionEmbedding), names::kPositionEmbedding, false);
   for (int l = 0; l < c.num_layers; ++l) {
-    auto hf = [l](std::string_view s) { return fmt::format("h.{}.{}", l, s); };
-    auto our = [l](std::string_view s) { return ParameterLayout::layer_name(l, s); };
-    add(hf("ln_1.weight"), our("ln1.scale"), false);
-    add(hf("ln_1.bias"), our("ln1.bias"), false);
-    add(hf("attn.c_attn.weight"), our("attn.qkv.w"), true);
-    add(hf("attn.c_attn.bias"), our("attn.qkv.b"), false);
-    add(hf("attn.c_proj.weight"), our("attn.proj.w"), true);
-    add(hf("attn.c_proj.bias"), our("attn.proj.b"), false);
-    add(hf("ln_2.weight"), our("ln2.scale"), false);
-    add(hf("ln_2.bias"), our("ln2.bias"), false);
-    add(hf("mlp.c_fc.weight"), our("mlp.fc.w"), true);
-    add(hf("mlp.c_fc.bias"), our("mlp.fc.b"), false);
-    add(hf("mlp.c_proj.weight"), our("mlp.proj.w"), true);
-    add(hf("mlp.c_proj.bias"), our("mlp.proj.b"), false);
+    for (const names::hf::BlockTensor& t : names::hf::kBlockTensors) {
+      add(hf_block_name(l, t.hf), ParameterLayout::layer_name(l, t.ours), t.conv1d);
+    }
   }
-  add("ln_f.weight", "lnf.scale", false);
-  add("ln_f.bias", "lnf.bias", false);
+  add(std::string(names::hf::kFinalNormScale), names::kFinalNormScale, false);
+  add(std::string(names::hf::kFinalNormBias), names::kFinalNormBias, false);
   return out;
 }
 
@@ -194,7 +186,7 @@ void transpose(const float* src, std::int64_t rows, std::int64_t cols, float* ds
 // The layers h.0 .. h.{L-1} that tensor names mention; they must be contiguous.
 int count_layers(const fs::path& file, const std::map<std::string, StEntry>& entries, const std::string& prefix) {
   std::set<int> layers;
-  const std::string h = prefix + "h.";
+  const std::string h = prefix + std::string(names::hf::kBlockPrefix);
   for (const auto& [name, e] : entries) {
     if (!name.starts_with(h)) continue;
     const char* first = name.data() + h.size();
@@ -203,9 +195,9 @@ int count_layers(const fs::path& file, const std::map<std::string, StEntry>& ent
     const auto [end, ec] = std::from_chars(first, last, l);
     if (ec == std::errc() && end != last && *end == '.' && l < 1u << 24) layers.insert(static_cast<int>(l));
   }
-  if (layers.empty()) fail(file, fmt::format("no transformer layers: missing tensor {}h.0.ln_1.weight", prefix));
+  if (layers.empty()) fail(file, fmt::format("no transformer layers: missing tensor {}{}", prefix, hf_block_name(0, names::hf::kBlockTensors[0].hf)));
   for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
-    if (!layers.contains(l)) fail(file, fmt::format("layer {}h.{} is missing but layer {} exists", prefix, l, *layers.rbegin()));
+    if (!layers.contains(l)) fail(file, fmt::format("layer {}{} is missing but layer {} exists", h, l, *layers.rbegin()));
   }
   return static_cast<int>(layers.size());
 }
@@ -259,18 +251,19 @@ void save_llmc(const fs::path& file, const HostWeights& w) {
   h[5] = c.num_heads;
   h[6] = c.model_dims;
   h[7] = c.padded_vocab();
-  AtomicOut out(file);
+  AtomicFile out(file);
   out.write(h.data(), sizeof h);
   for (const TensorSpec* t : llmc_order(layout, c.num_layers)) out.write(w.data.data() + t->offset, t->count * sizeof(float));
   out.commit();
 }
 
 HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t alignment) {
-  const files::SafetensorsReader in(file);
+  const SafetensorsReader in(file);
   const auto& entries = in.entries();
 
   // Saved from GPT2LMHeadModel (prefixed) or GPT2Model (bare); missing tensors are named prefixed.
-  const std::string prefix = !entries.contains(kHfPrefix + "wte.weight") && entries.contains("wte.weight")
+  const std::string wte(names::hf::kTokenEmbedding);
+  const std::string prefix = !entries.contains(kHfPrefix + wte) && entries.contains(wte)
                                  ? ""
                                  : kHfPrefix;
   auto need = [&](const std::string& name) -> const StEntry& {
@@ -291,10 +284,10 @@ HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t al
   };
   HostWeights w;
   GptConfig& c = w.config;
-  std::tie(c.vocab_size, c.model_dims) = dims2("wte.weight");
-  c.max_seq_len = dims2("wpe.weight").first;
+  std::tie(c.vocab_size, c.model_dims) = dims2(wte);
+  c.max_seq_len = dims2(std::string(names::hf::kPositionEmbedding)).first;
   c.num_layers = count_layers(file, entries, prefix);
-  c.hidden_dims = dims2("h.0.mlp.c_fc.weight").second;
+  c.hidden_dims = dims2(hf_block_name(0, names::hf::kMlpFcWeight)).second;
   c.padded_vocab_size = 0;
   if (num_heads < 1 || c.model_dims % num_heads != 0) {
     throw ConfigError(fmt::format("NUM_HEADS={} must divide MODEL_DIMS={} of {}", num_heads, c.model_dims, file.string()));
@@ -325,7 +318,7 @@ HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t al
       fail(file, fmt::format("tensor {}{} has shape [{}], expected [{}]", prefix, t.name, fmt::join(e.shape, ", "),
                              fmt::join(t.shape, ", ")));
     }
-    const std::size_t count = elements(t.shape);
+    const std::size_t count = element_count(t.shape);
     float* dst = w.data.data() + t.ours->offset;
     if (!t.conv1d) {
       in.read(e, dst);
@@ -351,10 +344,10 @@ void save_safetensors(const fs::path& file, const HostWeights& w) {
 
   std::vector<std::pair<std::string, Shape>> names;
   for (const HfTensor& t : tensors) names.emplace_back(kHfPrefix + t.name, t.shape);
-  files::SafetensorsWriter out(file, names, {{"format", "pt"}});
+  SafetensorsWriter out(file, names, {{"format", "pt"}});
   std::vector<float> staged;
   for (const HfTensor& t : tensors) {
-    const std::size_t count = elements(t.shape);
+    const std::size_t count = element_count(t.shape);
     const float* src = w.data.data() + t.ours->offset;
     if (t.conv1d) {
       staged.resize(count);

@@ -16,7 +16,7 @@
 // (out, in), so they are transposed on load and on save. Only wte's first V rows are stored: on
 // load the padding rows are zero, on save they are dropped. F32 only.
 //
-// Every problem with a file's contents or reading it throws WeightsFileError, one line naming the
+// Every problem with a file's contents or reading it throws FileError (common/errors.h), one line naming the
 // file, what is wrong and, where possible, how to fix it (a failed write: DataError, common/atomic_file.h).
 // Sizes are taken from a header only after the file is known to hold them. A HostWeights whose config the format cannot
 // express, or a NUM_HEADS that does not fit the file, throws ConfigError. Writes are atomic: the
@@ -28,16 +28,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "device/errors.h"
+#include "common/errors.h"
 #include "models/gpt_config.h"
 
 namespace paxocl::models {
-
-// A bad, truncated, unreadable or unwritable weight file. The CLI maps it to exit code 3 (kExitData).
-class WeightsFileError : public DataError {
- public:
-  using DataError::DataError;
-};
 
 struct HostWeights {
   GptConfig config;

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/crc32c.h"
-#include "device/errors.h"
+#include "common/errors.h"
 #include "proto/tensorboard.pb.h"
 
 namespace paxocl::scheduler {

@@ -12,7 +12,8 @@
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpointer.h"
 #include "device/device_selection.h"
-#include "device/errors.h"
+#include "common/atomic_file.h"
+#include "common/errors.h"
 #include "device/mesh_proto.h"
 #include "inputs/dataset.h"
 #include "models/initial_parameters.h"
@@ -34,7 +35,8 @@ void open_job_dir(const config::JobConfig& job, int rank) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw ConfigError(fmt::format("--job_log_dir={}: cannot create it ({})", dir.string(), ec.message()));
-  if (rank == 0) std::ofstream(dir / "experiment.json") << job.experiment.to_json().dump(2) << "\n";
+  // Read back on resume and by `export`: it must appear whole (a DataError when it cannot be written).
+  if (rank == 0) write_file_atomically(dir / "experiment.json", job.experiment.to_json().dump(2) + "\n");
   const std::string log = rank == 0 ? "train.log" : fmt::format("train-rank{}.log", rank);
   auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>((dir / log).string());
   spdlog::default_logger()->sinks().push_back(file_sink);

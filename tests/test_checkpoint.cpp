@@ -11,8 +11,8 @@
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/manifest_file.h"
+#include "common/errors.h"
 #include "proto/checkpoint.pb.h"
-#include "device/errors.h"
 #include "tests/model_configs.h"
 #include "tests/test_support.h"
 

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "app/cli_args.h"
-#include "device/errors.h"
+#include "common/errors.h"
 
 namespace paxocl::app {
 namespace {

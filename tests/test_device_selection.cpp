@@ -2,9 +2,9 @@
 // covered on a CPU-only machine).
 #include <gtest/gtest.h>
 
+#include "common/errors.h"
 #include "device/device_selection.h"
 #include "device/known_peaks.h"
-#include "device/errors.h"
 #include "tests/test_support.h"
 
 namespace paxocl::device {

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "common/crc32c.h"
-#include "device/errors.h"
+#include "common/errors.h"
 #include "config/experiment.h"
 #include "proto/tensorboard.pb.h"
 #include "scheduler/summary_writer.h"

@@ -3,7 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include "device/errors.h"
+#include "common/errors.h"
 #include "device/host_topology.h"
 
 namespace paxocl::device {

@@ -11,14 +11,14 @@
 
 #include <fmt/format.h>
 
-#include "device/errors.h"
+#include "common/errors.h"
+#include "common/rng.h"
 #include "inputs/corpus.h"
 #include "inputs/dataset.h"
 #include "inputs/prefetch_input.h"
 #include "inputs/token_shard.h"
 #include "inputs/tokenizer.h"
 #include "inputs/windowed_input.h"
-#include "common/rng.h"
 #include "tests/test_support.h"
 
 namespace paxocl::inputs {

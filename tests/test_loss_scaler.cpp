@@ -2,7 +2,7 @@
 // row, stays a power of two in [1, 2^24], and restores only states it could have reached.
 #include <gtest/gtest.h>
 
-#include "device/errors.h"
+#include "common/errors.h"
 #include "models/loss_scaler.h"
 
 namespace paxocl::models {

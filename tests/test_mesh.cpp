@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "device/errors.h"
+#include "common/errors.h"
 #include "device/mesh.h"
 #include "device/mesh_proto.h"
 #include "tests/test_support.h"

@@ -6,7 +6,7 @@
 #include "tests/mpi_test_main.h"
 #include "collectives/process_world.h"
 #include "device/device_selection.h"
-#include "device/errors.h"
+#include "common/errors.h"
 #include "device/mesh.h"
 
 namespace paxocl {

@@ -4,8 +4,8 @@
 
 #include <random>
 
+#include "common/errors.h"
 #include "models/initial_parameters.h"
-#include "device/errors.h"
 #include "models/shard_plan.h"
 #include "tests/model_configs.h"
 

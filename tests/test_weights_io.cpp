@@ -24,7 +24,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "device/errors.h"
+#include "common/errors.h"
 #include "models/parameter_layout.h"
 #include "tests/test_support.h"
 
@@ -53,7 +53,7 @@ std::vector<float> floats(const std::string& bytes) {
 float value(std::size_t tensor, std::size_t i) { return static_cast<float>(tensor * 100000 + i); }
 
 // Error checks: an `Error` whose one-line message names the file and holds every word (reading
-// fails as a WeightsFileError, writing as a DataError: common/atomic_file.h).
+// fails as a FileError, writing as a DataError: common/atomic_file.h).
 template <typename Error, typename F>
 void expect_error_naming(F&& f, const fs::path& file, std::initializer_list<std::string_view> words) {
   try {
@@ -69,7 +69,7 @@ void expect_error_naming(F&& f, const fs::path& file, std::initializer_list<std:
 
 template <class F>
 void expect_file_error(F&& f, const fs::path& file, std::initializer_list<std::string_view> words) {
-  expect_error_naming<WeightsFileError>(std::forward<F>(f), file, words);
+  expect_error_naming<FileError>(std::forward<F>(f), file, words);
 }
 
 // ---- an independent llm.c writer (layout from llm.c's train_gpt2.c) ----------------------------
@@ -465,7 +465,7 @@ TEST(WeightsIo, LlmcHeadersClaimingHugeModelsFailOnTheFileSize) {
     try {
       load_llmc(f, 1);
       ADD_FAILURE() << "a 41 KB file loaded as a model of L=" << d.L;
-    } catch (const WeightsFileError& e) {
+    } catch (const FileError& e) {
       const std::string msg = e.what();
       EXPECT_TRUE(msg.find("truncated") != std::string::npos || msg.find("unusable model shape") != std::string::npos) << msg;
     }

@@ -7,7 +7,7 @@
 
 #include "bench/suite/benches.h"
 #include "bench/suite/timing.h"
-#include "device/errors.h"
+#include "common/errors.h"
 
 namespace paxocl::bench {
 

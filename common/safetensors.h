@@ -1,7 +1,7 @@
-// Files for weights and checkpoints: reading at explicit offsets, atomic writing, and the
-// safetensors format (https://github.com/huggingface/safetensors): an 8-byte little-endian header
-// length, a JSON header {name: {dtype, shape, data_offsets}}, then the data. Every error is a
-// WeightsFileError naming the file.
+// safetensors files (https://github.com/huggingface/safetensors): an 8-byte little-endian header
+// length, a JSON header {name: {dtype, shape, data_offsets}}, then the data. Generic I/O: weight
+// files (models/weights_io.h) and checkpoint parts (checkpoint/) both use it. Every error reading a
+// file is a FileError naming it; a failed write is a DataError (common/atomic_file.h).
 #pragma once
 
 #include <cstdint>
@@ -9,46 +9,20 @@
 #include <map>
 #include <span>
 #include <string>
-#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
-#include "models/weights_io.h"
+#include "common/in_file.h"
 
-namespace paxocl::models::files {
+namespace paxocl {
 
-namespace fs = std::filesystem;
-using Shape = std::vector<std::int64_t>;
+using TensorShape = std::vector<std::int64_t>;
 
-[[noreturn]] void fail(const fs::path& file, std::string_view what);
-
-// Sizes from untrusted headers: a product that overflows saturates, so it can only fail a size check.
-std::uint64_t mul_sat(std::uint64_t a, std::uint64_t b);
-std::uint64_t add_sat(std::uint64_t a, std::uint64_t b);
-std::uint64_t elements(const Shape& shape);
-
-// A regular file read at explicit offsets.
-class InFile {
- public:
-  explicit InFile(const fs::path& file);
-  ~InFile();
-  InFile(const InFile&) = delete;
-  InFile& operator=(const InFile&) = delete;
-  std::uint64_t size() const { return size_; }
-  void read(std::uint64_t offset, void* dst, std::size_t bytes) const;
-  const fs::path& path() const { return file_; }
-
- private:
-  fs::path file_;
-  int fd_;
-  std::uint64_t size_ = 0;
-};
-
-// Atomic writing lives in common/ (every layer needs it).
-using AtomicOut = paxocl::AtomicFile;
-using paxocl::sync_directory;
+// The product of a shape's dimensions, saturating (common/saturating.h).
+std::uint64_t element_count(const TensorShape& shape);
 
 // A safetensors file whose header has been read and checked: at most kMaxHeaderBytes (the format's
 // own cap) and 64 levels of JSON, dtypes known, shapes matching their byte ranges, which tile the
@@ -57,11 +31,11 @@ class SafetensorsReader {
  public:
   struct Entry {
     std::string dtype;
-    Shape shape;
+    TensorShape shape;
     std::uint64_t begin = 0, end = 0;  // bytes, relative to the data
   };
   static constexpr std::uint64_t kMaxHeaderBytes = std::uint64_t{100} << 20;
-  explicit SafetensorsReader(const fs::path& file);
+  explicit SafetensorsReader(const std::filesystem::path& file);
   std::uint64_t data_bytes() const { return in_.size() - data_start_; }
   const std::map<std::string, Entry>& entries() const { return entries_; }
   const nlohmann::json& metadata() const { return metadata_; }  // "__metadata__" (null if none)
@@ -79,7 +53,7 @@ class SafetensorsReader {
 // tensor's data through add(), in the same order; commit() when all are written.
 class SafetensorsWriter {
  public:
-  SafetensorsWriter(const fs::path& file, const std::vector<std::pair<std::string, Shape>>& tensors,
+  SafetensorsWriter(const std::filesystem::path& file, const std::vector<std::pair<std::string, TensorShape>>& tensors,
                     const nlohmann::ordered_json& metadata);
   void add(std::span<const float> data);
   void commit();
@@ -87,10 +61,10 @@ class SafetensorsWriter {
   std::uint32_t crc32c() const { return out_.crc32c(); }
 
  private:
-  fs::path file_;
-  AtomicOut out_;
+  std::filesystem::path file_;
+  AtomicFile out_;
   std::vector<std::uint64_t> sizes_;  // floats per tensor, in order
   std::size_t next_ = 0;
 };
 
-}  // namespace paxocl::models::files
+}  // namespace paxocl

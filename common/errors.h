@@ -3,8 +3,10 @@
 // Every error's what() is one line that says what is wrong and, where possible, how to fix it.
 #pragma once
 
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace paxocl {
 
@@ -22,6 +24,14 @@ class ConfigError : public std::runtime_error {
 class DataError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A file that cannot be opened or read, or whose contents are bad (truncated, malformed, out of range):
+// weight files, checkpoint payloads, any safetensors file. what() is "<file>: <what is wrong>".
+class FileError : public DataError {
+ public:
+  FileError(const std::filesystem::path& file, std::string_view what)
+      : DataError(file.string() + ": " + std::string(what)) {}
 };
 
 // Missing or unusable hardware, drivers or runtime resources.

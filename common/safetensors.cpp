@@ -1,64 +1,24 @@
-#include "models/model_files.h"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "common/safetensors.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
-
 #include <fmt/ranges.h>
 
 #include "common/bounded_json.h"
+#include "common/errors.h"
+#include "common/saturating.h"
 
-namespace paxocl::models::files {
+namespace paxocl {
 
-void fail(const fs::path& file, std::string_view what) {
-  throw WeightsFileError(fmt::format("{}: {}", file.string(), what));
-}
-
-std::uint64_t mul_sat(std::uint64_t a, std::uint64_t b) {
-  constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
-  return (a != 0 && b > kMax / a) ? kMax : a * b;
-}
-std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) {
-  constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
-  return b > kMax - a ? kMax : a + b;
-}
-std::uint64_t elements(const Shape& shape) {
+std::uint64_t element_count(const TensorShape& shape) {
   std::uint64_t n = 1;
   for (std::int64_t d : shape) n = mul_sat(n, static_cast<std::uint64_t>(d));
   return n;
-}
-
-InFile::InFile(const fs::path& file) : file_(file), fd_(::open(file.c_str(), O_RDONLY | O_CLOEXEC)) {
-  if (fd_ < 0) fail(file_, fmt::format("cannot open for reading: {}; check the path", std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd_);
-    fail(file_, "not a regular file");
-  }
-  size_ = static_cast<std::uint64_t>(st.st_size);
-}
-
-InFile::~InFile() { ::close(fd_); }
-
-void InFile::read(std::uint64_t offset, void* dst, std::size_t bytes) const {
-  auto* p = static_cast<char*>(dst);
-  while (bytes > 0) {
-    const ssize_t n = ::pread(fd_, p, bytes, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(file_, fmt::format("read error at byte {}: {}", offset, std::strerror(errno)));
-    if (n == 0) fail(file_, fmt::format("unexpected end of file at byte {}", offset));
-    p += n;
-    offset += static_cast<std::uint64_t>(n);
-    bytes -= static_cast<std::size_t>(n);
-  }
 }
 
 namespace {
@@ -73,13 +33,14 @@ std::size_t dtype_bytes(std::string_view dtype) {
 
 // Parses and checks the header of every tensor (extras too): dtype, shape and offsets that tile the
 // data buffer exactly, as the safetensors specification requires.
-std::map<std::string, SafetensorsReader::Entry> parse_safetensors_header(const fs::path& file, const nlohmann::json& header,
+std::map<std::string, SafetensorsReader::Entry> parse_safetensors_header(const std::filesystem::path& file, const nlohmann::json& header,
                                                                         std::uint64_t data_bytes) {
-  if (!header.is_object()) fail(file, "invalid safetensors JSON header: not an object");
+  if (!header.is_object()) throw FileError(file, "invalid safetensors JSON header: not an object");
   std::map<std::string, SafetensorsReader::Entry> entries;
   for (const auto& [name, j] : header.items()) {
     if (name == "__metadata__") continue;
-    auto bad = [&](std::string_view what) { fail(file, fmt::format("tensor {}: {}", name, what)); };
+    const std::string& tensor = name;  // clang < 16 cannot capture a structured binding (the fuzz build)
+    auto bad = [&](std::string_view what) { throw FileError(file, fmt::format("tensor {}: {}", tensor, what)); };
     if (!j.is_object() || !j.contains("dtype") || !j["dtype"].is_string() || !j.contains("shape") ||
         !j["shape"].is_array() || !j.contains("data_offsets") || !j["data_offsets"].is_array()) {
       bad("header entry needs \"dtype\" (string), \"shape\" and \"data_offsets\" (arrays)");
@@ -101,7 +62,7 @@ std::map<std::string, SafetensorsReader::Entry> parse_safetensors_header(const f
     }
     const std::size_t elem = dtype_bytes(e.dtype);
     if (elem == 0) bad(fmt::format("unknown dtype {}", e.dtype));
-    const std::uint64_t need = mul_sat(elements(e.shape), elem);
+    const std::uint64_t need = mul_sat(element_count(e.shape), elem);
     if (e.end - e.begin != need) {
       bad(fmt::format("data_offsets [{}, {}] span {} bytes, but shape [{}] of {} needs {}", e.begin, e.end,
                       e.end - e.begin, fmt::join(e.shape, ", "), e.dtype, need));
@@ -113,28 +74,28 @@ std::map<std::string, SafetensorsReader::Entry> parse_safetensors_header(const f
   std::sort(ranges.begin(), ranges.end());
   std::uint64_t covered = 0;
   for (const auto& [b, e] : ranges) {
-    if (b < covered) fail(file, fmt::format("overlapping tensors: data_offsets [{}, {}] start inside bytes before {}", b, e, covered));
-    if (b > covered) fail(file, fmt::format("bytes [{}, {}) of the data belong to no tensor", covered, b));
+    if (b < covered) throw FileError(file, fmt::format("overlapping tensors: data_offsets [{}, {}] start inside bytes before {}", b, e, covered));
+    if (b > covered) throw FileError(file, fmt::format("bytes [{}, {}) of the data belong to no tensor", covered, b));
     covered = e;
   }
-  if (covered != data_bytes) fail(file, fmt::format("bytes [{}, {}) of the data belong to no tensor", covered, data_bytes));
+  if (covered != data_bytes) throw FileError(file, fmt::format("bytes [{}, {}) of the data belong to no tensor", covered, data_bytes));
   return entries;
 }
 
 }  // namespace
 
-SafetensorsReader::SafetensorsReader(const fs::path& file) : in_(file) {
+SafetensorsReader::SafetensorsReader(const std::filesystem::path& file) : in_(file) {
   std::uint64_t header_bytes = 0;
   if (in_.size() < sizeof header_bytes) {
-    fail(file, fmt::format("truncated: expected at least 8 bytes (the safetensors header length), got {}", in_.size()));
+    throw FileError(file, fmt::format("truncated: expected at least 8 bytes (the safetensors header length), got {}", in_.size()));
   }
   in_.read(0, &header_bytes, sizeof header_bytes);
   if (header_bytes > in_.size() - sizeof header_bytes) {
-    fail(file, fmt::format("safetensors header length {} runs past the end of the file ({} bytes): truncated or not "
+    throw FileError(file, fmt::format("safetensors header length {} runs past the end of the file ({} bytes): truncated or not "
                            "a safetensors file", header_bytes, in_.size()));
   }
   if (header_bytes > kMaxHeaderBytes) {
-    fail(file, fmt::format("safetensors header of {} bytes; the format allows at most {}", header_bytes, kMaxHeaderBytes));
+    throw FileError(file, fmt::format("safetensors header of {} bytes; the format allows at most {}", header_bytes, kMaxHeaderBytes));
   }
   std::string text(header_bytes, '\0');
   in_.read(sizeof header_bytes, text.data(), text.size());
@@ -143,7 +104,7 @@ SafetensorsReader::SafetensorsReader(const fs::path& file) : in_(file) {
   try {
     header = parse_json_bounded(text);
   } catch (const std::invalid_argument& e) {
-    fail(file, fmt::format("invalid safetensors JSON header: {}", e.what()));
+    throw FileError(file, fmt::format("invalid safetensors JSON header: {}", e.what()));
   }
   entries_ = parse_safetensors_header(file, header, in_.size() - data_start_);
   if (header.contains("__metadata__")) metadata_ = std::move(header["__metadata__"]);
@@ -155,23 +116,23 @@ void SafetensorsReader::read(const Entry& entry, void* dst) const {
 
 std::vector<float> SafetensorsReader::read_f32(const std::string& name) const {
   const auto it = entries_.find(name);
-  if (it == entries_.end()) fail(in_.path(), fmt::format("missing tensor {}", name));
-  if (it->second.dtype != "F32") fail(in_.path(), fmt::format("tensor {} has dtype {}, expected F32", name, it->second.dtype));
+  if (it == entries_.end()) throw FileError(in_.path(), fmt::format("missing tensor {}", name));
+  if (it->second.dtype != "F32") throw FileError(in_.path(), fmt::format("tensor {} has dtype {}, expected F32", name, it->second.dtype));
   std::vector<float> data((it->second.end - it->second.begin) / sizeof(float));
   read(it->second, data.data());
   return data;
 }
 
-SafetensorsWriter::SafetensorsWriter(const fs::path& file, const std::vector<std::pair<std::string, Shape>>& tensors,
+SafetensorsWriter::SafetensorsWriter(const std::filesystem::path& file, const std::vector<std::pair<std::string, TensorShape>>& tensors,
                                      const nlohmann::ordered_json& metadata)
     : file_(file), out_(file) {
   nlohmann::ordered_json header;
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t pos = 0;
   for (const auto& [name, shape] : tensors) {
-    const std::uint64_t bytes = elements(shape) * sizeof(float);
+    const std::uint64_t bytes = element_count(shape) * sizeof(float);
     header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {pos, pos + bytes}}};
-    sizes_.push_back(elements(shape));
+    sizes_.push_back(element_count(shape));
     pos += bytes;
   }
   std::string text = header.dump();
@@ -194,4 +155,4 @@ void SafetensorsWriter::commit() {
   out_.commit();
 }
 
-}  // namespace paxocl::models::files
+}  // namespace paxocl
