@@ -215,23 +215,4 @@ void GptModel::backward_block(Pass& pass, int block) {
 
 void GptModel::finish_backward(Pass& pass) { embedding_->backward(pass.ctx, *pass.x); }
 
-LossStats GptModel::evaluate(const inputs::Batch& batch) {
-  Pass pass = begin_pass(batch, false);
-  for (int l = 0; l < config_.num_layers; ++l) forward_block(pass, l);
-  return forward_loss(pass);
-}
-
-LossStats GptModel::train_step_gradients(const inputs::Batch& batch, const std::function<void(int)>& block_done) {
-  Pass pass = begin_pass(batch, true);
-  for (int l = 0; l < config_.num_layers; ++l) forward_block(pass, l);
-  const LossStats loss = forward_loss(pass);
-  begin_backward(pass);
-  for (int l = config_.num_layers - 1; l >= 0; --l) {
-    backward_block(pass, l);
-    if (block_done) block_done(l);
-  }
-  finish_backward(pass);
-  return loss;
-}
-
 }  // namespace paxocl::models

@@ -1,4 +1,4 @@
-// GptModel: Pax's GPT decoder on one OpenCL device.
+// GptModel: Pax's GPT decoder on one OpenCL device; the first models::Model (model.h).
 //   ids (B, T) -> Embedding (wte + wpe) -> NUM_LAYERS x TransformerBlock -> final LayerNorm
 //   -> TiedLmHead (logits = y wte^T, weighted mean softmax cross-entropy)
 // Parameters, gradients live in two device buffers; each layer receives views of its own tensors
@@ -26,6 +26,7 @@
 #include "models/layers/layer_norm.h"
 #include "models/layers/tied_lm_head.h"
 #include "models/layers/transformer_block.h"
+#include "models/model.h"
 #include "models/parameter_layout.h"
 #include "inputs/batch.h"
 #include "models/weights_io.h"
@@ -41,71 +42,50 @@ struct GptModelOptions {
   int resident_block_slots = 0;
 };
 
-class GptModel {
+class GptModel : public Model {
  public:
   GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, GptModelOptions options);
 
   // Parameter images need full residency (ConfigError otherwise).
   void init(std::uint64_t seed);                      // models/initial_parameters.h
-  void set_parameters(std::span<const float> flat);   // flat as ParameterLayout (size total())
-  std::vector<float> parameters();
-  std::vector<float> gradients();
+  void set_parameters(std::span<const float> flat) override;  // flat as ParameterLayout (size total())
+  std::vector<float> parameters() override;
+  std::vector<float> gradients() override;
   // Weight files (models/weights_io.h): the file's config must match this model's (INIT_STD aside);
   // tensors are copied by name, so the file's alignment may differ from the device's.
   void load_weights(const HostWeights& weights);
   // The file's tensors as this model's flat layout image (any residency).
-  std::vector<float> flat_from_weights(const HostWeights& weights) const;
+  std::vector<float> flat_from_weights(const HostWeights& weights) const override;
   HostWeights save_weights();
 
-  LossStats evaluate(const inputs::Batch& batch);       // forward only: loss sums and accuracy
-  double loss(const inputs::Batch& batch) { return evaluate(batch).mean_loss(); }
-  // Gradients of the batch's mean loss into gradient_buffer(); returns the batch's loss sums.
-  // `block_done(l)` is called as soon as block l's backward is enqueued (l = L-1 down to 0): its
-  // gradients (layout().ranges_of_blocks(l, l)) are final once the queue gets there, which
-  // is when their reduction can start while earlier blocks still compute.
-  LossStats train_step_gradients(const inputs::Batch& batch, const std::function<void(int)>& block_done = {});
-  double forward_backward(const inputs::Batch& batch) { return train_step_gradients(batch).mean_loss(); }
-  // Loss scaling (float16, models/loss_scaler.h): the gradients the backward produces are those of
-  // loss_scale x the mean loss, so small activation gradients survive 16-bit storage. A power of
-  // two scales every rounding exactly (barring overflow / underflow); the optimizer divides it out.
-  void set_loss_scale(float scale) { loss_scale_ = scale; }
+  void set_loss_scale(float scale) override { loss_scale_ = scale; }
   float loss_scale() const { return loss_scale_; }
 
-  // A pass in phases, for schedulers that put collectives between blocks (scheduler/fsdp_step.h);
-  // evaluate() and train_step_gradients() are these calls in this order:
-  //   Pass p = begin_pass(batch, gradients);  // embedding forward; with gradients: all zeroed
-  //   forward_block(p, 0 .. L-1);  LossStats s = forward_loss(p);
-  //   begin_backward(p);  backward_block(p, L-1 .. 0);  finish_backward(p);
-  struct Pass {
-    LayerContext ctx;
-    const inputs::Batch* batch;
-    const ActBuffer* x;  // (B*T, C): the activation (forward) or its gradient (backward) between phases
-  };
-  Pass begin_pass(const inputs::Batch& batch, bool gradients);
-  void forward_block(Pass& pass, int block);
-  LossStats forward_loss(Pass& pass);
-  void begin_backward(Pass& pass);
-  void backward_block(Pass& pass, int block);
-  void finish_backward(Pass& pass);
+  Pass begin_pass(const inputs::Batch& batch, bool gradients) override;
+  void forward_block(Pass& pass, int block) override;
+  LossStats forward_loss(Pass& pass) override;
+  void begin_backward(Pass& pass) override;
+  void backward_block(Pass& pass, int block) override;
+  void finish_backward(Pass& pass) override;
 
   // FSDP residency: the device memory of a unit (ParameterLayout::unit(block), block -1 for the
   // one outside the blocks): block l's is its slot's, shared with the blocks l +- k*slots.
-  FloatBuffer unit_parameters(int block) const;
-  FloatBuffer unit_gradients(int block) const;
+  FloatBuffer unit_parameters(int block) const override;
+  FloatBuffer unit_gradients(int block) const override;
   int resident_block_slots() const { return options_.resident_block_slots; }
 
   const GptConfig& config() const { return config_; }
-  const ParameterLayout& layout() const { return layout_; }
-  FloatBuffer& parameter_buffer() { return params_; }
+  const ParameterLayout& layout() const override { return layout_; }
+  FloatBuffer& parameter_buffer() override { return params_; }
   // The weights as a step reads them: params_ cast to fprop_dtype (for float32, params_ itself).
   const ActBuffer& compute_buffer() const { return compute_; }
-  FloatBuffer& gradient_buffer() { return grads_; }
-  kernels::DeviceRuntime& runtime() const { return runtime_; }
+  FloatBuffer& gradient_buffer() override { return grads_; }
+  kernels::DeviceRuntime& runtime() const override { return runtime_; }
   // Device memory the layers allocated at construction for activations, their gradients and
   // workspaces (measured: the buffers created), for max_batch x max_seq_len rows.
-  std::size_t activation_bytes() const { return activation_bytes_; }
+  std::size_t activation_bytes() const override { return activation_bytes_; }
   // The 16-bit copy of the resident parameters (0 for float32, which reads params_ itself).
-  std::size_t weight_copy_bytes() const {
+  std::size_t weight_copy_bytes() const override {
     return runtime_.act_dtype() == device::DType::kF32 ? 0 : compute_.bytes();
   }
 

@@ -11,8 +11,7 @@ DataParallelStep::DataParallelStep(const std::vector<device::DeviceInfo>& device
   const int local = options.mesh.devices_per_process();  // all on the data axis
   open_local_devices(devices, local, cache, options);
   for (Local& l : locals_) {
-    l.model = std::make_unique<models::GptModel>(
-        *l.runtime, options.config, models::GptModelOptions{static_cast<std::size_t>(options.step.device_batch)});
+    l.model = build_model(*l.runtime, options);
     l.adam = std::make_unique<models::AdamOptimizer>(*l.runtime, l.model->layout().total(),
                                                      l.model->layout().decayed_end(), options.adam);
   }

@@ -50,9 +50,7 @@ FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::Progr
   const int local = mesh.devices_per_process();
   open_local_devices(devices, local, cache, options);
   for (Local& l : locals_) {
-    l.model = std::make_unique<models::GptModel>(
-        *l.runtime, options.config,
-        models::GptModelOptions{static_cast<std::size_t>(options.step.device_batch), 0, 64u << 20, slots_});
+    l.model = build_model(*l.runtime, options, slots_);
   }
   plan_ = std::make_unique<models::ShardPlan>(layout(), mesh.dcn_size(MeshAxis::kFsdp), mesh.ici_size(MeshAxis::kFsdp));
   for (int b = -1; b < options.config.num_layers; ++b) splits_.push_back(unit_split(*plan_, b, process_));
@@ -167,7 +165,7 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
   const std::vector<device::Event> updated = compute_markers(locals_.size());
   // The unit outside the blocks serves the embedding, the LM head and their backward.
   const Pending rest = gather(-1, n, updated);
-  std::vector<models::GptModel::Pass> passes;
+  std::vector<models::Model::Pass> passes;
   for (std::size_t d = 0; d < n; ++d) {
     wait_on_device(d, rest);
     passes.push_back(locals_[d].model->begin_pass(rows[d], train));
@@ -211,7 +209,7 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
       }
     }
     for (std::size_t d = 0; d < n; ++d) {
-      models::GptModel& model = *locals_[d].model;
+      models::Model& model = *locals_[d].model;
       if (gathered[k]) wait_on_device(d, *gathered[k]);
       if (!use.backward) {
         model.forward_block(passes[d], use.block);

@@ -56,6 +56,13 @@ std::vector<TraceEvent> StepProgram::collect_trace(const std::vector<std::int64_
   return events;
 }
 
+std::unique_ptr<models::Model> StepProgram::build_model(kernels::DeviceRuntime& runtime, const StepOptions& options,
+                                                       int resident_block_slots) {
+  return std::make_unique<models::GptModel>(
+      runtime, options.config,
+      models::GptModelOptions{static_cast<std::size_t>(options.step.device_batch), 0, 64u << 20, resident_block_slots});
+}
+
 inputs::Batch StepProgram::device_rows(const inputs::Batch& batch, int device, int device_batch) {
   inputs::Batch part{device_batch, batch.seq_len, {}, {}, {}};
   const std::size_t rows = static_cast<std::size_t>(device_batch) * static_cast<std::size_t>(batch.seq_len);

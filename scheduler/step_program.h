@@ -74,7 +74,7 @@ class StepProgram {
   std::vector<device::Device*> devices() const;
   device::Device& device() const { return *locals_.front().device; }
   kernels::DeviceRuntime& runtime() const { return *locals_.front().runtime; }
-  models::GptModel& model() const { return *locals_.front().model; }
+  models::Model& model() const { return *locals_.front().model; }
   const models::ParameterLayout& layout() const { return model().layout(); }
 
  protected:
@@ -91,7 +91,7 @@ class StepProgram {
   struct Local {
     std::unique_ptr<device::Device> device;
     std::unique_ptr<kernels::DeviceRuntime> runtime;
-    std::unique_ptr<models::GptModel> model;
+    std::unique_ptr<models::Model> model;
     std::unique_ptr<models::AdamOptimizer> adam;
   };
   // Kernels of every local device and the communicator's collectives, on the host clock.
@@ -99,6 +99,9 @@ class StepProgram {
   std::vector<TraceEvent> collect_trace(const std::vector<std::int64_t>& offsets, long step,
                                         collectives::IciCommunicator* communicator, const std::string& prefix = "");
   void trace_queues(bool on, collectives::IciCommunicator* communicator);
+  // The model of the options' architecture on `runtime` (FSDP residency: `resident_block_slots`).
+  static std::unique_ptr<models::Model> build_model(kernels::DeviceRuntime& runtime, const StepOptions& options,
+                                                    int resident_block_slots = 0);
   // Rows [device * device_batch, +device_batch) of this process's batch.
   static inputs::Batch device_rows(const inputs::Batch& batch, int device, int device_batch);
 

@@ -52,7 +52,7 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
   // A live line only on a real terminal of a single process (launchers forward output through a pty).
   live_ = world.size() == 1 && ::isatty(STDOUT_FILENO) != 0;
   out_ = std::make_unique<SummaryWriter>(job.flags.job_log_dir / "summaries" / "train");
-  const models::GptModel& model = program.model();
+  const models::Model& model = program.model();
   out_->scalar("num_params", static_cast<double>(model.layout().parameter_count()), 0);
   out_->scalar("global_batch_size", static_cast<double>(job.input.batch_size) * world.size(), 0);
   out_->scalar("mfu_peak_gflops_measured", peak_gflops_, 0);

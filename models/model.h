@@ -1,0 +1,79 @@
+// Model: what the step programs, the job and the optimizer need of a language model on one device,
+// whatever its architecture. GptModel (gpt_model.h) is the first implementation; another family
+// implements this and the scheduler, checkpoints and optimizer run it unchanged.
+//   - its ParameterLayout: named tensors with shapes and decay flags, and units (one per block,
+//     one outside the blocks) that FSDP gathers, shards and reduce-scatters;
+//   - the float32 parameter and gradient buffers (the layout, or FSDP residency's unit slots);
+//   - a pass in phases per block, so a scheduler can put collectives between blocks:
+//       Pass p = begin_pass(batch, gradients);  // inputs and embeddings; with gradients: all zeroed
+//       forward_block(p, 0 .. L-1);  LossStats s = forward_loss(p);
+//       begin_backward(p);  backward_block(p, L-1 .. 0);  finish_backward(p);
+//   - loss scaling, memory figures, and the weight files' tensors as a layout image.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "inputs/batch.h"
+#include "kernels_cl/device_runtime.h"
+#include "models/layers/layer_context.h"
+#include "models/layers/tied_lm_head.h"  // LossStats
+#include "models/parameter_layout.h"
+#include "models/weights_io.h"
+
+namespace paxocl::models {
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  virtual const ParameterLayout& layout() const = 0;
+  virtual kernels::DeviceRuntime& runtime() const = 0;
+
+  // Parameter images need full residency (ConfigError otherwise); flat as ParameterLayout.
+  virtual void set_parameters(std::span<const float> flat) = 0;
+  virtual std::vector<float> parameters() = 0;
+  virtual std::vector<float> gradients() = 0;
+  // A weight file's tensors as this model's flat layout image (any residency).
+  virtual std::vector<float> flat_from_weights(const HostWeights& weights) const = 0;
+
+  virtual FloatBuffer& parameter_buffer() = 0;
+  virtual FloatBuffer& gradient_buffer() = 0;
+  // FSDP residency: the device memory of unit(block) (block -1: the unit outside the blocks).
+  virtual FloatBuffer unit_parameters(int block) const = 0;
+  virtual FloatBuffer unit_gradients(int block) const = 0;
+
+  struct Pass {
+    LayerContext ctx;
+    const inputs::Batch* batch;
+    const ActBuffer* x;  // (B*T, C): the activation (forward) or its gradient (backward) between phases
+  };
+  virtual Pass begin_pass(const inputs::Batch& batch, bool gradients) = 0;
+  virtual void forward_block(Pass& pass, int block) = 0;
+  virtual LossStats forward_loss(Pass& pass) = 0;
+  virtual void begin_backward(Pass& pass) = 0;
+  virtual void backward_block(Pass& pass, int block) = 0;
+  virtual void finish_backward(Pass& pass) = 0;
+
+  // Loss scaling (float16, models/loss_scaler.h): the backward produces the gradients of
+  // loss_scale x the mean loss; the optimizer divides it out.
+  virtual void set_loss_scale(float scale) = 0;
+  // Device memory: what the layers allocated for activations and workspaces, and the 16-bit
+  // copy of the parameters (0 for float32).
+  virtual std::size_t activation_bytes() const = 0;
+  virtual std::size_t weight_copy_bytes() const = 0;
+
+  // The phases in order, for one device.
+  LossStats evaluate(const inputs::Batch& batch);  // forward only: loss sums and accuracy
+  double loss(const inputs::Batch& batch) { return evaluate(batch).mean_loss(); }
+  // Gradients of the batch's mean loss into gradient_buffer(); returns the batch's loss sums.
+  // `block_done(l)` is called as soon as block l's backward is enqueued (l = L-1 down to 0): its
+  // gradients (layout().ranges_of_blocks(l, l)) are final once the queue gets there, which is
+  // when their reduction can start while earlier blocks still compute.
+  LossStats train_step_gradients(const inputs::Batch& batch, const std::function<void(int)>& block_done = {});
+  double forward_backward(const inputs::Batch& batch) { return train_step_gradients(batch).mean_loss(); }
+};
+
+}  // namespace paxocl::models
