@@ -1,7 +1,6 @@
 #include "models/parameter_layout.h"
 
 #include <algorithm>
-#include <charconv>
 #include <functional>
 #include <stdexcept>
 
@@ -19,72 +18,85 @@ std::string ParameterLayout::layer_name(int layer, std::string_view suffix) {
 }
 
 namespace {
-// a * b and a + b, or ConfigError when the model's sizes do not fit in size_t.
-std::size_t checked_mul(std::size_t a, std::size_t b, const GptConfig& c) {
+// a * b and a + b, or ConfigError naming `what` when the model's sizes do not fit in size_t.
+std::size_t checked_mul(std::size_t a, std::size_t b, const std::string& what) {
   std::size_t r = 0;
   if (__builtin_mul_overflow(a, b, &r)) {
-    throw ConfigError(fmt::format("the model is too large to address: NUM_LAYERS={} MODEL_DIMS={} HIDDEN_DIMS={} "
-                                  "MAX_SEQ_LEN={} VOCAB_SIZE={} overflow a tensor's size",
-                                  c.num_layers, c.model_dims, c.hidden_dims, c.max_seq_len, c.vocab_size));
+    throw ConfigError(fmt::format("the model is too large to address: {} overflows a tensor's or the layout's size", what));
   }
   return r;
 }
-std::size_t checked_add(std::size_t a, std::size_t b, const GptConfig& c) {
+std::size_t checked_add(std::size_t a, std::size_t b, const std::string& what) {
   std::size_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) return checked_mul(~std::size_t{0}, 2, c);  // reports the overflow
+  if (__builtin_add_overflow(a, b, &r)) return checked_mul(~std::size_t{0}, 2, what);  // reports the overflow
   return r;
 }
 }  // namespace
 
-ParameterLayout::ParameterLayout(const GptConfig& c, std::size_t alignment)
-    : alignment_(std::max<std::size_t>(1, alignment)), num_blocks_((c.validate(), c.num_layers)) {
+std::vector<TensorDef> gpt_tensor_defs(const GptConfig& c) {
+  c.validate();
   const std::int64_t C = c.model_dims, D = c.attention_dims(), H = c.hidden_dims, Vp = c.padded_vocab();
   using Init = TensorSpec::Init;
-  auto aligned = [&](std::size_t n) { return checked_add(n, alignment_ - 1, c) / alignment_ * alignment_; };
-  auto add = [&](std::string name, std::vector<std::int64_t> shape, bool decay, Init init) {
+  std::vector<TensorDef> defs;
+  auto add = [&](std::string name, std::vector<std::int64_t> shape, bool decay, Init init, int block) {
+    defs.push_back(TensorDef{std::move(name), std::move(shape), decay, init, block});
+  };
+  auto layer = [](int l, std::string_view suffix) { return ParameterLayout::layer_name(l, suffix); };
+  // Matrices (weight-decayed), then vectors.
+  add(std::string(names::kTokenEmbedding), {Vp, C}, true, Init::kGaussian, -1);
+  add(std::string(names::kPositionEmbedding), {c.max_seq_len, C}, true, Init::kGaussian, -1);
+  for (int l = 0; l < c.num_layers; ++l) {
+    add(layer(l, names::kQkvWeight), {3 * D, C}, true, Init::kGaussian, l);
+    add(layer(l, names::kAttnProjWeight), {C, D}, true, Init::kGaussian, l);
+    add(layer(l, names::kFcWeight), {H, C}, true, Init::kGaussian, l);
+    add(layer(l, names::kFcProjWeight), {C, H}, true, Init::kGaussian, l);
+  }
+  for (int l = 0; l < c.num_layers; ++l) {
+    add(layer(l, names::kLn1Scale), {C}, false, Init::kOne, l);
+    add(layer(l, names::kLn1Bias), {C}, false, Init::kZero, l);
+    add(layer(l, names::kQkvBias), {3 * D}, false, Init::kZero, l);
+    add(layer(l, names::kAttnProjBias), {C}, false, Init::kZero, l);
+    add(layer(l, names::kLn2Scale), {C}, false, Init::kOne, l);
+    add(layer(l, names::kLn2Bias), {C}, false, Init::kZero, l);
+    add(layer(l, names::kFcBias), {H}, false, Init::kZero, l);
+    add(layer(l, names::kFcProjBias), {C}, false, Init::kZero, l);
+  }
+  add(std::string(names::kFinalNormScale), {C}, false, Init::kOne, -1);
+  add(std::string(names::kFinalNormBias), {C}, false, Init::kZero, -1);
+  return defs;
+}
+
+ParameterLayout::ParameterLayout(const GptConfig& c, std::size_t alignment)
+    : ParameterLayout(gpt_tensor_defs(c), c.num_layers, alignment) {}
+
+ParameterLayout::ParameterLayout(const std::vector<TensorDef>& defs, int num_blocks, std::size_t alignment)
+    : alignment_(std::max<std::size_t>(1, alignment)), num_blocks_(num_blocks) {
+  auto aligned = [&](std::size_t n, const std::string& what) {
+    return checked_add(n, alignment_ - 1, what) / alignment_ * alignment_;
+  };
+  auto add = [&](const TensorDef& d) {
     TensorSpec t;
-    t.name = std::move(name);
+    t.name = d.name;
     t.count = 1;
-    for (auto d : shape) t.count = checked_mul(t.count, static_cast<std::size_t>(d), c);  // d >= 1: validated
-    t.shape = std::move(shape);
-    t.decay = decay;
-    t.init = init;
-    t.offset = aligned(total_);
-    total_ = checked_add(t.offset, t.count, c);
+    for (auto n : d.shape) t.count = checked_mul(t.count, static_cast<std::size_t>(n), d.name);  // n >= 1
+    t.shape = d.shape;
+    t.decay = d.decay;
+    t.init = d.init;
+    t.block = d.block;
+    t.offset = aligned(total_, d.name);
+    total_ = checked_add(t.offset, t.count, d.name);
     index_.emplace(t.name, tensors_.size());
     tensors_.push_back(std::move(t));
   };
-  // Matrices (decayed) first.
-  add(std::string(names::kTokenEmbedding), {Vp, C}, true, Init::kGaussian);
-  add(std::string(names::kPositionEmbedding), {c.max_seq_len, C}, true, Init::kGaussian);
-  for (int l = 0; l < c.num_layers; ++l) {
-    add(layer_name(l, names::kQkvWeight), {3 * D, C}, true, Init::kGaussian);
-    add(layer_name(l, names::kAttnProjWeight), {C, D}, true, Init::kGaussian);
-    add(layer_name(l, names::kFcWeight), {H, C}, true, Init::kGaussian);
-    add(layer_name(l, names::kFcProjWeight), {C, H}, true, Init::kGaussian);
+  for (const TensorDef& d : defs) {
+    if (d.decay) add(d);
   }
-  total_ = aligned(total_);
+  total_ = aligned(total_, "the decayed tensors");
   decayed_end_ = total_;
-  for (int l = 0; l < c.num_layers; ++l) {
-    add(layer_name(l, names::kLn1Scale), {C}, false, Init::kOne);
-    add(layer_name(l, names::kLn1Bias), {C}, false, Init::kZero);
-    add(layer_name(l, names::kQkvBias), {3 * D}, false, Init::kZero);
-    add(layer_name(l, names::kAttnProjBias), {C}, false, Init::kZero);
-    add(layer_name(l, names::kLn2Scale), {C}, false, Init::kOne);
-    add(layer_name(l, names::kLn2Bias), {C}, false, Init::kZero);
-    add(layer_name(l, names::kFcBias), {H}, false, Init::kZero);
-    add(layer_name(l, names::kFcProjBias), {C}, false, Init::kZero);
+  for (const TensorDef& d : defs) {
+    if (!d.decay) add(d);
   }
-  add(std::string(names::kFinalNormScale), {C}, false, Init::kOne);
-  add(std::string(names::kFinalNormBias), {C}, false, Init::kZero);
-  total_ = aligned(total_);
-}
-
-// From the name "h<block>.<suffix>" (layer_name).
-int ParameterLayout::block_of(const TensorSpec& t) {
-  int block = -1;
-  if (t.name.size() > 1 && t.name[0] == names::kBlockPrefix) std::from_chars(t.name.data() + 1, t.name.data() + t.name.size(), block);
-  return block;
+  total_ = aligned(total_, "the layout");
 }
 
 namespace {

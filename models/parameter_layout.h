@@ -1,4 +1,5 @@
-// ParameterLayout: where every parameter tensor of the GPT lives inside one flat float array.
+// ParameterLayout: where every parameter tensor of a model lives inside one flat float array
+// (built from the architecture's TensorDef list; GPT's below, gpt_tensor_defs).
 // The same layout indexes the device buffers (parameters, gradients, Adam moments) and the host
 // image used by weight files and checkpoints, so the optimizer and the global gradient norm run
 // over one contiguous range, and weight decay applies to one prefix of it.
@@ -35,7 +36,19 @@ struct TensorSpec {
   std::size_t count = 0;   // product of shape
   bool decay = false;      // weight decay applies (matrices)
   enum class Init { kGaussian, kZero, kOne } init = Init::kZero;
+  int block = -1;          // the transformer block it belongs to; -1 outside the blocks
 };
+
+// A model architecture's parameters, in its order: what ParameterLayout lays out. Every shape
+// entry >= 1; blocks numbered 0 .. num_blocks - 1 in order. GPT's: gpt_tensor_defs().
+struct TensorDef {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  bool decay = false;
+  TensorSpec::Init init = TensorSpec::Init::kZero;
+  int block = -1;
+};
+std::vector<TensorDef> gpt_tensor_defs(const GptConfig& config);
 
 class ParameterLayout {
  public:
@@ -43,6 +56,9 @@ class ParameterLayout {
   // Validates `config` first (ConfigError), and throws ConfigError when a tensor's or the layout's
   // size does not fit in size_t, so no size below has wrapped.
   ParameterLayout(const GptConfig& config, std::size_t alignment);
+  // Any architecture: the decayed tensors first, then the others, each group in `defs`' order.
+  // ConfigError when a size does not fit in size_t.
+  ParameterLayout(const std::vector<TensorDef>& defs, int num_blocks, std::size_t alignment);
 
   const std::vector<TensorSpec>& tensors() const { return tensors_; }
   const TensorSpec& at(std::string_view name) const;  // by name (a map); throws std::out_of_range naming it
@@ -78,7 +94,7 @@ class ParameterLayout {
   int num_blocks() const { return num_blocks_; }
   // Where tensor `t` starts inside its unit (its unit is unit(block_of(t))).
   std::size_t packed_offset(const TensorSpec& t) const;
-  static int block_of(const TensorSpec& t);  // -1 outside the blocks
+  static int block_of(const TensorSpec& t) { return t.block; }  // -1 outside the blocks
 
  private:
   std::vector<TensorSpec> tensors_;
