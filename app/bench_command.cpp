@@ -152,7 +152,7 @@ int run_bench(const CliArgs& args, const collectives::ProcessWorld& world) {
     report.tables.push_back(measure());
   };
   run("gemm", [&] {
-    const models::GptConfig model = config::Experiment::named(args.flag("fdl_config").value_or("Pile126M")).model_config();
+    const models::GptConfig model = config::Experiment::named(args.flag("fdl_config").value_or("Pile126M")).model_config().gpt();
     return bench::bench_gemm(device, cache, model, std::stoi(args.flag("batch").value_or("1")), quick);
   });
   run("memory", [&] { return bench::bench_memory(device, cache, quick); });

@@ -43,7 +43,7 @@ int run_export(const CliArgs& args, const collectives::ProcessWorld& world) {
     throw ConfigError(fmt::format("--job_log_dir={}: no experiment.json there; give the directory of a training job", *job));
   }
   const config::Experiment e = config::Experiment::from_file(experiment_file);  // every value range-checked
-  const models::GptConfig config = e.model_config();                           // validated
+  const models::ModelConfig config = e.model_config();                           // validated
   const models::ParameterLayout layout(config, 1);                             // sizes overflow-checked
   const checkpoint::CheckpointDir dir(std::filesystem::path(*job) / "checkpoints");
   std::optional<checkpoint::RestoredState> state;

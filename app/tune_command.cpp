@@ -59,7 +59,7 @@ int run_tune(const CliArgs& args, const collectives::ProcessWorld& world) {
   const auto selected = device::select_devices(device::enumerate_devices(),
                                                device::parse_device_selection(device::device_spec_from(args.flag("devices"))));
   device::Device device(selected.front());
-  const models::GptConfig model = config::Experiment::named(args.flag("fdl_config").value_or("Default")).model_config();
+  const models::GptConfig model = config::Experiment::named(args.flag("fdl_config").value_or("Default")).model_config().gpt();
   const std::size_t tokens = static_cast<std::size_t>(std::stoi(args.flag("batch").value_or("1"))) *
                              static_cast<std::size_t>(model.max_seq_len);
   std::vector<bench::GemmCase> cases = bench::model_gemm_cases(model, tokens);

@@ -46,7 +46,7 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   c.max_seq_len = b.seq_len;
   c.vocab_size = b.vocab;
   kernels::DeviceRuntime runtime(dev, cache, fprop, gemm);
-  models::GptModel model(runtime, c, models::GptModelOptions{static_cast<std::size_t>(b.batch), 0, 256u << 20});
+  models::GptModel model(runtime, c, models::ModelOptions{static_cast<std::size_t>(b.batch), 0, 256u << 20});
   model.init(1);
   models::AdamOptimizer adam(runtime, model.layout().total(), model.layout().decayed_end(), {});
   Rng rng(2);

@@ -26,13 +26,13 @@ std::filesystem::path temporary_name(const std::filesystem::path& file) {
 }
 }  // namespace
 
-AtomicFile::AtomicFile(const std::filesystem::path& file) : file_(file), tmp_(temporary_name(file)) {
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail(file_, fmt::format("cannot create {}: {}", tmp_.string(), std::strerror(errno)));
+AtomicFile::AtomicFile(const std::filesystem::path& file)
+    : file_(file), tmp_(temporary_name(file)), fd_(::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) {
+  if (!fd_.valid()) fail(file_, fmt::format("cannot create {}: {}", tmp_.string(), std::strerror(errno)));
 }
 
 AtomicFile::~AtomicFile() {
-  if (fd_ >= 0) ::close(fd_);
+  fd_.close();
   if (!committed_) ::unlink(tmp_.c_str());
 }
 
@@ -41,7 +41,7 @@ void AtomicFile::write(const void* src, std::size_t bytes) {
   crc_ = paxocl::crc32c(std::string_view(p, bytes), crc_);
   size_ += bytes;
   while (bytes > 0) {
-    const ssize_t n = ::write(fd_, p, bytes);
+    const ssize_t n = ::write(fd_.get(), p, bytes);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) fail(file_, fmt::format("writing {}: {}", tmp_.string(), std::strerror(errno)));
     p += n;
@@ -50,9 +50,8 @@ void AtomicFile::write(const void* src, std::size_t bytes) {
 }
 
 void AtomicFile::commit() {
-  if (::fsync(fd_) != 0) fail(file_, fmt::format("fsync of {}: {}", tmp_.string(), std::strerror(errno)));
-  const int fd = std::exchange(fd_, -1);
-  if (::close(fd) != 0) fail(file_, fmt::format("closing {}: {}", tmp_.string(), std::strerror(errno)));
+  if (::fsync(fd_.get()) != 0) fail(file_, fmt::format("fsync of {}: {}", tmp_.string(), std::strerror(errno)));
+  if (fd_.close() != 0) fail(file_, fmt::format("closing {}: {}", tmp_.string(), std::strerror(errno)));
   if (::rename(tmp_.c_str(), file_.c_str()) != 0) {
     fail(file_, fmt::format("renaming {} onto it: {}", tmp_.string(), std::strerror(errno)));
   }
@@ -67,10 +66,7 @@ void write_file_atomically(const std::filesystem::path& file, std::string_view t
 }
 
 void sync_directory(const std::filesystem::path& dir) {
-  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  if (const UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); dfd.valid()) ::fsync(dfd.get());
 }
 
 }  // namespace paxocl

@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <string_view>
 
+#include "common/unique_fd.h"
+
 namespace paxocl {
 
 class AtomicFile {
@@ -29,7 +31,7 @@ class AtomicFile {
 
  private:
   std::filesystem::path file_, tmp_;
-  int fd_ = -1;
+  UniqueFd fd_;
   bool committed_ = false;
   std::uint64_t size_ = 0;
   std::uint32_t crc_ = 0;

@@ -7,15 +7,14 @@
 
 #include <filesystem>
 
+#include "common/unique_fd.h"
+
 namespace paxocl {
 
 class FileLock {
  public:
   // Opens (creating) `file`; DataError naming it when that fails. Does not lock yet.
-  explicit FileLock(const std::filesystem::path& file);
-  ~FileLock();
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
+  explicit FileLock(const std::filesystem::path& file);  // closing the file (its end) releases the lock
 
   bool try_lock();  // true when now held
   void lock();      // waits until held; DataError when the file system refuses locks
@@ -23,7 +22,7 @@ class FileLock {
 
  private:
   std::filesystem::path file_;
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 }  // namespace paxocl

@@ -14,21 +14,16 @@
 namespace paxocl {
 
 InFile::InFile(const std::filesystem::path& file) : file_(file), fd_(::open(file.c_str(), O_RDONLY | O_CLOEXEC)) {
-  if (fd_ < 0) throw FileError(file_, fmt::format("cannot open for reading: {}; check the path", std::strerror(errno)));
+  if (!fd_.valid()) throw FileError(file_, fmt::format("cannot open for reading: {}; check the path", std::strerror(errno)));
   struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd_);
-    throw FileError(file_, "not a regular file");
-  }
+  if (::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode)) throw FileError(file_, "not a regular file");
   size_ = static_cast<std::uint64_t>(st.st_size);
 }
-
-InFile::~InFile() { ::close(fd_); }
 
 void InFile::read(std::uint64_t offset, void* dst, std::size_t bytes) const {
   auto* p = static_cast<char*>(dst);
   while (bytes > 0) {
-    const ssize_t n = ::pread(fd_, p, bytes, static_cast<off_t>(offset));
+    const ssize_t n = ::pread(fd_.get(), p, bytes, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw FileError(file_, fmt::format("read error at byte {}: {}", offset, std::strerror(errno)));
     if (n == 0) throw FileError(file_, fmt::format("unexpected end of file at byte {}", offset));

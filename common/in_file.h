@@ -7,14 +7,13 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "common/unique_fd.h"
+
 namespace paxocl {
 
 class InFile {
  public:
   explicit InFile(const std::filesystem::path& file);
-  ~InFile();
-  InFile(const InFile&) = delete;
-  InFile& operator=(const InFile&) = delete;
   std::uint64_t size() const { return size_; }
   // Reads exactly `bytes` at `offset` into `dst`.
   void read(std::uint64_t offset, void* dst, std::size_t bytes) const;
@@ -22,7 +21,7 @@ class InFile {
 
  private:
   std::filesystem::path file_;
-  int fd_;
+  UniqueFd fd_;
   std::uint64_t size_ = 0;
 };
 

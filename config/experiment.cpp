@@ -375,7 +375,7 @@ nlohmann::json Experiment::to_json() const {
   return j;
 }
 
-models::GptConfig Experiment::model_config() const {
+models::ModelConfig Experiment::model_config() const {
   // Every field was range-checked when set, so the narrowing casts below are exact.
   models::GptConfig c;
   c.num_layers = static_cast<int>(get_int("NUM_LAYERS"));

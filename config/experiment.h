@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/gpt_config.h"
+#include "models/model_config.h"
 
 namespace paxocl::config {
 
@@ -61,7 +61,7 @@ class Experiment {
   std::vector<long> get_int_list(const std::string& field) const;
 
   nlohmann::json to_json() const;
-  models::GptConfig model_config() const;  // NUM_LAYERS .. VOCAB_SIZE, INIT_STD; validated (ConfigError)
+  models::ModelConfig model_config() const;  // NUM_LAYERS .. VOCAB_SIZE, INIT_STD; validated (ConfigError)
 
  private:
   const HParamSpec& spec(const std::string& field) const;

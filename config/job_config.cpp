@@ -33,11 +33,11 @@ MeshConfig resolve_mesh(const Experiment& e, int processes) {
 }
 
 // The architecture: the experiment's, or that of the --init_from weights (read here, once).
-models::GptConfig resolve_model(Experiment& e, const JobFlags& flags, std::shared_ptr<const models::HostWeights>& init) {
+models::ModelConfig resolve_model(Experiment& e, const JobFlags& flags, std::shared_ptr<const models::HostWeights>& init) {
   if (flags.init_from) {
     auto weights = std::make_shared<models::HostWeights>(
         models::load_weights_file(*flags.init_from, static_cast<int>(e.get_int("NUM_HEADS")), 1));
-    const models::GptConfig& c = weights->config;
+    const models::GptConfig& c = weights->config.gpt();
     e.set_json("NUM_LAYERS", c.num_layers);  // the resolved experiment records the file's architecture
     e.set_json("MODEL_DIMS", c.model_dims);
     e.set_json("HIDDEN_DIMS", c.hidden_dims);
@@ -45,12 +45,10 @@ models::GptConfig resolve_model(Experiment& e, const JobFlags& flags, std::share
     e.set_json("DIMS_PER_HEAD", c.dims_per_head);
     e.set_json("MAX_SEQ_LEN", c.max_seq_len);
     e.set_json("VOCAB_SIZE", c.vocab_size);
-    weights->config.init_std = static_cast<float>(e.get_float("INIT_STD"));
+    weights->config.set_init_std(static_cast<float>(e.get_float("INIT_STD")));
     init = std::move(weights);
   }
-  models::GptConfig c = e.model_config();
-  c.validate();
-  return c;
+  return e.model_config();  // validated
 }
 
 StepConfig resolve_step(const Experiment& e, const JobFlags& flags) {
@@ -114,7 +112,7 @@ JobConfig resolve_job(Experiment experiment, JobFlags flags, int processes, int 
 
   inputs::InputParams& in = j.input;
   const int local = j.mesh.local_devices();
-  in.seq_len = j.model.max_seq_len;
+  in.seq_len = j.model.max_seq_len();
   in.batch_size = inputs::per_host_batch_size(e.get_float("PERCORE_BATCH_SIZE"), j.mesh.replicas(processes), processes);
   if (in.batch_size % local != 0) {
     throw ConfigError(fmt::format("PERCORE_BATCH_SIZE={} is not a whole number of sequences per device; data "

@@ -18,7 +18,6 @@
 #include "device/mesh.h"
 #include "inputs/input_params.h"
 #include "models/adam_optimizer.h"
-#include "models/gpt_config.h"
 #include "models/loss_scaler.h"
 #include "models/lr_schedule.h"
 #include "models/weights_io.h"
@@ -69,7 +68,7 @@ struct Cadence {
 struct JobConfig {
   Experiment experiment{};                 // as resolved (written to experiment.json and checkpoints)
   JobFlags flags{};
-  models::GptConfig model{};               // NUM_LAYERS .. VOCAB_SIZE, INIT_STD (or --init_from's)
+  models::ModelConfig model{};             // NUM_LAYERS .. VOCAB_SIZE, INIT_STD (or --init_from's)
   std::shared_ptr<const models::HostWeights> init_weights{};  // --init_from, read once
   models::AdamConfig optimizer{};          // ADAM_*, WEIGHT_DECAY, CLIP_GRADIENT_NORM_TO_VALUE
   models::LrSchedule schedule{};           // LEARNING_RATE, LR_COS_*

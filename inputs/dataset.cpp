@@ -20,6 +20,7 @@
 #include "common/bounded_json.h"
 #include "common/errors.h"
 #include "common/file_lock.h"
+#include "common/unique_fd.h"
 #include "inputs/prefetch_input.h"
 #include "inputs/synthetic_stream.h"
 #include "inputs/token_shard.h"
@@ -92,10 +93,9 @@ void check_replaceable(const fs::path& dir) {
 void sync_files_in(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (!entry.is_regular_file()) continue;
-    const int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC);
-    const bool ok = fd >= 0 && ::fsync(fd) == 0;
+    const UniqueFd fd(::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC));
+    const bool ok = fd.valid() && ::fsync(fd.get()) == 0;
     const int err = errno;
-    if (fd >= 0) ::close(fd);
     if (!ok) throw DataError(fmt::format("cannot sync {}: {}", entry.path().string(), std::strerror(err)));
   }
   sync_directory(dir);

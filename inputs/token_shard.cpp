@@ -15,6 +15,7 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
+#include "common/unique_fd.h"
 
 namespace paxocl::inputs {
 
@@ -27,20 +28,15 @@ namespace {
 }  // namespace
 
 TokenShard::TokenShard(const std::filesystem::path& file, std::uint32_t max_vocab) : path_(file) {
-  const int fd = ::open(file.c_str(), O_RDONLY);
-  if (fd < 0) fail(file, fmt::format("cannot open ({}); check the path or run `pax-ocl data prepare`", std::strerror(errno)));
+  const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) fail(file, fmt::format("cannot open ({}); check the path or run `pax-ocl data prepare`", std::strerror(errno)));
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(file, "not a regular file");
-  }
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) fail(file, "not a regular file");
   const auto file_bytes = static_cast<std::size_t>(st.st_size);
   if (file_bytes < kShardHeaderBytes) {
-    ::close(fd);
     fail(file, file_bytes == 0 ? "empty file" : fmt::format("{} bytes, shorter than the {}-byte header (truncated?)", file_bytes, kShardHeaderBytes));
   }
-  map_ = ::mmap(nullptr, file_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
+  map_ = ::mmap(nullptr, file_bytes, PROT_READ, MAP_PRIVATE, fd.get(), 0);  // the mapping outlives the descriptor
   if (map_ == MAP_FAILED) {
     map_ = nullptr;
     fail(file, fmt::format("mmap failed ({})", std::strerror(errno)));

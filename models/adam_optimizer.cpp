@@ -89,4 +89,17 @@ OptimizerStepStats AdamOptimizer::step_with_norm(FloatBuffer& params, const Floa
   return stats;
 }
 
+OptimizerStepStats sharded_adam_step(std::span<const AdamShard> shards, double lr, double loss_scale,
+                                     const std::function<void(std::vector<double>&)>& all_reduce_sum) {
+  std::vector<double> sum_squares = {0.0};
+  for (const AdamShard& s : shards) {
+    if (s.counted) sum_squares[0] += s.adam->sum_squares(*s.grads);
+  }
+  all_reduce_sum(sum_squares);
+  const double norm = std::sqrt(sum_squares[0]);
+  OptimizerStepStats stats;
+  for (const AdamShard& s : shards) stats = s.adam->step_with_norm(*s.params, *s.grads, lr, norm, loss_scale);
+  return stats;
+}
+
 }  // namespace paxocl::models

@@ -7,11 +7,12 @@
 //   4. Adam with bias-corrected moments (betas 0.9 / 0.95, eps 1e-8 outside the sqrt) and
 //      decoupled weight decay on the matrices only (the layout's decayed prefix, or, on an FSDP
 //      shard, the decayed segments).
-// Sharded (FSDP): the norm is global, so the caller sums sum_squares() over the shards and passes
-// the norm to step_with_norm().
+// Sharded (FSDP, Pax's sharded_adam): sharded_adam_step() below; every shard's optimizer updates
+// its own part with the norm of the whole job's gradients.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -70,5 +71,19 @@ class AdamOptimizer {
   FloatBuffer m_, v_, partial_;
   long count_ = 0, skipped_ = 0;
 };
+
+// One optimizer step over shards of the parameters (FSDP): the global norm from the `counted`
+// shards' squares (every gradient element of the job counted exactly once: a shard replicated
+// along data is counted on one replica), summed over the processes by `all_reduce_sum` (each
+// process passes its partial sum and gets the job's), then every shard's update with that norm.
+// Returns the stats of the last shard (all agree: one norm, one decision to skip).
+struct AdamShard {
+  AdamOptimizer* adam = nullptr;
+  FloatBuffer* params = nullptr;
+  const FloatBuffer* grads = nullptr;
+  bool counted = false;
+};
+OptimizerStepStats sharded_adam_step(std::span<const AdamShard> shards, double lr, double loss_scale,
+                                     const std::function<void(std::vector<double>&)>& all_reduce_sum);
 
 }  // namespace paxocl::models

@@ -5,8 +5,12 @@
 #include <fmt/format.h>
 
 #include "common/errors.h"
+#include "models/parameter_layout.h"
+#include "models/tensor_names.h"
 
 namespace paxocl::models {
+
+namespace names = tensor_names;
 
 void GptConfig::validate() const {
   auto positive = [](const char* name, int value) {
@@ -42,6 +46,39 @@ std::int64_t GptConfig::matmul_parameters() const {
 double GptConfig::flops_per_token(int seq_len) const {
   return 6.0 * static_cast<double>(matmul_parameters()) +
          12.0 * num_layers * static_cast<double>(seq_len) * model_dims;
+}
+
+std::vector<TensorDef> tensor_defs_of(const GptConfig& c) {
+  c.validate();
+  const std::int64_t C = c.model_dims, D = c.attention_dims(), H = c.hidden_dims, Vp = c.padded_vocab();
+  using Init = TensorSpec::Init;
+  std::vector<TensorDef> defs;
+  auto add = [&](std::string name, std::vector<std::int64_t> shape, bool decay, Init init, int block) {
+    defs.push_back(TensorDef{std::move(name), std::move(shape), decay, init, block});
+  };
+  auto layer = [](int l, std::string_view suffix) { return ParameterLayout::layer_name(l, suffix); };
+  // Matrices (weight-decayed), then vectors.
+  add(std::string(names::kTokenEmbedding), {Vp, C}, true, Init::kGaussian, -1);
+  add(std::string(names::kPositionEmbedding), {c.max_seq_len, C}, true, Init::kGaussian, -1);
+  for (int l = 0; l < c.num_layers; ++l) {
+    add(layer(l, names::kQkvWeight), {3 * D, C}, true, Init::kGaussian, l);
+    add(layer(l, names::kAttnProjWeight), {C, D}, true, Init::kGaussian, l);
+    add(layer(l, names::kFcWeight), {H, C}, true, Init::kGaussian, l);
+    add(layer(l, names::kFcProjWeight), {C, H}, true, Init::kGaussian, l);
+  }
+  for (int l = 0; l < c.num_layers; ++l) {
+    add(layer(l, names::kLn1Scale), {C}, false, Init::kOne, l);
+    add(layer(l, names::kLn1Bias), {C}, false, Init::kZero, l);
+    add(layer(l, names::kQkvBias), {3 * D}, false, Init::kZero, l);
+    add(layer(l, names::kAttnProjBias), {C}, false, Init::kZero, l);
+    add(layer(l, names::kLn2Scale), {C}, false, Init::kOne, l);
+    add(layer(l, names::kLn2Bias), {C}, false, Init::kZero, l);
+    add(layer(l, names::kFcBias), {H}, false, Init::kZero, l);
+    add(layer(l, names::kFcProjBias), {C}, false, Init::kZero, l);
+  }
+  add(std::string(names::kFinalNormScale), {C}, false, Init::kOne, -1);
+  add(std::string(names::kFinalNormBias), {C}, false, Init::kZero, -1);
+  return defs;
 }
 
 }  // namespace paxocl::models

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include "models/tensor_def.h"
 
 namespace paxocl::models {
 
@@ -34,5 +37,15 @@ struct GptConfig {
   // Model FLOPs per token of a training step: 6 * matmul parameters + 12 * L * T * C.
   double flops_per_token(int seq_len) const;
 };
+
+// The GPT's parameters, matrices first (ParameterLayout puts decayed tensors first anyway).
+// Names and shapes (row-major; weights as (out, in), as llm.c stores them):
+//   wte (Vp, C)            token embedding, tied to the LM head
+//   wpe (MAX_SEQ_LEN, C)   learned position embedding
+//   h{l}.attn.qkv.w (3D, C)   h{l}.attn.proj.w (C, D)   h{l}.mlp.fc.w (H, C)   h{l}.mlp.proj.w (C, H)
+//   h{l}.ln1.scale (C) h{l}.ln1.bias (C) h{l}.attn.qkv.b (3D) h{l}.attn.proj.b (C)
+//   h{l}.ln2.scale (C) h{l}.ln2.bias (C) h{l}.mlp.fc.b (H)     h{l}.mlp.proj.b (C)
+//   lnf.scale (C) lnf.bias (C)
+std::vector<TensorDef> tensor_defs_of(const GptConfig& config);
 
 }  // namespace paxocl::models

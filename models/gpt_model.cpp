@@ -21,7 +21,7 @@ std::size_t layout_alignment(const device::DeviceInfo& info, device::DType fprop
 std::size_t align_up(std::size_t n, std::size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 }  // namespace
 
-GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, GptModelOptions options)
+GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, ModelOptions options)
     : runtime_(runtime),
       config_((config.validate(), config)),
       options_(options),
@@ -147,7 +147,7 @@ std::vector<float> GptModel::gradients() {
 void GptModel::load_weights(const HostWeights& weights) { set_parameters(flat_from_weights(weights)); }
 
 std::vector<float> GptModel::flat_from_weights(const HostWeights& weights) const {
-  const GptConfig& f = weights.config;
+  const GptConfig& f = weights.config.gpt();
   const GptConfig& m = config_;
   if (f.num_layers != m.num_layers || f.model_dims != m.model_dims || f.hidden_dims != m.hidden_dims ||
       f.num_heads != m.num_heads || f.dims_per_head != m.dims_per_head || f.max_seq_len != m.max_seq_len ||

@@ -33,18 +33,9 @@
 
 namespace paxocl::models {
 
-struct GptModelOptions {
-  std::size_t max_batch = 8;          // largest B a step may use
-  std::size_t max_seq_len = 0;        // largest T; 0 = MAX_SEQ_LEN
-  std::size_t attention_workspace_bytes = 64u << 20;  // bound on the (chunk, T, T) score workspace
-  // 0: every parameter resident, as the flat layout. k > 0: FSDP residency: the buffers hold
-  // unit(-1) then k block slots (each ParameterLayout::Unit-packed); block l lives in slot l % k.
-  int resident_block_slots = 0;
-};
-
 class GptModel : public Model {
  public:
-  GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, GptModelOptions options);
+  GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, ModelOptions options);
 
   // Parameter images need full residency (ConfigError otherwise).
   void init(std::uint64_t seed);                      // models/initial_parameters.h
@@ -100,7 +91,7 @@ class GptModel : public Model {
 
   kernels::DeviceRuntime& runtime_;
   GptConfig config_;
-  GptModelOptions options_;
+  ModelOptions options_;
   ParameterLayout layout_;
   ParameterLayout::Unit rest_unit_, block_unit_;  // unit(-1), unit(0): sizes of FSDP residency
   FloatBuffer params_, grads_;

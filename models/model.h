@@ -25,6 +25,16 @@
 
 namespace paxocl::models {
 
+// The size of one device's instance: the batches it can run and how its parameters are resident.
+struct ModelOptions {
+  std::size_t max_batch = 8;          // largest B a step may use
+  std::size_t max_seq_len = 0;        // largest T; 0 = MAX_SEQ_LEN
+  std::size_t attention_workspace_bytes = 64u << 20;  // bound on the (chunk, T, T) score workspace
+  // 0: every parameter resident, as the flat layout. k > 0: FSDP residency: the buffers hold
+  // unit(-1) then k block slots (each ParameterLayout::Unit-packed); block l lives in slot l % k.
+  int resident_block_slots = 0;
+};
+
 class Model {
  public:
   virtual ~Model() = default;

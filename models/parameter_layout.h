@@ -1,5 +1,5 @@
 // ParameterLayout: where every parameter tensor of a model lives inside one flat float array
-// (built from the architecture's TensorDef list; GPT's below, gpt_tensor_defs).
+// (built from the architecture's TensorDef list, ModelConfig::tensor_defs()).
 // The same layout indexes the device buffers (parameters, gradients, Adam moments) and the host
 // image used by weight files and checkpoints, so the optimizer and the global gradient norm run
 // over one contiguous range, and weight decay applies to one prefix of it.
@@ -8,13 +8,7 @@
 // biases, not decayed). Each tensor starts at a multiple of `alignment` floats, so it can be
 // addressed as an OpenCL sub-buffer; the gaps are zero and stay zero.
 //
-// Names and shapes (row-major; weights as (out, in), as llm.c stores them):
-//   wte (Vp, C)            token embedding, tied to the LM head
-//   wpe (MAX_SEQ_LEN, C)   learned position embedding
-//   h{l}.attn.qkv.w (3D, C)   h{l}.attn.proj.w (C, D)   h{l}.mlp.fc.w (H, C)   h{l}.mlp.proj.w (C, H)
-//   h{l}.ln1.scale (C) h{l}.ln1.bias (C) h{l}.attn.qkv.b (3D) h{l}.attn.proj.b (C)
-//   h{l}.ln2.scale (C) h{l}.ln2.bias (C) h{l}.mlp.fc.b (H)     h{l}.mlp.proj.b (C)
-//   lnf.scale (C) lnf.bias (C)
+// Each architecture names its tensors (GptConfig's list: gpt_config.h, tensor_defs_of).
 #pragma once
 
 #include <cstddef>
@@ -25,37 +19,17 @@
 #include <string_view>
 #include <vector>
 
-#include "models/gpt_config.h"
+#include "models/model_config.h"
+#include "models/tensor_def.h"
 
 namespace paxocl::models {
-
-struct TensorSpec {
-  std::string name;
-  std::vector<std::int64_t> shape;
-  std::size_t offset = 0;  // in floats, from the start of the flat array
-  std::size_t count = 0;   // product of shape
-  bool decay = false;      // weight decay applies (matrices)
-  enum class Init { kGaussian, kZero, kOne } init = Init::kZero;
-  int block = -1;          // the transformer block it belongs to; -1 outside the blocks
-};
-
-// A model architecture's parameters, in its order: what ParameterLayout lays out. Every shape
-// entry >= 1; blocks numbered 0 .. num_blocks - 1 in order. GPT's: gpt_tensor_defs().
-struct TensorDef {
-  std::string name;
-  std::vector<std::int64_t> shape;
-  bool decay = false;
-  TensorSpec::Init init = TensorSpec::Init::kZero;
-  int block = -1;
-};
-std::vector<TensorDef> gpt_tensor_defs(const GptConfig& config);
 
 class ParameterLayout {
  public:
   // `alignment` in floats (>= 1); use the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN for sub-buffers.
   // Validates `config` first (ConfigError), and throws ConfigError when a tensor's or the layout's
   // size does not fit in size_t, so no size below has wrapped.
-  ParameterLayout(const GptConfig& config, std::size_t alignment);
+  ParameterLayout(const ModelConfig& config, std::size_t alignment);
   // Any architecture: the decayed tensors first, then the others, each group in `defs`' order.
   // ConfigError when a size does not fit in size_t.
   ParameterLayout(const std::vector<TensorDef>& defs, int num_blocks, std::size_t alignment);

@@ -211,17 +211,18 @@ HostWeights load_llmc(const fs::path& file, std::size_t alignment) {
     fail(file, fmt::format("truncated: expected at least {} bytes (the llm.c header), got {}", sizeof h, in.size()));
   }
   in.read(0, h.data(), sizeof h);
-  HostWeights w{llmc_config(file, h), 0, {}};
+  const GptConfig config = llmc_config(file, h);
+  HostWeights w{config, 0, {}};
   // The header is untrusted: check the file holds what it claims before building anything of that size.
-  const std::uint64_t expected = add_sat(sizeof h, mul_sat(llmc_floats(w.config), sizeof(float)));
+  const std::uint64_t expected = add_sat(sizeof h, mul_sat(llmc_floats(config), sizeof(float)));
   if (in.size() < expected) fail(file, fmt::format("truncated: expected {} bytes, got {}", expected, in.size()));
   if (in.size() > expected) {
     fail(file, fmt::format("{} trailing bytes: expected {} bytes, got {}; not an fp32 llm.c checkpoint of this header's shape",
                            in.size() - expected, expected, in.size()));
   }
-  const ParameterLayout layout(w.config, alignment);
+  const ParameterLayout layout(config, alignment);
   w.alignment = layout.alignment();
-  const auto order = llmc_order(layout, w.config.num_layers);
+  const auto order = llmc_order(layout, config.num_layers);
   w.data.assign(layout.total(), 0.0f);
   std::uint64_t pos = sizeof h;
   for (const TensorSpec* t : order) {
@@ -232,7 +233,7 @@ HostWeights load_llmc(const fs::path& file, std::size_t alignment) {
 }
 
 void save_llmc(const fs::path& file, const HostWeights& w) {
-  const GptConfig& c = w.config;
+  const GptConfig& c = w.config.gpt();
   c.validate();
   if (c.hidden_dims != 4 * c.model_dims || c.attention_dims() != c.model_dims) {
     throw ConfigError(fmt::format(
@@ -283,7 +284,7 @@ HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t al
     return std::pair<int, int>(static_cast<int>(s[0]), static_cast<int>(s[1]));
   };
   HostWeights w;
-  GptConfig& c = w.config;
+  GptConfig c;
   std::tie(c.vocab_size, c.model_dims) = dims2(wte);
   c.max_seq_len = dims2(std::string(names::hf::kPositionEmbedding)).first;
   c.num_layers = count_layers(file, entries, prefix);
@@ -295,6 +296,7 @@ HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t al
   c.num_heads = num_heads;
   c.dims_per_head = c.model_dims / num_heads;
   validate_from_file(file, c);
+  w.config = c;
   // Every tensor the config implies must be in the file with its full shape (checked below), so the
   // file must hold at least their bytes: check that before sizing anything by the config (layer names
   // cost nothing, and zero-element tensors take no bytes, so names alone could claim huge models).
@@ -332,7 +334,7 @@ HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t al
 }
 
 void save_safetensors(const fs::path& file, const HostWeights& w) {
-  const GptConfig& c = w.config;
+  const GptConfig& c = w.config.gpt();
   c.validate();
   if (c.attention_dims() != c.model_dims) {
     throw ConfigError(fmt::format("Hugging Face GPT-2 weights need NUM_HEADS*DIMS_PER_HEAD=MODEL_DIMS; got {}*{} != {}",

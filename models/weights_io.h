@@ -1,4 +1,4 @@
-// Weight files: the GPT's parameters on the host, read from and written to two formats.
+// Weight files: a model's parameters on the host, read from and written to two formats.
 //
 // llm.c checkpoint (gpt2_124M.bin, as written by llm.c's train_gpt2.py, version 3 = fp32):
 //   256 little-endian int32 header: [0]=20240326 [1]=3 [2]=maxT [3]=V [4]=L [5]=NH [6]=C [7]=Vp,
@@ -29,12 +29,12 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "models/gpt_config.h"
+#include "models/model_config.h"
 
 namespace paxocl::models {
 
 struct HostWeights {
-  GptConfig config;
+  ModelConfig config;         // the formats below hold GPTs (a ConfigError for another architecture)
   std::size_t alignment = 1;  // floats; data is indexed by ParameterLayout(config, alignment)
   std::vector<float> data;    // ParameterLayout::total() floats, alignment gaps zero
 };

@@ -17,9 +17,9 @@ EvalInputs make_eval_inputs(const config::JobConfig& job) {
   p.is_training = false;
   p.prefetch_depth = 0;
   EvalInputs e;
-  e.train = inputs::make_input(job.data, "train", p, job.model.vocab_size);
+  e.train = inputs::make_input(job.data, "train", p, job.model.vocab_size());
   try {
-    e.test = inputs::make_input(job.data, "validation", p, job.model.vocab_size);
+    e.test = inputs::make_input(job.data, "validation", p, job.model.vocab_size());
   } catch (const DataError& err) {
     spdlog::warn("no validation data ({}); eval_test is skipped", err.what());
   }

@@ -46,14 +46,14 @@ FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::Progr
     throw ConfigError(fmt::format("FSDP_PREFETCH_DEPTH={}: use 0 (gather each block just in time) or more",
                                   options.step.fsdp_prefetch_depth));
   }
-  slots_ = 1 + (options.step.overlap ? std::min(options.step.fsdp_prefetch_depth, options.config.num_layers - 1) : 0);
+  slots_ = 1 + (options.step.overlap ? std::min(options.step.fsdp_prefetch_depth, options.model.num_blocks() - 1) : 0);
   const int local = mesh.devices_per_process();
   open_local_devices(devices, local, cache, options);
   for (Local& l : locals_) {
     l.model = build_model(*l.runtime, options, slots_);
   }
   plan_ = std::make_unique<models::ShardPlan>(layout(), mesh.dcn_size(MeshAxis::kFsdp), mesh.ici_size(MeshAxis::kFsdp));
-  for (int b = -1; b < options.config.num_layers; ++b) splits_.push_back(unit_split(*plan_, b, process_));
+  for (int b = -1; b < options.model.num_blocks(); ++b) splits_.push_back(unit_split(*plan_, b, process_));
   for (int d = 0; d < local; ++d) {
     Local& l = locals_[static_cast<std::size_t>(d)];
     const int f = mesh.ici_coord(d, MeshAxis::kFsdp);
@@ -133,7 +133,7 @@ std::vector<device::Event> FsdpStep::compute_markers(std::size_t devices) {
 std::vector<float> FsdpStep::parameters() {
   const std::vector<device::Event> updated = compute_markers(locals_.size());
   std::vector<float> flat(layout().total(), 0.0f), unit;
-  for (int b = -1; b < options_.config.num_layers; ++b) {
+  for (int b = -1; b < options_.model.num_blocks(); ++b) {
     unit.assign(plan_->unit(b).size, 0.0f);
     comm_->gather(splits_[static_cast<std::size_t>(b + 1)], param_shards_,
                   IciCommunicator::Buffers(locals_.size()), updated, "all-gather " + unit_name(b) + " (to host)", unit)
@@ -153,7 +153,7 @@ Pending FsdpStep::gather(int block, std::size_t devices, IciCommunicator::Events
 }
 
 models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, bool train) {
-  const int L = options_.config.num_layers;
+  const int L = options_.model.num_blocks();
   const std::size_t n = rows.size();
   auto wait_on_device = [&](std::size_t d, const Pending& p) {
     const device::Event e = p.device_event(locals_[d].device->context());
@@ -252,16 +252,14 @@ models::LossStats FsdpStep::run_step(const inputs::Batch& batch, double lr, doub
   std::vector<inputs::Batch> rows;
   for (std::size_t d = 0; d < locals_.size(); ++d) rows.push_back(device_rows(batch, static_cast<int>(d), options_.step.device_batch));
   const models::LossStats loss = run_pass(rows, true);
-  // The global norm: each shard once (devices of ICI data index 0, processes of DCN data index 0).
-  std::vector<double> sum_squares = {0.0};
-  if (options_.mesh.dcn_coord(world_.rank(), MeshAxis::kData) == 0) {
-    for (int f = 0; f < options_.mesh.ici_size(MeshAxis::kFsdp); ++f) {
-      sum_squares[0] += locals_[static_cast<std::size_t>(f)].adam->sum_squares(grad_shards_[static_cast<std::size_t>(f)]);
-    }
+  // The norm counts each shard once: devices of ICI data index 0 on processes of DCN data index 0.
+  const bool counting_process = options_.mesh.dcn_coord(world_.rank(), MeshAxis::kData) == 0;
+  std::vector<models::AdamShard> shards;
+  for (std::size_t d = 0; d < locals_.size(); ++d) {
+    const bool counted = counting_process && options_.mesh.ici_coord(static_cast<int>(d), MeshAxis::kData) == 0;
+    shards.push_back({locals_[d].adam.get(), &param_shards_[d], &grad_shards_[d], counted});
   }
-  world_.all_reduce_sum(sum_squares);
-  const double norm = std::sqrt(sum_squares[0]);
-  for (std::size_t d = 0; d < locals_.size(); ++d) opt = locals_[d].adam->step_with_norm(param_shards_[d], grad_shards_[d], lr, norm, loss_scale);
+  opt = models::sharded_adam_step(shards, lr, loss_scale, [this](std::vector<double>& v) { world_.all_reduce_sum(v); });
   return loss;
 }
 

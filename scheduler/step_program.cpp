@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "models/model_factory.h"
 #include "scheduler/data_parallel_step.h"
 #include "scheduler/fsdp_step.h"
 
@@ -58,9 +59,9 @@ std::vector<TraceEvent> StepProgram::collect_trace(const std::vector<std::int64_
 
 std::unique_ptr<models::Model> StepProgram::build_model(kernels::DeviceRuntime& runtime, const StepOptions& options,
                                                        int resident_block_slots) {
-  return std::make_unique<models::GptModel>(
-      runtime, options.config,
-      models::GptModelOptions{static_cast<std::size_t>(options.step.device_batch), 0, 64u << 20, resident_block_slots});
+  return models::build_model(
+      runtime, options.model,
+      models::ModelOptions{static_cast<std::size_t>(options.step.device_batch), 0, 64u << 20, resident_block_slots});
 }
 
 inputs::Batch StepProgram::device_rows(const inputs::Batch& batch, int device, int device_batch) {
@@ -74,9 +75,8 @@ inputs::Batch StepProgram::device_rows(const inputs::Batch& batch, int device, i
   return part;
 }
 
-StepOptions StepOptions::of(const config::JobConfig& job) {
-  return StepOptions{job.model, job.optimizer, job.step,
-                     device::Mesh(job.mesh.ici, job.mesh.dcn, job.processes, job.mesh.local_devices())};
+StepOptions StepOptions::of(const config::JobConfig& job, const device::Mesh& mesh) {
+  return StepOptions{job.model, job.optimizer, job.step, mesh};
 }
 
 std::unique_ptr<StepProgram> make_step_program(const std::vector<device::DeviceInfo>& selected,

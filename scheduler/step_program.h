@@ -18,18 +18,18 @@
 #include "config/job_config.h"
 #include "device/program_cache.h"
 #include "models/adam_optimizer.h"
-#include "models/gpt_model.h"
+#include "models/model.h"
 #include "models/loss_scaler.h"
 #include "scheduler/step_trace.h"
 
 namespace paxocl::scheduler {
 
 struct StepOptions {
-  models::GptConfig config;
+  models::ModelConfig model;
   models::AdamConfig adam;
   config::StepConfig step;     // batch per device, GEMM, overlap, buckets, prefetch, ICI ring, dtype, loss scale
   device::Mesh mesh;           // the job's: this process's devices and the processes (tensor is 1)
-  static StepOptions of(const config::JobConfig& job);
+  static StepOptions of(const config::JobConfig& job, const device::Mesh& mesh);
 };
 
 class StepProgram {
@@ -76,9 +76,10 @@ class StepProgram {
   kernels::DeviceRuntime& runtime() const { return *locals_.front().runtime; }
   models::Model& model() const { return *locals_.front().model; }
   const models::ParameterLayout& layout() const { return model().layout(); }
+  const device::Mesh& mesh() const { return mesh_; }
 
  protected:
-  explicit StepProgram(const StepOptions& options) : loss_scaler_(options.step.loss_scale) {}
+  explicit StepProgram(const StepOptions& options) : mesh_(options.mesh), loss_scaler_(options.step.loss_scale) {}
   // The step itself: gradients of loss_scale x the loss (the models' set_loss_scale is already
   // called), then the optimizer with that loss_scale.
   virtual models::LossStats run_step(const inputs::Batch& batch, double lr, double loss_scale,
@@ -108,6 +109,7 @@ class StepProgram {
   std::vector<Local> locals_;
 
  private:
+  device::Mesh mesh_;
   models::DynamicLossScaler loss_scaler_;
 };
 

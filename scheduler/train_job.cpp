@@ -47,15 +47,15 @@ void open_job_dir(const config::JobConfig& job, int rank) {
 struct Runtime {
   Runtime(const config::JobConfig& job, const collectives::ProcessWorld& world) {
     const auto selected = device::select_devices(device::enumerate_devices(), device::parse_device_selection(job.flags.devices_spec));
-    // The mesh check: ICI_MESH_SHAPE's devices must be available in this process.
-    device::Mesh(job.mesh.ici, job.mesh.dcn, world.size(),
-                 std::min<int>(static_cast<int>(selected.size()), job.mesh.local_devices()));
-    program = make_step_program(selected, cache, world, StepOptions::of(job));
+    // The job's one mesh; its ConfigError when ICI_MESH_SHAPE's devices are not all available here.
+    const device::Mesh mesh(job.mesh.ici, job.mesh.dcn, world.size(),
+                            std::min<int>(static_cast<int>(selected.size()), job.mesh.local_devices()));
+    program = make_step_program(selected, cache, world, StepOptions::of(job, mesh));
     if (job.init_weights) {
       program->load_parameters(program->model().flat_from_weights(*job.init_weights));
       spdlog::info("initialised from the --init_from weights");
     } else {  // the same seed everywhere: identical replicas
-      program->load_parameters(models::initial_parameters(program->layout(), job.seed, job.model.init_std));
+      program->load_parameters(models::initial_parameters(program->layout(), job.seed, job.model.init_std()));
     }
   }
   device::ProgramCache cache;
@@ -74,7 +74,7 @@ checkpoint::Snapshot take_snapshot(StepProgram& program, const config::JobConfig
   snap.seed = job.seed;
   snap.experiment_json = job.experiment.to_json().dump();
   snap.sharding = job.sharding();
-  snap.mesh = device::to_proto(device::Mesh(job.mesh.ici, job.mesh.dcn, job.processes, job.mesh.local_devices()));
+  snap.mesh = device::to_proto(program.mesh());
   return snap;
 }
 
@@ -135,7 +135,7 @@ int run_training(const config::JobConfig& job, const collectives::ProcessWorld& 
   open_job_dir(job, world.rank());
   Runtime rt(job, world);
   StepProgram& program = *rt.program;
-  auto train_input = inputs::make_input(job.data, "train", job.input, job.model.vocab_size);
+  auto train_input = inputs::make_input(job.data, "train", job.input, job.model.vocab_size());
   EvalInputs eval = make_eval_inputs(job);
   EvalWriters eval_out(job, world.rank());
   checkpoint::Checkpointer checkpoints(job.flags.job_log_dir / "checkpoints", world, job.checkpoint, program.layout());

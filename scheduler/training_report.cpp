@@ -45,8 +45,8 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
   // The datasheet's FP32 peak of a known accelerator, for a second MFU.
   const std::optional<device::KnownPeak> datasheet = device::known_peak(program.device().info().name);
   datasheet_gflops_ = datasheet ? datasheet->fp32_tflops * 1e3 * replicas : 0.0;
-  tokens_per_step_ = static_cast<double>(job.input.batch_size) * job.model.max_seq_len * world.size();
-  flops_per_step_ = job.model.flops_per_token(job.model.max_seq_len) * tokens_per_step_;
+  tokens_per_step_ = static_cast<double>(job.input.batch_size) * job.model.max_seq_len() * world.size();
+  flops_per_step_ = job.model.flops_per_token(job.model.max_seq_len()) * tokens_per_step_;
   train_start_ = interval_start_ = Clock::now();
   if (world.rank() != 0) return;
   // A live line only on a real terminal of a single process (launchers forward output through a pty).
@@ -66,13 +66,13 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
                    "MFU is measured against the devices' GEMM peak, measured now: {:.1f} GFLOP/s in all{}\n"
                    "job directory: {}\n",
                    job.experiment.name(), static_cast<double>(model.layout().parameter_count()) / 1e6,
-                   job.input.batch_size * world.size(), job.model.max_seq_len, job.cadence.max_steps,
+                   job.input.batch_size * world.size(), job.model.max_seq_len(), job.cadence.max_steps,
                    fsdp ? fmt::format("FSDP (fsdp {} x data {})", job.mesh.along(device::MeshAxis::kFsdp),
                                       job.mesh.along(device::MeshAxis::kData))
                         : std::string("data parallel"),
                    replicas, job.mesh.local_devices(), program.device().info().name, mib(program.state_bytes_per_device()),
                    job.step.fprop_dtype == device::DType::kF32 ? "" : ", " + dtype + " weight copy",
-                   mib(model.activation_bytes()), dtype, job.step.device_batch, job.model.max_seq_len, peak_gflops_,
+                   mib(model.activation_bytes()), dtype, job.step.device_batch, job.model.max_seq_len(), peak_gflops_,
                    datasheet ? fmt::format(" ({} datasheet: {:.1f} TFLOP/s FP32 per device, {:.1f} BF16)", datasheet->model,
                                            datasheet->fp32_tflops, datasheet->bf16_tflops)
                              : std::string(),

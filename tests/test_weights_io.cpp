@@ -218,7 +218,7 @@ TEST(WeightsIo, LlmcLoadPutsEveryTensorInPlace) {
       const fs::path file = dir.path() / "model.bin";
       write_llmc(file, d);
       const HostWeights w = load_llmc(file, alignment);
-      const GptConfig& c = w.config;
+      const GptConfig& c = w.config.gpt();
       EXPECT_EQ(c.num_layers, d.L);
       EXPECT_EQ(c.model_dims, d.C);
       EXPECT_EQ(c.hidden_dims, 4 * d.C);
@@ -304,7 +304,7 @@ TEST(WeightsIo, SafetensorsLoadTransposesConv1dWeights) {
     auto tensors = hf_model(d, H);
     write_safetensors(file, tensors);
     const HostWeights w = load_safetensors(file, d.NH, alignment);
-    const GptConfig& c = w.config;
+    const GptConfig& c = w.config.gpt();
     EXPECT_EQ(c.num_layers, d.L);
     EXPECT_EQ(c.model_dims, d.C);
     EXPECT_EQ(c.hidden_dims, H);
@@ -397,7 +397,7 @@ TEST(WeightsIo, LlmcThroughSafetensorsKeepsEveryRealParameter) {
 
   const ParameterLayout lo(orig.config, 16);
   for (const HostWeights* w : {&mid, &back}) {
-    const GptConfig& c = w->config;
+    const GptConfig& c = w->config.gpt();
     EXPECT_EQ(c.num_layers, kPadded.L);
     EXPECT_EQ(c.model_dims, kPadded.C);
     EXPECT_EQ(c.hidden_dims, 4 * kPadded.C);
@@ -480,7 +480,7 @@ TEST(WeightsIo, LlmcWithManyLayersLoads) {
   const Dims deep{1, 1, 20000, 1, 1, 1};
   write_llmc(f, deep);
   const HostWeights w = load_llmc(f, 1);
-  EXPECT_EQ(w.config.num_layers, 20000);
+  EXPECT_EQ(w.config.num_blocks(), 20000);
   const ParameterLayout layout(w.config, 1);
   EXPECT_EQ(w.data[layout.at("h19999.mlp.proj.b").offset], value(13, 19999));  // kind 13 (fcprojb), layer 19999
 }
