@@ -57,7 +57,7 @@ class GptModelTest : public DeviceTest {
   std::unique_ptr<GptModel> make_model(const GptConfig& c, std::size_t max_batch, const std::string& gemm = "auto",
                                        device::DType fprop = device::DType::kF32, int resident_block_slots = 0) {
     return std::make_unique<GptModel>(runtime(gemm, fprop), c,
-                                      models::GptModelOptions{max_batch, 0, 64u << 20, resident_block_slots});
+                                      models::ModelOptions{max_batch, 0, 64u << 20, resident_block_slots});
   }
   kernels::DeviceRuntime& runtime(const std::string& gemm = "auto", device::DType fprop = device::DType::kF32) {
     runtimes_.push_back(std::make_unique<kernels::DeviceRuntime>(*device_, cache_, fprop, gemm));
