@@ -1,4 +1,4 @@
-// A test fixture with one OpenCL device (the first selected), a private program cache, the kernel
+// A test fixture with one OpenCL device (the first of test_device_selection()), a private program cache, the kernel
 // library built for act_dtype() and a GEMM that takes it (CLBlast for float32, pax-ocl's own for
 // 16 bits), plus host<->device helpers in float64 for reference comparisons.
 #pragma once
@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <vector>
 
@@ -27,10 +29,27 @@ inline void PrintTo(DType t, std::ostream* os) { *os << dtype_name(t); }
 
 namespace paxocl::testing {
 
+// The devices the tests run on: PAX_OCL_DEVICES as `pax-ocl` reads it (default auto: a GPU when
+// there is one, else the CPU devices), so `ctest -L gpu` on a GPU machine tests the GPU. The first
+// call prints the first device, as `pax-ocl devices` names it, so a log says what was tested.
+inline std::vector<device::DeviceInfo> test_device_selection() {
+  auto selected = device::select_devices(device::enumerate_devices(),
+                                         device::parse_device_selection(device::device_spec_from(std::nullopt)));
+  static const bool said = [&] {
+    if (!selected.empty()) {
+      std::printf("[ device   ] %s (%s, %s)\n", selected.front().name.c_str(), device::to_string(selected.front().kind),
+                  selected.front().platform_name.c_str());
+    }
+    return true;
+  }();
+  (void)said;
+  return selected;
+}
+
 class DeviceTest : public ::testing::Test {
  public:
   void SetUp() override {
-    const auto selected = device::select_devices(device::enumerate_devices(), device::parse_device_selection("auto"));
+    const auto selected = test_device_selection();
     ASSERT_FALSE(selected.empty());
     device_ = std::make_unique<device::Device>(selected.front());
     kernels_ = std::make_unique<kernels::KernelLibrary>(cache_, *device_, act_dtype());

@@ -33,9 +33,16 @@ for round in $(seq 1 "$rounds"); do
   sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", 0.2 + (r % 120) / 100 }')"
   kill -9 "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
-  # A run that got as far as restoring resumed from the newest checkpoint there was.
-  if [[ -n $before ]] && grep -q "resumed from" "$work/out" && ! grep -q "resumed from $job/checkpoints/$before " "$work/out"; then
-    echo "FAIL: round $round did not resume from $before"; grep resumed "$work/out"; exit 1
+  # A run that got past its restore (it saved or trained) resumed, and from the newest checkpoint
+  # there was: starting afresh beside a good checkpoint is as wrong as taking an older one.
+  if [[ -n $before ]]; then
+    if grep -q "resumed from" "$work/out"; then
+      if ! grep -q "resumed from $job/checkpoints/$before " "$work/out"; then
+        echo "FAIL: round $round did not resume from $before"; grep resumed "$work/out"; exit 1
+      fi
+    elif grep -qE "first step done|checkpoint of step" "$work/out"; then
+      echo "FAIL: round $round started afresh although $before existed"; tail -n 5 "$work/out"; exit 1
+    fi
   fi
   latest=$(newest)
   [[ -n $latest ]] || continue  # killed before the first save

@@ -47,20 +47,20 @@ class CliCheckpoint : public ::testing::Test {
     return r;
   }
   // The uninterrupted reference: 12 steps on one device, batch 4.
-  const std::vector<double>& reference() {
+  const std::vector<float>& reference() {
     if (reference_.empty()) {
-      const auto r = train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=12 --save_weights=" +
-                                   (dir_.path() / "reference.bin").string(), "reference");
-      reference_ = losses_of(r.out);
+      train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=12 --save_weights=" +
+                    (dir_.path() / "reference.bin").string(), "reference");
+      reference_ = train_losses(dir_.path() / "reference");
     }
     return reference_;
   }
   TempDir dir_;
-  std::vector<double> reference_;
+  std::vector<float> reference_;
 };
 
 TEST_F(CliCheckpoint, ResumingIsBitwiseTheUninterruptedRun) {
-  const std::vector<double> want = reference();
+  const std::vector<float> want = reference();
   ASSERT_EQ(want.size(), 12u);
   EXPECT_EQ(checkpoint_steps(dir_.path() / "reference"), (std::vector<long>{0, 4, 8, 12}));
   train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=6", "resumed");  // saves 0, 4 and 6 (the end)
@@ -68,7 +68,7 @@ TEST_F(CliCheckpoint, ResumingIsBitwiseTheUninterruptedRun) {
                                (dir_.path() / "resumed.bin").string(), "resumed");
   EXPECT_NE(r.err.find("resumed from " + (dir_.path() / "resumed" / "checkpoints" / "checkpoint_00000006").string()),
             std::string::npos) << r.err;
-  EXPECT_EQ(losses_of(r.out), std::vector<double>(want.begin() + 6, want.end()));
+  EXPECT_EQ(train_losses(dir_.path() / "resumed", 7), std::vector<float>(want.begin() + 6, want.end()));
   EXPECT_EQ(bytes_of(dir_.path() / "resumed.bin"), bytes_of(dir_.path() / "reference.bin"));
 }
 
@@ -113,8 +113,8 @@ TEST_F(CliCheckpoint, SixteenBitRunsCheckpointFloat32AndResumeBitwise) {
 }
 
 TEST_F(CliCheckpoint, ACheckpointRestoresOntoAnotherMesh) {
-  const std::vector<double> want = reference();
-  auto expect_close = [&](const std::vector<double>& got, const char* what) {
+  const std::vector<float> want = reference();
+  auto expect_close = [&](const std::vector<float>& got, const char* what) {
     ASSERT_EQ(got.size(), 6u) << what;
     for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[6 + i], 2e-4 * want[6 + i]) << what << " " << i;
   };
@@ -122,16 +122,16 @@ TEST_F(CliCheckpoint, ACheckpointRestoresOntoAnotherMesh) {
   train("", " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,2,1] --fdl.MAX_STEPS=6", "fsdp");
   const auto one = train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=12", "fsdp");
   EXPECT_NE(one.err.find("saved as data 1 x fsdp 2"), std::string::npos) << one.err;
-  expect_close(losses_of(one.out), "FSDP [1,2,1] -> 1 device");
+  expect_close(train_losses(dir_.path() / "fsdp", 7), "FSDP [1,2,1] -> 1 device");
   // Saved on 1 device, resumed by 2 processes (DCN [2,1,1]).
   train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=6", "dcn");
-  const auto dcn = train(kMpirun, " --devices=0 --fdl.PERCORE_BATCH_SIZE=2 --fdl.DCN_MESH_SHAPE=[2,1,1] --fdl.MAX_STEPS=12", "dcn");
-  expect_close(losses_of(dcn.out), "1 device -> DCN [2,1,1]");
+  train(kMpirun, " --devices=0 --fdl.PERCORE_BATCH_SIZE=2 --fdl.DCN_MESH_SHAPE=[2,1,1] --fdl.MAX_STEPS=12", "dcn");
+  expect_close(train_losses(dir_.path() / "dcn", 7), "1 device -> DCN [2,1,1]");
   // Saved by 2 FSDP processes (each its own part), resumed on 1 device.
   train(kMpirun, " --devices=0 --fdl.PERCORE_BATCH_SIZE=2 --fdl.DCN_MESH_SHAPE=[1,2,1] --fdl.MAX_STEPS=6", "dcn_fsdp");
   EXPECT_TRUE(fs::exists(dir_.path() / "dcn_fsdp" / "checkpoints" / "checkpoint_00000006" / "part-00001.safetensors"));
-  const auto back = train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=12", "dcn_fsdp");
-  expect_close(losses_of(back.out), "DCN FSDP [1,2,1] -> 1 device");
+  train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=12", "dcn_fsdp");
+  expect_close(train_losses(dir_.path() / "dcn_fsdp", 7), "DCN FSDP [1,2,1] -> 1 device");
 }
 
 TEST_F(CliCheckpoint, SigusrSavesTheStepAndExitsWithTheRequeueCode) {
@@ -149,7 +149,7 @@ TEST_F(CliCheckpoint, SigusrSavesTheStepAndExitsWithTheRequeueCode) {
   const auto again = run_command(kBinary + kJob + " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=" +
                                  std::to_string(steps[1] + 2) + " --job_log_dir=" + job.string());
   EXPECT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_EQ(losses_of(again.out).size(), 2u) << again.out;
+  EXPECT_EQ(train_losses(job, steps[1] + 1).size(), 2u) << again.out;
 }
 
 TEST_F(CliCheckpoint, ADamagedNewestCheckpointFallsBackToTheOneBefore) {
@@ -159,7 +159,7 @@ TEST_F(CliCheckpoint, ADamagedNewestCheckpointFallsBackToTheOneBefore) {
   const auto r = train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=12", "reference");
   EXPECT_NE(r.err.find(part.string()), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("checkpoint_00000008 (step 8"), std::string::npos) << r.err;
-  EXPECT_EQ(losses_of(r.out), std::vector<double>(reference_.begin() + 8, reference_.end()));
+  EXPECT_EQ(train_losses(dir_.path() / "reference", 9), std::vector<float>(reference_.begin() + 8, reference_.end()));
 }
 
 // Issue 14's heap overflow: an experiment.json whose MAX_SEQ_LEN wrapped the layout to 16 floats, and

@@ -26,7 +26,7 @@ TEST(CliJob, DefaultExperimentLossFallsAndTheJobDirectoryIsComplete) {
                              " --fdl.EVAL_LOOP_NUM_BATCHES=3 --fdl.LR_COS_WARMUP=10 --fdl.LR_COS_DECAY_START=11"
                              " --fdl.LR_COS_DECAY_END=60");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::vector<double> losses = losses_of(r.out);
+  const std::vector<float> losses = train_losses(job);
   ASSERT_EQ(losses.size(), 6u) << r.out;
   EXPECT_LT(losses.back(), losses.front() - 1.0) << r.out;  // from ~ln(4096) = 8.3 down
   EXPECT_NE(r.out.find("tensorboard --logdir " + job + "/summaries"), std::string::npos) << r.out;
@@ -59,7 +59,7 @@ const std::string kSmall =
     " --fdl.EVAL_INTERVAL_STEPS=0 --fdl.EVAL_LOOP_NUM_BATCHES=2 --fdl.LR_COS_WARMUP=2 --fdl.LR_COS_DECAY_START=3"
     " --fdl.LR_COS_DECAY_END=20";
 
-void expect_same_curve(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+void expect_same_curve(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (std::size_t i = 0; i < got.size(); ++i) {
     // Gradients are summed in another order, so fp32 rounding may differ slightly.
@@ -71,7 +71,7 @@ TEST(CliJob, DataParallelOverDevicesAndProcessesMatchesOneDevice) {
   TempDir dir;
   const auto one = run_command(kBinary + kSmall + " --fdl.PERCORE_BATCH_SIZE=8 --job_log_dir=" + (dir.path() / "one").string());
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  const std::vector<double> reference = losses_of(one.out);
+  const std::vector<float> reference = train_losses(dir.path() / "one");
   ASSERT_EQ(reference.size(), 4u) << one.out;
 
   // Same global batch of 8: two devices in one process (ICI), then two processes (DCN).
@@ -79,32 +79,32 @@ TEST(CliJob, DataParallelOverDevicesAndProcessesMatchesOneDevice) {
                                (dir.path() / "ici").string());
   ASSERT_EQ(ici.exit_code, 0) << ici.err;
   EXPECT_NE(ici.out.find("data parallel over 2 device(s)"), std::string::npos) << ici.out;
-  expect_same_curve(losses_of(ici.out), reference, "ICI [2,1,1]");
+  expect_same_curve(train_losses(dir.path() / "ici"), reference, "ICI [2,1,1]");
 
   const auto dcn = run_command(std::string(PAXOCL_MPIEXEC) + " --oversubscribe -np 2 " + kBinary + kSmall +
                                " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[2,1,1] --job_log_dir=" +
                                (dir.path() / "dcn").string());
   ASSERT_EQ(dcn.exit_code, 0) << dcn.err;
-  expect_same_curve(losses_of(dcn.out), reference, "DCN [2,1,1]");
+  expect_same_curve(train_losses(dir.path() / "dcn"), reference, "DCN [2,1,1]");
 
-  // Overlapped (per-block, during backward) and serial gradient reduction: identical results.
+  // Overlapped (per-block, during backward) and serial gradient reduction: identical results (float bits).
   const auto serial = run_command(kBinary + kSmall + " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1]" +
                                   " --fdl.OVERLAP_COMMUNICATION=false --job_log_dir=" + (dir.path() / "serial").string());
   ASSERT_EQ(serial.exit_code, 0) << serial.err;
-  EXPECT_EQ(losses_of(serial.out), losses_of(ici.out));
+  EXPECT_EQ(train_losses(dir.path() / "serial"), train_losses(dir.path() / "ici"));
   // Both blocks (~200 KB of gradients each) combined into one bucket.
   for (const char* bytes : {"300000"}) {
     const auto bucketed = run_command(kBinary + kSmall + " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1]" +
                                       " --fdl.GRADIENT_BUCKET_BYTES=" + bytes + " --job_log_dir=" +
                                       (dir.path() / "bucketed").string());
     ASSERT_EQ(bucketed.exit_code, 0) << bucketed.err;
-    EXPECT_EQ(losses_of(bucketed.out), losses_of(ici.out)) << "GRADIENT_BUCKET_BYTES=" << bytes;
+    EXPECT_EQ(train_losses(dir.path() / "bucketed"), train_losses(dir.path() / "ici")) << "GRADIENT_BUCKET_BYTES=" << bytes;
   }
   const auto dcn_serial = run_command(std::string(PAXOCL_MPIEXEC) + " --oversubscribe -np 2 " + kBinary + kSmall +
                                       " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[2,1,1]"
                                       " --fdl.OVERLAP_COMMUNICATION=false --job_log_dir=" + (dir.path() / "dcn_serial").string());
   ASSERT_EQ(dcn_serial.exit_code, 0) << dcn_serial.err;
-  EXPECT_EQ(losses_of(dcn_serial.out), losses_of(dcn.out));
+  EXPECT_EQ(train_losses(dir.path() / "dcn_serial"), train_losses(dir.path() / "dcn"));
 }
 
 TEST(CliJob, TraceOfChosenStepsShowsKernelsAndCommunication) {
@@ -152,13 +152,13 @@ TEST(CliJob, FsdpOverDevicesAndProcessesMatchesDataParallel) {
   const std::string mpirun = std::string(PAXOCL_MPIEXEC) + " --oversubscribe -np 2 ";
   // Global batch 8 everywhere.
   const auto dp = run("", " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1]", "dp");
-  const std::vector<double> reference = losses_of(dp.out);
+  const std::vector<float> reference = train_losses(dir.path() / "dp");
   ASSERT_EQ(reference.size(), 4u) << dp.out;
   const std::vector<float> reference_weights = weights_of(dir.path() / "dp.bin");
 
   const auto fsdp = run("", " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[1,2,1] --fdl.TRACE_STEPS=[3]", "fsdp");
   EXPECT_NE(fsdp.out.find("FSDP (fsdp 2 x data 1) over 2 device(s)"), std::string::npos) << fsdp.out;
-  expect_same_curve(losses_of(fsdp.out), reference, "ICI [1,2,1]");
+  expect_same_curve(train_losses(dir.path() / "fsdp"), reference, "ICI [1,2,1]");
   // The weights gathered from the shards at the end: DP's, up to the gradient norm's summation order.
   const std::vector<float> fsdp_weights = weights_of(dir.path() / "fsdp.bin");
   ASSERT_EQ(fsdp_weights.size(), reference_weights.size());
@@ -182,17 +182,17 @@ TEST(CliJob, FsdpOverDevicesAndProcessesMatchesDataParallel) {
   int variants = 0;
   for (const std::string args : {" --fdl.OVERLAP_COMMUNICATION=false", " --fdl.FSDP_PREFETCH_DEPTH=0",
                                  " --fdl.FSDP_PREFETCH_DEPTH=3"}) {
-    const auto variant = run("", " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[1,2,1]" + args,
-                             "variant" + std::to_string(++variants));  // a fresh job directory: no resume
-    EXPECT_EQ(losses_of(variant.out), losses_of(fsdp.out)) << args;
+    const std::string name = "variant" + std::to_string(++variants);  // a fresh job directory: no resume
+    run("", " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[1,2,1]" + args, name);
+    EXPECT_EQ(train_losses(dir.path() / name), train_losses(dir.path() / "fsdp")) << args;
   }
 
   // Across processes (DCN), and FSDP inside each process with data parallelism across them.
-  const auto dcn = run(mpirun, " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[1,2,1]", "dcn");
-  expect_same_curve(losses_of(dcn.out), reference, "DCN [1,2,1]");
-  const auto hybrid = run(mpirun, " --devices=0,1 --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,2,1]"
-                                  " --fdl.DCN_MESH_SHAPE=[2,1,1]", "hybrid");
-  expect_same_curve(losses_of(hybrid.out), reference, "ICI [1,2,1] x DCN [2,1,1]");
+  run(mpirun, " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[1,2,1]", "dcn");
+  expect_same_curve(train_losses(dir.path() / "dcn"), reference, "DCN [1,2,1]");
+  run(mpirun, " --devices=0,1 --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,2,1] --fdl.DCN_MESH_SHAPE=[2,1,1]",
+      "hybrid");
+  expect_same_curve(train_losses(dir.path() / "hybrid"), reference, "ICI [1,2,1] x DCN [2,1,1]");
   const std::vector<float> hybrid_weights = weights_of(dir.path() / "hybrid.bin");
   ASSERT_EQ(hybrid_weights.size(), reference_weights.size());
   for (std::size_t i = 0; i < hybrid_weights.size(); ++i) ASSERT_NEAR(hybrid_weights[i], reference_weights[i], 1e-5) << i;

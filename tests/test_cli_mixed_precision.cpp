@@ -94,7 +94,7 @@ TEST(CliMixedPrecision, Float16LossScaleHalvesOnOverflowAndGrowsBack) {
     if (i > 0 && s > scale[i - 1].value) grew = true;
   }
   EXPECT_TRUE(grew) << "after 5 clean steps the scale doubles";
-  const std::vector<double> losses = losses_of(r.out);
+  const std::vector<float> losses = train_losses(dir.path() / "job");
   ASSERT_EQ(losses.size(), 8u);
   EXPECT_LT(losses.back(), losses.front());
   EXPECT_NE(r.err.find("overflow(s) skipped in this run"), std::string::npos) << r.err;

@@ -7,6 +7,7 @@
 #include "device/device_selection.h"
 #include "kernels_cl/elementwise.h"
 #include "kernels_cl/embedded_sources.h"
+#include "tests/device_fixture.h"
 #include "tests/test_support.h"
 
 namespace paxocl::kernels {
@@ -21,7 +22,7 @@ TEST(EmbeddedSources, ContainTheProjectKernels) {
 TEST(Elementwise, MatchesDoubleReferenceOnEveryDevice) {
   testing::TempDir cache_dir;
   device::ProgramCache cache(cache_dir.path());
-  const auto selected = device::select_devices(device::enumerate_devices(), device::parse_device_selection("auto"));
+  const auto selected = testing::test_device_selection();
   for (const device::DeviceInfo& info : selected) {
     device::Device dev(info);
     Elementwise ops(cache, dev);

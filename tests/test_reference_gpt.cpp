@@ -27,10 +27,41 @@ constexpr double kMaxRelError = 1e-6;  // |fd - analytic| / max(|fd|, |analytic|
 // is about 1e-16 * |loss| / kStep ~ 1e-11, which would dominate the relative error of a tiny value.
 constexpr double kRelFloor = 1e-4;
 
-// Over every finite-difference comparison of this run (reported by the last test): the relative
-// error where the gradient is at least kRelFloor, the absolute error where it is smaller.
-double g_max_rel_error = 0.0;
-double g_max_abs_error_small = 0.0;
+// The finite-difference comparisons of one test: every test that compares declares one
+// (`const FdTally tally;`), and when it ends reports its largest errors and fails unless it
+// compared something and every relative error stayed below kMaxRelError. (Per test, because ctest
+// runs each test in a process of its own: a run-wide maximum would never be seen.)
+class FdTally {
+ public:
+  FdTally() { active_ = this; }
+  ~FdTally() {
+    active_ = nullptr;
+    std::printf("  %ld finite-difference comparisons: max relative error (|grad| >= %.0e) %.3e; max absolute below %.3e\n",
+                count_, kRelFloor, max_rel_, max_abs_small_);
+    EXPECT_GT(count_, 0) << "no finite-difference comparison ran";
+    EXPECT_LT(max_rel_, kMaxRelError);
+  }
+  FdTally(const FdTally&) = delete;
+  FdTally& operator=(const FdTally&) = delete;
+
+  static void record(double fd, double analytic, double rel) {
+    if (active_ == nullptr) {
+      ADD_FAILURE() << "a finite-difference comparison outside an FdTally";
+      return;
+    }
+    ++active_->count_;
+    if (std::max(std::abs(fd), std::abs(analytic)) >= kRelFloor) {
+      active_->max_rel_ = std::max(active_->max_rel_, rel);
+    } else {
+      active_->max_abs_small_ = std::max(active_->max_abs_small_, std::abs(fd - analytic));
+    }
+  }
+
+ private:
+  static inline FdTally* active_ = nullptr;
+  long count_ = 0;
+  double max_rel_ = 0.0, max_abs_small_ = 0.0;
+};
 
 double rel_error(double fd, double analytic) {
   return std::abs(fd - analytic) / std::max({std::abs(fd), std::abs(analytic), kRelFloor});
@@ -39,11 +70,7 @@ double rel_error(double fd, double analytic) {
 // Compares one coordinate; returns its (floored) relative error.
 double compare(double fd, double analytic, const std::string& what) {
   const double err = rel_error(fd, analytic);
-  if (std::max(std::abs(fd), std::abs(analytic)) >= kRelFloor) {
-    g_max_rel_error = std::max(g_max_rel_error, err);
-  } else {
-    g_max_abs_error_small = std::max(g_max_abs_error_small, std::abs(fd - analytic));
-  }
+  FdTally::record(fd, analytic, err);
   EXPECT_LT(err, kMaxRelError) << what << ": finite difference " << fd << ", analytic " << analytic;
   return err;
 }
@@ -85,6 +112,7 @@ void expect_gradient(const std::function<double(const Vec&)>& f, const Vec& x, c
 // fixed random r, so its backward is called with dout = r.
 
 TEST(ReferenceOps, LinearMatchesFiniteDifferences) {
+  const FdTally tally;
   std::mt19937_64 rng(1);
   const int N = 3, in = 4, out = 5;
   const Vec x = random_vec(rng, N * in, 0, 1), w = random_vec(rng, out * in, 0, 1), b = random_vec(rng, out, 0, 1);
@@ -100,6 +128,7 @@ TEST(ReferenceOps, LinearMatchesFiniteDifferences) {
 }
 
 TEST(ReferenceOps, LayerNormMatchesFiniteDifferences) {
+  const FdTally tally;
   std::mt19937_64 rng(2);
   const int N = 3, C = 6;
   const Vec x = random_vec(rng, N * C, 0.5, 1.5), w = random_vec(rng, C, 1, 0.3), b = random_vec(rng, C, 0, 0.3);
@@ -125,6 +154,7 @@ TEST(ReferenceOps, LayerNormMatchesFiniteDifferences) {
 }
 
 TEST(ReferenceOps, GeluMatchesFiniteDifferencesAndKnownValues) {
+  const FdTally tally;
   std::mt19937_64 rng(3);
   Vec x;
   for (double v = -5.0; v <= 5.0; v += 0.37) x.push_back(v);
@@ -153,6 +183,7 @@ double naive_lse(const Vec& q, const Vec& k, int bh, int T, int hs, int t) {
 }
 
 void check_attention(int T) {
+  const FdTally tally;
   SCOPED_TRACE("T=" + std::to_string(T));
   std::mt19937_64 rng(4 + static_cast<unsigned>(T));
   const int B = 2, NH = 2, hs = 3, n = B * NH * T * hs;
@@ -212,6 +243,7 @@ TEST(ReferenceOps, QkvAndHeadPermutationsAreInverse) {
 }
 
 TEST(ReferenceOps, CrossEntropyMatchesFiniteDifferences) {
+  const FdTally tally;
   std::mt19937_64 rng(7);
   const int N = 4, Vp = 8, V = 5;
   const Vec logits = random_vec(rng, N * Vp, 0, 2);
@@ -239,6 +271,7 @@ TEST(ReferenceOps, CrossEntropyMatchesFiniteDifferences) {
 }
 
 TEST(ReferenceOps, EmbeddingMatchesFiniteDifferences) {
+  const FdTally tally;
   std::mt19937_64 rng(8);
   const int B = 2, T = 3, Vp = 5, maxT = 4, C = 2;
   const std::vector<int> ids = {1, 3, 1, 4, 1, 0};  // row 1 used three times, row 2 never
@@ -389,6 +422,7 @@ TEST(ReferenceGpt, TinyConfigIsAsIntended) {
 }
 
 TEST(ReferenceGpt, GradientsMatchFiniteDifferencesForEveryTensor) {
+  const FdTally tally;
   TinyModel m;
   const ReferenceResult ref = reference_forward_backward(m.config, m.layout, m.params, m.batch);
   const Vec params(m.params.begin(), m.params.end());
@@ -532,13 +566,6 @@ TEST(ReferenceGpt, RejectsBadBatches) {
   EXPECT_THROW(reference_forward_backward(m.config, m.layout, m.params, bad_size), std::invalid_argument);
   std::vector<float> short_params(m.params.begin(), m.params.end() - 1);
   EXPECT_THROW(reference_forward_backward(m.config, m.layout, short_params, m.batch), std::invalid_argument);
-}
-
-// Reports the largest relative finite-difference error of the run (the suite's last test).
-TEST(ReferenceZSummary, MaxRelativeFiniteDifferenceError) {
-  std::printf("  max relative finite-difference error (|grad| >= %.0e): %.3e; max absolute error below: %.3e\n",
-              kRelFloor, g_max_rel_error, g_max_abs_error_small);
-  EXPECT_LT(g_max_rel_error, kMaxRelError);
 }
 
 }  // namespace

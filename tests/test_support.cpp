@@ -100,11 +100,15 @@ std::map<std::string, std::vector<ScalarPoint>> read_scalars(const std::filesyst
   return scalars;
 }
 
-std::vector<double> losses_of(const std::string& out) {
-  std::vector<double> losses;
-  const std::regex line(R"(step +\d+/\d+  loss ([0-9.]+)  log_pplx)");  // summary lines, not live ones
-  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it) {
-    losses.push_back(std::stod((*it)[1]));
+std::vector<float> train_losses(const std::filesystem::path& job_dir, long first_step) {
+  std::map<long, float> by_step;  // event files are read oldest run first: later runs overwrite
+  const auto scalars = read_scalars(job_dir / "summaries" / "train");  // named: range-for would not extend its life
+  if (const auto it = scalars.find("loss"); it != scalars.end()) {
+    for (const ScalarPoint& p : it->second) by_step[p.step] = p.value;
+  }
+  std::vector<float> losses;
+  for (const auto& [step, value] : by_step) {
+    if (step >= first_step) losses.push_back(value);
   }
   return losses;
 }

@@ -21,9 +21,6 @@ struct CommandResult {
 // Runs `command` through /bin/sh with stdin closed; captures stdout and stderr separately.
 CommandResult run_command(const std::string& command);
 
-// The losses of `pax-ocl train`'s summary lines ("step 5/20  loss 6.2397  log_pplx ..."), in order.
-std::vector<double> losses_of(const std::string& out);
-
 // The scalars of the TensorBoard event files in `summary_dir` (e.g. job/summaries/train), by tag:
 // (step, value) in the order written, values as stored (float32, bit for bit).
 struct ScalarPoint {
@@ -31,6 +28,11 @@ struct ScalarPoint {
   float value = 0;
 };
 std::map<std::string, std::vector<ScalarPoint>> read_scalars(const std::filesystem::path& summary_dir);
+
+// The training loss of every summarised step >= first_step of the job in `job_dir`, in step order,
+// as TensorBoard stores it (float32, bit for bit: compare with ==, not with printed text). A step
+// summarised by several runs (a resume that repeats steps) has the latest run's value.
+std::vector<float> train_losses(const std::filesystem::path& job_dir, long first_step = 1);
 
 // Writes `paragraphs` paragraphs of 20 random sentences over a 12-word vocabulary (blank-line
 // separated) to dir/story.txt, so small tokenizers train in a moment; returns the path.
