@@ -11,7 +11,9 @@ device::Program load_program(device::ProgramCache& cache, const device::Device& 
   std::string options(kBuildOptions);
   if (!extra_options.empty()) options.append(" ").append(extra_options);
   // Every program starts with the storage-type helpers; #line keeps compiler messages' line numbers.
-  const std::string source = std::string(embedded_source("dtype")) + "\n#line 1\n" + std::string(embedded_source(name));
+  // The source comes from program_source(): the embedded copy, or PAX_OCL_KERNEL_SOURCE_DIR's file.
+  // The program cache keys on this full text, so an edited source never reuses an old binary.
+  const std::string source = program_source("dtype") + "\n#line 1\n" + program_source(name);
   return cache.build(device.context(), device.info(), name, source, options);
 }
 

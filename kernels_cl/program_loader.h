@@ -1,5 +1,6 @@
-// Builds the project's embedded OpenCL programs for a device, through the program cache, with the
-// build options every pax-ocl kernel is written for.
+// Builds the project's OpenCL programs (the embedded sources, or PAX_OCL_KERNEL_SOURCE_DIR's copies:
+// embedded_sources.h) for a device, through the program cache, with the build options every
+// pax-ocl kernel is written for.
 #pragma once
 
 #include <string_view>

@@ -1,8 +1,14 @@
 // The embedded element-wise kernels on every selected device, against float64 host references,
-// including lengths that are not a multiple of the launch group.
+// including lengths that are not a multiple of the launch group; PAX_OCL_KERNEL_SOURCE_DIR's
+// copies replacing the embedded sources.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "device/device_selection.h"
 #include "kernels_cl/elementwise.h"
@@ -17,6 +23,78 @@ TEST(EmbeddedSources, ContainTheProjectKernels) {
   const std::string_view src = embedded_source("elementwise");
   EXPECT_NE(src.find("__kernel void axpy_f32"), std::string_view::npos);
   EXPECT_THROW(embedded_source("no_such_program"), DeviceError);
+}
+
+// Every embedded program written to `dir` as <name>.cl, with `edits` (program, from, to) applied;
+// each `from` must occur, so a kernel rewrite cannot make the edit silently vanish.
+void write_sources(const std::filesystem::path& dir,
+                   const std::vector<std::array<std::string, 3>>& edits) {
+  for (const EmbeddedSource& s : embedded_sources()) {
+    std::string text(s.source);
+    for (const auto& [program, from, to] : edits) {
+      if (program != s.name) continue;
+      const std::size_t at = text.find(from);
+      ASSERT_NE(at, std::string::npos) << program << ".cl no longer holds: " << from;
+      text.replace(at, from.size(), to);
+    }
+    std::ofstream(dir / (std::string(s.name) + ".cl"), std::ios::binary) << text;
+  }
+}
+
+// fill(0.5) on the first selected device, building through a cache on `cache_dir` (a new cache
+// object each time, as a new process would); also returns the cache's misses.
+std::pair<float, int> fill_half(const std::filesystem::path& cache_dir) {
+  device::ProgramCache cache(cache_dir);
+  device::Device dev(testing::test_device_selection().front());
+  Elementwise ops(cache, dev);
+  device::Buffer<float> out(dev.context(), 70, "out");  // 4 CPU items of 16 and a tail, or 70 GPU items
+  ops.fill(out, 0.5f);
+  std::vector<float> got(70);
+  dev.queue().read(out, std::span<float>(got));
+  for (float v : got) EXPECT_EQ(v, got.front());
+  return {got.front(), cache.stats().misses};
+}
+
+TEST(KernelSourceDir, ProgramsAreReadFromTheDirectoryAndNeverReuseAnotherSourcesBinary) {
+  testing::TempDir cache_dir, same, changed;
+  {
+    testing::ScopedEnv embedded(kKernelSourceDirEnvVar, std::nullopt);
+    EXPECT_EQ(fill_half(cache_dir.path()), (std::pair<float, int>{0.5f, 1}));  // built, stored
+  }
+  // Unchanged copies: the same text, so the same cache entry (no build).
+  write_sources(same.path(), {});
+  {
+    testing::ScopedEnv dir(kKernelSourceDirEnvVar, same.path().string());
+    EXPECT_EQ(fill_half(cache_dir.path()), (std::pair<float, int>{0.5f, 0}));
+  }
+  // fill writes value + 1 in both variants: the cache holds the embedded program's binary under
+  // the same name and options, and must not hand it out for this text.
+  write_sources(changed.path(), {{"elementwise", "if (i < n) out[i] = value;", "if (i < n) out[i] = value + 1.0f;"},
+                                 {"elementwise_cpu", "vstore16((float16)(value), 0", "vstore16((float16)(value + 1.0f), 0"},
+                                 {"elementwise_cpu", "out[base + i] = value;", "out[base + i] = value + 1.0f;"}});
+  {
+    testing::ScopedEnv dir(kKernelSourceDirEnvVar, changed.path().string());
+    EXPECT_EQ(fill_half(cache_dir.path()), (std::pair<float, int>{1.5f, 1}));
+  }
+  {
+    testing::ScopedEnv embedded(kKernelSourceDirEnvVar, "");  // empty: the embedded sources again
+    EXPECT_EQ(fill_half(cache_dir.path()), (std::pair<float, int>{0.5f, 0}));
+  }
+}
+
+TEST(KernelSourceDir, AMissingFileIsAOneLineErrorNamingIt) {
+  testing::TempDir cache_dir, sources;
+  write_sources(sources.path(), {});
+  std::filesystem::remove(sources.path() / "elementwise.cl");
+  std::filesystem::remove(sources.path() / "elementwise_cpu.cl");
+  testing::ScopedEnv dir(kKernelSourceDirEnvVar, sources.path().string());
+  const std::string message = testing::error_message<DeviceError>([&] { fill_half(cache_dir.path()); });
+  EXPECT_NE(message.find(kKernelSourceDirEnvVar), std::string::npos) << message;
+  EXPECT_TRUE(message.find((sources.path() / "elementwise.cl").string()) != std::string::npos ||
+              message.find((sources.path() / "elementwise_cpu.cl").string()) != std::string::npos)
+      << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  EXPECT_THROW(program_source("no_such_program"), DeviceError);  // unknown names fail as without the variable
 }
 
 TEST(Elementwise, MatchesDoubleReferenceOnEveryDevice) {
