@@ -61,7 +61,7 @@ const std::vector<HParamSpec>& Experiment::schema() {
        .min = -kInf, .max = kInf},
       {.name = "MAX_STEPS", .type = T::kInt, .help = "training steps", .min = 0, .max = kInf},
       {.name = "EVAL_INTERVAL_STEPS", .type = T::kInt, .help = "steps between evaluations (0: none)", .min = 0, .max = kInf},
-      {.name = "EVAL_LOOP_NUM_BATCHES", .type = T::kInt, .help = "batches per evaluation, -1 for one full epoch", .min = -1,
+      {.name = "EVAL_LOOP_NUM_BATCHES", .type = T::kInt, .help = "batches per evaluation, at most one pass over the split; -1 for the whole pass", .min = -1,
        .max = kInf},
       {.name = "SUMMARY_INTERVAL_STEPS", .type = T::kInt, .help = "steps between summaries and console lines", .min = 1,
        .max = kInf},

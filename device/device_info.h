@@ -30,6 +30,7 @@ struct DeviceInfo {
   DeviceKind kind = DeviceKind::kOther;
   std::uint32_t compute_units = 0;
   std::uint32_t clock_mhz = 0;
+  std::uint32_t native_float_lanes = 0;  // CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT: 8 on AVX2, 16 on AVX-512
   std::uint64_t global_mem_bytes = 0;
   std::uint64_t local_mem_bytes = 0;
   std::uint64_t max_alloc_bytes = 0;

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cctype>
 
+#include <fmt/format.h>
+
+#include "device/device_info.h"
+
 namespace paxocl::device {
 
 namespace {
@@ -60,6 +64,19 @@ const std::vector<KnownPeak>& known_peaks() {
     return p;
   }();
   return peaks;
+}
+
+TheoreticalPeak theoretical_peak(const DeviceInfo& device, bool sixteen_bit, unsigned host_threads) {
+  if (const std::optional<KnownPeak> known = known_peak(device.name)) {
+    return {1e3 * (sixteen_bit ? known->bf16_tflops : known->fp32_tflops),
+            fmt::format("datasheet {} {}", known->model, sixteen_bit ? "BF16" : "FP32")};
+  }
+  if (device.kind != DeviceKind::kCpu || device.clock_mhz == 0 || device.native_float_lanes == 0) return {};
+  constexpr int kFmaPorts = 2, kFlopsPerFma = 2;
+  const unsigned cores = std::min<unsigned>(device.compute_units, host_threads > 0 ? host_threads : device.compute_units);
+  return {static_cast<double>(cores) * device.clock_mhz * 1e-3 * device.native_float_lanes * kFmaPorts * kFlopsPerFma,
+          fmt::format("{} cores x {} MHz x {} lanes x {} FMA ports x {}", cores, device.clock_mhz,
+                      device.native_float_lanes, kFmaPorts, kFlopsPerFma)};
 }
 
 }  // namespace paxocl::device

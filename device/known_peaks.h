@@ -17,6 +17,21 @@ struct KnownPeak {
 };
 
 std::optional<KnownPeak> known_peak(std::string_view device_name);
+
+// The theoretical peak of one device in GFLOP/s for the compute of `sixteen_bit` or float32
+// GEMMs, where it can be computed, and what it rests on ("datasheet NVIDIA H100 SXM5 BF16",
+// "2 cores x 2445 MHz x 8 lanes x 2 FMA ports x 2"):
+//   - a device in the datasheet table: its FP32 or dense BF16 figure;
+//   - a CPU device: min(compute units, host_threads) x clock x native float lanes x 2 FMA ports
+//     x 2 flops per FMA. Two FMA ports is the most any x86 core has for vectors, so this bounds
+//     what the device can do (a CPU computes 16-bit GEMMs in float32 too);
+//   - otherwise nothing (peak 0).
+struct TheoreticalPeak {
+  double gflops = 0;
+  std::string basis;
+};
+struct DeviceInfo;
+TheoreticalPeak theoretical_peak(const DeviceInfo& device, bool sixteen_bit, unsigned host_threads);
 const std::vector<KnownPeak>& known_peaks();  // the table, for `pax-ocl devices` and the docs
 
 }  // namespace paxocl::device

@@ -1,5 +1,6 @@
 #include "inputs/windowed_input.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -45,7 +46,11 @@ WindowGeometry WindowedInput::geometry() const {
 }
 
 std::uint64_t WindowedInput::pass_batches() const {
-  return params_.eval_loop_num_batches > 0 ? static_cast<std::uint64_t>(params_.eval_loop_num_batches) : batches_per_epoch_;
+  // At most one pass, as Pax's evaluation ends at the input's end: a window counted twice would
+  // skew the mean towards the windows that wrap.
+  return params_.eval_loop_num_batches > 0
+             ? std::min<std::uint64_t>(static_cast<std::uint64_t>(params_.eval_loop_num_batches), batches_per_epoch_)
+             : batches_per_epoch_;
 }
 
 InputState WindowedInput::state() const {

@@ -149,7 +149,7 @@ int run_training(const config::JobConfig& job, const collectives::ProcessWorld& 
   if (checkpoints.due(first_step)) save(first_step);  // step 0 of a new job
   PreemptionWatch preemption(job.cadence.preemption_grace_seconds);
   TraceRecorder tracer(job.cadence.trace_steps, program);
-  TrainingReport report(job, world, program);
+  TrainingReport report(job, world, program, rt.cache.dir());
 
   const long max_steps = job.cadence.max_steps;
   for (long step = first_step + 1; step <= max_steps; ++step) {  // 1-based: `step` steps done after it

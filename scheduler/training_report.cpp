@@ -14,21 +14,6 @@ namespace paxocl::scheduler {
 
 namespace {
 
-// GFLOP/s of a 1024^3 GEMM on the model's GEMM: the peak MFU is measured against.
-double measure_gemm_peak(device::Device& dev, kernels::Gemm& gemm) {
-  const std::size_t n = 1024;
-  device::Buffer<float> a(dev.context(), n * n, "peak.a"), b(dev.context(), n * n, "peak.b"), c(dev.context(), n * n, "peak.c");
-  const kernels::GemmShape s{kernels::Transpose::kNo, kernels::Transpose::kYes, n, n, n};
-  double best = 1e30;
-  for (int i = 0; i < 4; ++i) {
-    const auto t0 = TrainingReport::Clock::now();
-    gemm.run(s, 1.0f, {a.get(), 0, n}, {b.get(), 0, n}, 0.0f, {c.get(), 0, n});
-    dev.queue().finish();
-    if (i > 0) best = std::min(best, std::chrono::duration<double>(TrainingReport::Clock::now() - t0).count());
-  }
-  return 2.0 * static_cast<double>(n * n * n) / best / 1e9;
-}
-
 double mib(std::size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
 }  // namespace
@@ -38,13 +23,10 @@ std::string hms(double seconds) {
   return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
-TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::ProcessWorld& world, StepProgram& program)
-    : job_(job), world_(world), program_(program) {
+TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::ProcessWorld& world, StepProgram& program,
+                               const std::filesystem::path& store_dir)
+    : job_(job), world_(world), program_(program), peaks_(program, job, world, store_dir) {
   const int replicas = job.mesh.replicas(world.size());
-  peak_gflops_ = measure_gemm_peak(program.device(), program.runtime().gemm()) * replicas;
-  // The datasheet's FP32 peak of a known accelerator, for a second MFU.
-  const std::optional<device::KnownPeak> datasheet = device::known_peak(program.device().info().name);
-  datasheet_gflops_ = datasheet ? datasheet->fp32_tflops * 1e3 * replicas : 0.0;
   tokens_per_step_ = static_cast<double>(job.input.batch_size) * job.model.max_seq_len() * world.size();
   flops_per_step_ = job.model.flops_per_token(job.model.max_seq_len()) * tokens_per_step_;
   train_start_ = interval_start_ = Clock::now();
@@ -55,7 +37,8 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
   const models::Model& model = program.model();
   out_->scalar("num_params", static_cast<double>(model.layout().parameter_count()), 0);
   out_->scalar("global_batch_size", static_cast<double>(job.input.batch_size) * world.size(), 0);
-  out_->scalar("mfu_peak_gflops_measured", peak_gflops_, 0);
+  out_->scalar("mfu_peak_gflops_measured", peaks_.measured(), 0);
+  if (peaks_.theoretical() > 0) out_->scalar("mfu_peak_gflops_theoretical", peaks_.theoretical(), 0);
   const bool fsdp = job.mesh.along(device::MeshAxis::kFsdp) > 1;
   const std::string dtype(device::dtype_name(job.step.fprop_dtype));
   std::cout << fmt::format(
@@ -63,7 +46,8 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
                    "device(s) ({} per process) on {}\n"
                    "training state: {:.1f} MiB per device (parameters, gradients, Adam moments{})\n"
                    "activations: {:.1f} MiB per device ({}, {} x {} tokens)\n"
-                   "MFU is measured against the devices' GEMM peak, measured now: {:.1f} GFLOP/s in all{}\n"
+                   "MFU is measured against the best GEMM peak measured on these devices: {:.1f} GFLOP/s in all (now: "
+                   "{:.1f}), and against the theoretical peak: {}\n"
                    "job directory: {}\n",
                    job.experiment.name(), static_cast<double>(model.layout().parameter_count()) / 1e6,
                    job.input.batch_size * world.size(), job.model.max_seq_len(), job.cadence.max_steps,
@@ -72,10 +56,11 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
                         : std::string("data parallel"),
                    replicas, job.mesh.local_devices(), program.device().info().name, mib(program.state_bytes_per_device()),
                    job.step.fprop_dtype == device::DType::kF32 ? "" : ", " + dtype + " weight copy",
-                   mib(model.activation_bytes()), dtype, job.step.device_batch, job.model.max_seq_len(), peak_gflops_,
-                   datasheet ? fmt::format(" ({} datasheet: {:.1f} TFLOP/s FP32 per device, {:.1f} BF16)", datasheet->model,
-                                           datasheet->fp32_tflops, datasheet->bf16_tflops)
-                             : std::string(),
+                   mib(model.activation_bytes()), dtype, job.step.device_batch, job.model.max_seq_len(), peaks_.measured(),
+                   peaks_.measured_now(),
+                   peaks_.theoretical() > 0
+                       ? fmt::format("{:.1f} GFLOP/s ({})", peaks_.theoretical(), peaks_.theoretical_basis())
+                       : "unknown (" + peaks_.theoretical_basis() + ")",
                    job.flags.job_log_dir.string())
             << std::flush;
 }
@@ -104,7 +89,9 @@ void TrainingReport::write_summary(long step, const models::LossStats& total, do
   if (!out_) return;
   const double secs = std::chrono::duration<double>(Clock::now() - interval_start_).count();
   const double steps_per_sec = interval_steps_ / secs, tokens_per_sec = steps_per_sec * tokens_per_step_;
-  const double tflops = steps_per_sec * flops_per_step_ / 1e12, mfu = tflops * 1e3 / peak_gflops_;
+  const double tflops = steps_per_sec * flops_per_step_ / 1e12;
+  peaks_.observe(tflops * 1e3);  // a peak below the achieved rate is raised: MFU <= 100%
+  const double mfu = peaks_.mfu(tflops * 1e3), mfu_theoretical = peaks_.mfu_theoretical(tflops * 1e3);
   const double elapsed = std::chrono::duration<double>(Clock::now() - train_start_).count();
   const double eta = elapsed / static_cast<double>(steps_done_) * static_cast<double>(job_.cadence.max_steps - step);
   out_->scalar("loss", total.mean_loss(), step);
@@ -117,7 +104,7 @@ void TrainingReport::write_summary(long step, const models::LossStats& total, do
   out_->scalar("tokens_per_sec", tokens_per_sec, step);
   out_->scalar("tflops_per_sec", tflops, step);
   out_->scalar("mfu", mfu, step);
-  if (datasheet_gflops_ > 0) out_->scalar("mfu_datasheet_fp32", tflops * 1e3 / datasheet_gflops_, step);
+  if (peaks_.theoretical() > 0) out_->scalar("mfu_theoretical", mfu_theoretical, step);
   const models::DynamicLossScaler& scaler = program_.loss_scaler();
   if (scaler.enabled()) {
     out_->scalar("loss_scale", scaler.scale(), step);
@@ -125,8 +112,9 @@ void TrainingReport::write_summary(long step, const models::LossStats& total, do
   }
   out_->scalar("steps_skipped", static_cast<double>(program_.steps_skipped()), step);
   const std::string line =
-      fmt::format("step {:>6}/{}  loss {:.4f}  log_pplx {:.4f}  lr {:.2e}  {:.0f} tok/s  MFU {:.1f}%  elapsed {}  ETA {}",
+      fmt::format("step {:>6}/{}  loss {:.4f}  log_pplx {:.4f}  lr {:.2e}  {:.0f} tok/s  MFU {:.1f}%{}  elapsed {}  ETA {}",
                   step, job_.cadence.max_steps, total.mean_loss(), total.mean_loss(), lr, tokens_per_sec, 100 * mfu,
+                  peaks_.theoretical() > 0 ? fmt::format(" ({:.1f}% of theoretical)", 100 * mfu_theoretical) : "",
                   hms(elapsed), hms(eta));
   std::cout << (live_ ? "\r\033[K" : "") << line << "\n" << std::flush;
   spdlog::default_logger()->sinks().back()->log(

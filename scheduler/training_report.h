@@ -1,7 +1,7 @@
 // TrainingReport: what a training job tells its user.
 //   At start-up (banner): the model, the tokens per step, the mesh, the training state's and the
-//   activations' memory per device, and what MFU is measured against (the devices' GEMM peak,
-//   measured now, and a known accelerator's datasheet).
+//   activations' memory per device, and what MFU is measured against (mfu_peaks.h: the best GEMM
+//   peak measured on these devices, and the theoretical peak).
 //   Every SUMMARY_INTERVAL_STEPS and at the end: TensorBoard scalars (summaries/train: loss,
 //   log_pplx, accuracy, learning rate, gradient norms, throughput, MFU, skipped steps, the float16
 //   loss scale) and the console line (step, loss, lr, tokens/s, MFU, elapsed, ETA); on a terminal
@@ -16,7 +16,7 @@
 
 #include "collectives/process_world.h"
 #include "config/job_config.h"
-#include "device/known_peaks.h"
+#include "scheduler/mfu_peaks.h"
 #include "scheduler/step_program.h"
 #include "scheduler/summary_writer.h"
 
@@ -26,7 +26,9 @@ class TrainingReport {
  public:
   using Clock = std::chrono::steady_clock;
   // Measures the GEMM peak (every process) and, on rank 0, writes the start-up summaries and banner.
-  TrainingReport(const config::JobConfig& job, const collectives::ProcessWorld& world, StepProgram& program);
+  // The measured peak is stored beside the program cache in `store_dir` (empty: not stored).
+  TrainingReport(const config::JobConfig& job, const collectives::ProcessWorld& world, StepProgram& program,
+                 const std::filesystem::path& store_dir);
 
   void step_done(long step, const models::LossStats& stats, const models::OptimizerStepStats& opt, double lr);
   void restart_interval();  // time from now on counts (evaluation is not training throughput)
@@ -41,7 +43,7 @@ class TrainingReport {
   StepProgram& program_;
   std::unique_ptr<SummaryWriter> out_;  // rank 0 only
   bool live_ = false;                   // a live line on a terminal
-  double peak_gflops_ = 0, datasheet_gflops_ = 0;
+  MfuPeaks peaks_;
   double tokens_per_step_ = 0, flops_per_step_ = 0;
   Clock::time_point train_start_, interval_start_;
   long steps_done_ = 0;  // in this run (the ETA's rate)

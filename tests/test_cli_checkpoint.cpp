@@ -134,6 +134,33 @@ TEST_F(CliCheckpoint, ACheckpointRestoresOntoAnotherMesh) {
   expect_close(train_losses(dir_.path() / "dcn_fsdp", 7), "DCN FSDP [1,2,1] -> 1 device");
 }
 
+// FSDP resumes by re-sharding the checkpoint's parameters and Adam moments over its devices: a
+// resumed FSDP run is bitwise the uninterrupted one (losses and final weights), and a checkpoint
+// saved on one device continues under FSDP along the one-device curve.
+TEST_F(CliCheckpoint, FsdpResumesBitwiseAndFromAnotherMesh) {
+  const std::string fsdp = " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,2,1]";
+  train("", fsdp + " --fdl.MAX_STEPS=12 --save_weights=" + (dir_.path() / "fsdp-whole.bin").string(), "fsdp-whole");
+  const std::vector<float> whole = train_losses(dir_.path() / "fsdp-whole");
+  ASSERT_EQ(whole.size(), 12u);
+  train("", fsdp + " --fdl.MAX_STEPS=6", "fsdp-resumed");
+  const auto r = train("", fsdp + " --fdl.MAX_STEPS=12 --save_weights=" + (dir_.path() / "fsdp-resumed.bin").string(),
+                       "fsdp-resumed");
+  EXPECT_NE(r.err.find("resumed from " + (dir_.path() / "fsdp-resumed" / "checkpoints" / "checkpoint_00000006").string()),
+            std::string::npos) << r.err;
+  EXPECT_EQ(train_losses(dir_.path() / "fsdp-resumed", 7), std::vector<float>(whole.begin() + 6, whole.end()));
+  EXPECT_TRUE(bytes_of(dir_.path() / "fsdp-resumed.bin") == bytes_of(dir_.path() / "fsdp-whole.bin"))
+      << "the resumed run's final weights differ";
+
+  // Saved on 1 device, resumed under FSDP over 2 devices.
+  const std::vector<float> want = reference();
+  train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=6", "into_fsdp");
+  const auto into = train("", fsdp + " --fdl.MAX_STEPS=12", "into_fsdp");
+  EXPECT_NE(into.err.find("saved as data 1 x fsdp 1"), std::string::npos) << into.err;
+  const std::vector<float> got = train_losses(dir_.path() / "into_fsdp", 7);
+  ASSERT_EQ(got.size(), 6u);
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[6 + i], 2e-4 * want[6 + i]) << i;
+}
+
 TEST_F(CliCheckpoint, SigusrSavesTheStepAndExitsWithTheRequeueCode) {
   const fs::path job = dir_.path() / "preempted";
   const std::string command = kBinary + kJob + " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=1000000" +

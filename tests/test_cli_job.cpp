@@ -3,6 +3,7 @@
 // experiment runs again as it is, and `pax-ocl eval` evaluates a job.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -105,6 +106,35 @@ TEST(CliJob, DataParallelOverDevicesAndProcessesMatchesOneDevice) {
                                       " --fdl.OVERLAP_COMMUNICATION=false --job_log_dir=" + (dir.path() / "dcn_serial").string());
   ASSERT_EQ(dcn_serial.exit_code, 0) << dcn_serial.err;
   EXPECT_EQ(train_losses(dir.path() / "dcn_serial"), train_losses(dir.path() / "dcn"));
+}
+
+// Every figure in the training summaries is finite, the fractions are fractions, and MFU stays at
+// or below 100% against both peaks (the measured one is raised by any step that beats it).
+TEST(CliJob, EverySummaryIsFiniteAndMfuIsAtMostOne) {
+  TempDir dir;
+  const auto r = run_command(kBinary + kSmall + " --fdl.PERCORE_BATCH_SIZE=4 --fdl.SUMMARY_INTERVAL_STEPS=2 --devices=0" +
+                             " --job_log_dir=" + (dir.path() / "job").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto scalars = read_scalars(dir.path() / "job" / "summaries" / "train");
+  for (const char* tag : {"loss", "mfu", "tokens_per_sec", "grad_norm", "learning_rate", "mfu_peak_gflops_measured"}) {
+    EXPECT_TRUE(scalars.contains(tag)) << tag;
+  }
+  for (const auto& [tag, points] : scalars) {
+    for (const ScalarPoint& p : points) {
+      EXPECT_TRUE(std::isfinite(p.value)) << tag << " at step " << p.step;
+      EXPECT_GE(p.value, 0.0f) << tag << " at step " << p.step;
+    }
+  }
+  for (const char* tag : {"mfu", "mfu_theoretical", "fraction_of_correct_next_step_preds"}) {
+    if (!scalars.contains(tag)) continue;  // mfu_theoretical: only where the device's peak is known
+    ASSERT_EQ(scalars.at(tag).size(), 10u) << tag;
+    for (const ScalarPoint& p : scalars.at(tag)) {
+      if (std::string(tag) != "fraction_of_correct_next_step_preds") {
+        EXPECT_GT(p.value, 0.0f) << tag << " at step " << p.step;
+      }
+      EXPECT_LE(p.value, 1.0f) << tag << " at step " << p.step;
+    }
+  }
 }
 
 TEST(CliJob, TraceOfChosenStepsShowsKernelsAndCommunication) {

@@ -7,6 +7,7 @@
 #include "common/crc32c.h"
 #include "common/errors.h"
 #include "config/experiment.h"
+#include "config/job_config.h"
 #include "proto/tensorboard.pb.h"
 #include "scheduler/summary_writer.h"
 #include "tests/test_support.h"
@@ -139,6 +140,27 @@ TEST(Experiment, FileInheritsFromANamedExperimentAndRoundTrips) {
             std::string::npos);
   std::ofstream(dir.path() / "bad3.json") << "{not json";
   EXPECT_NE(config_error([&] { Experiment::from_file(dir.path() / "bad3.json"); }).find("not valid JSON"), std::string::npos);
+}
+
+// resolve_job: each process's share of the global batch and the mesh it runs, or a refusal of what
+// no step program can run, before any device is opened.
+TEST(JobConfig, ResolvesEachProcesssShareOrRefusesWhatCannotRun) {
+  Experiment e = Experiment::named("Default");
+  e.set("ICI_MESH_SHAPE", "[2,1,1]");
+  e.set("DCN_MESH_SHAPE", "[2,1,1]");
+  e.set("PERCORE_BATCH_SIZE", "2");
+  const config::JobConfig j = config::resolve_job(e, {}, 2, 1);
+  EXPECT_EQ(j.input.batch_size, 4);  // 2 per device x 4 devices / 2 processes
+  EXPECT_EQ(j.step.device_batch, 2);
+  EXPECT_EQ(j.input.num_infeed_hosts, 2);
+  EXPECT_EQ(j.input.infeed_host_index, 1);
+  EXPECT_EQ(j.sharding(), "data 4 x fsdp 1 (ICI [2,1,1] x DCN [2,1,1])");
+
+  // 1.5 per device is 6 sequences in the job, 3 per process: whole per process, not per device.
+  e.set("PERCORE_BATCH_SIZE", "1.5");
+  EXPECT_NE(config_error([&] { config::resolve_job(e, {}, 2, 0); })
+                .find("PERCORE_BATCH_SIZE=1.5 is not a whole number of sequences per device"),
+            std::string::npos);
 }
 
 // ---- TensorBoard event files ----------------------------------------------------------------

@@ -43,7 +43,7 @@ Table bench_training(const std::string& binary, const std::vector<std::string>& 
             "'{}' train --fdl_config={} --fdl.PERCORE_BATCH_SIZE={} --fdl.ICI_MESH_SHAPE={} --fdl.DCN_MESH_SHAPE=[1,1,1] "
             "--fdl.MAX_STEPS={} --fdl.SUMMARY_INTERVAL_STEPS={} --fdl.EVAL_INTERVAL_STEPS=0 "
             "--enable_checkpoint_saving=false --job_log_dir='{}' {}",
-            binary, experiment, batch, mesh, steps, steps, steps, (jobs / fmt::format("{}-{}-{}", experiment, batch, t.rows.size())).string(),
+            binary, experiment, batch, mesh, steps, steps, (jobs / fmt::format("{}-{}-{}", experiment, batch, t.rows.size())).string(),
             extra_flags);
         const auto [status, out] = capture(command);
         int devices = 1;

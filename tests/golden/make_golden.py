@@ -9,9 +9,18 @@ Writes, next to this script:
                             stream after every block, every tensor's gradient norm, the loss
                             around each of 3 steps of pax-ocl's Adam, and every tensor's norm,
                             update norm and first values after steps 1 and 3
+  gpt2_tiny_eval/           a dataset directory as `pax-ocl eval --fdl.DATA=DIR` reads it (docs/data_format.md):
+                            train.tokens and validation.tokens (token shards, uint16) and dataset.json;
+                            train holds 5 windows of MAX_SEQ_LEN + 1 = 33 tokens (stride 32) and 19
+                            tokens more, validation 3 windows and 7 more (the leftovers make no window)
+  gpt2_tiny_eval_expected.json  the GPT-2's loss sum and correct next-token predictions of every window
+                            of each split, in float64, and their means over all windows (the loss is
+                            averaged over target tokens, the accuracy takes the first argmax over the
+                            96 real vocabulary entries, as pax-ocl's eval reports them)
   llama_tiny.safetensors    a tiny LlamaForCausalLM (float32, HF names), for a future LLaMA
   llama_tiny_expected.json  its loss, logits slice and log-probabilities on the same kind of batch
-tests/test_golden.cpp checks pax-ocl against the GPT-2 files; nothing reads the LLaMA ones yet.
+tests/test_golden.cpp checks pax-ocl against the GPT-2 files in-process, tests/test_cli_eval.cpp runs
+`pax-ocl eval --init_from=gpt2_tiny.safetensors` on gpt2_tiny_eval; nothing reads the LLaMA ones yet.
 
 Run (only to regenerate; the test needs no Python), from the repository root:
   pip install torch transformers safetensors
@@ -73,6 +82,16 @@ STEPS = 3
 LOGPROB_POSITIONS = [(0, 0), (0, T - 1), (1, 0), (1, T - 1)]  # (row, position)
 LOGPROB_VOCAB = list(range(8))
 
+# The evaluation data (gpt2_eval): each split's stream is drawn token by token from its own generator;
+# a target is the model's argmax, given exactly the window's context pax-ocl's eval feeds, with
+# probability EVAL_GREEDY (so that the accuracy is far from 0), else uniform. A draw whose logit lies
+# within EVAL_MIN_MARGIN of the best other entry is drawn again, so float32 rounding (logits within
+# ~1e-5) cannot change which predictions count as correct.
+EVAL_DIR = "gpt2_tiny_eval"
+EVAL_SPLITS = (("train", 5, 19, SEED + 2), ("validation", 3, 7, SEED + 3))  # (split, windows, leftover, seed)
+EVAL_GREEDY = 0.5
+EVAL_MIN_MARGIN = 1e-3
+
 GPT2_DECAYED = ("wte.weight", "wpe.weight", "attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight",
                 "mlp.c_proj.weight")
 
@@ -130,15 +149,19 @@ def logits_and_logprobs(logits):
     }
 
 
-def gpt2():
-    gen = torch.Generator().manual_seed(SEED)
+def gpt2_config():
     config = GPT2Config(vocab_size=VOCAB, n_positions=N_POSITIONS, n_embd=N_EMBD, n_layer=N_LAYER, n_head=N_HEAD,
                         n_inner=None, activation_function="gelu_new", layer_norm_epsilon=1e-5, resid_pdrop=0.0,
                         embd_pdrop=0.0, attn_pdrop=0.0, scale_attn_weights=True, scale_attn_by_inverse_layer_idx=False,
                         reorder_and_upcast_attn=False, tie_word_embeddings=True,
                         bos_token_id=VOCAB - 1, eos_token_id=VOCAB - 1)
     config._attn_implementation = "eager"
-    model = GPT2LMHeadModel(config)
+    return config
+
+
+def gpt2():
+    gen = torch.Generator().manual_seed(SEED)
+    model = GPT2LMHeadModel(gpt2_config())
     model.eval()  # dropout is 0 anyway
     assert model.lm_head.weight is model.transformer.wte.weight, "lm_head must be tied to wte"
     randomize(model, gen, lambda name, p: p.dim() == 2)
@@ -238,6 +261,107 @@ def gpt2():
           [round(s["loss_after"], 6) for s in steps])
 
 
+def write_token_shard(path, tokens, vocab):
+    """docs/data_format.md: "PAXTOKEN", version 1, 2 bytes a token, count, vocabulary size, 0; uint16 LE."""
+    assert all(0 <= t < vocab for t in tokens) and vocab <= 65536
+    header = b"PAXTOKEN" + numpy.array([1, 2], dtype="<u4").tobytes() + numpy.array([len(tokens)], dtype="<u8").tobytes()
+    header += numpy.array([vocab, 0], dtype="<u4").tobytes()
+    with open(path, "wb") as f:
+        f.write(header + numpy.array(tokens, dtype="<u2").tobytes())
+
+
+def gpt2_eval():
+    """What `pax-ocl eval --init_from=gpt2_tiny.safetensors --fdl.DATA=gpt2_tiny_eval` must report.
+
+    pax-ocl cuts a split's stream into W = (size - 1) // T windows, window w = tokens [w T, w T + T]
+    (ids the first T, targets the last T; T = MAX_SEQ_LEN = n_positions with --init_from), visits them
+    in order in batches (the last one padded with weight 0) and reports sum(loss) / sum(weight) and
+    sum(correct) / sum(weight) over all weighted positions. The model is read back from the
+    safetensors file written by gpt2(), so this checks the file too."""
+    T = N_POSITIONS
+    model = GPT2LMHeadModel(gpt2_config())
+    model.eval()
+    stored = safetensors.torch.load_file(os.path.join(HERE, "gpt2_tiny.safetensors"))
+    missing, unexpected = model.load_state_dict(stored, strict=False)
+    assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)
+    assert model.lm_head.weight is model.transformer.wte.weight, "lm_head must be tied to wte"
+    model.double()
+    for name, p in model.named_parameters():
+        assert torch.equal(p.detach(), stored[name].double()), name
+
+    def next_logits(context):  # float64 logits after the last token of `context` (one window's prefix)
+        with torch.no_grad():
+            return model(input_ids=torch.tensor([context])).logits[0, -1]
+
+    def margin(logits, target):  # distance of the target's logit from the best other entry
+        others = torch.cat([logits[:target], logits[target + 1:]])
+        return abs(float(logits[target] - others.max()))
+
+    os.makedirs(os.path.join(HERE, EVAL_DIR), exist_ok=True)
+    splits, info = {}, {"source": "tests/golden/make_golden.py", "vocab_size": VOCAB}
+    for split, windows, leftover, seed in EVAL_SPLITS:
+        gen = torch.Generator().manual_seed(seed)
+        tokens = [int(torch.randint(0, VOCAB, (1,), generator=gen))]
+        for i in range(1, windows * T + 1 + leftover):
+            if i > windows * T:  # past the last window: never read
+                tokens.append(int(torch.randint(0, VOCAB, (1,), generator=gen)))
+                continue
+            w = (i - 1) // T
+            logits = next_logits(tokens[w * T:i])
+            greedy = float(torch.rand(1, generator=gen, dtype=torch.float64)) < EVAL_GREEDY
+            target = int(logits.argmax())
+            if not greedy or margin(logits, target) < EVAL_MIN_MARGIN:
+                target = int(torch.randint(0, VOCAB, (1,), generator=gen))
+                while margin(logits, target) < EVAL_MIN_MARGIN:
+                    target = int(torch.randint(0, VOCAB, (1,), generator=gen))
+            tokens.append(target)
+        assert (len(tokens) - 1) // T == windows
+
+        loss_sums, correct, margins = [], [], []
+        for w in range(windows):
+            ids = torch.tensor([tokens[w * T:w * T + T]])
+            targets = torch.tensor(tokens[w * T + 1:w * T + T + 1])
+            with torch.no_grad():
+                logits = model(input_ids=ids).logits[0]  # (T, V) float64
+            loss_sums.append(float(F.cross_entropy(logits, targets, reduction="sum")))
+            correct.append(int((logits.argmax(dim=-1) == targets).sum()))
+            margins += [margin(logits[t], int(targets[t])) for t in range(T)]
+        assert min(margins) >= EVAL_MIN_MARGIN
+        write_token_shard(os.path.join(HERE, EVAL_DIR, f"{split}.tokens"), tokens, VOCAB)
+        info[f"{split}_tokens"] = len(tokens)
+        info[f"{split}_documents"] = 1
+        splits[split] = {
+            "tokens": len(tokens), "windows": windows,
+            # per window w (tokens [w T, w T + T]): the sum of its T next-token losses, and how many
+            # of its T predictions (first argmax over the vocabulary) are the target
+            "window_loss_sums": loss_sums, "window_correct": correct,
+            # over all windows, per target token: what an evaluation of one full pass reports
+            "loss": sum(loss_sums) / (windows * T), "accuracy": sum(correct) / (windows * T),
+            "min_margin": min(margins),
+        }
+        print(f"gpt2 eval {split}: {windows} windows, loss {splits[split]['loss']:.6f}, accuracy "
+              f"{splits[split]['accuracy']:.6f}")
+    info = {k: info[k] for k in ("source", "vocab_size", "train_documents", "validation_documents", "train_tokens",
+                                 "validation_tokens")}
+    info["packing"] = "concat-then-split; one stream per split drawn by make_golden.py (no tokenizer)"
+    with open(os.path.join(HERE, EVAL_DIR, "dataset.json"), "w") as f:
+        json.dump(info, f, indent=2)
+        f.write("\n")
+    expected = {
+        "made_by": "tests/golden/make_golden.py",
+        "versions": versions(),
+        "weights": "gpt2_tiny.safetensors",
+        "data": EVAL_DIR,
+        "max_seq_len": T,
+        "greedy_fraction": EVAL_GREEDY,
+        "min_margin_allowed": EVAL_MIN_MARGIN,
+        "splits": splits,
+    }
+    with open(os.path.join(HERE, "gpt2_tiny_eval_expected.json"), "w") as f:
+        json.dump(expected, f, indent=1)
+        f.write("\n")
+
+
 def llama():
     gen = torch.Generator().manual_seed(SEED + 1)
     config = LlamaConfig(vocab_size=VOCAB, hidden_size=N_EMBD, intermediate_size=176, num_hidden_layers=N_LAYER,
@@ -277,4 +401,5 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     print(versions())
     gpt2()
+    gpt2_eval()
     llama()

@@ -1,0 +1,110 @@
+#include "scheduler/mfu_peaks.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/atomic_file.h"
+#include "device/device_fingerprint.h"
+#include "device/known_peaks.h"
+
+namespace paxocl::scheduler {
+
+namespace {
+
+// GFLOP/s of a 1024^3 GEMM on the model's GEMM, best of 3 after a warm-up.
+double measure_gemm(device::Device& dev, kernels::Gemm& gemm) {
+  const std::size_t n = 1024;
+  device::Buffer<float> a(dev.context(), n * n, "peak.a"), b(dev.context(), n * n, "peak.b"), c(dev.context(), n * n, "peak.c");
+  const kernels::GemmShape s{kernels::Transpose::kNo, kernels::Transpose::kYes, n, n, n};
+  double best = 1e30;
+  for (int i = 0; i < 4; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    gemm.run(s, 1.0f, {a.get(), 0, n}, {b.get(), 0, n}, 0.0f, {c.get(), 0, n});
+    dev.queue().finish();
+    if (i > 0) best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return 2.0 * static_cast<double>(n * n * n) / best / 1e9;
+}
+
+double read_stored(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  double v = 0;
+  return in >> v && v > 0 && v < 1e9 ? v : 0.0;  // anything unreadable is no record
+}
+
+// Theoretical GFLOP/s of the job: each process's devices, CPU devices sharing their host's cores
+// (processes on one host too); 0 when a device's peak is unknown.
+std::pair<double, std::string> job_theoretical(const StepProgram& program, const config::JobConfig& job,
+                                               const collectives::ProcessWorld& world) {
+  const bool sixteen_bit = job.step.fprop_dtype != device::DType::kF32;
+  const unsigned host_threads = std::max(1u, std::thread::hardware_concurrency());
+  double accelerators = 0, cpus = 0;
+  std::string basis;
+  const device::DeviceInfo* cpu = nullptr;
+  for (const device::Device* d : program.devices()) {
+    const device::TheoreticalPeak p = device::theoretical_peak(d->info(), sixteen_bit, host_threads);
+    if (p.gflops <= 0) return {0.0, "unknown for " + d->info().name};
+    if (d->info().kind == device::DeviceKind::kCpu) {
+      cpus += p.gflops;
+      cpu = &d->info();
+    } else {
+      accelerators += p.gflops;
+    }
+    if (basis.empty()) basis = p.basis;
+  }
+  if (cpu != nullptr) {  // this host's CPU, whole: the cap for every CPU device of every process here
+    device::DeviceInfo host = *cpu;
+    host.compute_units = host_threads;
+    const double host_peak = device::theoretical_peak(host, sixteen_bit, host_threads).gflops;
+    const int hosts = std::max(1, world.size() / std::max(1, world.local_size()));
+    cpus = hosts * std::min(cpus * world.local_size(), host_peak);
+    basis = fmt::format("{} per device; a host's CPU devices share its {} threads", basis, host_threads);
+    return {accelerators * world.size() + cpus, basis};
+  }
+  return {accelerators * world.size(), basis};
+}
+
+}  // namespace
+
+MfuPeaks::MfuPeaks(StepProgram& program, const config::JobConfig& job, const collectives::ProcessWorld& world,
+                   const std::filesystem::path& store_dir)
+    : replicas_(job.mesh.replicas(world.size())) {
+  measured_now_ = measure_gemm(program.device(), program.runtime().gemm());
+  if (!store_dir.empty()) {
+    file_ = store_dir / fmt::format("gemm-peak-{:016x}.txt", device::device_fingerprint(program.device().info()));
+  }
+  const double stored = file_.empty() ? 0.0 : read_stored(file_);
+  per_device_measured_ = std::max(stored, measured_now_);
+  if (measured_now_ > stored) store();
+  std::tie(theoretical_, theoretical_basis_) = job_theoretical(program, job, world);
+}
+
+void MfuPeaks::observe(double achieved_gflops) {
+  if (achieved_gflops > measured()) {
+    spdlog::warn("the step ran at {:.1f} GFLOP/s, above the best measured GEMM peak {:.1f}: the peak is raised",
+                 achieved_gflops, measured());
+    per_device_measured_ = achieved_gflops / replicas_;
+    store();
+  }
+  if (theoretical_ > 0 && achieved_gflops > theoretical_) {
+    spdlog::warn("the step ran at {:.1f} GFLOP/s, above the theoretical peak {:.1f} ({}): the peak is raised",
+                 achieved_gflops, theoretical_, theoretical_basis_);
+    theoretical_ = achieved_gflops;
+  }
+}
+
+void MfuPeaks::store() const {
+  if (file_.empty()) return;
+  try {
+    write_file_atomically(file_, fmt::format("{:.3f}\n", per_device_measured_));
+  } catch (const std::exception& e) {  // a read-only cache loses the record, not the job
+    spdlog::warn("cannot store the measured GEMM peak: {}", e.what());
+  }
+}
+
+}  // namespace paxocl::scheduler

@@ -1,0 +1,48 @@
+// MfuPeaks: the two peaks a training job's MFU is measured against, job-wide, in GFLOP/s; MFU
+// cannot exceed 100% against either:
+//   measured:    the best GEMM rate seen on this kind of device: a 1024^3 GEMM on the job's GEMM
+//                at start-up, or a step that beat it. Stored per device fingerprint beside the
+//                program cache (gemm-peak-<fingerprint>.txt) and only ever raised; per device,
+//                times the job's model replicas.
+//   theoretical: device::theoretical_peak (a datasheet, or cores x clock x lanes x FMA for a CPU)
+//                over the job's devices, CPU devices of one host sharing its cores; 0 when some
+//                device's is unknown.
+// observe() raises a peak that a step's model FLOP rate exceeded, with a warning naming both.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "collectives/process_world.h"
+#include "config/job_config.h"
+#include "scheduler/step_program.h"
+
+namespace paxocl::scheduler {
+
+class MfuPeaks {
+ public:
+  // Measures the GEMM (every process) and reads / raises the stored best; `store_dir` empty:
+  // nothing is stored.
+  MfuPeaks(StepProgram& program, const config::JobConfig& job, const collectives::ProcessWorld& world,
+           const std::filesystem::path& store_dir);
+
+  double measured() const { return per_device_measured_ * replicas_; }
+  double measured_now() const { return measured_now_ * replicas_; }  // this run's start-up GEMM
+  double theoretical() const { return theoretical_; }                // 0: unknown
+  const std::string& theoretical_basis() const { return theoretical_basis_; }
+
+  // A step's (or interval's) model FLOP rate: raises either peak below it.
+  void observe(double achieved_gflops);
+  double mfu(double achieved_gflops) const { return achieved_gflops / measured(); }
+  double mfu_theoretical(double achieved_gflops) const { return theoretical_ > 0 ? achieved_gflops / theoretical_ : 0; }
+
+ private:
+  void store() const;
+
+  std::filesystem::path file_;  // empty: not stored
+  int replicas_ = 1;
+  double per_device_measured_ = 0, measured_now_ = 0, theoretical_ = 0;
+  std::string theoretical_basis_;
+};
+
+}  // namespace paxocl::scheduler
