@@ -102,6 +102,30 @@ TEST_F(DeviceTest, DeviceCastsAreBitExactWithTheHost) {
   }
 }
 
+// NaNs: bfloat16 stores are pax-ocl's own rounding (kernels_cl/dtype.cl), so a NaN's bits match the
+// host's too (quiet, payload kept above bit 16); float16 NaN payloads are the driver's, NaN stays NaN.
+TEST_F(DeviceTest, BFloat16NaNsAreBitExactWithTheHostAndFloat16NaNsStayNaN) {
+  const std::vector<float> nans = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                                   from_bits(0x7F800001), from_bits(0xFF812345), from_bits(0x7FBF0000),
+                                   from_bits(0x7FC0FFFF), from_bits(0x7FFFFFFF)};
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    kernels::CastKernels cast(cache_, *device_, t);
+    device::Buffer<float> in(device_->context(), nans.size(), "in"), out(device_->context(), nans.size(), "out");
+    device::TypedBuffer act(device_->context(), t, nans.size(), "act");
+    device_->queue().write(in, std::span<const float>(nans));
+    cast.to_act(act, in);
+    cast.to_float(out, act);
+    std::vector<float> back(nans.size());
+    device_->queue().read(out, std::span<float>(back));
+    for (std::size_t i = 0; i < nans.size(); ++i) {
+      ASSERT_TRUE(std::isnan(back[i])) << device::dtype_name(t) << " of NaN bits " << std::hex << bits(nans[i]);
+      if (t == DType::kBF16) {
+        ASSERT_EQ(bits(back[i]), bits(device::round_to(t, nans[i]))) << "bfloat16 of NaN bits " << std::hex << bits(nans[i]);
+      }
+    }
+  }
+}
+
 // The model casts one unit's range of the parameters at a time: elements outside stay untouched.
 TEST_F(DeviceTest, CastsTouchOnlyTheirRange) {
   for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {

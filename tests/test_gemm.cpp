@@ -1,7 +1,7 @@
 // Every GEMM implementation (pax-ocl's CPU and GPU variants, CLBlast, the tensor-core GEMM and the
 // auto-tuned choice) against a float64 reference on awkward shapes: 1, 7, 33, 1000, sizes that are
 // not tile multiples, every transpose, offsets, padded leading dimensions, beta != 0, strided
-// batches. The tensor-core kernel (gemm_mma.cl) runs for real where the probe passes (NVIDIA), and
+// batches (of several panels each way). The tensor-core kernel (gemm_mma.cl) runs for real where the probe passes (NVIDIA), and
 // everywhere in its emulated build, which replaces only its PTX instructions.
 #include "kernels_cl/auto_gemm.h"
 #include "kernels_cl/tensor_core_gemm.h"
@@ -73,7 +73,8 @@ TEST_P(GemmTest, MatchesFloat64ReferenceOnAwkwardShapes) {
     for (Transpose tb : {Transpose::kNo, Transpose::kYes}) {
       for (const Case& c : {Case{1, 1, 1, 1, ta, tb}, Case{7, 33, 1, 1, ta, tb}, Case{33, 7, 1000, 1, ta, tb},
                             Case{1, 1000, 7, 1, ta, tb}, Case{97, 50, 65, 1, ta, tb}, Case{7, 33, 19, 3, ta, tb},
-                            Case{1, 7, 33, 2, ta, tb}, Case{33, 1, 7, 1, ta, tb}}) {
+                            Case{1, 7, 33, 2, ta, tb}, Case{33, 1, 7, 1, ta, tb},
+                            Case{70, 65, 9, 3, ta, tb}}) {  // batches of two 64-panels each way
         check(*this, *gemm, c, seed);
         seed += 3;
       }

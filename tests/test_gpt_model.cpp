@@ -224,6 +224,57 @@ TEST_F(GptModelTest, NonFiniteGradientsSkipTheStep) {
   EXPECT_EQ(download(pb, n), p) << "a skipped step must not touch the parameters";
 }
 
+// A checkpoint's moments go in only at the optimizer's size, each of the two checked.
+TEST_F(GptModelTest, OptimizerStateOfAnotherSizeIsRefused) {
+  models::AdamOptimizer adam(runtime(), 10, 5, {});
+  const std::vector<float> right(10, 0.5f), wrong(9, 0.5f);
+  EXPECT_THROW(adam.load_state(wrong, right, 3, 1), std::logic_error);
+  EXPECT_THROW(adam.load_state(right, wrong, 3, 1), std::logic_error);
+  EXPECT_EQ(adam.steps_applied(), 0);
+  adam.load_state(right, std::vector<float>(10, 0.25f), 3, 1);
+  EXPECT_EQ(download(adam.first_moment(), 10), std::vector<double>(10, 0.5));
+  EXPECT_EQ(download(adam.second_moment(), 10), std::vector<double>(10, 0.25));
+  EXPECT_EQ(adam.steps_applied(), 3);
+  EXPECT_EQ(adam.steps_skipped(), 1);
+}
+
+// FSDP's sharded step (Pax's sharded_adam): the norm is the whole job's, from the counted shards'
+// squares summed by the all-reduce, so the shards move as one optimizer over the whole buffer
+// would; a replica shard (not counted) adds nothing to the norm and moves like its original.
+TEST_F(GptModelTest, ShardedAdamStepUsesTheNormOfTheCountedShards) {
+  const std::size_t n = 1024, cut = 512, decayed = 256;  // segment views start on 1 KiB boundaries
+  const auto p = random(n, 51), g = random(n, 52, 0.01);  // norm ~0.32
+  models::AdamConfig cfg;
+  cfg.clip_gradient_norm = 0.2;  // clipped: the update depends on the norm
+  auto pw = upload(p), gw = upload(g);
+  models::AdamOptimizer whole(runtime(), n, decayed, cfg);
+  const auto want = whole.step(pw, gw, 1e-2);
+  double norm = 0;
+  for (double x : g) norm += x * x;
+  norm = std::sqrt(norm);
+  ASSERT_NEAR(want.grad_norm, norm, 1e-6 * norm);
+
+  const std::vector<double> p0(p.begin(), p.begin() + cut), p1(p.begin() + cut, p.end());
+  const std::vector<double> g0(g.begin(), g.begin() + cut), g1(g.begin() + cut, g.end());
+  auto pb0 = upload(p0), gb0 = upload(g0), pb1 = upload(p1), gb1 = upload(g1), pr = upload(p1), gr = upload(g1);
+  models::AdamOptimizer a0(runtime(), cut, decayed, cfg), a1(runtime(), n - cut, 0, cfg), ar(runtime(), n - cut, 0, cfg);
+  const std::vector<models::AdamShard> shards = {{&a0, &pb0, &gb0, true}, {&a1, &pb1, &gb1, true}, {&ar, &pr, &gr, false}};
+  int reductions = 0;
+  const auto stats = models::sharded_adam_step(shards, 1e-2, 1.0, [&](std::vector<double>& sums) {
+    ++reductions;
+    ASSERT_EQ(sums.size(), 1u);  // one process: the sum is already the job's
+  });
+  EXPECT_EQ(reductions, 1);
+  EXPECT_TRUE(stats.applied);
+  EXPECT_NEAR(stats.grad_norm, norm, 1e-6 * norm);
+  EXPECT_NEAR(stats.grad_scale, want.grad_scale, 1e-6 * want.grad_scale);
+  std::vector<double> got = download(pb0, cut);
+  const std::vector<double> second = download(pb1, n - cut);
+  got.insert(got.end(), second.begin(), second.end());
+  expect_close(got, download(pw, n), 1e-7, 1e-6, "sharded step vs one optimizer");
+  EXPECT_EQ(download(pr, n - cut), second) << "the replica moves exactly like the shard it copies";
+}
+
 // Gradient buckets: the ranges of blocks first..last hold exactly those blocks' tensors, in two
 // contiguous runs at most (matrices, vectors; they join when all blocks are taken), with or without alignment padding between tensors.
 TEST(ParameterLayout, RangesOfBlocksHoldExactlyThoseBlocks) {
@@ -258,6 +309,10 @@ TEST(LrSchedule, LinearRampupThenCosineDecayToTheMinimumRatio) {
   EXPECT_NEAR(s.at(120), 1e-4, 1e-15);
   EXPECT_NEAR(s.at(100000), 1e-4, 1e-15);
   EXPECT_THROW((models::LrSchedule{1e-3, 30, 20, 120, 0.1}.validate()), ConfigError);
+  // LEARNING_RATE must be >= 0: 0 (e.g. to evaluate through the training loop) is allowed.
+  EXPECT_NO_THROW((models::LrSchedule{0.0, 10, 20, 120, 0.1}.validate()));
+  EXPECT_EQ((models::LrSchedule{0.0, 10, 20, 120, 0.1}.at(15)), 0.0);
+  EXPECT_THROW((models::LrSchedule{-1e-3, 10, 20, 120, 0.1}.validate()), ConfigError);
 }
 
 TEST_F(GptModelTest, BadBatchesAreDataErrors) {
@@ -395,14 +450,15 @@ TEST_P(GptModelMixedPrecisionTest, MasterParametersStayFloat32AndTheCopyIsTheirR
   }
 }
 
-// FSDP residency: the model holds one block slot, filled here as the FSDP scheduler does (its
-// unit image written before the block runs); the block's 16-bit weights must be cast from the
-// slot each time, so loss and gradients equal full residency's bit for bit.
+// FSDP residency: the model holds block slots, filled here as the FSDP scheduler does (a unit
+// image written before its block runs; with two slots the next block's is written ahead, as
+// prefetching does, while the current one still runs from its own slot); the block's 16-bit
+// weights must be cast from its slot each time, so loss and gradients equal full residency's bit
+// for bit.
 TEST_P(GptModelMixedPrecisionTest, FsdpResidencyCastsEachBlockWhenItRuns) {
   const device::DType dtype = GetParam();
   const GptConfig c = gpt_config(3, 12, 20, 3, 4, 7, 23);
   auto full = make_model(c, 2, "auto", dtype);
-  auto fsdp = make_model(c, 2, "auto", dtype, 1);
   const models::ParameterLayout& layout = full->layout();
   const auto params = random_parameters(layout, 9);
   full->set_parameters(params);
@@ -410,46 +466,52 @@ TEST_P(GptModelMixedPrecisionTest, FsdpResidencyCastsEachBlockWhenItRuns) {
   const double want_loss = full->forward_backward(batch);
   const std::vector<float> want_grads = full->gradients();
 
-  auto& queue = device_->queue();
-  auto fill_unit = [&](int block) {
-    std::vector<float> image(layout.unit(block).size, 0.0f);
-    for (const models::TensorSpec& t : layout.tensors()) {
-      if (models::ParameterLayout::block_of(t) != block) continue;
-      std::copy_n(params.begin() + static_cast<std::ptrdiff_t>(t.offset), t.count,
-                  image.begin() + static_cast<std::ptrdiff_t>(layout.packed_offset(t)));
+  for (int slots : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << slots << " slot(s)");
+    auto fsdp = make_model(c, 2, "auto", dtype, slots);
+    auto& queue = device_->queue();
+    auto fill_unit = [&](int block) {
+      std::vector<float> image(layout.unit(block).size, 0.0f);
+      for (const models::TensorSpec& t : layout.tensors()) {
+        if (models::ParameterLayout::block_of(t) != block) continue;
+        std::copy_n(params.begin() + static_cast<std::ptrdiff_t>(t.offset), t.count,
+                    image.begin() + static_cast<std::ptrdiff_t>(layout.packed_offset(t)));
+      }
+      queue.write(fsdp->unit_parameters(block), std::span<const float>(image));
+    };
+    std::vector<float> grads(layout.total(), 0.0f);
+    auto take_gradients = [&](int block) {
+      std::vector<float> image(layout.unit(block).size);
+      queue.read(fsdp->unit_gradients(block), std::span<float>(image));
+      for (const models::TensorSpec& t : layout.tensors()) {
+        if (models::ParameterLayout::block_of(t) != block) continue;
+        std::copy_n(image.begin() + static_cast<std::ptrdiff_t>(layout.packed_offset(t)), t.count,
+                    grads.begin() + static_cast<std::ptrdiff_t>(t.offset));
+      }
+      models::FloatBuffer slot = fsdp->unit_gradients(block);
+      fsdp->runtime().kernels().elementwise.fill(slot, 0.0f);  // a later block accumulates into the same slot
+    };
+    fill_unit(-1);
+    GptModel::Pass pass = fsdp->begin_pass(batch, true);
+    int next = 0;  // the next block to write: up to slots - 1 ahead of the one that runs
+    for (int l = 0; l < c.num_layers; ++l) {
+      while (next <= std::min(l + slots - 1, c.num_layers - 1)) fill_unit(next++);
+      fsdp->forward_block(pass, l);
     }
-    queue.write(fsdp->unit_parameters(block), std::span<const float>(image));
-  };
-  std::vector<float> grads(layout.total(), 0.0f);
-  auto take_gradients = [&](int block) {
-    std::vector<float> image(layout.unit(block).size);
-    queue.read(fsdp->unit_gradients(block), std::span<float>(image));
-    for (const models::TensorSpec& t : layout.tensors()) {
-      if (models::ParameterLayout::block_of(t) != block) continue;
-      std::copy_n(image.begin() + static_cast<std::ptrdiff_t>(layout.packed_offset(t)), t.count,
-                  grads.begin() + static_cast<std::ptrdiff_t>(t.offset));
+    const double loss = fsdp->forward_loss(pass).mean_loss();
+    fsdp->begin_backward(pass);
+    next = c.num_layers - 1;
+    for (int l = c.num_layers - 1; l >= 0; --l) {
+      while (next >= std::max(l - slots + 1, 0)) fill_unit(next--);
+      fsdp->backward_block(pass, l);
+      take_gradients(l);
     }
-    models::FloatBuffer slot = fsdp->unit_gradients(block);
-    fsdp->runtime().kernels().elementwise.fill(slot, 0.0f);  // the next block accumulates into the same slot
-  };
-  fill_unit(-1);
-  GptModel::Pass pass = fsdp->begin_pass(batch, true);
-  for (int l = 0; l < c.num_layers; ++l) {
-    fill_unit(l);
-    fsdp->forward_block(pass, l);
-  }
-  const double loss = fsdp->forward_loss(pass).mean_loss();
-  fsdp->begin_backward(pass);
-  for (int l = c.num_layers - 1; l >= 0; --l) {
-    fill_unit(l);
-    fsdp->backward_block(pass, l);
-    take_gradients(l);
-  }
-  fsdp->finish_backward(pass);
-  take_gradients(-1);
-  EXPECT_EQ(loss, want_loss);
-  for (const models::TensorSpec& t : layout.tensors()) {
-    for (std::size_t i = t.offset; i < t.offset + t.count; ++i) ASSERT_EQ(grads[i], want_grads[i]) << t.name;
+    fsdp->finish_backward(pass);
+    take_gradients(-1);
+    EXPECT_EQ(loss, want_loss);
+    for (const models::TensorSpec& t : layout.tensors()) {
+      for (std::size_t i = t.offset; i < t.offset + t.count; ++i) ASSERT_EQ(grads[i], want_grads[i]) << t.name;
+    }
   }
 }
 

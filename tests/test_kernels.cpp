@@ -281,6 +281,11 @@ TEST_P(ActKernelTest, SoftmaxCrossEntropyWithPaddingAndWeights) {
   auto logits = in(random(N * Vp, 22, 3.0));
   const std::vector<int> targets = {0, 36, 5, 5, 17, 2};
   logits[static_cast<std::size_t>(3 * Vp + 5)] = 20.0;  // row 3 predicts its target
+  // The maximum at the first entry (row 0, target 0) and at the last (row 1, target 36): the edges
+  // of the argmax search; row 4 ties its target 17 with a later entry: the first maximum counts.
+  logits[0] = 20.0;
+  logits[static_cast<std::size_t>(Vp + V - 1)] = 20.0;
+  logits[static_cast<std::size_t>(4 * Vp + 17)] = logits[static_cast<std::size_t>(4 * Vp + 30)] = 20.0;
   const std::vector<double> weights = {1.0, 0.5, 0.0, 2.0, 1.0, 1.0};
   double wsum = 0;
   for (double w : weights) wsum += w;

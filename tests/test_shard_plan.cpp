@@ -1,8 +1,11 @@
 // ShardPlan (FSDP's split of the parameters) on the host: units, aligned shards that partition
-// every unit, weight-decay segments, and exact extract / place round trips.
+// every unit as evenly as the alignment allows, weight-decay segments, and exact extract / place
+// round trips.
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
+#include <vector>
 
 #include "common/errors.h"
 #include "models/initial_parameters.h"
@@ -61,6 +64,39 @@ TEST(ShardPlan, ShardsAreAlignedAndPartitionEveryUnit) {
             }
           }
           EXPECT_EQ(next, u.size) << "unit " << u.block << " over " << dcn << " x " << ici;
+        }
+      }
+    }
+  }
+}
+
+// As even as the alignment allows (shard_plan.h): counted in alignment blocks (a partial last one
+// whole), the pieces of each split, the chunks of a unit and the shards of a chunk, differ by at
+// most one block, the larger ones first.
+TEST(ShardPlan, PiecesDifferByAtMostOneAlignmentBlockLargerFirst) {
+  for (const Case& c : cases()) {
+    const ParameterLayout layout(c.config, c.alignment);
+    auto blocks = [&](const ShardPlan::Piece& p) { return (p.end - p.begin + c.alignment - 1) / c.alignment; };
+    auto expect_even = [&](const std::vector<ShardPlan::Piece>& pieces, const std::string& what) {
+      for (std::size_t i = 1; i < pieces.size(); ++i) {
+        EXPECT_LE(blocks(pieces[i]), blocks(pieces[i - 1])) << what << ", piece " << i;
+        EXPECT_LE(blocks(pieces.front()), blocks(pieces[i]) + 1) << what << ", piece " << i;
+      }
+    };
+    for (int dcn = 1; dcn <= 3; ++dcn) {
+      for (int ici = 1; ici <= 4; ++ici) {
+        const ShardPlan plan(layout, dcn, ici);
+        for (const ParameterLayout::Unit& u : plan.units()) {
+          const std::string unit = "unit " + std::to_string(u.block) + " over " + std::to_string(dcn) + " x " +
+                                   std::to_string(ici) + ", alignment " + std::to_string(c.alignment);
+          std::vector<ShardPlan::Piece> chunks;
+          for (int p = 0; p < dcn; ++p) {
+            chunks.push_back(plan.chunk(u.block, p));
+            std::vector<ShardPlan::Piece> shards;
+            for (int d = 0; d < ici; ++d) shards.push_back(plan.shard(u.block, p, d));
+            expect_even(shards, unit + ", chunk " + std::to_string(p));
+          }
+          expect_even(chunks, unit);
         }
       }
     }

@@ -449,6 +449,18 @@ TEST(WeightsIo, LlmcErrorsNameTheFileAndTheProblem) {
   expect_file_error(load, f, {"Vp=40 is smaller than V=50"});
   write_llmc(f, Dims{16, 50, 0, 2, 8, 64});
   expect_file_error(load, f, {"L=0"});
+  // Each dimension of the header at 0 is refused by its own name (NH = 0 would divide by zero):
+  // a good file, then one header field (ints 2..7: maxT V L NH C Vp) overwritten.
+  const char* const fields[] = {"maxT", "V", "L", "NH", "C", "Vp"};
+  for (int i = 0; i < 6; ++i) {
+    write_llmc(f, kPadded);
+    std::fstream io(f, std::ios::binary | std::ios::in | std::ios::out);
+    const std::int32_t zero = 0;
+    io.seekp(static_cast<std::streamoff>((2 + i) * sizeof zero));
+    io.write(reinterpret_cast<const char*>(&zero), sizeof zero);
+    io.close();
+    expect_file_error(load, f, {fmt::format("bad llm.c header: {}=0, must be at least 1", fields[i])});
+  }
 }
 
 // Headers that claim huge models in small files: the size check comes before anything is allocated
@@ -568,6 +580,25 @@ TEST(WeightsIo, SafetensorsErrorsNameTheFileAndTheProblem) {
     std::erase_if(ts, [](const StTensor& t) { return t.name.starts_with("transformer.h.0."); });
   });
   expect_file_error(load, f, {"layer transformer.h.0 is missing"});
+  // No layer at all: the error names the first tensor of layer 0.
+  write_with([](auto& ts) { std::erase_if(ts, [](const StTensor& t) { return t.name.starts_with("transformer.h."); }); });
+  expect_file_error(load, f, {"no transformer layers", "missing tensor transformer.h.0.ln_1.weight"});
+  // The parameters alone (no lm_head.weight, no attn.bias / attn.masked_bias buffers) with one
+  // tensor emptied (shape [0], no bytes; ln_f's shape gives no dimension): the names and shapes
+  // still imply every byte of the complete file, which the message states before anything is read.
+  auto params_only = good;
+  std::erase_if(params_only, [](const StTensor& t) {
+    return t.name.ends_with(".attn.bias") || t.name.ends_with(".attn.masked_bias") || t.name == "lm_head.weight";
+  });
+  std::uint64_t params_bytes = 0;
+  for (const StTensor& t : params_only) params_bytes += t.bytes.size();
+  StTensor& ln_f = find(params_only, "transformer.ln_f.weight");
+  const std::uint64_t ln_f_bytes = ln_f.bytes.size();
+  ln_f.shape = {0};
+  ln_f.bytes.clear();
+  write_safetensors(f, params_only);
+  expect_file_error(load, f, {fmt::format("a {}-layer model of {} bytes, but the file holds {} bytes", kPadded.L,
+                                          params_bytes, params_bytes - ln_f_bytes)});
 
   write_safetensors(f, good);
   EXPECT_THROW(load_safetensors(f, 3, 1), ConfigError);  // 3 does not divide C=8
