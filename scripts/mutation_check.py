@@ -17,6 +17,13 @@ declarations, dereferences, unary minus and template brackets are never taken):
 Numeric literals: 0 -> 1, 1 -> 0, n -> n + 1 (integers, same base and suffix); 0.0 -> 1.0 and
 x -> x / 2 otherwise (floating point, same suffix: 0.5 -> 0.25).
 Subscripts a[e] (after a name, ')' or ']'; e not a literal): e -> e + 1, and e +/- 1 -> e.
+Left out as equivalent by construction (seed 25 found all 9 such mutants equivalent):
+  - an array declaration's sizes (`float a[4]`, `__local float bs[TK][TS]`, an array parameter):
+    a larger array, or a parameter that is a pointer anyway, changes no result;
+  - tightening a vector path's bound `i + W <= n` (W = 4, 8 or 16, in a for or if header) to
+    `i + W+1 <= n` or `i + W < n`: every such loop or branch has a scalar tail or else-branch
+    computing the same expression, so a tighter bound only moves work from one to the other.
+    Loosening it (`i - W <= n`), the loop's step and the bodies stay candidates.
 The pick is random.Random(SEED).sample over all sites in a fixed order (then sorted: kernel
 mutants first, each kind in file order, numbered M001...), so a seed names the same mutants for
 the same sources; FILTER (a regex on the file path) narrows the sites first.
@@ -191,6 +198,45 @@ def mutate_number(text):
     return None
 
 
+TYPE_WORD = re.compile(r"^(?:bool|char|uchar|short|ushort|int|uint|long|ulong|half|float|double|size_t|"
+                       r"u?int(?:8|16|32|64)_t)(?:2|3|4|8|16)?$")
+VECTOR_BOUND = re.compile(r"\b\w+ \+ (4|8|16) (<=) [\w.>-]+")
+
+
+def equivalent_spans(line, toks):
+    """[start, end) column spans of a code line whose mutants are equivalent by construction."""
+    spans = []
+    if re.search(r"\b(?:for|if) \(", line):
+        for m in VECTOR_BOUND.finditer(line):
+            spans += [(m.start(1), m.end(1)), (m.start(2), m.end(2))]
+    for idx, (col, tok, _) in enumerate(toks):
+        if tok != "[" or idx < 2 or toks[idx - 1][2] != "ident":
+            continue
+        # `type name[` or, in a declaration list, `type a[4], name[`.
+        before = toks[idx - 2][1]
+        if before == ",":
+            k = idx - 2
+            while k > 0 and toks[k][1] not in (";", "{", "}", "("):
+                k -= 1
+            first = toks[k + 1][1] if toks[k][1] in (";", "{", "}") else toks[k][1] if k == 0 else ""
+            if not TYPE_WORD.match(first) and not (k + 2 < len(toks) and toks[k + 1][1] in ("__local", "__private", "const") and TYPE_WORD.match(toks[k + 2][1])):
+                continue
+        elif not TYPE_WORD.match(before):
+            continue
+        # A declaration `type name[...][...]`: skip every bracket group that follows the name.
+        depth, j = 0, col
+        while j < len(line):
+            if line[j] == "[":
+                depth += 1
+            elif line[j] == "]":
+                depth -= 1
+                if depth == 0 and not line.startswith("[", j + 1):
+                    break
+            j += 1
+        spans.append((col, j + 1))
+    return spans
+
+
 def sites(root, rel):
     path = os.path.join(root, rel)
     text = open(path, encoding="utf-8").read()
@@ -201,8 +247,11 @@ def sites(root, rel):
         if number not in ok:
             continue
         toks = list(tokens(line))
+        skip = equivalent_spans(line, toks)
         for idx, (col, tok, tkind) in enumerate(toks):
             end = col + len(tok)
+            if any(a <= col < b for a, b in skip):
+                continue
             spaced = col > 0 and line[col - 1] == " " and end < len(line) and line[end] == " "
             if tkind == "op" and tok in SWAPS and spaced:
                 yield kind, rel, number, col, tok, SWAPS[tok]
