@@ -18,6 +18,16 @@ set(CL_TARGET_OPENCL_VERSION 120)
 find_package(OpenCL REQUIRED)                      # ocl-icd-opencl-dev + opencl-headers
 find_package(CLBlast CONFIG REQUIRED)              # libclblast-dev
 find_package(clFFT CONFIG REQUIRED)                # libclfft-dev
+# BLIS (libblis-pthread-dev): CPU devices' GEMMs as native kernels (kernels_cl/blis_gemm.h). The
+# pthread build explicitly: BLIS threads inside PoCL's worker threads, no OpenMP runtime.
+find_path(PAXOCL_BLIS_INCLUDE_DIR blis.h PATH_SUFFIXES ${CMAKE_LIBRARY_ARCHITECTURE}/blis-pthread blis-pthread blis REQUIRED)
+find_library(PAXOCL_BLIS_LIBRARY NAMES blis PATH_SUFFIXES ${CMAKE_LIBRARY_ARCHITECTURE}/blis-pthread blis-pthread REQUIRED)
+if(NOT PAXOCL_BLIS_INCLUDE_DIR OR NOT PAXOCL_BLIS_LIBRARY)
+  message(FATAL_ERROR "BLIS not found: apt-get install libblis-pthread-dev")
+endif()
+add_library(PaxOcl::BLIS UNKNOWN IMPORTED)
+set_target_properties(PaxOcl::BLIS PROPERTIES IMPORTED_LOCATION ${PAXOCL_BLIS_LIBRARY}
+                      INTERFACE_INCLUDE_DIRECTORIES ${PAXOCL_BLIS_INCLUDE_DIR})
 find_package(MPI REQUIRED COMPONENTS C)            # libopenmpi-dev
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)  # libhwloc-dev
 

@@ -87,6 +87,7 @@ DeviceInfo describe(cl_platform_id platform, int platform_index, cl_device_id id
   d.max_alloc_bytes = device_value<cl_ulong>(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   d.max_work_group_size = device_value<std::size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
   d.base_address_align_bytes = device_value<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8;
+  d.native_kernels = (device_value<cl_device_exec_capabilities>(id, CL_DEVICE_EXECUTION_CAPABILITIES) & CL_EXEC_NATIVE_KERNEL) != 0;
   const std::string extensions = device_string(id, CL_DEVICE_EXTENSIONS);
   d.fp16 = has_extension(extensions, "cl_khr_fp16");
   d.fp64 = has_extension(extensions, "cl_khr_fp64") ||

@@ -36,6 +36,7 @@ struct DeviceInfo {
   std::uint64_t max_alloc_bytes = 0;
   std::uint64_t max_work_group_size = 0;
   std::uint32_t base_address_align_bytes = 0;  // CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8: sub-buffer alignment
+  bool native_kernels = false;  // CL_EXEC_NATIVE_KERNEL: host functions run in queue order (CPU devices)
   bool fp16 = false;  // cl_khr_fp16
   bool fp64 = false;  // cl_khr_fp64 or a non-empty CL_DEVICE_DOUBLE_FP_CONFIG
 };

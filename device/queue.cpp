@@ -59,6 +59,33 @@ Event Queue::launch(const Kernel& kernel, std::span<const std::size_t> global,
   return event;
 }
 
+Event Queue::native(const std::string& name, void (*fn)(void*), const void* args, std::size_t args_bytes,
+                    std::span<const Event> wait_for) {
+  WaitList wait(wait_for);
+  cl_event ev = nullptr;
+  // OpenCL copies `args` before returning; the cast is its C signature's.
+  check_cl(clEnqueueNativeKernel(handle_.get(), fn, const_cast<void*>(args), args_bytes, 0, nullptr, nullptr,
+                                 wait.size(), wait.data(), &ev),
+           "clEnqueueNativeKernel", "running native kernel '" + name + "'");
+  Event event(ev);
+  if (tracing_) traced_.emplace_back(name, event);
+  return event;
+}
+
+void* Queue::map(cl_mem mem, std::size_t offset, std::size_t bytes, cl_map_flags flags) {
+  cl_int err = CL_SUCCESS;
+  void* pointer = clEnqueueMapBuffer(handle_.get(), mem, CL_FALSE, flags, offset, bytes, 0, nullptr, nullptr, &err);
+  check_cl(err, "clEnqueueMapBuffer", "mapping " + format_bytes(bytes) + " of a buffer for a native kernel");
+  return pointer;
+}
+
+Event Queue::unmap(cl_mem mem, void* pointer) {
+  cl_event ev = nullptr;
+  check_cl(clEnqueueUnmapMemObject(handle_.get(), mem, pointer, 0, nullptr, &ev), "clEnqueueUnmapMemObject",
+           "unmapping a native kernel's buffer");
+  return Event(ev);
+}
+
 std::vector<Queue::TraceEntry> Queue::take_trace() {
   std::vector<TraceEntry> out;
   out.reserve(traced_.size());

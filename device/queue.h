@@ -52,6 +52,19 @@ class Queue {
   Event launch(const Kernel& kernel, std::span<const std::size_t> global,
                std::span<const std::size_t> local = {}, std::span<const Event> wait_for = {});
 
+  // A native kernel (a CPU device whose DeviceInfo::native_kernels is true): `fn` runs on one of
+  // the device's host threads, in queue order, with a copy of the `args_bytes` bytes at `args`.
+  // Memory reaches it as host pointers from map() (enqueued before it, unmapped after): PoCL 3.1
+  // hands a native kernel's cl_mem arguments the address the buffer has when the kernel is
+  // enqueued, which it may move later (seen as heap corruption), while a mapping pins it.
+  Event native(const std::string& name, void (*fn)(void*), const void* args, std::size_t args_bytes,
+               std::span<const Event> wait_for = {});
+
+  // Maps `bytes` at byte `offset` of `mem` for host access, in queue order, without waiting: the
+  // pointer is valid for commands enqueued after this (a native kernel) until unmap(mem, pointer).
+  void* map(cl_mem mem, std::size_t offset, std::size_t bytes, cl_map_flags flags);
+  Event unmap(cl_mem mem, void* pointer);
+
   // An event that completes when everything enqueued so far has (for other queues' wait lists).
   Event marker();
   // Commands enqueued after this wait for `events` (any contexts' user events, e.g. a collective's

@@ -4,15 +4,19 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "device/device_fingerprint.h"
 #include "device/typed_buffer.h"
+#include "kernels_cl/blis_gemm.h"
 #include "kernels_cl/packed_gemm.h"
 #include "kernels_cl/tensor_core_gemm.h"
 
@@ -21,7 +25,7 @@ namespace paxocl::kernels {
 namespace {
 
 const std::vector<std::string>& variant_names() {
-  static const std::vector<std::string> names = {"clblast", "cpu-8x48", "cpu-12x32", "gpu-64x64", "tensor-core"};
+  static const std::vector<std::string> names = {"blis", "clblast", "cpu-8x48", "cpu-12x32", "gpu-64x64", "tensor-core"};
   return names;
 }
 
@@ -30,6 +34,7 @@ std::unique_ptr<Gemm> make_variant(device::Device& device, device::ProgramCache&
     return std::make_unique<TensorCoreGemm>(cache, device, make_float32_accumulating_gemm(device, cache));
   }
   if (name == "clblast") return make_clblast_gemm(device);
+  if (name == "blis") return make_blis_gemm(device);
   if (name == "cpu-8x48") return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kCpu, 8, 48});
   if (name == "cpu-12x32") return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kCpu, 12, 32});
   return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kGpu, 64, 64});
@@ -44,14 +49,26 @@ class AutoGemm final : public Gemm {
  public:
   AutoGemm(device::Device& device, device::ProgramCache& cache, std::vector<std::string> candidates)
       : device_(device), cache_(cache), candidates_(std::move(candidates)) {
-    if (!cache.dir().empty()) {
-      choices_file_ = cache.dir() / fmt::format("gemm-choices-{:016x}.txt", device::device_fingerprint(device.info()));
-      std::ifstream in(choices_file_);
-      std::string cls, variant;
-      while (in >> cls >> variant) {
-        if (std::find(candidates_.begin(), candidates_.end(), variant) != candidates_.end()) choices_[cls] = variant;
+    const std::uint64_t fingerprint = device::device_fingerprint(device.info());
+    if (!cache.dir().empty()) choices_file_ = cache.dir() / fmt::format("gemm-choices-{:016x}.txt", fingerprint);
+    std::lock_guard lock(registry_mutex());
+    // Every AutoGemm of this process on such a device shares one table: two models (or devices) in
+    // one process never differ in the GEMM they run, so their results agree bit for bit.
+    auto& shared = registry()[fmt::format("{:016x} {} {}", fingerprint, candidate_list(), choices_file_.string())];
+    if (!shared) {
+      shared = std::make_shared<std::map<std::string, std::string>>();
+      if (!choices_file_.empty()) {
+        // Choices made among other candidates (an older pax-ocl, say, before BLIS) are timed again.
+        std::ifstream in(choices_file_);
+        std::string key, cls, variant;
+        if (in >> key >> cls && key == "candidates" && cls == candidate_list()) {
+          while (in >> cls >> variant) {
+            if (std::find(candidates_.begin(), candidates_.end(), variant) != candidates_.end()) (*shared)[cls] = variant;
+          }
+        }
       }
     }
+    choices_ = shared;
   }
 
   void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
@@ -59,9 +76,11 @@ class AutoGemm final : public Gemm {
     std::string cls = gemm_shape_class(s);
     const bool all_f32 = a.dtype == device::DType::kF32 && b.dtype == device::DType::kF32 && c.dtype == device::DType::kF32;
     if (!all_f32) cls += fmt::format(".{}{}{}", dtype_letter(a.dtype), dtype_letter(b.dtype), dtype_letter(c.dtype));
-    auto it = choices_.find(cls);
-    if (it == choices_.end()) it = choices_.emplace(cls, tune(cls, s, a.dtype, b.dtype, c.dtype)).first;
-    Gemm& gemm = variant(it->second);
+    const std::string choice = choice_for(cls, s, a.dtype, b.dtype, c.dtype);
+    if (announced_.insert(choice).second) {
+      spdlog::info("GEMM on {}: {} (first for shape class {})", device_.info().name, choice, cls);
+    }
+    Gemm& gemm = variant(choice);
     gemm.set_profiling(profiling_);
     gemm.run(s, alpha, a, b, beta, c);
   }
@@ -86,6 +105,29 @@ class AutoGemm final : public Gemm {
     auto it = variants_.find(name);
     if (it == variants_.end()) it = variants_.emplace(name, make_variant(device_, cache_, name)).first;
     return *it->second;
+  }
+
+  // The class's variant: the shared table's, else timed here (when two AutoGemms time one class
+  // at once, the first to finish decides for both).
+  std::string choice_for(const std::string& cls, const GemmShape& s, device::DType at, device::DType bt, device::DType ct) {
+    {
+      std::lock_guard lock(registry_mutex());
+      if (const auto it = choices_->find(cls); it != choices_->end()) return it->second;
+    }
+    const std::string timed = tune(cls, s, at, bt, ct);
+    std::lock_guard lock(registry_mutex());
+    const auto [it, inserted] = choices_->emplace(cls, timed);
+    if (inserted) save();
+    return it->second;
+  }
+
+  static std::mutex& registry_mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::map<std::string, std::shared_ptr<std::map<std::string, std::string>>>& registry() {
+    static std::map<std::string, std::shared_ptr<std::map<std::string, std::string>>> r;
+    return r;
   }
 
   // Times every candidate that takes these dtypes on `s` with its dimensions capped at 768, on
@@ -129,19 +171,17 @@ class AutoGemm final : public Gemm {
         best_ms = ms;
       }
     }
-    spdlog::debug("GEMM class {}: chose {} ({})", cls, best, report);
-    save(cls, best);
+    spdlog::debug("GEMM shape class {} on {}: {} (timed:{})", cls, device_.info().name, best, report);
     return best;
   }
 
-  void save(const std::string& cls, const std::string& variant_name) {
+  // Writes the shared table (registry_mutex held).
+  void save() {
     if (choices_file_.empty()) return;
-    std::map<std::string, std::string> all = choices_;
-    all[cls] = variant_name;
     std::error_code ec;
     std::filesystem::create_directories(choices_file_.parent_path(), ec);
-    std::string text;
-    for (const auto& [k, v] : all) text += fmt::format("{} {}\n", k, v);
+    std::string text = fmt::format("candidates {}\n", candidate_list());
+    for (const auto& [k, v] : *choices_) text += fmt::format("{} {}\n", k, v);
     try {
       write_file_atomically(choices_file_, text);  // a lost race between processes only re-times later
     } catch (const DataError& e) {  // a read-only or full disk must never stop training
@@ -149,11 +189,14 @@ class AutoGemm final : public Gemm {
     }
   }
 
+  std::string candidate_list() const { return fmt::format("{}", fmt::join(candidates_, ",")); }
+
   device::Device& device_;
   device::ProgramCache& cache_;
   std::vector<std::string> candidates_;
-  std::map<std::string, std::string> choices_;
+  std::shared_ptr<std::map<std::string, std::string>> choices_;  // class -> variant, shared (registry())
   std::map<std::string, std::unique_ptr<Gemm>> variants_;
+  std::set<std::string> announced_;  // variants the log has named
   std::filesystem::path choices_file_;
   bool profiling_ = false;
 };
@@ -161,9 +204,12 @@ class AutoGemm final : public Gemm {
 }  // namespace
 
 std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, device::ProgramCache& cache) {
-  const bool cpu = device.info().kind == device::DeviceKind::kCpu;
-  return std::make_unique<AutoGemm>(device, cache, cpu ? std::vector<std::string>{"cpu-8x48", "cpu-12x32"}
-                                                        : std::vector<std::string>{"gpu-64x64", "clblast"});
+  if (device.info().kind != device::DeviceKind::kCpu) {
+    return std::make_unique<AutoGemm>(device, cache, std::vector<std::string>{"gpu-64x64", "clblast"});
+  }
+  std::vector<std::string> cpu{"cpu-8x48", "cpu-12x32"};
+  if (blis_gemm_available(device)) cpu.insert(cpu.begin(), "blis");
+  return std::make_unique<AutoGemm>(device, cache, cpu);
 }
 
 std::string gemm_policy_from(const std::optional<std::string>& flag) {

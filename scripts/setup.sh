@@ -13,6 +13,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   ocl-icd-opencl-dev opencl-headers opencl-c-headers pocl-opencl-icd clinfo
   libclblast-dev libclfft-dev
+  libblis-pthread-dev                 # CPU devices' GEMMs (BLIS, pthreads)
   openmpi-bin libopenmpi-dev
   hwloc libhwloc-dev
   libprotobuf-dev protobuf-compiler

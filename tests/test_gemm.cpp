@@ -4,6 +4,7 @@
 // batches (of several panels each way). The tensor-core kernel (gemm_mma.cl) runs for real where the probe passes (NVIDIA), and
 // everywhere in its emulated build, which replaces only its PTX instructions.
 #include "kernels_cl/auto_gemm.h"
+#include "kernels_cl/blis_gemm.h"
 #include "kernels_cl/tensor_core_gemm.h"
 #include "tests/device_fixture.h"
 
@@ -19,7 +20,15 @@ struct Case {
   Transpose a, b;
 };
 
-class GemmTest : public DeviceTest, public ::testing::WithParamInterface<std::string> {};
+class GemmTest : public DeviceTest, public ::testing::WithParamInterface<std::string> {
+ public:
+  void SetUp() override {
+    DeviceTest::SetUp();
+    if (GetParam() == "blis" && !kernels::blis_gemm_available(*device_)) {
+      GTEST_SKIP() << "BLIS runs as a native kernel: this device runs none";
+    }
+  }
+};
 
 // Operand dtypes: A, B, C.
 struct DTypes {
@@ -100,7 +109,7 @@ TEST_P(GemmTest, SixteenBitOperandsAccumulateInFloat32) {
     const std::vector<DTypes> mixes = {{h, h, DType::kF32}, {h, h, h}, {DType::kF32, h, h}};
     for (const DTypes& dt : mixes) {
       if (!gemm->supports(dt.a, dt.b, dt.c)) {
-        EXPECT_EQ(GetParam(), "clblast") << "only CLBlast takes float32 alone";
+        EXPECT_TRUE(GetParam() == "clblast" || GetParam() == "blis") << "only CLBlast and BLIS take float32 alone";
         continue;
       }
       std::uint64_t seed = 500;
@@ -129,7 +138,7 @@ TEST_F(GemmClBlast, RefusesSixteenBitOperandsWithAClearError) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, GemmTest,
-                         ::testing::Values("cpu-8x48", "cpu-12x32", "gpu-64x64", "clblast", "auto", "tensor-core"),
+                         ::testing::Values("blis", "cpu-8x48", "cpu-12x32", "gpu-64x64", "clblast", "auto", "tensor-core"),
                          [](const auto& param_info) {
                            std::string n = param_info.param;
                            for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
