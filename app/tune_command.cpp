@@ -33,12 +33,12 @@ const FlagSpec kTuneFlags[] = {
     {"candidates", "N", "parameter sets tried, CLBlast's current one included (default 24)"},
 };
 
-// CLBlast's time for every shape, in seconds, with the parameters in effect now.
+// CLBlast's time in a step for every shape, in seconds, with the parameters in effect now.
 std::vector<double> time_shapes(device::Device& device, const std::vector<bench::GemmCase>& cases) {
   const auto gemm = kernels::make_clblast_gemm(device);
   bench::GemmTimer timer(device, cases);
-  std::vector<double> seconds;
-  for (const auto& c : cases) seconds.push_back(timer.seconds(*gemm, c.shape, 3));
+  std::vector<double> seconds;  // each shape's time in a step: one GEMM's, times its count
+  for (const auto& c : cases) seconds.push_back(timer.seconds(*gemm, c.shape, 3) * static_cast<double>(c.count));
   return seconds;
 }
 }  // namespace
@@ -60,9 +60,9 @@ int run_tune(const CliArgs& args, const collectives::ProcessWorld& world) {
                                                device::parse_device_selection(device::device_spec_from(args.flag("devices"))));
   device::Device device(selected.front());
   const models::GptConfig model = config::Experiment::named(args.flag("fdl_config").value_or("Default")).model_config().gpt();
-  const std::size_t tokens = static_cast<std::size_t>(std::stoi(args.flag("batch").value_or("1"))) *
-                             static_cast<std::size_t>(model.max_seq_len);
-  std::vector<bench::GemmCase> cases = bench::model_gemm_cases(model, tokens);
+  const std::size_t batch = static_cast<std::size_t>(std::stoi(args.flag("batch").value_or("1")));
+  const std::size_t tokens = batch * static_cast<std::size_t>(model.max_seq_len);
+  std::vector<bench::GemmCase> cases = bench::model_gemm_cases(model, batch);
 
   clblast::ClearCache();  // measure CLBlast's own defaults, not an earlier tuning
   const kernels::ClblastParameters current = kernels::current_clblast_gemm(device);
@@ -95,8 +95,8 @@ int run_tune(const CliArgs& args, const collectives::ProcessWorld& world) {
                            args.flag("fdl_config").value_or("Default"), tokens);
   for (std::size_t i = 0; i < cases.size(); ++i) {
     std::cout << fmt::format("  {:<14} m={:<6} n={:<6} k={:<6} before {:7.1f}  after {:7.1f}\n", cases[i].name,
-                             cases[i].shape.m, cases[i].shape.n, cases[i].shape.k, bench::GemmTimer::gflops(cases[i].shape, before[i]),
-                             bench::GemmTimer::gflops(cases[i].shape, after[i]));
+                             cases[i].shape.m, cases[i].shape.n, cases[i].shape.k, bench::GemmTimer::gflops(cases[i].shape, before[i] / cases[i].count),
+                             bench::GemmTimer::gflops(cases[i].shape, after[i] / cases[i].count));
   }
   if (!best) {
     std::cout << "no tuned parameters beat CLBlast's defaults; nothing stored\n";

@@ -30,13 +30,25 @@ TEST(CliBench, QuickRunWritesTablesMachineAndSummary) {
   EXPECT_FALSE(results.at("machine").at("devices").empty());
   EXPECT_GT(results.at("machine").at("host").at("cores").get<int>(), 0);
   ASSERT_EQ(results.at("tables").size(), 4u);
-  // GFLOP/s are positive and the model's shapes are there next to the square sizes.
+  // GFLOP/s are positive, the model's shapes are there next to the square sizes, and each
+  // implementation's "step" row sums its step shapes' times, each times its count.
+  const nlohmann::json& gemm = results.at("tables").at(0);
+  ASSERT_EQ(gemm.at("columns").at(7), "gflops");
   bool model_shape = false;
-  for (const auto& row : results.at("tables").at(0).at("rows")) {
-    EXPECT_GT(row.at(5).get<double>(), 0.0) << row.dump();
+  std::map<std::string, double> summed_ms, step_ms;
+  for (const auto& row : gemm.at("rows")) {
+    EXPECT_GT(row.at(7).get<double>(), 0.0) << row.dump();
     model_shape = model_shape || row.at(1) == "qkv fwd";
+    const std::string impl = row.at(0), what = row.at(1);
+    if (what == "step") {
+      step_ms[impl] = row.at(8).get<double>();
+    } else if (what != "square") {
+      summed_ms[impl] += row.at(8).get<double>() * row.at(6).get<double>();
+    }
   }
   EXPECT_TRUE(model_shape);
+  EXPECT_TRUE(step_ms.contains("pax-ocl") && step_ms.contains("clblast"));
+  for (const auto& [impl, ms] : step_ms) EXPECT_NEAR(ms, summed_ms[impl], 1e-9 * ms) << impl;
   EXPECT_NE(r.out.find("measured GEMM peak"), std::string::npos) << r.out;
   EXPECT_TRUE(std::filesystem::exists(out / "summary.md"));
 

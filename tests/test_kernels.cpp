@@ -276,6 +276,26 @@ TEST_P(ActKernelTest, AttentionAtMaxSeqLen2048) {
   check_attention(*this, 1, 2, 2048, 8, 2 * 2048 * 2048 * 4, 21);
 }
 
+// delta (B, NH, T) = dO . O over each head's hs values, O and dO (B, T, NH * hs): head size 20
+// takes the 16-wide path and a 4-element tail; 15 rows launch a rounded-up range whose extra
+// work-items must write nothing (the buffer's tail keeps its 7s).
+TEST_P(ActKernelTest, AttentionRowDotWritesItsRowsOnly) {
+  const std::size_t B = 1, T = 5, NH = 3, hs = 20, rows = B * T * NH, slack = 9;
+  const auto o = in(random(rows * hs, 41)), dout = in(random(rows * hs, 42));
+  auto ob = act(o), db = act(dout);
+  auto delta = upload(std::vector<double>(rows + slack, 7.0));
+  kernels_->attention.row_dot(delta, ob, db, B, T, NH, hs);
+  std::vector<double> want(rows + slack, 7.0);
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < NH; ++h)
+      for (std::size_t t = 0; t < T; ++t) {
+        const std::size_t r = (b * NH + h) * T + t, at = ((b * T + t) * NH + h) * hs;
+        want[r] = 0;
+        for (std::size_t d = 0; d < hs; ++d) want[r] += o[at + d] * dout[at + d];
+      }
+  expect_close(download(delta, rows + slack), want, {1e-6, 1e-5}, "attention row dot");
+}
+
 TEST_P(ActKernelTest, SoftmaxCrossEntropyWithPaddingAndWeights) {
   const int N = 6, V = 37, Vp = 64;
   auto logits = in(random(N * Vp, 22, 3.0));

@@ -14,31 +14,39 @@
 
 namespace paxocl::bench {
 
-// The training step's GEMMs (forward and backward of a block, and the LM head) for N tokens.
+// Every GEMM of one training step on one device (forward and backward, as models/layers/ runs
+// them) for `batch` sequences of MAX_SEQ_LEN tokens: each distinct shape once, with how many times
+// a step runs it. Attention's per-sequence GEMMs appear as one batch of NUM_HEADS matrices (the
+// same FLOPs as the layer's head groups) run batch x NUM_LAYERS times.
 struct GemmCase {
   std::string name;
   kernels::GemmShape shape;
+  std::size_t count = 1;
 };
-std::vector<GemmCase> model_gemm_cases(const models::GptConfig& model, std::size_t tokens);
+std::vector<GemmCase> model_gemm_cases(const models::GptConfig& model, std::size_t batch);
+double gemm_flops(const GemmCase& c);  // count x 2 m n k x batch
 
-// Times GEMMs on scratch operands sized for the largest of `cases` (row-major, dense).
+// Times GEMMs on scratch operands sized for the largest of `cases` (row-major, dense batches).
 class GemmTimer {
  public:
   GemmTimer(device::Device& device, const std::vector<GemmCase>& cases);
   double seconds(kernels::Gemm& gemm, const kernels::GemmShape& shape, int reps);  // best of reps
-  static double gflops(const kernels::GemmShape& shape, double seconds);
+  static double gflops(const kernels::GemmShape& shape, double seconds);  // all `batch` matrices
 
  private:
   device::Device& device_;
   device::Buffer<float> a_, b_, c_;
 };
 
-// GFLOP/s of pax-ocl's GEMM (its auto choice) and CLBlast's: square NN sizes 64..2048 and the
-// training step's GEMM shapes for `model` (rows = batch x MAX_SEQ_LEN tokens). The plot's
-// reference line is the best GFLOP/s measured: the device's peak for MFU.
+// GFLOP/s of every GEMM implementation the device has: pax-ocl's auto choice, each variant it
+// chooses among (BLIS as a native kernel and the OpenCL register-tile kernels on CPU devices, the
+// work-group kernel on others), CLBlast, and OpenBLAS on host arrays when libopenblas.so.0 loads
+// (the CPU's reference). Square NN sizes 64..2048, the training step's shapes for `model` with
+// `batch` sequences per device, and per implementation a row "step" summing every GEMM of the
+// step (each shape times its count). The plot's reference line is the best GFLOP/s measured.
 Table bench_gemm(device::Device& device, device::ProgramCache& cache, const models::GptConfig& model, int batch,
                  bool quick);
-double peak_of(const Table& gemm);  // its best GFLOP/s
+double peak_of(const Table& gemm);  // its best GFLOP/s on the device (OpenBLAS's host rows left out)
 
 // Device memory bandwidth (copy, triad a = b + s c) and host<->device transfers, GB/s vs size.
 Table bench_memory(device::Device& device, device::ProgramCache& cache, bool quick);

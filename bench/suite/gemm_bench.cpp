@@ -1,58 +1,176 @@
+#include <dlfcn.h>
+
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "bench/suite/benches.h"
 #include "bench/suite/timing.h"
 #include "kernels_cl/auto_gemm.h"
+#include "kernels_cl/blis_gemm.h"
 
 namespace paxocl::bench {
 
 using kernels::GemmShape;
 using kernels::Transpose;
 
-std::vector<GemmCase> model_gemm_cases(const models::GptConfig& c, std::size_t N) {
+std::vector<GemmCase> model_gemm_cases(const models::GptConfig& c, std::size_t batch) {
   const std::size_t C = static_cast<std::size_t>(c.model_dims), D = static_cast<std::size_t>(c.attention_dims()),
-                    H = static_cast<std::size_t>(c.hidden_dims), V = static_cast<std::size_t>(c.padded_vocab());
+                    H = static_cast<std::size_t>(c.hidden_dims), V = static_cast<std::size_t>(c.padded_vocab()),
+                    T = static_cast<std::size_t>(c.max_seq_len), L = static_cast<std::size_t>(c.num_layers),
+                    heads = static_cast<std::size_t>(c.num_heads), hs = D / heads, N = batch * T;
   const auto no = Transpose::kNo, yes = Transpose::kYes;
-  return {{"qkv fwd", {no, yes, N, 3 * D, C}}, {"attn.proj fwd", {no, yes, N, C, D}}, {"fc fwd", {no, yes, N, H, C}},
-          {"fc.proj fwd", {no, yes, N, C, H}}, {"fc dW", {yes, no, H, C, N}}, {"fc dX", {no, no, N, C, H}},
-          {"lm head fwd", {no, yes, N, V, C}}, {"lm head dX", {no, no, N, C, V}}};
+  std::vector<GemmCase> cases;
+  // Linear (layers/linear.cpp): y (N, out) = x W^T; dW (out, in) = dy^T x; dx (N, in) = dy W.
+  const auto linear = [&](const std::string& name, std::size_t in, std::size_t out, std::size_t count) {
+    cases.push_back({name + " fwd", {no, yes, N, out, in}, count});
+    cases.push_back({name + " dW", {yes, no, out, in, N}, count});
+    cases.push_back({name + " dX", {no, no, N, in, out}, count});
+  };
+  linear("qkv", C, 3 * D, L);
+  linear("attn.proj", D, C, L);
+  linear("fc", C, H, L);
+  linear("fc.proj", H, C, L);
+  // Attention (layers/causal_attention.cpp), per sequence and layer over the heads: q k^T in the
+  // forward, again in the backward (recomputed probabilities), and dO v^T; P v and dS k; P^T dO and dS^T q.
+  cases.push_back({"attn (T,T) = (T,hs)(hs,T)", {no, yes, T, T, hs, heads}, 3 * batch * L});
+  cases.push_back({"attn (T,hs) = (T,T)(T,hs)", {no, no, T, hs, T, heads}, 2 * batch * L});
+  cases.push_back({"attn (T,hs) = (T,T)^T(T,hs)", {yes, no, T, hs, T, heads}, 2 * batch * L});
+  linear("lm head", C, V, 1);  // tied_lm_head.cpp: the same three GEMMs with wte as W
+  return cases;
 }
+
+double gemm_flops(const GemmCase& c) {
+  return 2.0 * static_cast<double>(c.count) * static_cast<double>(c.shape.m) * static_cast<double>(c.shape.n) *
+         static_cast<double>(c.shape.k) * static_cast<double>(c.shape.batch);
+}
+
+namespace {
+
+// Operands of `s` as stored, row-major: rows x cols.
+std::size_t a_rows(const GemmShape& s) { return s.a == Transpose::kNo ? s.m : s.k; }
+std::size_t a_cols(const GemmShape& s) { return s.a == Transpose::kNo ? s.k : s.m; }
+std::size_t b_rows(const GemmShape& s) { return s.b == Transpose::kNo ? s.k : s.n; }
+std::size_t b_cols(const GemmShape& s) { return s.b == Transpose::kNo ? s.n : s.k; }
+
+std::size_t largest_operand(const std::vector<GemmCase>& cases) {
+  std::size_t biggest = 1;
+  for (const GemmCase& c : cases) {
+    const GemmShape& s = c.shape;
+    biggest = std::max({biggest, s.batch * s.m * s.k, s.batch * s.k * s.n, s.batch * s.m * s.n});
+  }
+  return biggest;
+}
+
+// OpenBLAS's cblas_sgemm on host arrays, loaded at run time (libopenblas0 need not be installed,
+// and BLIS's own CBLAS symbols in this binary must not shadow it).
+class OpenBlas {
+ public:
+  OpenBlas() {
+    handle_ = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (handle_ != nullptr) sgemm_ = reinterpret_cast<Sgemm>(dlsym(handle_, "cblas_sgemm"));
+  }
+  ~OpenBlas() {
+    if (handle_ != nullptr) dlclose(handle_);
+  }
+  OpenBlas(const OpenBlas&) = delete;
+  OpenBlas& operator=(const OpenBlas&) = delete;
+  bool available() const { return sgemm_ != nullptr; }
+
+  double seconds(const GemmShape& s, std::vector<float>& a, std::vector<float>& b, std::vector<float>& c, int reps) const {
+    constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;  // CBLAS's enums
+    const auto run = [&] {
+      for (std::size_t i = 0; i < s.batch; ++i) {
+        sgemm_(kRowMajor, s.a == Transpose::kYes ? kTrans : kNoTrans, s.b == Transpose::kYes ? kTrans : kNoTrans,
+               static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, a.data() + i * s.m * s.k,
+               static_cast<int>(a_cols(s)), b.data() + i * s.k * s.n, static_cast<int>(b_cols(s)), 0.0f,
+               c.data() + i * s.m * s.n, static_cast<int>(s.n));
+      }
+    };
+    run();
+    double best = 1e30;
+    for (int i = 0; i < reps; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      run();
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return best;
+  }
+
+ private:
+  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+  void* handle_ = nullptr;
+  Sgemm sgemm_ = nullptr;
+};
+
+}  // namespace
 
 Table bench_gemm(device::Device& device, device::ProgramCache& cache, const models::GptConfig& model, int batch,
                  bool quick) {
   Table t{"gemm", fmt::format("GEMM GFLOP/s on {}", device.info().name),
-          {"implementation", "case", "m", "n", "k", "gflops", "ms"}, {}, plot_of("m", "gflops", "implementation"),
-          {"implementation", "case", "m", "n", "k"}};
+          {"implementation", "case", "m", "n", "k", "batch", "count", "gflops", "ms"}, {},
+          plot_of("m", "gflops", "implementation"), {"implementation", "case", "m", "n", "k", "batch"}};
   t.plot->y_label = "GFLOP/s (square NN sizes)";
   t.plot->only_column = "case";
   t.plot->only_value = "square";
   std::vector<GemmCase> cases;
   for (std::size_t n = 64; n <= (quick ? 256u : 2048u); n *= 2) cases.push_back({"square", {Transpose::kNo, Transpose::kNo, n, n, n}});
-  const std::size_t tokens = static_cast<std::size_t>(batch) * static_cast<std::size_t>(model.max_seq_len);
-  for (const GemmCase& c : model_gemm_cases(model, quick ? std::min<std::size_t>(tokens, 256) : tokens)) cases.push_back(c);
+  models::GptConfig shapes_of = model;
+  if (quick) {
+    shapes_of.max_seq_len = std::min(shapes_of.max_seq_len, 256);
+    batch = 1;
+  }
+  for (const GemmCase& c : model_gemm_cases(shapes_of, static_cast<std::size_t>(batch))) cases.push_back(c);
+  const int reps = quick ? 2 : 3;
+
+  const bool cpu = device.info().kind == device::DeviceKind::kCpu;
+  std::vector<std::string> policies = {"auto"};
+  if (cpu && kernels::blis_gemm_available(device)) policies.push_back("blis");
+  for (const char* p : cpu ? std::vector<const char*>{"cpu-8x48", "cpu-12x32"} : std::vector<const char*>{"gpu-64x64"}) {
+    policies.push_back(p);
+  }
+  policies.push_back("clblast");
+  const auto add = [&](const std::string& impl, const GemmCase& c, double secs) {
+    t.add({impl, c.name, c.shape.m, c.shape.n, c.shape.k, c.shape.batch, c.count, GemmTimer::gflops(c.shape, secs),
+           secs * 1e3});
+  };
+  // The step row: every GEMM of the step, each shape times its count.
+  const auto add_step = [&](const std::string& impl, double step_seconds, double step_flops) {
+    t.add({impl, "step", 0, 0, 0, 0, 0, step_flops / step_seconds / 1e9, step_seconds * 1e3});
+  };
+
   GemmTimer timer(device, cases);
-  for (const std::string policy : {"auto", "clblast"}) {
+  for (const std::string& policy : policies) {
     const auto gemm = kernels::make_gemm(device, cache, policy);
+    const std::string impl = policy == "auto" ? "pax-ocl" : policy;
+    double step_seconds = 0, step_flops = 0;
     for (const GemmCase& c : cases) {
-      const double secs = timer.seconds(*gemm, c.shape, quick ? 2 : 3);
-      t.add({policy == "auto" ? "pax-ocl" : "clblast", c.name, c.shape.m, c.shape.n, c.shape.k,
-             GemmTimer::gflops(c.shape, secs), secs * 1e3});
+      const double secs = timer.seconds(*gemm, c.shape, reps);
+      add(impl, c, secs);
+      if (c.name != "square") {
+        step_seconds += secs * static_cast<double>(c.count);
+        step_flops += gemm_flops(c);
+      }
     }
+    add_step(impl, step_seconds, step_flops);
+  }
+  if (const OpenBlas openblas; openblas.available()) {
+    const std::size_t biggest = largest_operand(cases);
+    std::vector<float> a(biggest, 0.5f), b(biggest, 0.25f), c_host(biggest);
+    double step_seconds = 0, step_flops = 0;
+    for (const GemmCase& c : cases) {
+      const double secs = openblas.seconds(c.shape, a, b, c_host, reps);
+      add("openblas (host)", c, secs);
+      if (c.name != "square") {
+        step_seconds += secs * static_cast<double>(c.count);
+        step_flops += gemm_flops(c);
+      }
+    }
+    add_step("openblas (host)", step_seconds, step_flops);
   }
   t.plot->reference = peak_of(t);
   t.plot->reference_label = fmt::format("measured peak {:.1f} GFLOP/s", peak_of(t));
   return t;
 }
-
-namespace {
-std::size_t largest_operand(const std::vector<GemmCase>& cases) {
-  std::size_t biggest = 1;
-  for (const GemmCase& c : cases) {
-    biggest = std::max({biggest, c.shape.m * c.shape.k, c.shape.k * c.shape.n, c.shape.m * c.shape.n});
-  }
-  return biggest;
-}
-}  // namespace
 
 GemmTimer::GemmTimer(device::Device& device, const std::vector<GemmCase>& cases)
     : device_(device),
@@ -61,18 +179,23 @@ GemmTimer::GemmTimer(device::Device& device, const std::vector<GemmCase>& cases)
       c_(device.context(), largest_operand(cases), "bench.c") {}
 
 double GemmTimer::seconds(kernels::Gemm& gemm, const GemmShape& s, int reps) {
-  const std::size_t lda = s.a == Transpose::kNo ? s.k : s.m, ldb = s.b == Transpose::kNo ? s.n : s.k;
-  return best_seconds(device_.queue(), reps,
-                      [&] { gemm.run(s, 1.0f, {a_.get(), 0, lda}, {b_.get(), 0, ldb}, 0.0f, {c_.get(), 0, s.n}); });
+  const kernels::GemmOperand a{a_.get(), 0, a_cols(s), s.m * s.k}, b{b_.get(), 0, b_cols(s), s.k * s.n},
+      c{c_.get(), 0, s.n, s.m * s.n};
+  return best_seconds(device_.queue(), reps, [&] { gemm.run(s, 1.0f, a, b, 0.0f, c); });
 }
 
 double GemmTimer::gflops(const GemmShape& s, double seconds) {
-  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) / seconds / 1e9;
+  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) *
+         static_cast<double>(s.batch) / seconds / 1e9;
 }
 
 double peak_of(const Table& gemm) {
+  const auto column = std::find(gemm.columns.begin(), gemm.columns.end(), "gflops") - gemm.columns.begin();
   double best = 0;
-  for (const auto& row : gemm.rows) best = std::max(best, row[5].get<double>());
+  for (const auto& row : gemm.rows) {
+    if (row[0].get<std::string>().starts_with("openblas")) continue;  // the host's, not the device's
+    best = std::max(best, row[static_cast<std::size_t>(column)].get<double>());
+  }
   return best;
 }
 
