@@ -54,9 +54,10 @@ class Queue {
 
   // A native kernel (a CPU device whose DeviceInfo::native_kernels is true): `fn` runs on one of
   // the device's host threads, in queue order, with a copy of the `args_bytes` bytes at `args`.
-  // Memory reaches it as host pointers from map() (enqueued before it, unmapped after): PoCL 3.1
-  // hands a native kernel's cl_mem arguments the address the buffer has when the kernel is
-  // enqueued, which it may move later (seen as heap corruption), while a mapping pins it.
+  // Memory reaches it as host pointers from map() (enqueued before it, unmapped after), not as
+  // cl_mem arguments: PoCL 3.1 resolves those to an address when the kernel is enqueued, and in the
+  // model that corrupted the heap (free(): invalid pointer in PoCL's worker thread), while mapped
+  // operands run clean.
   Event native(const std::string& name, void (*fn)(void*), const void* args, std::size_t args_bytes,
                std::span<const Event> wait_for = {});
 
