@@ -3,6 +3,8 @@
 // not tile multiples, every transpose, offsets, padded leading dimensions, beta != 0, strided
 // batches (of several panels each way). The tensor-core kernel (gemm_mma.cl) runs for real where the probe passes (NVIDIA), and
 // everywhere in its emulated build, which replaces only its PTX instructions.
+#include <cmath>
+
 #include "kernels_cl/auto_gemm.h"
 #include "kernels_cl/blis_gemm.h"
 #include "kernels_cl/tensor_core_gemm.h"
@@ -204,6 +206,23 @@ TEST_F(TensorCoreGemmTest, EmulatedKernelMatchesFloat64Reference) {
     for (Transpose tb : {Transpose::kNo, Transpose::kYes})
       check(*this, standard, Case{131, 140, 40, 1, ta, tb}, 31, DTypes{device::DType::kBF16, device::DType::kBF16},
             Layout::kAligned);
+}
+
+// The emulation's float16 decoding, subnormals of both signs included (bfloat16 has none): a
+// dot product of exactly representable values, so the float32 result is exact.
+TEST_F(TensorCoreGemmTest, EmulatedKernelDecodesFloat16Subnormals) {
+  kernels::TensorCoreGemm gemm(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_),
+                               kernels::MmaTile::parse("32x32x32.w16x16.s3"), kernels::TensorCoreGemm::Mode::kEmulated);
+  const double sub = std::ldexp(1.0, -24);  // float16's smallest subnormal
+  const std::vector<double> a = {16 * sub, -4 * sub, 3 * sub, -sub, 1023 * sub, -1000 * sub, std::ldexp(1.0, -14), 0.0};
+  const std::vector<double> b(a.size(), 1.0);
+  double want = 0;
+  for (double x : a) want += x;
+  auto ab = upload(device::DType::kF16, a), bb = upload(device::DType::kF16, b);
+  auto cb = upload(std::vector<double>(1, 0.0));
+  gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, 1, 1, a.size()}, 1.0f, {ab.get(), 0, a.size(), 0, device::DType::kF16},
+           {bb.get(), 0, 1, 0, device::DType::kF16}, 0.0f, {cb.get(), 0, 1});
+  EXPECT_EQ(download(cb, 1).at(0), want);
 }
 
 // Off NVIDIA the probe builds nothing and says why; the tensor-core and auto policies then run
