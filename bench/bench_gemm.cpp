@@ -1,4 +1,5 @@
-// GEMM benchmark: pax-ocl's GEMM (each CPU variant and the auto-tuned choice; CLBlast with
+// GEMM benchmark: pax-ocl's GEMM (BLIS where the device runs native kernels, each OpenCL CPU
+// variant and the auto-tuned choice; CLBlast with
 // --clblast) against OpenBLAS's cblas_sgemm on the GEMM shapes of one training step of the
 // benchmark models (forward, input gradients, weight gradients, attention). Wall time per call,
 // packing included (OpenBLAS packs internally too), best of `reps` after a warm-up.
@@ -19,6 +20,7 @@
 #include "device/device_selection.h"
 #include "device/typed_buffer.h"
 #include "kernels_cl/auto_gemm.h"
+#include "kernels_cl/blis_gemm.h"
 #include "kernels_cl/tensor_core_gemm.h"
 
 namespace {
@@ -135,6 +137,7 @@ int main(int argc, char** argv) {
   device::ProgramCache cache;
   if (which == "tc") return bench_tensor_cores(dev, cache, reps, argc > 3 ? argv[3] : "");
   std::vector<std::string> policies = {"cpu-8x48", "cpu-12x32", "auto"};
+  if (kernels::blis_gemm_available(dev)) policies.insert(policies.begin(), "blis");
   if (with_clblast) policies.push_back("clblast");
   std::vector<std::unique_ptr<kernels::Gemm>> gemms;
   for (const auto& p : policies) gemms.push_back(kernels::make_gemm(dev, cache, p));

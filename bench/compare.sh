@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One invocation, one machine: pax-ocl's training step and a PyTorch CPU reference of the same
-# model (bench/torch_reference.py: same configs, optimizer and thread count), then pax-ocl's GEMM
-# against OpenBLAS on the model's GEMM shapes.
+# One invocation, one machine: pax-ocl's training step and PyTorch CPU references of the same
+# model (bench/torch_reference.py: same configs, optimizer and thread count) — eager with the
+# matmul attention, eager with SDPA, and torch.compile with SDPA — then pax-ocl's GEMMs (BLIS and
+# the OpenCL kernels) against OpenBLAS on the model's GEMM shapes.
 # Usage: bench/compare.sh [CONFIGS (default "A B C D")] [STEPS (default 3)]
 # Env:   TORCH_PYTHON   a python with torch (default: /tmp/torch-venv/bin/python, created from
 #                       bench/requirements-torch.txt when missing; PyTorch is a benchmark-only
@@ -25,7 +26,10 @@ fi
 echo "# host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); threads: $threads"
 # pax-ocl: one PoCL device with every core (the comparison is one device against one process).
 for c in $configs; do POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=$threads build/bench/bench_train_step "$c" "$steps"; done
-for c in $configs; do "$python" bench/torch_reference.py --config "$c" --steps "$steps" --warmup 1 --threads "$threads"; done
+for variant in "" "--sdpa" "--sdpa --compile"; do
+  # shellcheck disable=SC2086  # the variant's flags split on purpose
+  for c in $configs; do "$python" bench/torch_reference.py --config "$c" --steps "$steps" --warmup 2 --threads "$threads" $variant; done
+done
 if [[ -x build/bench/bench_gemm ]]; then
   POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=$threads OPENBLAS_NUM_THREADS=$threads build/bench/bench_gemm all 3
 fi

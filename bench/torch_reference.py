@@ -15,7 +15,10 @@ logits = y @ wte.T over Vp, the padding columns sliced off before the cross-entr
 Gaussian std 0.023 for every matrix, LayerNorm scales 1, biases 0. Step: zero_grad, forward, backward,
 clip_grad_norm_(1.0), AdamW(lr 1e-4, betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on 2-D params only).
 
-Output, one line per config (the shape of bench_train_step's):
+--compile wraps the model in torch.compile (Inductor, default mode): forward and backward compiled,
+the optimizer eager; warm-up steps absorb the compilation, and "first step" reports it.
+
+Output, one line per config (the shape of bench_train_step's; "torch.compile" instead of "torch"):
     torch  A  L2 D128 H4 T128 V4096 B8  params X.XXM  step Y ms  Z tok/s  W GFLOP/s  first step F ms  loss L
 GFLOP/s uses FLOPs/token = 6 * matmul params (per layer C*3C + C*C + 2*C*4C, plus Vp*C for the LM
 head) + 12*L*T*C, as GptConfig::flops_per_token.
@@ -121,6 +124,7 @@ def run(name, args):
     model = GPT(L, C, H, T, V, args.sdpa)
     decay = [p for p in model.parameters() if p.dim() == 2]
     no_decay = [p for p in model.parameters() if p.dim() != 2]
+    forward = torch.compile(model) if args.compile else model  # the first step pays the compilation
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=1e-4, betas=(0.9, 0.95), eps=1e-8)
     gen = torch.Generator().manual_seed(2)
@@ -129,7 +133,7 @@ def run(name, args):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = model(ids, targets)
+        loss = forward(ids, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -155,9 +159,11 @@ def run(name, args):
                           "vocab": V, "padded_vocab": padded_vocab(V), "batch": B, "params": params,
                           "step_ms": round(ms, 3), "tok_s": round(tok_s, 1), "gflop_s": round(gflops, 3),
                           "first_step_ms": round(first_ms, 1), "loss": round(loss, 5), "steps": args.steps,
-                          "warmup": args.warmup, "threads": args.threads, "sdpa": args.sdpa}))
+                          "warmup": args.warmup, "threads": args.threads, "sdpa": args.sdpa,
+                          "compile": args.compile}))
     else:
-        print(f"torch  {name:<2} L{L} D{C} H{H} T{T} V{V} B{B}  params {params / 1e6:6.2f}M  step {ms:8.1f} ms  "
+        impl = "torch.compile" if args.compile else "torch"
+        print(f"{impl:<6} {name:<2} L{L} D{C} H{H} T{T} V{V} B{B}  params {params / 1e6:6.2f}M  step {ms:8.1f} ms  "
               f"{tok_s:8.0f} tok/s  {gflops:6.2f} GFLOP/s  first step {first_ms:.0f} ms  loss {loss:.3f}")
     sys.stdout.flush()
 
@@ -169,6 +175,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps before timing, >= 1 (default 1)")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch.set_num_threads (default: cpu count)")
     ap.add_argument("--sdpa", action="store_true", help="F.scaled_dot_product_attention(is_causal=True) attention")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile the model (Inductor; forward and backward; the first step compiles)")
     ap.add_argument("--json", action="store_true", help="one JSON object per line")
     args = ap.parse_args()
     if args.steps < 1:
@@ -177,7 +185,7 @@ def main():
     if args.sdpa and not hasattr(F, "scaled_dot_product_attention"):
         sys.exit(f"torch_reference.py: --sdpa needs torch >= 2.0 (this is torch {torch.__version__})")
     torch.set_num_threads(args.threads)
-    attn = "sdpa" if args.sdpa else "matmul+masked softmax"
+    attn = ("sdpa" if args.sdpa else "matmul+masked softmax") + (", torch.compile" if args.compile else ", eager")
     if args.json:
         print(json.dumps({"impl": "torch", "torch": torch.__version__, "threads": torch.get_num_threads(),
                           "attention": attn, "steps": args.steps, "warmup": args.warmup}))
