@@ -1,7 +1,7 @@
 // Training-step benchmark: times full steps (forward, backward, Adam update) of the GPT on one
 // device and prints tokens/s, achieved GFLOP/s (model FLOPs: 6 x matmul parameters + 12 L T C per
 // token) and the share of step time spent in GEMM (profiled device time of the GEMM kernels).
-// Usage: bench_train_step [A|B|C|D|all] [steps] [gemm policy: auto|clblast|cpu-8x48|...]
+// Usage: bench_train_step [A|B|C|D|T256|T512|T1024|T2048|all] [steps] [gemm policy: auto|clblast|cpu-8x48|...]
 //                         [FPROP_DTYPE: float32|bfloat16|float16]
 // (device: PAX_OCL_DEVICES, default auto)
 #include <chrono>
@@ -33,6 +33,11 @@ constexpr BenchConfig kConfigs[] = {
     {"B", 4, 256, 4, 256, 8192, 8},
     {"C", 6, 384, 6, 256, 16384, 8},
     {"D", 12, 768, 12, 256, 50304, 4},
+    // Long sequences at 2048 tokens a step (issue 26): L4 D256 H4 V8192, B x T = 2048.
+    {"T256", 4, 256, 4, 256, 8192, 8},
+    {"T512", 4, 256, 4, 512, 8192, 4},
+    {"T1024", 4, 256, 4, 1024, 8192, 2},
+    {"T2048", 4, 256, 4, 2048, 8192, 1},
 };
 
 void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache, int steps, const std::string& gemm,

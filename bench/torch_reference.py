@@ -46,6 +46,11 @@ CONFIGS = {
     "B": (4, 256, 4, 256, 8192, 8),
     "C": (6, 384, 6, 256, 16384, 8),
     "D": (12, 768, 12, 256, 50304, 4),
+    # Long sequences at 2048 tokens a step, as bench_train_step.cpp.
+    "T256": (4, 256, 4, 256, 8192, 8),
+    "T512": (4, 256, 4, 512, 8192, 4),
+    "T1024": (4, 256, 4, 1024, 8192, 2),
+    "T2048": (4, 256, 4, 2048, 8192, 1),
 }
 INIT_STD = 0.023
 LN_EPS = 1e-5
@@ -170,7 +175,7 @@ def run(name, args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", default="all", choices=[*CONFIGS, "all"], help="A, B, C, D or all (default all)")
+    ap.add_argument("--config", default="all", choices=[*CONFIGS, "all"], help="A, B, C, D, T256..T2048 or all (default all)")
     ap.add_argument("--steps", type=int, default=5, help="timed steps (default 5)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps before timing, >= 1 (default 1)")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch.set_num_threads (default: cpu count)")

@@ -1,5 +1,11 @@
 // CPU variant of attention.cl (PoCL): the same kernels and arguments, one row per work-item with
-// float16 vectors along the row (the causal row t has t + 1 live entries). Types as in attention.cl.
+// float16 vectors along the row (the causal row t has t + 1 live entries). Types and the block
+// layout (BLOCK_ROW) as in attention.cl.
+
+#define BLOCK_ROW(s, r)                                    \
+  const uint L = q0 + (r) % Q + 1;                         \
+  const size_t at = (size_t)((r) / Q) * T + q0 + (r) % Q;  \
+  __global float* row = (s) + (size_t)(r) * K;
 
 inline float max16(const float16 v) {
   const float8 a = fmax(v.lo, v.hi);
@@ -18,12 +24,11 @@ inline void zero_tail(__global float* row, uint from, const uint T) {
   for (; from < T; ++from) row[from] = 0.0f;
 }
 
-__kernel void causal_softmax_forward(__global float* s, __global float* lse, const uint T, const float scale,
-                                     const uint lse_offset, const uint rows) {
+__kernel void causal_softmax_forward(__global float* s, __global float* lse, const uint Q, const uint K, const uint q0,
+                                     const uint T, const float scale, const uint lse_offset, const uint rows) {
   const uint r = get_global_id(0);
   if (r >= rows) return;
-  const uint L = r % T + 1;
-  __global float* row = s + (size_t)r * T;
+  BLOCK_ROW(s, r)
   float mx = -INFINITY;
   uint u = 0;
   for (; u + 16 <= L; u += 16) mx = fmax(mx, max16(vload16(0, row + u)));
@@ -36,21 +41,21 @@ __kernel void causal_softmax_forward(__global float* s, __global float* lse, con
   const float l = mx + log(sum16(acc) + sum);
   for (u = 0; u + 16 <= L; u += 16) vstore16(exp(scale * vload16(0, row + u) - l), 0, row + u);
   for (; u < L; ++u) row[u] = exp(scale * row[u] - l);
-  zero_tail(row, L, T);
-  lse[lse_offset + r] = l;
+  zero_tail(row, L, K);
+  lse[lse_offset + at] = l;
 }
 
-__kernel void causal_probs_from_lse(__global float* s, __global const float* lse, const uint T, const float scale,
-                                    const uint lse_offset, const uint rows) {
+__kernel void causal_probs_from_lse(__global float* s, __global const float* lse, const uint Q, const uint K,
+                                    const uint q0, const uint T, const float scale, const uint lse_offset,
+                                    const uint rows) {
   const uint r = get_global_id(0);
   if (r >= rows) return;
-  const uint L = r % T + 1;
-  const float l = lse[lse_offset + r];
-  __global float* row = s + (size_t)r * T;
+  BLOCK_ROW(s, r)
+  const float l = lse[lse_offset + at];
   uint u = 0;
   for (; u + 16 <= L; u += 16) vstore16(exp(scale * vload16(0, row + u) - l), 0, row + u);
   for (; u < L; ++u) row[u] = exp(scale * row[u] - l);
-  zero_tail(row, L, T);
+  zero_tail(row, L, K);
 }
 
 __kernel void attention_row_dot(__global float* delta, __global const act_t* out, __global const act_t* dout,
@@ -68,15 +73,15 @@ __kernel void attention_row_dot(__global float* delta, __global const act_t* out
 }
 
 __kernel void causal_softmax_backward(__global float* dp, __global const float* p, __global const float* delta,
-                                      const uint T, const float scale, const uint delta_offset, const uint rows) {
+                                      const uint Q, const uint K, const uint q0, const uint T, const float scale,
+                                      const uint delta_offset, const uint rows) {
   const uint r = get_global_id(0);
   if (r >= rows) return;
-  const uint L = r % T + 1;
-  const float dl = delta[delta_offset + r];
-  __global float* row = dp + (size_t)r * T;
-  __global const float* prow = p + (size_t)r * T;
+  BLOCK_ROW(dp, r)
+  const float dl = delta[delta_offset + at];
+  __global const float* prow = p + (size_t)r * K;
   uint u = 0;
   for (; u + 16 <= L; u += 16) vstore16(scale * vload16(0, prow + u) * (vload16(0, row + u) - dl), 0, row + u);
   for (; u < L; ++u) row[u] = scale * prow[u] * (row[u] - dl);
-  zero_tail(row, L, T);
+  zero_tail(row, L, K);
 }

@@ -127,14 +127,18 @@ AttentionKernels::AttentionKernels(device::ProgramCache& cache, device::Device& 
                        act)),
       act_(act) {}
 
-void AttentionKernels::softmax_forward(FloatBuffer& scores, FloatBuffer& lse, std::size_t G, std::size_t T,
+void AttentionKernels::softmax_forward(FloatBuffer& scores, FloatBuffer& lse, std::size_t G, const QueryBlock& q,
                                        float scale, std::size_t lse_offset) {
-  set_.launch("causal_softmax_forward", G * T, scores, lse, u32(T), scale, u32(lse_offset), u32(G * T));
+  const std::size_t rows = G * q.rows;
+  set_.launch("causal_softmax_forward", rows, scores, lse, u32(q.rows), u32(q.keys()), u32(q.q0), u32(q.seq_len), scale,
+              u32(lse_offset), u32(rows));
 }
 
-void AttentionKernels::probs_from_lse(FloatBuffer& scores, const FloatBuffer& lse, std::size_t G, std::size_t T,
+void AttentionKernels::probs_from_lse(FloatBuffer& scores, const FloatBuffer& lse, std::size_t G, const QueryBlock& q,
                                       float scale, std::size_t lse_offset) {
-  set_.launch("causal_probs_from_lse", G * T, scores, lse, u32(T), scale, u32(lse_offset), u32(G * T));
+  const std::size_t rows = G * q.rows;
+  set_.launch("causal_probs_from_lse", rows, scores, lse, u32(q.rows), u32(q.keys()), u32(q.q0), u32(q.seq_len), scale,
+              u32(lse_offset), u32(rows));
 }
 
 void AttentionKernels::row_dot(FloatBuffer& delta, const ActBuffer& out, const ActBuffer& dout, std::size_t B,
@@ -145,8 +149,10 @@ void AttentionKernels::row_dot(FloatBuffer& delta, const ActBuffer& out, const A
 }
 
 void AttentionKernels::softmax_backward(FloatBuffer& dprobs, const FloatBuffer& probs, const FloatBuffer& delta,
-                                        std::size_t G, std::size_t T, float scale, std::size_t delta_offset) {
-  set_.launch("causal_softmax_backward", G * T, dprobs, probs, delta, u32(T), scale, u32(delta_offset), u32(G * T));
+                                        std::size_t G, const QueryBlock& q, float scale, std::size_t delta_offset) {
+  const std::size_t rows = G * q.rows;
+  set_.launch("causal_softmax_backward", rows, dprobs, probs, delta, u32(q.rows), u32(q.keys()), u32(q.q0),
+              u32(q.seq_len), scale, u32(delta_offset), u32(rows));
 }
 
 CrossEntropyKernels::CrossEntropyKernels(device::ProgramCache& cache, device::Device& device, device::DType act)

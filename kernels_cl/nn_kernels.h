@@ -82,20 +82,28 @@ class GeluKernels {
 
 // The softmax parts of causal attention (the GEMMs are in models/layers/causal_attention.cpp).
 // Scores (from a GEMM with a float C) and probabilities stay float32 at any activation dtype.
+// Queries q0 .. q0+rows-1 of sequences of seq_len tokens, against their causal range of keys
+// 0 .. keys()-1: the rows of one score block.
+struct QueryBlock {
+  std::size_t q0 = 0, rows = 0, seq_len = 0;
+  std::size_t keys() const { return q0 + rows; }
+};
+
 class AttentionKernels {
  public:
   AttentionKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
-  // scores (G, T, T) -> probabilities in place; lse[lse_offset + g*T + t] = row logsumexp.
-  void softmax_forward(FloatBuffer& scores, FloatBuffer& lse, std::size_t G, std::size_t T, float scale,
+  // scores (G, Q, K) for block q (Q = q.rows, K = q.keys()) -> probabilities in place, zero past
+  // each row's causal length; lse[lse_offset + g*T + t] = row logsumexp (T = q.seq_len).
+  void softmax_forward(FloatBuffer& scores, FloatBuffer& lse, std::size_t G, const QueryBlock& q, float scale,
                        std::size_t lse_offset);
-  void probs_from_lse(FloatBuffer& scores, const FloatBuffer& lse, std::size_t G, std::size_t T, float scale,
+  void probs_from_lse(FloatBuffer& scores, const FloatBuffer& lse, std::size_t G, const QueryBlock& q, float scale,
                       std::size_t lse_offset);
   // delta (B, NH, T) = per head, the rowwise dot of out and dout, both (B*T, NH*hs)
   void row_dot(FloatBuffer& delta, const ActBuffer& out, const ActBuffer& dout, std::size_t B, std::size_t T,
                std::size_t NH, std::size_t hs);
-  // dprobs (G, T, T) -> dscores in place, using probs and delta[delta_offset + g*T + t].
+  // dprobs (G, Q, K) -> dscores in place, using probs and delta[delta_offset + g*T + t].
   void softmax_backward(FloatBuffer& dprobs, const FloatBuffer& probs, const FloatBuffer& delta, std::size_t G,
-                        std::size_t T, float scale, std::size_t delta_offset);
+                        const QueryBlock& q, float scale, std::size_t delta_offset);
 
  private:
   KernelSet set_;

@@ -272,8 +272,15 @@ TEST_P(ActKernelTest, AttentionSmallShapes) {
 }
 
 TEST_P(ActKernelTest, AttentionAtMaxSeqLen2048) {
-  // One head at T = 2048 with a workspace of exactly one (T, T) pair: the largest Pax GPU length.
+  // T = 2048, the largest Pax GPU length, with a workspace of one (T, T) pair: in float32 eight
+  // query blocks of 256 with both heads per chunk, in 16 bits one block and one head per chunk.
   check_attention(*this, 1, 2, 2048, 8, 2 * 2048 * 2048 * 4, 21);
+}
+
+TEST_P(ActKernelTest, AttentionQueryBlocksWithAShortLastBlock) {
+  // T = 300: a block of 256 queries and one of 44 (float32), one head per chunk, two sequences.
+  static_assert(models::CausalAttention::kQueryBlock == 256);
+  check_attention(*this, 2, 3, 300, 5, 1, 22);
 }
 
 // delta (B, NH, T) = dO . O over each head's hs values, O and dO (B, T, NH * hs): head size 20

@@ -16,8 +16,8 @@ namespace paxocl::bench {
 
 // Every GEMM of one training step on one device (forward and backward, as models/layers/ runs
 // them) for `batch` sequences of MAX_SEQ_LEN tokens: each distinct shape once, with how many times
-// a step runs it. Attention's per-sequence GEMMs appear as one batch of NUM_HEADS matrices (the
-// same FLOPs as the layer's head groups) run batch x NUM_LAYERS times.
+// a step runs it. Attention's GEMMs appear per query block as one batch of NUM_HEADS matrices (the
+// same FLOPs as the layer's head groups) run batch x NUM_LAYERS times (float32 activations' blocks).
 struct GemmCase {
   std::string name;
   kernels::GemmShape shape;

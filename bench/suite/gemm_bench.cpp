@@ -7,6 +7,7 @@
 #include "bench/suite/timing.h"
 #include "kernels_cl/auto_gemm.h"
 #include "kernels_cl/blis_gemm.h"
+#include "models/layers/causal_attention.h"
 
 namespace paxocl::bench {
 
@@ -30,11 +31,17 @@ std::vector<GemmCase> model_gemm_cases(const models::GptConfig& c, std::size_t b
   linear("attn.proj", D, C, L);
   linear("fc", C, H, L);
   linear("fc.proj", H, C, L);
-  // Attention (layers/causal_attention.cpp), per sequence and layer over the heads: q k^T in the
-  // forward, again in the backward (recomputed probabilities), and dO v^T; P v and dS k; P^T dO and dS^T q.
-  cases.push_back({"attn (T,T) = (T,hs)(hs,T)", {no, yes, T, T, hs, heads}, 3 * batch * L});
-  cases.push_back({"attn (T,hs) = (T,T)(T,hs)", {no, no, T, hs, T, heads}, 2 * batch * L});
-  cases.push_back({"attn (T,hs) = (T,T)^T(T,hs)", {yes, no, T, hs, T, heads}, 2 * batch * L});
+  // Attention (layers/causal_attention.cpp), per sequence and layer over the heads, per query block
+  // (Q queries against their K causal keys): q k^T in the forward, again in the backward
+  // (recomputed probabilities), and dO v^T; P v and dS k; P^T dO and dS^T q.
+  const std::size_t block = std::min(T, models::CausalAttention::kQueryBlock);
+  for (std::size_t q0 = 0; q0 < T; q0 += block) {
+    const std::size_t Q = std::min(block, T - q0), K = q0 + Q;
+    const std::string at = fmt::format("attn block {}..{}: ", q0, K - 1);
+    cases.push_back({at + "(Q,K) = (Q,hs)(hs,K)", {no, yes, Q, K, hs, heads}, 3 * batch * L});
+    cases.push_back({at + "(Q,hs) = (Q,K)(K,hs)", {no, no, Q, hs, K, heads}, 2 * batch * L});
+    cases.push_back({at + "(K,hs) = (Q,K)^T(Q,hs)", {yes, no, K, hs, Q, heads}, 2 * batch * L});
+  }
   linear("lm head", C, V, 1);  // tied_lm_head.cpp: the same three GEMMs with wte as W
   return cases;
 }
