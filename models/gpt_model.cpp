@@ -72,6 +72,9 @@ GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, Mod
 std::size_t GptModel::unit_device_offset(int block) const {
   const std::size_t a = layout_.alignment();
   if (block < 0) return 0;
+  if (options_.resident_block_slots <= 0) {  // full residency has no slots: a caller's bug, not a modulo by zero
+    throw std::logic_error(fmt::format("GptModel: block {}'s FSDP slot asked for without FSDP residency", block));
+  }
   const int slot = block % options_.resident_block_slots;
   return align_up(rest_unit_.size, a) + static_cast<std::size_t>(slot) * align_up(block_unit_.size, a);
 }

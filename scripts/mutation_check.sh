@@ -106,6 +106,7 @@ tests_for() {
     models/loss_scaler.cpp) echo "test_loss_scaler: test_gpt_model:" ;;
     models/gpt_config.cpp | models/model_config.cpp | models/parameter_layout.cpp | models/initial_parameters.cpp)
       echo "test_reference_gpt: test_weights_io: test_shard_plan: test_loss_scaler: test_gpt_model: test_golden:" ;;
+    models/layers/*) echo "test_kernels: test_gpt_model: test_golden:" ;;  # test_kernels tests the layers too
     models/*) echo "test_gpt_model: test_golden:" ;;
   esac
 }

@@ -238,6 +238,25 @@ TEST_F(GptModelTest, OptimizerStateOfAnotherSizeIsRefused) {
   EXPECT_EQ(adam.steps_skipped(), 1);
 }
 
+// A gradient whose norm is below the clip norm is applied as it is: the same step as without
+// clipping, bit for bit, and grad_scale 1.
+TEST_F(GptModelTest, GradientsBelowTheClipNormAreNotScaled) {
+  const std::size_t n = 256;
+  const auto p = random(n, 53), g = random(n, 54, 0.01);  // norm ~0.16
+  models::AdamConfig clipped, unclipped;
+  clipped.clip_gradient_norm = 1.0;
+  unclipped.clip_gradient_norm = 0;
+  auto pc = upload(p), gc = upload(g), pu = upload(p), gu = upload(g);
+  models::AdamOptimizer with_clip(runtime(), n, n / 2, clipped), without(runtime(), n, n / 2, unclipped);
+  for (int step = 0; step < 2; ++step) {
+    const auto stats = with_clip.step(pc, gc, 1e-2);
+    without.step(pu, gu, 1e-2);
+    ASSERT_LT(stats.grad_norm, 1.0);
+    EXPECT_EQ(stats.grad_scale, 1.0);
+  }
+  EXPECT_EQ(download(pc, n), download(pu, n));
+}
+
 // FSDP's sharded step (Pax's sharded_adam): the norm is the whole job's, from the counted shards'
 // squares summed by the all-reduce, so the shards move as one optimizer over the whole buffer
 // would; a replica shard (not counted) adds nothing to the norm and moves like its original.

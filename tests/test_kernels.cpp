@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "models/layers/causal_attention.h"
+#include "models/layers/embedding.h"
 #include "tests/device_fixture.h"
 #include "tests/reference_gpt.h"
 
@@ -149,6 +150,29 @@ TEST_P(ActKernelTest, EmbeddingForwardAndDeterministicBackward) {
 }
 
 // Plain and with the residual fusion (sum = x + delta normalised; dresidual added to dx).
+// The Embedding layer's own CSR (forward groups the batch's positions by token): each token's row
+// of dwte gets its positions' rows of dout added one by one in position order, onto what the row
+// held — bit for bit what this float32 loop computes. Many repeats; C = 19 takes the 16-wide path
+// and a tail.
+TEST_P(ActKernelTest, EmbeddingLayerAddsEachTokensPositionsInOrder) {
+  const std::size_t B = 2, T = 16, C = 19, Vp = 11, N = B * T;
+  std::vector<int> ids(N);
+  for (std::size_t p = 0; p < N; ++p) ids[p] = static_cast<int>((p * 7 + p / 5) % 5 + (p % 3 == 0 ? 6 : 0));
+  const auto wte = in(random(Vp * C, 61)), wpe = in(random(T * C, 62)), dx = in(random(N * C, 63));
+  const auto dwte0 = random(Vp * C, 64), dwpe0 = random(T * C, 65);
+  models::Param wte_p{upload(wte), upload(dwte0), act(wte)}, wpe_p{upload(wpe), upload(dwpe0), act(wpe)};
+  models::Embedding layer(*device_, GetParam(), wte_p, wpe_p, C, N, "emb");
+  models::LayerContext ctx{*device_, *kernels_, *gemm_, B, T};
+  layer.forward(ctx, ids);
+  auto dx_b = act(dx);
+  layer.backward(ctx, dx_b);
+  std::vector<float> want(dwte0.begin(), dwte0.end());
+  for (std::size_t p = 0; p < N; ++p)
+    for (std::size_t c = 0; c < C; ++c) want[static_cast<std::size_t>(ids[p]) * C + c] += static_cast<float>(dx[p * C + c]);
+  const std::vector<double> got = download(wte_p.grad, Vp * C);
+  for (std::size_t i = 0; i < Vp * C; ++i) ASSERT_EQ(got[i], static_cast<double>(want[i])) << "dwte[" << i / C << "][" << i % C << "]";
+}
+
 TEST_P(ActKernelTest, LayerNormForwardBackward) {
   for (auto [N, C] : {std::pair{7, 37}, std::pair{1, 5}, std::pair{33, 128}}) {
     for (bool residual : {false, true}) {
