@@ -53,10 +53,8 @@ double gemm_flops(const GemmCase& c) {
 
 namespace {
 
-// Operands of `s` as stored, row-major: rows x cols.
-std::size_t a_rows(const GemmShape& s) { return s.a == Transpose::kNo ? s.m : s.k; }
+// Row lengths of `s`'s operands as stored, row-major (their leading dimensions when dense).
 std::size_t a_cols(const GemmShape& s) { return s.a == Transpose::kNo ? s.k : s.m; }
-std::size_t b_rows(const GemmShape& s) { return s.b == Transpose::kNo ? s.k : s.n; }
 std::size_t b_cols(const GemmShape& s) { return s.b == Transpose::kNo ? s.n : s.k; }
 
 std::size_t largest_operand(const std::vector<GemmCase>& cases) {
