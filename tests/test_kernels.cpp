@@ -151,15 +151,16 @@ TEST_P(ActKernelTest, EmbeddingForwardAndDeterministicBackward) {
 
 // Plain and with the residual fusion (sum = x + delta normalised; dresidual added to dx).
 // The Embedding layer's own CSR (forward groups the batch's positions by token): each token's row
-// of dwte gets its positions' rows of dout added one by one in position order, onto what the row
-// held — bit for bit what this float32 loop computes. Many repeats; C = 19 takes the 16-wide path
-// and a tail.
+// of dwte gets its positions' rows of dout added one by one in position order — bit for bit what
+// this float32 loop computes from a zero gradient (the CPU kernel adds into the row, the portable
+// one into a register it then adds; from zero both are this sum). Many repeats; C = 19 takes the
+// 16-wide path and a tail.
 TEST_P(ActKernelTest, EmbeddingLayerAddsEachTokensPositionsInOrder) {
   const std::size_t B = 2, T = 16, C = 19, Vp = 11, N = B * T;
   std::vector<int> ids(N);
   for (std::size_t p = 0; p < N; ++p) ids[p] = static_cast<int>((p * 7 + p / 5) % 5 + (p % 3 == 0 ? 6 : 0));
   const auto wte = in(random(Vp * C, 61)), wpe = in(random(T * C, 62)), dx = in(random(N * C, 63));
-  const auto dwte0 = random(Vp * C, 64), dwpe0 = random(T * C, 65);
+  const std::vector<double> dwte0(Vp * C, 0.0), dwpe0 = random(T * C, 65);
   models::Param wte_p{upload(wte), upload(dwte0), act(wte)}, wpe_p{upload(wpe), upload(dwpe0), act(wpe)};
   models::Embedding layer(*device_, GetParam(), wte_p, wpe_p, C, N, "emb");
   models::LayerContext ctx{*device_, *kernels_, *gemm_, B, T};
