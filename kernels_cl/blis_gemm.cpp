@@ -5,6 +5,8 @@
 #include <chrono>
 #include <mutex>
 #include <optional>
+#include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -30,20 +32,32 @@ struct NativeGemm {
   unsigned threads = 1;
 };
 
-// Row-major C (m, n) = alpha op(A) op(B) + beta C: in BLIS's general-stride terms every stored
-// matrix has row stride ld and column stride 1; the trans flags apply to the stored matrices.
-void run_native_gemm(void* p) {
-  const auto& g = *static_cast<const NativeGemm*>(p);
+// Row-major C (m, n) = alpha op(A) op(B) + beta C for batch entries first, first + step, ... : in
+// BLIS's general-stride terms every stored matrix has row stride ld and column stride 1; the trans
+// flags apply to the stored matrices.
+void gemm_entries(const NativeGemm& g, std::size_t first, std::size_t step, unsigned threads) {
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
-  bli_rntm_set_num_threads(static_cast<dim_t>(g.threads), &rntm);
+  bli_rntm_set_num_threads(static_cast<dim_t>(threads), &rntm);
   float alpha = g.alpha, beta = g.beta;
-  for (std::size_t i = 0; i < g.batch; ++i) {
+  for (std::size_t i = first; i < g.batch; i += step) {
     bli_sgemm_ex(g.a_transposed ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, g.b_transposed ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE,
                  static_cast<dim_t>(g.m), static_cast<dim_t>(g.n), static_cast<dim_t>(g.k), &alpha,
                  const_cast<float*>(g.a + i * g.a_stride), static_cast<inc_t>(g.lda), 1,
                  const_cast<float*>(g.b + i * g.b_stride), static_cast<inc_t>(g.ldb), 1, &beta,
                  g.c + i * g.c_stride, static_cast<inc_t>(g.ldc), 1, nullptr, &rntm);
   }
+}
+
+// A batch of at least `threads` entries runs them side by side, one BLIS thread each: the small
+// per-head attention GEMMs gain more that way than from BLIS splitting each matrix.
+void run_native_gemm(void* p) {
+  const auto& g = *static_cast<const NativeGemm*>(p);
+  if (g.threads < 2 || g.batch < g.threads) return gemm_entries(g, 0, 1, g.threads);
+  std::vector<std::thread> team;
+  team.reserve(g.threads - 1);
+  for (unsigned t = 1; t < g.threads; ++t) team.emplace_back(gemm_entries, std::cref(g), t, g.threads, 1u);
+  gemm_entries(g, 0, g.threads, 1);
+  for (std::thread& t : team) t.join();
 }
 
 // The bytes an operand's matrices span, from its first element: `rows` x `cols` as stored, `batch`

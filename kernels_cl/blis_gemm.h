@@ -3,7 +3,8 @@
 // picks its micro-kernels for the CPU it runs on at run time (haswell, zen3, skx, ...); each call
 // uses as many BLIS threads as the device has compute units, so POCL_DEVICES="pthread pthread"
 // with POCL_MAX_PTHREAD_COUNT=1 gives each device one thread. Float32 operands only (16-bit ones go
-// to the packed OpenCL GEMM under `auto`). Strided batches loop over bli_sgemm_ex in the kernel.
+// to the packed OpenCL GEMM under `auto`). A strided batch of at least as many matrices as threads
+// runs its matrices side by side, one single-threaded bli_sgemm_ex each; smaller ones in turn.
 // Operands reach the kernel as host pointers from clEnqueueMapBuffer (zero-copy on PoCL), so
 // devices sharing a context (the ICI ring) get coherent memory like any command's.
 #pragma once
