@@ -144,9 +144,20 @@ std::filesystem::path ProgramCache::default_dir() {
   return {};
 }
 
+namespace {
+// PoCL's clang prints "N warnings generated." to stderr for nearly every program on CPUs without
+// AVX-512 (-Wpsabi notes that float16 vectors change the ABI of calls, which its inlined kernels
+// never make); -w keeps users' terminals clean. PoCL refuses -Wno-psabi as a build option.
+std::string compiler_options(const DeviceInfo& device, std::string_view options) {
+  std::string opts(options);
+  if (device.platform_name.find("Portable Computing Language") != std::string::npos) opts += opts.empty() ? "-w" : " -w";
+  return opts;
+}
+}  // namespace
+
 std::filesystem::path ProgramCache::file_for(const DeviceInfo& device, std::string_view name,
                                              std::string_view source, std::string_view options) const {
-  return dir_ / fmt::format("{}-{:016x}.bin", safe_stem(name), fnv1a(cache_key(device, options, source)));
+  return dir_ / fmt::format("{}-{:016x}.bin", safe_stem(name), fnv1a(cache_key(device, compiler_options(device, options), source)));
 }
 
 ProgramCacheStats ProgramCache::stats() const {
@@ -156,8 +167,8 @@ ProgramCacheStats ProgramCache::stats() const {
 
 Program ProgramCache::build(const Context& context, const DeviceInfo& device, std::string_view name,
                             std::string_view source, std::string_view options) {
-  const std::string key = cache_key(device, options, source);
-  const std::string opts(options);
+  const std::string opts = compiler_options(device, options);
+  const std::string key = cache_key(device, opts, source);
   const std::filesystem::path file = dir_.empty() ? std::filesystem::path() : file_for(device, name, source, options);
 
   if (!file.empty()) {
