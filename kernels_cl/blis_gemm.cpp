@@ -2,7 +2,6 @@
 
 #include <blis.h>
 
-#include <chrono>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -82,7 +81,7 @@ class MappedOperand {
   void* pointer_;
 };
 
-class BlisGemm final : public Gemm {
+class BlisGemm final : public CountedGemm {
  public:
   explicit BlisGemm(device::Device& device) : device_(device), threads_(std::max(1u, device.info().compute_units)) {
     static std::once_flag said;
@@ -93,9 +92,9 @@ class BlisGemm final : public Gemm {
            const GemmOperand& c) override {
     if (!supports(a.dtype, b.dtype, c.dtype)) throw std::logic_error("BlisGemm takes float32 operands only");
     if (s.m == 0 || s.n == 0 || s.batch == 0) return;
-    const auto start = std::chrono::steady_clock::now();
     const bool at = s.a == Transpose::kYes, bt = s.b == Transpose::kYes;
     device::Queue& queue = device_.queue();
+    const auto start = start_call(queue);
     {
       // Stored shapes: A (m, k) or (k, m), B (k, n) or (n, k), C (m, n). With k == 0 (C = beta C)
       // nothing of A and B is read, and they are not mapped.
@@ -113,26 +112,15 @@ class BlisGemm final : public Gemm {
                          .alpha = alpha, .beta = beta, .threads = threads_};
       queue.native("blis_sgemm", run_native_gemm, &g, sizeof g);
     }
-    ++stats_.calls;
-    if (profiling_) {
-      queue.finish();
-      stats_.device_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    }
+    end_call(queue, start);
   }
 
   std::string name() const override { return "blis"; }
-  bool supports(device::DType a, device::DType b, device::DType c) const override {
-    return a == device::DType::kF32 && b == device::DType::kF32 && c == device::DType::kF32;
-  }
-  void set_profiling(bool on) override { profiling_ = on; }
-  GemmStats stats() override { return stats_; }
-  void reset_stats() override { stats_ = {}; }
+  bool supports(device::DType a, device::DType b, device::DType c) const override { return all_float32(a, b, c); }
 
  private:
   device::Device& device_;
   unsigned threads_;
-  bool profiling_ = false;
-  GemmStats stats_;
 };
 
 }  // namespace

@@ -1,7 +1,6 @@
 // The CLBlast implementation of kernels::Gemm.
 #include <clblast.h>
 
-#include <chrono>
 
 #include <fmt/format.h>
 
@@ -20,7 +19,7 @@ std::string describe(const GemmShape& s) {
                      s.b == Transpose::kYes ? 'T' : 'N', s.m, s.n, s.k, s.batch);
 }
 
-class ClBlastGemm final : public Gemm {
+class ClBlastGemm final : public CountedGemm {
  public:
   // With a `pax-ocl tune` result for the device, CLBlast uses those parameters (ClearCache, below,
   // forgets overrides too, so every instance applies them again).
@@ -38,11 +37,7 @@ class ClBlastGemm final : public Gemm {
     cl_command_queue queue = device_.queue().get();
     // Profiling times the GEMM on the host between two queue drains: CLBlast may run several
     // kernels (padding, transposes, the product) per call and returns only the last one's event.
-    std::chrono::steady_clock::time_point start;
-    if (profiling_) {
-      device_.queue().finish();
-      start = std::chrono::steady_clock::now();
-    }
+    const auto start = start_call(device_.queue());
     clblast::StatusCode status;
     if (s.batch == 1) {
       status = clblast::Gemm<float>(clblast::Layout::kRowMajor, to_clblast(s.a), to_clblast(s.b), s.m, s.n, s.k, alpha,
@@ -60,26 +55,14 @@ class ClBlastGemm final : public Gemm {
       const std::string name = code > -1024 ? std::string(device::cl_error_name(code)) : fmt::format("CLBlast status {}", code);
       throw DeviceError(fmt::format("CLBlast failed with {} ({}) in {}", name, code, describe(s)));
     }
-    ++stats_.calls;
-    if (profiling_) {
-      device_.queue().finish();
-      stats_.device_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    }
+    end_call(device_.queue(), start);
   }
 
   std::string name() const override { return "clblast"; }
-  bool supports(device::DType a, device::DType b, device::DType c) const override {
-    return a == device::DType::kF32 && b == device::DType::kF32 && c == device::DType::kF32;
-  }
-  void set_profiling(bool on) override { profiling_ = on; }
-
-  GemmStats stats() override { return stats_; }
-  void reset_stats() override { stats_ = {}; }
+  bool supports(device::DType a, device::DType b, device::DType c) const override { return all_float32(a, b, c); }
 
  private:
   device::Device& device_;
-  bool profiling_ = false;
-  GemmStats stats_;
 };
 
 }  // namespace

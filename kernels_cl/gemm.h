@@ -8,6 +8,7 @@
 // that cannot take a dtype say so (supports()).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -52,6 +53,37 @@ class Gemm {
   virtual GemmStats stats() = 0;
   virtual void reset_stats() = 0;
 };
+
+// The bookkeeping of an implementation that runs on one queue: call counts and, while profiling,
+// each call's time between two drains of the queue (start_call before its commands, end_call after).
+class CountedGemm : public Gemm {
+ public:
+  void set_profiling(bool on) override { profiling_ = on; }
+  GemmStats stats() override { return stats_; }
+  void reset_stats() override { stats_ = {}; }
+
+ protected:
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start_call(const device::Queue& queue) const {
+    if (profiling_) queue.finish();
+    return Clock::now();
+  }
+  void end_call(const device::Queue& queue, Clock::time_point start) {
+    ++stats_.calls;
+    if (!profiling_) return;
+    queue.finish();
+    stats_.device_ms += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  }
+
+ private:
+  bool profiling_ = false;
+  GemmStats stats_;
+};
+
+// Whether all three dtypes are float32 (CLBlast and BLIS take nothing else).
+inline bool all_float32(device::DType a, device::DType b, device::DType c) {
+  return a == device::DType::kF32 && b == device::DType::kF32 && c == device::DType::kF32;
+}
 
 // CLBlast (Gemm / GemmStridedBatched) on `device`'s queue.
 std::unique_ptr<Gemm> make_clblast_gemm(device::Device& device);

@@ -1,7 +1,6 @@
 #include "kernels_cl/packed_gemm.h"
 
 #include <array>
-#include <chrono>
 
 #include <fmt/format.h>
 
@@ -55,11 +54,7 @@ void PackedGemm::pack(device::Buffer<float>& dst, const GemmOperand& src, std::s
 void PackedGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                      const GemmOperand& c) {
   if (s.m == 0 || s.n == 0 || s.batch == 0) return;
-  std::chrono::steady_clock::time_point start;
-  if (profiling_) {
-    device_.queue().finish();
-    start = std::chrono::steady_clock::now();
-  }
+  const auto start = start_call(device_.queue());
   const std::size_t mr = static_cast<std::size_t>(variant_.mr), nr = static_cast<std::size_t>(variant_.nr);
   const std::size_t m_panels = (s.m + mr - 1) / mr, n_panels = (s.n + nr - 1) / nr;
   const std::size_t k = std::max<std::size_t>(s.k, 1);  // k = 0 packs one zero row: C = beta C
@@ -81,11 +76,7 @@ void PackedGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, cons
     compute_kernels(c.dtype).launch_nd("gemm_gpu", global, local, cbuf, u32(c.offset), u32(c.ld), u32(c.batch_stride),
                                        ap, bp, u32(s.m), u32(s.n), u32(k), u32(m_panels), u32(n_panels), alpha, beta);
   }
-  ++stats_.calls;
-  if (profiling_) {
-    device_.queue().finish();
-    stats_.device_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  }
+  end_call(device_.queue(), start);
 }
 
 }  // namespace paxocl::kernels

@@ -23,7 +23,7 @@ struct GemmVariant {
   std::string name() const;  // "cpu-8x48", "gpu-64x64"
 };
 
-class PackedGemm final : public Gemm {
+class PackedGemm final : public CountedGemm {
  public:
   PackedGemm(device::ProgramCache& cache, device::Device& device, GemmVariant variant);
 
@@ -31,9 +31,6 @@ class PackedGemm final : public Gemm {
            const GemmOperand& c) override;
   std::string name() const override { return variant_.name(); }
   bool supports(device::DType, device::DType, device::DType) const override { return true; }
-  void set_profiling(bool on) override { profiling_ = on; }
-  GemmStats stats() override { return stats_; }
-  void reset_stats() override { stats_ = {}; }
 
  private:
   device::Buffer<float>& workspace(device::Buffer<float>& buffer, std::size_t count, const char* name);
@@ -49,8 +46,6 @@ class PackedGemm final : public Gemm {
   GemmVariant variant_;
   std::array<std::unique_ptr<KernelSet>, 3> pack_, compute_;  // by DType, built on first use
   device::Buffer<float> packed_a_, packed_b_;
-  bool profiling_ = false;
-  GemmStats stats_;
 };
 
 }  // namespace paxocl::kernels
