@@ -203,6 +203,19 @@ TYPE_WORD = re.compile(r"^(?:bool|char|uchar|short|ushort|int|uint|long|ulong|ha
 VECTOR_BOUND = re.compile(r"\b\w+ \+ (4|8|16) (<=) [\w.>-]+")
 
 
+def closing_bracket(line, col):
+    """Column of the `]` closing the `[` at col, or len(line) if the line does not close it."""
+    depth = 0
+    for j in range(col, len(line)):
+        if line[j] == "[":
+            depth += 1
+        elif line[j] == "]":
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(line)
+
+
 def equivalent_spans(line, toks):
     """[start, end) column spans of a code line whose mutants are equivalent by construction."""
     spans = []
@@ -224,15 +237,9 @@ def equivalent_spans(line, toks):
         elif not TYPE_WORD.match(before):
             continue
         # A declaration `type name[...][...]`: skip every bracket group that follows the name.
-        depth, j = 0, col
-        while j < len(line):
-            if line[j] == "[":
-                depth += 1
-            elif line[j] == "]":
-                depth -= 1
-                if depth == 0 and not line.startswith("[", j + 1):
-                    break
-            j += 1
+        j = closing_bracket(line, col)
+        while line.startswith("[", j + 1):
+            j = closing_bracket(line, j + 1)
         spans.append((col, j + 1))
     return spans
 
@@ -260,15 +267,7 @@ def sites(root, rel):
                 if new is not None and (idx == 0 or toks[idx - 1][1] != "#"):
                     yield kind, rel, number, col, tok, new
             elif tok == "[" and col > 0 and (line[col - 1].isalnum() or line[col - 1] in "_)]"):
-                depth, j = 0, col
-                while j < len(line):
-                    if line[j] == "[":
-                        depth += 1
-                    elif line[j] == "]":
-                        depth -= 1
-                        if depth == 0:
-                            break
-                    j += 1
+                j = closing_bracket(line, col)
                 if j >= len(line):
                     continue
                 inner = original_lines[number - 1][col + 1:j]

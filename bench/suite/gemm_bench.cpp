@@ -91,14 +91,7 @@ class OpenBlas {
                c.data() + i * s.m * s.n, static_cast<int>(s.n));
       }
     };
-    run();
-    double best = 1e30;
-    for (int i = 0; i < reps; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      run();
-      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
-    return best;
+    return best_seconds(reps, run);
   }
 
  private:
