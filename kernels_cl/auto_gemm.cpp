@@ -74,8 +74,7 @@ class AutoGemm final : public Gemm {
   void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override {
     std::string cls = gemm_shape_class(s);
-    const bool all_f32 = a.dtype == device::DType::kF32 && b.dtype == device::DType::kF32 && c.dtype == device::DType::kF32;
-    if (!all_f32) cls += fmt::format(".{}{}{}", dtype_letter(a.dtype), dtype_letter(b.dtype), dtype_letter(c.dtype));
+    if (!all_float32(a.dtype, b.dtype, c.dtype)) cls += fmt::format(".{}{}{}", dtype_letter(a.dtype), dtype_letter(b.dtype), dtype_letter(c.dtype));
     const std::string choice = choice_for(cls, s, a.dtype, b.dtype, c.dtype);
     if (announced_.insert(choice).second) {
       spdlog::info("GEMM on {}: {} (first for shape class {})", device_.info().name, choice, cls);

@@ -1,6 +1,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <functional>
+
 #include <fmt/format.h>
 
 #include "bench/suite/benches.h"
@@ -127,43 +129,31 @@ Table bench_gemm(device::Device& device, device::ProgramCache& cache, const mode
     policies.push_back(p);
   }
   policies.push_back("clblast");
-  const auto add = [&](const std::string& impl, const GemmCase& c, double secs) {
-    t.add({impl, c.name, c.shape.m, c.shape.n, c.shape.k, c.shape.batch, c.count, GemmTimer::gflops(c.shape, secs),
-           secs * 1e3});
-  };
-  // The step row: every GEMM of the step, each shape times its count.
-  const auto add_step = [&](const std::string& impl, double step_seconds, double step_flops) {
+  // One implementation's rows: every case, then "step", every GEMM of the step (each shape times
+  // its count).
+  const auto add_rows = [&](const std::string& impl, const std::function<double(const GemmShape&)>& seconds_of) {
+    double step_seconds = 0, step_flops = 0;
+    for (const GemmCase& c : cases) {
+      const double secs = seconds_of(c.shape);
+      t.add({impl, c.name, c.shape.m, c.shape.n, c.shape.k, c.shape.batch, c.count, GemmTimer::gflops(c.shape, secs),
+             secs * 1e3});
+      if (c.name != "square") {
+        step_seconds += secs * static_cast<double>(c.count);
+        step_flops += gemm_flops(c);
+      }
+    }
     t.add({impl, "step", 0, 0, 0, 0, 0, step_flops / step_seconds / 1e9, step_seconds * 1e3});
   };
 
   GemmTimer timer(device, cases);
   for (const std::string& policy : policies) {
     const auto gemm = kernels::make_gemm(device, cache, policy);
-    const std::string impl = policy == "auto" ? "pax-ocl" : policy;
-    double step_seconds = 0, step_flops = 0;
-    for (const GemmCase& c : cases) {
-      const double secs = timer.seconds(*gemm, c.shape, reps);
-      add(impl, c, secs);
-      if (c.name != "square") {
-        step_seconds += secs * static_cast<double>(c.count);
-        step_flops += gemm_flops(c);
-      }
-    }
-    add_step(impl, step_seconds, step_flops);
+    add_rows(policy == "auto" ? "pax-ocl" : policy, [&](const GemmShape& s) { return timer.seconds(*gemm, s, reps); });
   }
   if (const OpenBlas openblas; openblas.available()) {
     const std::size_t biggest = largest_operand(cases);
     std::vector<float> a(biggest, 0.5f), b(biggest, 0.25f), c_host(biggest);
-    double step_seconds = 0, step_flops = 0;
-    for (const GemmCase& c : cases) {
-      const double secs = openblas.seconds(c.shape, a, b, c_host, reps);
-      add("openblas (host)", c, secs);
-      if (c.name != "square") {
-        step_seconds += secs * static_cast<double>(c.count);
-        step_flops += gemm_flops(c);
-      }
-    }
-    add_step("openblas (host)", step_seconds, step_flops);
+    add_rows("openblas (host)", [&](const GemmShape& s) { return openblas.seconds(s, a, b, c_host, reps); });
   }
   t.plot->reference = peak_of(t);
   t.plot->reference_label = fmt::format("measured peak {:.1f} GFLOP/s", peak_of(t));
