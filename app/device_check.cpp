@@ -38,6 +38,7 @@ nlohmann::json check_device(device::ProgramCache& cache, device::Device& dev) {
           {"max_abs_error", max_error},
           {"programs_from_cache", after.hits - before.hits},
           {"programs_compiled", after.misses - before.misses},
+          {"programs_driver_cached", after.driver_cached - before.driver_cached},
           {"build_ms", after.build_ms - before.build_ms},
           {"kernel_ms", axpy.elapsed_ms() + add.elapsed_ms()}};
 }

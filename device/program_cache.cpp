@@ -131,7 +131,7 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-ProgramCache::ProgramCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
+ProgramCache::ProgramCache(std::filesystem::path dir, BinaryStore store) : dir_(std::move(dir)), store_(store) {}
 
 std::filesystem::path ProgramCache::default_dir() {
   if (const char* env = std::getenv(kCacheDirEnvVar); env != nullptr) return env;  // "" disables
@@ -145,15 +145,26 @@ std::filesystem::path ProgramCache::default_dir() {
 }
 
 namespace {
+bool is_pocl(const DeviceInfo& device) {
+  return device.platform_name.find("Portable Computing Language") != std::string::npos;
+}
+
 // PoCL's clang prints "N warnings generated." to stderr for nearly every program on CPUs without
 // AVX-512 (-Wpsabi notes that float16 vectors change the ABI of calls, which its inlined kernels
 // never make); -w keeps users' terminals clean. PoCL refuses -Wno-psabi as a build option.
 std::string compiler_options(const DeviceInfo& device, std::string_view options) {
   std::string opts(options);
-  if (device.platform_name.find("Portable Computing Language") != std::string::npos) opts += opts.empty() ? "-w" : " -w";
+  if (is_pocl(device)) opts += opts.empty() ? "-w" : " -w";
   return opts;
 }
 }  // namespace
+
+bool ProgramCache::stores_binaries_for(const DeviceInfo& device) const {
+  if (dir_.empty()) return false;
+  if (store_ == BinaryStore::kAlways || !is_pocl(device)) return true;
+  const char* pocl_cache = std::getenv("POCL_KERNEL_CACHE");
+  return pocl_cache != nullptr && std::string_view(pocl_cache) == "0";
+}
 
 std::filesystem::path ProgramCache::file_for(const DeviceInfo& device, std::string_view name,
                                              std::string_view source, std::string_view options) const {
@@ -169,7 +180,8 @@ Program ProgramCache::build(const Context& context, const DeviceInfo& device, st
                             std::string_view source, std::string_view options) {
   const std::string opts = compiler_options(device, options);
   const std::string key = cache_key(device, opts, source);
-  const std::filesystem::path file = dir_.empty() ? std::filesystem::path() : file_for(device, name, source, options);
+  const bool store = stores_binaries_for(device);
+  const std::filesystem::path file = store ? file_for(device, name, source, options) : std::filesystem::path();
 
   if (!file.empty()) {
     std::string binary;
@@ -217,7 +229,11 @@ Program ProgramCache::build(const Context& context, const DeviceInfo& device, st
     if (!stored) spdlog::warn("program cache: could not write {}; later runs will compile again", file.string());
   }
   std::lock_guard lock(mutex_);
-  ++stats_.misses;
+  if (file.empty() && !dir_.empty()) {
+    ++stats_.driver_cached;
+  } else {
+    ++stats_.misses;
+  }
   stats_.build_ms += build_ms;
   if (!stored) ++stats_.write_failures;
   return Program(std::move(program), std::string(name));

@@ -72,6 +72,14 @@ Event Queue::native(const std::string& name, void (*fn)(void*), const void* args
   return event;
 }
 
+Event Queue::zero(cl_mem mem, std::size_t bytes) {
+  const cl_uchar pattern = 0;
+  cl_event ev = nullptr;
+  check_cl(clEnqueueFillBuffer(handle_.get(), mem, &pattern, sizeof pattern, 0, bytes, 0, nullptr, &ev),
+           "clEnqueueFillBuffer", "zeroing " + format_bytes(bytes));
+  return Event(ev);
+}
+
 void* Queue::map(cl_mem mem, std::size_t offset, std::size_t bytes, cl_map_flags flags) {
   cl_int err = CL_SUCCESS;
   void* pointer = clEnqueueMapBuffer(handle_.get(), mem, CL_FALSE, flags, offset, bytes, 0, nullptr, nullptr, &err);

@@ -48,6 +48,9 @@ class Queue {
     return copy_bytes(src.get(), src_offset * sizeof(T), dst.get(), dst_offset * sizeof(T), count * sizeof(T), wait_for);
   }
 
+  // Sets `bytes` bytes of `mem` from its start to zero (0.0 in every dtype).
+  Event zero(cl_mem mem, std::size_t bytes);
+
   // Launches `kernel` over a 1-, 2- or 3-D range. An empty `local` lets the driver choose.
   Event launch(const Kernel& kernel, std::span<const std::size_t> global,
                std::span<const std::size_t> local = {}, std::span<const Event> wait_for = {});

@@ -148,6 +148,9 @@ class AutoGemm final : public Gemm {
     device::TypedBuffer a(device_.context(), at, std::max<std::size_t>(1, s.batch * a_rows * a_cols), "tune.a");
     device::TypedBuffer b(device_.context(), bt, std::max<std::size_t>(1, s.batch * b_rows * b_cols), "tune.b");
     device::TypedBuffer c(device_.context(), ct, std::max<std::size_t>(1, s.batch * s.m * s.n), "tune.c");
+    // Uninitialised memory can hold denormals or NaNs, which slow some implementations by an order
+    // of magnitude and made the choice change from run to run; zeros time every one fairly.
+    for (const device::TypedBuffer* x : {&a, &b, &c}) device_.queue().zero(x->get(), x->bytes());
     const GemmOperand ao{a.get(), 0, a_cols, a_rows * a_cols, at}, bo{b.get(), 0, b_cols, b_rows * b_cols, bt},
         co{c.get(), 0, s.n, s.m * s.n, ct};
     std::string best;

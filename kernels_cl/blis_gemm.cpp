@@ -5,6 +5,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -72,7 +73,19 @@ class MappedOperand {
       : queue_(queue), buffer_(x.buffer), pointer_(queue.map(x.buffer, x.offset * sizeof(float), bytes, flags)) {}
   MappedOperand(const MappedOperand&) = delete;
   MappedOperand& operator=(const MappedOperand&) = delete;
-  ~MappedOperand() { queue_.unmap(buffer_, pointer_); }
+  // Unmaps in queue order (after the native kernel); throws if the driver refuses.
+  void unmap() {
+    void* pointer = std::exchange(pointer_, nullptr);
+    if (pointer != nullptr) queue_.unmap(buffer_, pointer);
+  }
+  // Only reached still mapped when an exception is unwinding: it must not throw a second one.
+  ~MappedOperand() {
+    try {
+      unmap();
+    } catch (const std::exception& e) {
+      spdlog::error("BLIS GEMM: unmapping an operand after an earlier failure: {}", e.what());
+    }
+  }
   float* get() const { return static_cast<float*>(pointer_); }
 
  private:
@@ -103,7 +116,7 @@ class BlisGemm final : public CountedGemm {
         ma.emplace(queue, a, span_bytes(a, at ? s.k : s.m, at ? s.m : s.k, s.batch), CL_MAP_READ);
         mb.emplace(queue, b, span_bytes(b, bt ? s.n : s.k, bt ? s.k : s.n, s.batch), CL_MAP_READ);
       }
-      const MappedOperand mc(queue, c, span_bytes(c, s.m, s.n, s.batch), CL_MAP_READ | CL_MAP_WRITE);
+      MappedOperand mc(queue, c, span_bytes(c, s.m, s.n, s.batch), CL_MAP_READ | CL_MAP_WRITE);
       const NativeGemm g{.a = ma ? ma->get() : nullptr, .b = mb ? mb->get() : nullptr, .c = mc.get(),
                          .lda = a.ld, .ldb = b.ld, .ldc = c.ld,
                          .a_stride = a.batch_stride, .b_stride = b.batch_stride, .c_stride = c.batch_stride,
@@ -111,6 +124,9 @@ class BlisGemm final : public CountedGemm {
                          .a_transposed = at, .b_transposed = bt,
                          .alpha = alpha, .beta = beta, .threads = threads_};
       queue.native("blis_sgemm", run_native_gemm, &g, sizeof g);
+      mc.unmap();
+      if (mb) mb->unmap();
+      if (ma) ma->unmap();
     }
     end_call(queue, start);
   }

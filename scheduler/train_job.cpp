@@ -160,9 +160,13 @@ int run_training(const config::JobConfig& job, const collectives::ProcessWorld& 
     const models::LossStats stats = program.train_step(batch, lr, opt);
     tracer.end_step(step, world.rank());
     if (step == 1) {
-      spdlog::info("first step done {:.0f} ms after start (programs: {} from the cache, {} compiled)",
-                   std::chrono::duration<double, std::milli>(Clock::now() - started).count(), rt.cache.stats().hits,
-                   rt.cache.stats().misses);
+      const device::ProgramCacheStats programs = rt.cache.stats();
+      spdlog::info("first step done {:.0f} ms after start (programs: {} from the cache, {} compiled{})",
+                   std::chrono::duration<double, std::milli>(Clock::now() - started).count(), programs.hits,
+                   programs.misses,
+                   programs.driver_cached > 0
+                       ? fmt::format(", {} through the driver's own kernel cache", programs.driver_cached)
+                       : "");
     }
     report.step_done(step, stats, opt, lr);
     if ((job.cadence.eval_every > 0 && step % job.cadence.eval_every == 0) || step == max_steps) {

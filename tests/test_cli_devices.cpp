@@ -99,9 +99,10 @@ TEST(CliDevices, NoOpenClPlatformSaysHowToGetOne) {
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
 }
 
+// With PoCL's own kernel cache off, pax-ocl stores the binaries itself (and always does on other drivers).
 TEST(CliDevices, SecondProcessReusesTheProgramCache) {
   testing::TempDir cache;
-  const std::string env = "PAX_OCL_CACHE_DIR=" + cache.path().string() + " ";
+  const std::string env = "POCL_KERNEL_CACHE=0 PAX_OCL_CACHE_DIR=" + cache.path().string() + " ";
   const auto first = run_command(env + kBinary + " devices --check --json --devices=0");
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const auto check1 = nlohmann::json::parse(first.out)["processes"][0]["checks"][0];
@@ -115,6 +116,25 @@ TEST(CliDevices, SecondProcessReusesTheProgramCache) {
   EXPECT_TRUE(check2["passed"].get<bool>());
   EXPECT_EQ(int(check2["programs_compiled"]), 0);
   EXPECT_EQ(int(check2["programs_from_cache"]), 1);
+}
+
+TEST(CliDevices, PoclBuildsGoThroughItsOwnKernelCache) {
+  testing::TempDir cache;
+  const std::string env = "PAX_OCL_CACHE_DIR=" + cache.path().string() + " ";
+  for (int run = 0; run < 2; ++run) {
+    const auto r = run_command(env + kBinary + " devices --check --json --devices=0");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto process = nlohmann::json::parse(r.out)["processes"][0];
+    if (process["devices"][0]["platform"].get<std::string>().find("Portable Computing Language") == std::string::npos) {
+      GTEST_SKIP() << "device 0 is not a PoCL device";
+    }
+    const auto check = process["checks"][0];
+    EXPECT_TRUE(check["passed"].get<bool>());
+    EXPECT_EQ(int(check["programs_driver_cached"]), 1);
+    EXPECT_EQ(int(check["programs_compiled"]) + int(check["programs_from_cache"]), 0);
+  }
+  EXPECT_FALSE(std::filesystem::exists(cache.path()) && !std::filesystem::is_empty(cache.path()))
+      << "no binary files: PoCL keeps its own";
 }
 
 TEST(CliDevices, LogLinesCarryTheRankInMultiProcessRuns) {

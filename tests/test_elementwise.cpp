@@ -42,9 +42,10 @@ void write_sources(const std::filesystem::path& dir,
 }
 
 // fill(0.5) on the first selected device, building through a cache on `cache_dir` (a new cache
-// object each time, as a new process would); also returns the cache's misses.
+// object each time, as a new process would, storing binaries on any driver); also returns the
+// cache's misses.
 std::pair<float, int> fill_half(const std::filesystem::path& cache_dir) {
-  device::ProgramCache cache(cache_dir);
+  device::ProgramCache cache(cache_dir, device::BinaryStore::kAlways);
   device::Device dev(testing::test_device_selection().front());
   Elementwise ops(cache, dev);
   device::Buffer<float> out(dev.context(), 70, "out");  // 4 CPU items of 16 and a tail, or 70 GPU items

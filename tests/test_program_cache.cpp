@@ -44,7 +44,7 @@ class ProgramCacheTest : public ::testing::Test {
 };
 
 TEST_F(ProgramCacheTest, SecondCacheInstanceBuildsFromTheStoredBinary) {
-  ProgramCache first(dir_.path());
+  ProgramCache first(dir_.path(), BinaryStore::kAlways);
   EXPECT_EQ(run(first, "-DFACTOR=3"), (std::vector<int>{0, 3, 6, 9, 12, 15, 18, 21}));
   EXPECT_EQ(first.stats().misses, 1);
   EXPECT_EQ(first.stats().hits, 0);
@@ -52,14 +52,14 @@ TEST_F(ProgramCacheTest, SecondCacheInstanceBuildsFromTheStoredBinary) {
   ASSERT_TRUE(std::filesystem::exists(file));
   EXPECT_GT(std::filesystem::file_size(file), 0u);
 
-  ProgramCache second(dir_.path());  // what a later process sees
+  ProgramCache second(dir_.path(), BinaryStore::kAlways);  // what a later process sees
   EXPECT_EQ(run(second, "-DFACTOR=3"), (std::vector<int>{0, 3, 6, 9, 12, 15, 18, 21}));
   EXPECT_EQ(second.stats().hits, 1);
   EXPECT_EQ(second.stats().misses, 0);
 }
 
 TEST_F(ProgramCacheTest, DifferentOptionsAreDifferentEntries) {
-  ProgramCache cache(dir_.path());
+  ProgramCache cache(dir_.path(), BinaryStore::kAlways);
   EXPECT_EQ(run(cache, "-DFACTOR=3")[1], 3);
   EXPECT_EQ(run(cache, "-DFACTOR=5")[1], 5);  // must not reuse the FACTOR=3 binary
   EXPECT_EQ(cache.stats().misses, 2);
@@ -68,7 +68,7 @@ TEST_F(ProgramCacheTest, DifferentOptionsAreDifferentEntries) {
 }
 
 TEST_F(ProgramCacheTest, DeviceDriverChangeMisses) {
-  ProgramCache cache(dir_.path());
+  ProgramCache cache(dir_.path(), BinaryStore::kAlways);
   run(cache, "-DFACTOR=2");
   DeviceInfo upgraded = device_->info();
   upgraded.driver_version += "-next";
@@ -77,7 +77,7 @@ TEST_F(ProgramCacheTest, DeviceDriverChangeMisses) {
 }
 
 TEST_F(ProgramCacheTest, CorruptFileIsRejectedAndRebuilt) {
-  ProgramCache first(dir_.path());
+  ProgramCache first(dir_.path(), BinaryStore::kAlways);
   run(first, "-DFACTOR=7");
   const auto file = first.file_for(device_->info(), "scaled_iota", kSource, "-DFACTOR=7");
   {
@@ -85,21 +85,21 @@ TEST_F(ProgramCacheTest, CorruptFileIsRejectedAndRebuilt) {
     f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(file) / 2));
     f.write("garbage!", 8);
   }
-  ProgramCache second(dir_.path());
+  ProgramCache second(dir_.path(), BinaryStore::kAlways);
   EXPECT_EQ(run(second, "-DFACTOR=7")[2], 14);
   EXPECT_EQ(second.stats().rejected, 1);
   EXPECT_EQ(second.stats().misses, 1);
-  ProgramCache third(dir_.path());  // the rewrite is good again
+  ProgramCache third(dir_.path(), BinaryStore::kAlways);  // the rewrite is good again
   run(third, "-DFACTOR=7");
   EXPECT_EQ(third.stats().hits, 1);
 }
 
 TEST_F(ProgramCacheTest, TruncatedFileIsRejected) {
-  ProgramCache first(dir_.path());
+  ProgramCache first(dir_.path(), BinaryStore::kAlways);
   run(first, "-DFACTOR=4");
   const auto file = first.file_for(device_->info(), "scaled_iota", kSource, "-DFACTOR=4");
   std::filesystem::resize_file(file, 20);
-  ProgramCache second(dir_.path());
+  ProgramCache second(dir_.path(), BinaryStore::kAlways);
   EXPECT_EQ(run(second, "-DFACTOR=4")[3], 12);
   EXPECT_EQ(second.stats().rejected, 1);
 }
@@ -115,13 +115,13 @@ TEST_F(ProgramCacheTest, EmptyDirectoryDisablesTheDiskCache) {
 TEST_F(ProgramCacheTest, UnwritableDirectoryStillBuilds) {
   const auto blocker = dir_.path() / "not-a-dir";
   std::ofstream(blocker) << "x";  // a file where the cache directory should be
-  ProgramCache cache(blocker / "programs");
+  ProgramCache cache(blocker / "programs", BinaryStore::kAlways);
   EXPECT_EQ(run(cache, "-DFACTOR=3")[1], 3);
   EXPECT_EQ(cache.stats().write_failures, 1);
 }
 
 TEST_F(ProgramCacheTest, CompileErrorCarriesTheBuildLog) {
-  ProgramCache cache(dir_.path());
+  ProgramCache cache(dir_.path(), BinaryStore::kAlways);
   const std::string broken = "__kernel void k(__global float* x) { x[0] = undefined_symbol_xyz; }";
   try {
     cache.build(device_->context(), device_->info(), "broken", broken, "");
@@ -134,6 +134,24 @@ TEST_F(ProgramCacheTest, CompileErrorCarriesTheBuildLog) {
     EXPECT_NE(what.find("undefined_symbol_xyz"), std::string::npos) << what;
   }
   EXPECT_TRUE(std::filesystem::is_empty(dir_.path())) << "a failed build must not be cached";
+}
+
+TEST_F(ProgramCacheTest, PoclKeepsItsOwnCacheUnlessItIsOff) {
+  if (device_->info().platform_name.find("Portable Computing Language") == std::string::npos) {
+    GTEST_SKIP() << "not a PoCL device: binaries are always stored";
+  }
+  {
+    ProgramCache cache(dir_.path());
+    EXPECT_EQ(run(cache, "-DFACTOR=5")[2], 10);
+    EXPECT_EQ(cache.stats().driver_cached, 1);
+    EXPECT_EQ(cache.stats().misses, 0);
+    EXPECT_TRUE(std::filesystem::is_empty(dir_.path())) << "PoCL's own kernel cache serves later runs";
+  }
+  testing::ScopedEnv off("POCL_KERNEL_CACHE", "0");
+  ProgramCache cache(dir_.path());
+  EXPECT_EQ(run(cache, "-DFACTOR=5")[2], 10);
+  EXPECT_EQ(cache.stats().misses, 1);
+  EXPECT_TRUE(std::filesystem::exists(cache.file_for(device_->info(), "scaled_iota", kSource, "-DFACTOR=5")));
 }
 
 TEST(ProgramCacheLocation, EnvironmentThenXdgThenHome) {
