@@ -25,11 +25,22 @@ const std::vector<HParamSpec>& Experiment::schema() {
   constexpr double kDim = models::GptConfig::kMaxDimension;
   constexpr double kIntMax = std::numeric_limits<int>::max();
   static const std::vector<HParamSpec> specs = {
+      {.name = "ARCHITECTURE", .type = T::kString,
+       .help = "model family: gpt (LayerNorm, learned positions, GELU MLP, tied head) or llama (RMSNorm, rotary "
+               "positions, SwiGLU MLP, grouped-query attention, untied head, no biases)",
+       .choices = {"gpt", "llama"}},
       {.name = "NUM_LAYERS", .type = T::kInt, .help = "transformer blocks", .min = 1, .max = 1 << 16},
       {.name = "MODEL_DIMS", .type = T::kInt, .help = "model width", .min = 1, .max = kDim},
       {.name = "HIDDEN_DIMS", .type = T::kInt, .help = "MLP width", .min = 1, .max = kDim},
       {.name = "NUM_HEADS", .type = T::kInt, .help = "attention heads", .min = 1, .max = kDim},
+      {.name = "NUM_KV_HEADS", .type = T::kInt,
+       .help = "llama: key/value heads of grouped-query attention, dividing NUM_HEADS (1: multi-query; 0: NUM_HEADS)",
+       .min = 0, .max = kDim},
       {.name = "DIMS_PER_HEAD", .type = T::kInt, .help = "width of one head", .min = 1, .max = kDim},
+      {.name = "ROPE_BASE", .type = T::kFloat, .help = "llama: rotary embedding base (Hugging Face rope_theta)", .min = 1,
+       .max = kInf, .min_exclusive = true},
+      {.name = "NORM_EPSILON", .type = T::kFloat, .help = "llama: RMSNorm epsilon (Hugging Face rms_norm_eps)", .min = 0,
+       .max = 1, .min_exclusive = true},
       {.name = "MAX_SEQ_LEN", .type = T::kInt, .help = "tokens per sequence", .min = 1, .max = kDim},
       {.name = "VOCAB_SIZE", .type = T::kInt, .help = "vocabulary size (must equal the tokenizer's)", .min = 1, .max = kDim},
       {.name = "INIT_STD", .type = T::kFloat, .help = "Gaussian init std of every matrix", .min = 0, .max = kInf, .min_exclusive = true},
@@ -108,11 +119,15 @@ using Values = std::map<std::string, HParamValue>;
 
 // The base every experiment starts from: a small CPU-friendly GPT on the KJV.
 Values defaults() {
-  return {{"NUM_LAYERS", 4L},
+  return {{"ARCHITECTURE", std::string("gpt")},
+          {"NUM_LAYERS", 4L},
           {"MODEL_DIMS", 256L},
           {"HIDDEN_DIMS", 1024L},
           {"NUM_HEADS", 4L},
+          {"NUM_KV_HEADS", 0L},
           {"DIMS_PER_HEAD", 64L},
+          {"ROPE_BASE", 10000.0},
+          {"NORM_EPSILON", 1e-5},
           {"MAX_SEQ_LEN", 128L},
           {"VOCAB_SIZE", 4096L},
           {"INIT_STD", 0.023},
@@ -183,6 +198,36 @@ void gpt_gpu(Values& v, long layers, long dims, long heads, long dims_per_head, 
   v["DATA"] = std::string("synthetic");
 }
 
+// Pax's LLaMA-2 configs (paxml/contrib/gpu/scripts_gpu/llama_utils.py, configs.py; ../shared/reference/
+// pax-notes.md section 2.2): shapes for planning and sweeps; their weights and data are not shipped.
+void llama_gpu(Values& v, long layers, long dims, long hidden, long heads, long kv_heads, double pbs,
+               std::vector<long> ici, std::vector<long> dcn) {
+  v["ARCHITECTURE"] = std::string("llama");
+  v["NUM_LAYERS"] = layers;
+  v["MODEL_DIMS"] = dims;
+  v["HIDDEN_DIMS"] = hidden;
+  v["NUM_HEADS"] = heads;
+  v["NUM_KV_HEADS"] = kv_heads;
+  v["DIMS_PER_HEAD"] = 128L;
+  v["MAX_SEQ_LEN"] = 4096L;
+  v["VOCAB_SIZE"] = 32000L;
+  v["ROPE_BASE"] = 10000.0;
+  v["NORM_EPSILON"] = 1e-5;
+  v["INIT_STD"] = 0.02;
+  v["PERCORE_BATCH_SIZE"] = pbs;
+  v["ICI_MESH_SHAPE"] = std::move(ici);
+  v["DCN_MESH_SHAPE"] = std::move(dcn);
+  v["FPROP_DTYPE"] = std::string("bfloat16");
+  v["LEARNING_RATE"] = 2e-5;  // fine-tuning rates: Pax runs these from a converted checkpoint
+  v["LR_COS_WARMUP"] = 100L;
+  v["LR_COS_DECAY_START"] = 101L;
+  v["LR_COS_DECAY_END"] = 10000L;
+  v["MAX_STEPS"] = 10000L;
+  v["SUMMARY_INTERVAL_STEPS"] = 10L;
+  v["CHECKPOINT_EVERY_N_STEPS"] = 500L;
+  v["DATA"] = std::string("synthetic");
+}
+
 const std::map<std::string, std::function<void(Values&)>>& registry() {
   static const std::map<std::string, std::function<void(Values&)>> r = {
       // The default: about 4M parameters on the KJV, a few minutes on 2 CPU cores.
@@ -202,6 +247,17 @@ const std::map<std::string, std::function<void(Values&)>>& registry() {
          v["SUMMARY_INTERVAL_STEPS"] = 5L;
          v["DATA"] = std::string("synthetic");
        }},
+      // The Default's size and data as a LLaMA: RMSNorm, rotary positions, SwiGLU (F = 8C/3 rounded up
+      // to 16), grouped-query attention with 2 key/value heads for 4 query heads.
+      {"LlamaKJV",
+       [](Values& v) {
+         v["ARCHITECTURE"] = std::string("llama");
+         v["HIDDEN_DIMS"] = 688L;
+         v["NUM_KV_HEADS"] = 2L;
+         v["INIT_STD"] = 0.02;
+       }},
+      {"LLaMA2_7B", [](Values& v) { llama_gpu(v, 32, 4096, 11008, 32, 32, 16, {1, 8, 1}, {1, 1, 1}); }},
+      {"LLaMA2_70B", [](Values& v) { llama_gpu(v, 80, 8192, 28672, 64, 8, 4, {1, 8, 1}, {1, 2, 1}); }},
       {"Pile126M", [](Values& v) { gpt_gpu(v, 12, 768, 12, 64, 50304, 4, {8, 1, 1}, {8, 1, 1}, 6e-4, 636, 500000, 600000, 100, 5000, 0.023); }},
       {"GPT5B", [](Values& v) { gpt_gpu(v, 24, 4096, 32, 128, 50304, 8, {1, 8, 1}, {1, 32, 1}, 1.6e-4, 115, 62500, 75000, 10, 250, 0.01); }},
       {"GPT175B", [](Values& v) { gpt_gpu(v, 96, 12288, 96, 128, 50257, 6, {1, 8, 1}, {1, 32, 1}, 2e-5, 265, 108600, 75000, 10, 100, 0.023); }},
@@ -377,6 +433,27 @@ nlohmann::json Experiment::to_json() const {
 
 models::ModelConfig Experiment::model_config() const {
   // Every field was range-checked when set, so the narrowing casts below are exact.
+  if (get_string("ARCHITECTURE") == "llama") {
+    models::LlamaConfig c;
+    c.num_layers = static_cast<int>(get_int("NUM_LAYERS"));
+    c.model_dims = static_cast<int>(get_int("MODEL_DIMS"));
+    c.hidden_dims = static_cast<int>(get_int("HIDDEN_DIMS"));
+    c.num_heads = static_cast<int>(get_int("NUM_HEADS"));
+    const long kv = get_int("NUM_KV_HEADS");
+    c.num_kv_heads = kv == 0 ? c.num_heads : static_cast<int>(kv);
+    c.dims_per_head = static_cast<int>(get_int("DIMS_PER_HEAD"));
+    c.max_seq_len = static_cast<int>(get_int("MAX_SEQ_LEN"));
+    c.vocab_size = static_cast<int>(get_int("VOCAB_SIZE"));
+    c.init_std = static_cast<float>(get_float("INIT_STD"));
+    c.rope_base = static_cast<float>(get_float("ROPE_BASE"));
+    c.norm_epsilon = static_cast<float>(get_float("NORM_EPSILON"));
+    c.validate();
+    return c;
+  }
+  if (const long kv = get_int("NUM_KV_HEADS"); kv != 0 && kv != get_int("NUM_HEADS")) {
+    throw ConfigError(fmt::format("NUM_KV_HEADS={}: the gpt architecture has one key/value head per query head; use "
+                                  "ARCHITECTURE=llama for grouped-query attention", kv));
+  }
   models::GptConfig c;
   c.num_layers = static_cast<int>(get_int("NUM_LAYERS"));
   c.model_dims = static_cast<int>(get_int("MODEL_DIMS"));

@@ -48,6 +48,11 @@ double GptConfig::flops_per_token(int seq_len) const {
          12.0 * num_layers * static_cast<double>(seq_len) * model_dims;
 }
 
+std::string GptConfig::describe() const {
+  return fmt::format("L={} C={} H={} NH={} hs={} T={} V={} (Vp={})", num_layers, model_dims, hidden_dims, num_heads,
+                     dims_per_head, max_seq_len, vocab_size, padded_vocab());
+}
+
 std::vector<TensorDef> tensor_defs_of(const GptConfig& c) {
   c.validate();
   const std::int64_t C = c.model_dims, D = c.attention_dims(), H = c.hidden_dims, Vp = c.padded_vocab();

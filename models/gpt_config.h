@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "models/tensor_def.h"
@@ -36,6 +37,8 @@ struct GptConfig {
   std::int64_t matmul_parameters() const;
   // Model FLOPs per token of a training step: 6 * matmul parameters + 12 * L * T * C.
   double flops_per_token(int seq_len) const;
+  // "L=2 C=128 H=512 NH=4 hs=32 T=128 V=4096 (Vp=4096)": for messages.
+  std::string describe() const;
 };
 
 // The GPT's parameters, matrices first (ParameterLayout puts decayed tensors first anyway).

@@ -8,10 +8,14 @@ namespace paxocl::models {
 
 namespace {
 std::string_view name_of(const GptConfig&) { return "gpt"; }
+std::string_view name_of(const LlamaConfig&) { return "llama"; }
 }  // namespace
 
 std::string_view ModelConfig::architecture() const {
   return visit([](const auto& c) { return name_of(c); });
+}
+std::string ModelConfig::describe() const {
+  return fmt::format("{} {}", architecture(), visit([](const auto& c) { return c.describe(); }));
 }
 void ModelConfig::validate() const {
   visit([](const auto& c) { c.validate(); });
@@ -41,6 +45,11 @@ std::vector<TensorDef> ModelConfig::tensor_defs() const {
 const GptConfig& ModelConfig::gpt() const {
   if (const GptConfig* c = std::get_if<GptConfig>(&family_)) return *c;
   throw ConfigError(fmt::format("this needs a GPT model; the job's architecture is {}", architecture()));
+}
+
+const LlamaConfig& ModelConfig::llama() const {
+  if (const LlamaConfig* c = std::get_if<LlamaConfig>(&family_)) return *c;
+  throw ConfigError(fmt::format("this needs a LLaMA model; the job's architecture is {}", architecture()));
 }
 
 }  // namespace paxocl::models

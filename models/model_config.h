@@ -8,11 +8,13 @@
 // build it. Nothing in scheduler/, checkpoint/ or the optimizer changes.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
 #include "models/gpt_config.h"
+#include "models/llama_config.h"
 #include "models/tensor_def.h"
 
 namespace paxocl::models {
@@ -20,9 +22,11 @@ namespace paxocl::models {
 class ModelConfig {
  public:
   ModelConfig() = default;
-  ModelConfig(GptConfig gpt) : family_(gpt) {}  // NOLINT(google-explicit-constructor): a GPT is a model
+  ModelConfig(GptConfig gpt) : family_(gpt) {}        // NOLINT(google-explicit-constructor): a GPT is a model
+  ModelConfig(LlamaConfig llama) : family_(llama) {}  // NOLINT(google-explicit-constructor): so is a LLaMA
 
-  std::string_view architecture() const;  // "gpt"
+  std::string_view architecture() const;  // "gpt" | "llama"
+  std::string describe() const;           // the architecture and its shapes, for messages
   void validate() const;                  // ConfigError naming the first bad hyper-parameter
   int num_blocks() const;                 // NUM_LAYERS: the transformer blocks FSDP walks
   int max_seq_len() const;                // MAX_SEQ_LEN
@@ -33,8 +37,10 @@ class ModelConfig {
   std::vector<TensorDef> tensor_defs() const;  // the parameters, in the architecture's order
 
   bool is_gpt() const { return std::holds_alternative<GptConfig>(family_); }
-  // The GPT's hyper-parameters; ConfigError naming the architecture when it is another one.
+  bool is_llama() const { return std::holds_alternative<LlamaConfig>(family_); }
+  // A family's hyper-parameters; ConfigError naming the architecture when it is another one.
   const GptConfig& gpt() const;
+  const LlamaConfig& llama() const;
 
   template <typename Visitor>
   decltype(auto) visit(Visitor&& v) const {
@@ -42,7 +48,7 @@ class ModelConfig {
   }
 
  private:
-  std::variant<GptConfig> family_;
+  std::variant<GptConfig, LlamaConfig> family_;
 };
 
 }  // namespace paxocl::models

@@ -1,5 +1,6 @@
 #include "models/model_factory.h"
 
+#include "common/errors.h"
 #include "models/gpt_model.h"
 
 namespace paxocl::models {
@@ -7,6 +8,9 @@ namespace paxocl::models {
 namespace {
 std::unique_ptr<Model> build(kernels::DeviceRuntime& runtime, const GptConfig& config, const ModelOptions& options) {
   return std::make_unique<GptModel>(runtime, config, options);
+}
+std::unique_ptr<Model> build(kernels::DeviceRuntime&, const LlamaConfig&, const ModelOptions&) {
+  throw ConfigError("ARCHITECTURE=llama: the LLaMA model is not built yet");  // LlamaModel lands next
 }
 }  // namespace
 

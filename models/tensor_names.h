@@ -58,4 +58,17 @@ inline constexpr std::array<BlockTensor, 12> kBlockTensors{{
 }};
 }  // namespace hf
 
+// The LLaMA family (llama_config.h). Blocks use the same prefix and layer_name scheme.
+namespace llama {
+inline constexpr std::string_view kTokenEmbedding = "embed";
+inline constexpr std::string_view kLmHead = "lm_head";
+inline constexpr std::string_view kFinalNormScale = "norm.scale";
+inline constexpr std::string_view kAttnNormScale = "attn_norm.scale";
+inline constexpr std::string_view kQkvWeight = "attn.qkv.w";
+inline constexpr std::string_view kAttnProjWeight = "attn.proj.w";
+inline constexpr std::string_view kMlpNormScale = "mlp_norm.scale";
+inline constexpr std::string_view kGateUpWeight = "mlp.gate_up.w";
+inline constexpr std::string_view kDownWeight = "mlp.down.w";
+}  // namespace llama
+
 }  // namespace paxocl::models::tensor_names

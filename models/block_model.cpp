@@ -1,0 +1,173 @@
+#include "models/block_model.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "models/initial_parameters.h"
+
+namespace paxocl::models {
+
+namespace {
+std::size_t layout_alignment(const device::DeviceInfo& info, device::DType fprop) {
+  // Sub-buffers must start on the device's base address alignment, both the float32 tensors' and
+  // their views in the fprop_dtype copy (2-byte elements at the same offsets); 64 elements is a
+  // floor that also keeps tensors cache-line aligned.
+  const std::size_t smallest = std::min(sizeof(float), device::dtype_size(fprop));
+  return std::max<std::size_t>(64, info.base_address_align_bytes / smallest);
+}
+
+std::size_t align_up(std::size_t n, std::size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+
+// The same architecture with the same tensors (names and shapes) and vocabulary: INIT_STD aside,
+// what a weight file must agree on.
+bool same_shapes(const ModelConfig& a, const ModelConfig& b) {
+  if (a.architecture() != b.architecture() || a.vocab_size() != b.vocab_size() || a.max_seq_len() != b.max_seq_len()) {
+    return false;
+  }
+  const std::vector<TensorDef> da = a.tensor_defs(), db = b.tensor_defs();
+  return std::equal(da.begin(), da.end(), db.begin(), db.end(),
+                    [](const TensorDef& x, const TensorDef& y) { return x.name == y.name && x.shape == y.shape; });
+}
+}  // namespace
+
+BlockModel::BlockModel(kernels::DeviceRuntime& runtime, ModelConfig config, ModelOptions options)
+    : options_(options),
+      runtime_(runtime),
+      config_((config.validate(), std::move(config))),
+      layout_(config_, layout_alignment(runtime.device().info(), runtime.act_dtype())),
+      rest_unit_(layout_.unit(-1)),
+      block_unit_(layout_.unit(0)),
+      params_(make_buffer(runtime.device(), resident_floats(), "parameters")),
+      grads_(make_buffer(runtime.device(), resident_floats(), "gradients")),
+      compute_(runtime.act_dtype() == device::DType::kF32
+                   ? ActBuffer::sharing(params_)
+                   : make_buffer(runtime.device(), runtime.act_dtype(), resident_floats(), "parameters.compute")) {
+  if (options_.max_seq_len == 0) options_.max_seq_len = static_cast<std::size_t>(config_.max_seq_len());
+  runtime.kernels().elementwise.fill(params_, 0.0f);  // padding between tensors stays zero
+  runtime.kernels().elementwise.fill(grads_, 0.0f);
+}
+
+// Full residency: the layout's offset. FSDP residency: unit(-1) at 0, then slot s of block units
+// at unit_device_offset(s); a tensor sits at its packed offset inside its unit.
+std::size_t BlockModel::unit_device_offset(int block) const {
+  const std::size_t a = layout_.alignment();
+  if (block < 0) return 0;
+  if (options_.resident_block_slots <= 0) {  // full residency has no slots: a caller's bug, not a modulo by zero
+    throw std::logic_error(fmt::format("BlockModel: block {}'s FSDP slot asked for without FSDP residency", block));
+  }
+  const int slot = block % options_.resident_block_slots;
+  return align_up(rest_unit_.size, a) + static_cast<std::size_t>(slot) * align_up(block_unit_.size, a);
+}
+
+std::size_t BlockModel::resident_floats() const {
+  const int slots = options_.resident_block_slots;
+  if (slots < 0) throw ConfigError(fmt::format("resident_block_slots={}: must be >= 0", slots));
+  if (slots == 0) return layout_.total();
+  return align_up(rest_unit_.size, layout_.alignment()) +
+         static_cast<std::size_t>(slots) * align_up(block_unit_.size, layout_.alignment());
+}
+
+std::size_t BlockModel::device_offset(const TensorSpec& t) const {
+  if (options_.resident_block_slots == 0) return t.offset;
+  return unit_device_offset(ParameterLayout::block_of(t)) + layout_.packed_offset(t);
+}
+
+FloatBuffer BlockModel::unit_parameters(int block) const {
+  const std::size_t size = block < 0 ? rest_unit_.size : block_unit_.size;
+  return params_.view(unit_device_offset(block), size, fmt::format("unit {} parameters", block));
+}
+
+FloatBuffer BlockModel::unit_gradients(int block) const {
+  const std::size_t size = block < 0 ? rest_unit_.size : block_unit_.size;
+  return grads_.view(unit_device_offset(block), size, fmt::format("unit {} gradients", block));
+}
+
+void BlockModel::cast_unit(int block) {
+  const std::size_t size = block < 0 ? rest_unit_.size : block_unit_.size;
+  runtime_.kernels().cast.to_act(compute_, params_, unit_device_offset(block), size);
+}
+
+void BlockModel::require_full_residency(const char* what) const {
+  if (options_.resident_block_slots != 0) {
+    throw std::logic_error(fmt::format("BlockModel::{} needs every parameter resident (this model holds FSDP slots)", what));
+  }
+}
+
+Param BlockModel::param(std::string_view tensor) const {
+  const std::string name(tensor);
+  const TensorSpec& t = layout_.at(name);
+  const std::size_t at = device_offset(t);
+  FloatBuffer value = params_.view(at, t.count, name);
+  ActBuffer compute = runtime_.act_dtype() == device::DType::kF32 ? ActBuffer::sharing(value)
+                                                                   : compute_.view(at, t.count, name + ".compute");
+  return Param{std::move(value), grads_.view(at, t.count, name + ".grad"), std::move(compute)};
+}
+
+void BlockModel::init(std::uint64_t seed) { set_parameters(initial_parameters(layout_, seed, config_.init_std())); }
+
+void BlockModel::set_parameters(std::span<const float> flat) {
+  require_full_residency("set_parameters");
+  if (flat.size() != layout_.total()) {
+    throw DataError(fmt::format("parameter image has {} floats; this model's layout needs {}", flat.size(), layout_.total()));
+  }
+  runtime_.queue().write(params_, flat);
+}
+
+std::vector<float> BlockModel::parameters() {
+  require_full_residency("parameters");
+  std::vector<float> flat(layout_.total());
+  runtime_.queue().read(params_, std::span<float>(flat));
+  return flat;
+}
+
+std::vector<float> BlockModel::gradients() {
+  require_full_residency("gradients");
+  std::vector<float> flat(layout_.total());
+  runtime_.queue().read(grads_, std::span<float>(flat));
+  return flat;
+}
+
+void BlockModel::load_weights(const HostWeights& weights) { set_parameters(flat_from_weights(weights)); }
+
+std::vector<float> BlockModel::flat_from_weights(const HostWeights& weights) const {
+  if (!same_shapes(weights.config, config_)) {
+    throw ConfigError(fmt::format("weights file holds {} but the experiment has {}; set the experiment's "
+                                  "hyper-parameters to the file's",
+                                  weights.config.describe(), config_.describe()));
+  }
+  const ParameterLayout source(weights.config, weights.alignment);
+  std::vector<float> flat(layout_.total(), 0.0f);
+  for (const TensorSpec& t : layout_.tensors()) {
+    const TensorSpec& s = source.at(t.name);
+    std::copy_n(weights.data.begin() + static_cast<std::ptrdiff_t>(s.offset), t.count,
+                flat.begin() + static_cast<std::ptrdiff_t>(t.offset));
+  }
+  return flat;
+}
+
+HostWeights BlockModel::save_weights() { return HostWeights{config_, layout_.alignment(), parameters()}; }
+
+LayerContext BlockModel::start_pass(const inputs::Batch& batch, bool gradients) {
+  batch.validate(config_.vocab_size(), config_.max_seq_len());
+  if (static_cast<std::size_t>(batch.batch) > options_.max_batch ||
+      static_cast<std::size_t>(batch.seq_len) > options_.max_seq_len) {
+    throw DataError(fmt::format("batch {} x {} exceeds the {} x {} this model was built for", batch.batch,
+                                batch.seq_len, options_.max_batch, options_.max_seq_len));
+  }
+  if (gradients) runtime_.kernels().elementwise.fill(grads_, 0.0f);
+  if (options_.resident_block_slots == 0) {
+    runtime_.kernels().cast.to_act(compute_, params_);
+  } else {
+    cast_unit(-1);
+  }
+  return LayerContext{runtime_.device(), runtime_.kernels(), runtime_.gemm(), static_cast<std::size_t>(batch.batch),
+                      static_cast<std::size_t>(batch.seq_len)};
+}
+
+void BlockModel::prepare_block(int block) {
+  if (options_.resident_block_slots > 0) cast_unit(block);
+}
+
+}  // namespace paxocl::models

@@ -1,0 +1,102 @@
+// BlockModel: the part of a Model (model.h) that every family shares: the float32 parameter and
+// gradient buffers over the family's ParameterLayout, FSDP residency, the step's copy of the weights
+// in the activation dtype, views of each tensor for the layers (Param), weight images and loss
+// scaling. A family (GptModel, LlamaModel) builds its layers on param() and implements the pass.
+//
+// Residency: with ModelOptions::resident_block_slots = 0 the buffers are the flat layout; with k > 0
+// they hold unit(-1) then k block slots (each ParameterLayout::Unit-packed) and block l lives in slot
+// l % k, filled by the scheduler's all-gathers (scheduler/fsdp_step.h).
+// Mixed precision: with bfloat16 or float16 activations every weight is read from compute_buffer(),
+// a copy of the parameters in that dtype, cast at the start of each pass (FSDP residency: each unit
+// when it is used); parameters, gradients and the optimizer stay float32.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "kernels_cl/device_runtime.h"
+#include "models/model.h"
+#include "models/model_config.h"
+#include "models/parameter_layout.h"
+#include "models/weights_io.h"
+
+namespace paxocl::models {
+
+class BlockModel : public Model {
+ public:
+  // Parameter images need full residency (ConfigError otherwise).
+  void init(std::uint64_t seed);                              // models/initial_parameters.h
+  void set_parameters(std::span<const float> flat) override;  // flat as ParameterLayout (size total())
+  std::vector<float> parameters() override;
+  std::vector<float> gradients() override;
+  // Weight files (models/weights_io.h): the file's architecture and shapes must match this model's
+  // (INIT_STD aside; ConfigError naming both); tensors are copied by name, so the file's alignment
+  // may differ from the device's.
+  void load_weights(const HostWeights& weights);
+  std::vector<float> flat_from_weights(const HostWeights& weights) const override;
+  HostWeights save_weights();
+
+  void set_loss_scale(float scale) override { loss_scale_ = scale; }
+  float loss_scale() const { return loss_scale_; }
+
+  // FSDP residency: the device memory of a unit (ParameterLayout::unit(block), block -1 for the
+  // one outside the blocks): block l's is its slot's, shared with the blocks l +- k*slots.
+  FloatBuffer unit_parameters(int block) const override;
+  FloatBuffer unit_gradients(int block) const override;
+  int resident_block_slots() const { return options_.resident_block_slots; }
+
+  const ModelConfig& model_config() const { return config_; }
+  const ParameterLayout& layout() const override { return layout_; }
+  FloatBuffer& parameter_buffer() override { return params_; }
+  // The weights as a step reads them: params_ cast to the activation dtype (float32: params_ itself).
+  const ActBuffer& compute_buffer() const { return compute_; }
+  FloatBuffer& gradient_buffer() override { return grads_; }
+  kernels::DeviceRuntime& runtime() const override { return runtime_; }
+  // Device memory the layers allocated at construction for activations, their gradients and
+  // workspaces (measured: the buffers created), for max_batch x max_seq_len rows.
+  std::size_t activation_bytes() const override { return activation_bytes_; }
+  // The 16-bit copy of the resident parameters (0 for float32, which reads params_ itself).
+  std::size_t weight_copy_bytes() const override {
+    return runtime_.act_dtype() == device::DType::kF32 ? 0 : compute_.bytes();
+  }
+
+ protected:
+  // Validates `config`, allocates the zeroed parameter and gradient buffers (and the compute copy).
+  BlockModel(kernels::DeviceRuntime& runtime, ModelConfig config, ModelOptions options);
+
+  // Views of a tensor of the layout, for a layer.
+  Param param(std::string_view name) const;
+  std::size_t max_rows() const { return options_.max_batch * options_.max_seq_len; }
+  // Call around the layers' construction: what they allocate is activation_bytes().
+  void begin_layers() { allocated_before_layers_ = runtime_.device().context().bytes_allocated(); }
+  void end_layers() { activation_bytes_ = runtime_.device().context().bytes_allocated() - allocated_before_layers_; }
+
+  // The phases' shared parts. start_pass checks the batch against the model (DataError), zeroes the
+  // gradients when asked (every gradient kernel accumulates) and casts the step's weights: all, or
+  // under FSDP residency the unit outside the blocks. prepare_block casts block l's slot under FSDP
+  // residency (the scheduler has gathered it; in the backward it may hold another block's by then).
+  LayerContext start_pass(const inputs::Batch& batch, bool gradients);
+  void prepare_block(int block);
+
+  ModelOptions options_;
+
+ private:
+  std::size_t device_offset(const TensorSpec& t) const;  // where t lives in params_ / grads_
+  std::size_t unit_device_offset(int block) const;       // FSDP residency: where unit(block) starts
+  std::size_t resident_floats() const;                    // size of params_ / grads_
+  void require_full_residency(const char* what) const;
+  void cast_unit(int block);  // compute_ <- params_ over unit(block)'s range (FSDP residency)
+
+  kernels::DeviceRuntime& runtime_;
+  ModelConfig config_;
+  ParameterLayout layout_;
+  ParameterLayout::Unit rest_unit_, block_unit_;  // unit(-1), unit(0): sizes of FSDP residency
+  FloatBuffer params_, grads_;
+  ActBuffer compute_;  // params_ in the activation dtype; shares params_' memory for float32
+  std::size_t allocated_before_layers_ = 0, activation_bytes_ = 0;
+  float loss_scale_ = 1.0f;
+};
+
+}  // namespace paxocl::models
