@@ -10,31 +10,10 @@
 
 #include <fmt/format.h>
 
+#include "tests/reference_common.h"
+
 namespace paxocl::testing {
-namespace {
-
-using Vec = std::vector<double>;
-using std::size_t;
-
-void require(bool ok, const std::string& what) {
-  if (!ok) throw std::invalid_argument("reference_gpt: " + what);
-}
-
-void require_size(const Vec& v, size_t expected, const char* name) {
-  require(v.size() == expected, fmt::format("{} has {} elements, expected {}", name, v.size(), expected));
-}
-
-void require_dims(std::initializer_list<int> dims) {
-  for (int d : dims) require(d >= 1, fmt::format("dimension {} must be at least 1", d));
-}
-
-size_t sz(int n) { return static_cast<size_t>(n); }
-
-void add_into(Vec& acc, const Vec& v) {
-  for (size_t i = 0; i < acc.size(); ++i) acc[i] += v[i];
-}
-
-}  // namespace
+using namespace reference;  // Vec, require*, sz, add_into, Params, accumulate_grad
 
 // ---------------------------------------------------------------------------------------------
 // Linear
@@ -403,35 +382,6 @@ namespace {
 struct Dims {
   int B, T, N, C, D, H, NH, hs, V, Vp, maxT, L;
 };
-
-// Copies of the parameter tensors in double, looked up by name with their shapes checked.
-class Params {
- public:
-  Params(const models::ParameterLayout& layout, const Vec& flat) : layout_(layout), flat_(flat) {
-    require_size(flat, layout.total(), "params (layout.total())");
-  }
-  Vec get(const std::string& name, std::initializer_list<int> shape) const {
-    const models::TensorSpec& spec = layout_.at(name);
-    require(spec.shape.size() == shape.size(), fmt::format("tensor {} has rank {}", name, spec.shape.size()));
-    size_t i = 0;
-    for (int d : shape) {
-      require(spec.shape[i] == d, fmt::format("tensor {} dimension {} is {}, expected {}", name, i, spec.shape[i], d));
-      ++i;
-    }
-    return Vec(flat_.begin() + static_cast<std::ptrdiff_t>(spec.offset),
-               flat_.begin() + static_cast<std::ptrdiff_t>(spec.offset + spec.count));
-  }
-
- private:
-  const models::ParameterLayout& layout_;
-  const Vec& flat_;
-};
-
-void accumulate_grad(Vec& grads, const models::ParameterLayout& layout, const std::string& name, const Vec& g) {
-  const models::TensorSpec& spec = layout.at(name);
-  require_size(g, spec.count, name.c_str());
-  for (size_t i = 0; i < spec.count; ++i) grads[spec.offset + i] += g[i];
-}
 
 struct LayerWeights {
   Vec ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, mproj_w, mproj_b;

@@ -3,6 +3,7 @@
 // tensor), golden cases for causal attention and cross-entropy, vocabulary padding, and the
 // all-padding batch.
 #include "tests/reference_gpt.h"
+#include "tests/reference_llama.h"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +16,8 @@
 #include <random>
 #include <set>
 #include <string>
+
+#include "common/errors.h"
 
 namespace paxocl::testing {
 namespace {
@@ -566,6 +569,160 @@ TEST(ReferenceGpt, RejectsBadBatches) {
   EXPECT_THROW(reference_forward_backward(m.config, m.layout, m.params, bad_size), std::invalid_argument);
   std::vector<float> short_params(m.params.begin(), m.params.end() - 1);
   EXPECT_THROW(reference_forward_backward(m.config, m.layout, short_params, m.batch), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace paxocl::testing
+
+// ---------------------------------------------------------------------------------------------
+// The LLaMA reference (reference_llama.h): its new ops, then the full model, with the same finite
+// differences.
+
+namespace paxocl::testing {
+namespace {
+
+TEST(ReferenceLlamaOps, RmsNormMatchesFiniteDifferences) {
+  const FdTally tally;
+  std::mt19937_64 rng(2);
+  const int N = 3, C = 7;
+  const Vec x = random_vec(rng, N * C, 0.2, 1), w = random_vec(rng, C, 1, 0.3), r = random_vec(rng, N * C, 0, 1);
+  const RmsNormResult f = rmsnorm_forward(x, w, N, C, 1e-5);
+  const RmsNormGrads g = rmsnorm_backward(r, x, w, f.rstd, N, C);
+  expect_gradient([&](const Vec& v) { return dot(r, rmsnorm_forward(v, w, N, C, 1e-5).out); }, x, g.dx, "rmsnorm dx");
+  expect_gradient([&](const Vec& v) { return dot(r, rmsnorm_forward(x, v, N, C, 1e-5).out); }, w, g.dw, "rmsnorm dw");
+  // Scale invariance: RMSNorm(a x) = RMSNorm(x) for a > 0 (up to eps).
+  Vec x3 = x;
+  for (double& v : x3) v *= 3.0;
+  const Vec y3 = rmsnorm_forward(x3, w, N, C, 0.0).out, y1 = rmsnorm_forward(x, w, N, C, 0.0).out;
+  for (std::size_t i = 0; i < y1.size(); ++i) EXPECT_NEAR(y3[i], y1[i], 1e-12);
+}
+
+TEST(ReferenceLlamaOps, SwigluMatchesFiniteDifferencesAndSilu) {
+  const FdTally tally;
+  std::mt19937_64 rng(3);
+  const int N = 2, F = 5;
+  const Vec gu = random_vec(rng, N * 2 * F, 0, 2), r = random_vec(rng, N * F, 0, 1);
+  expect_gradient([&](const Vec& v) { return dot(r, swiglu_forward(v, N, F)); }, gu, swiglu_backward(gu, r, N, F),
+                  "swiglu dgu");
+  // silu(1) * 2 = 2 / (1 + e^-1).
+  Vec one(2 * F, 0.0);
+  one[0] = 1.0;
+  one[F] = 2.0;
+  EXPECT_NEAR(swiglu_forward(one, 1, F)[0], 2.0 / (1.0 + std::exp(-1.0)), 1e-15);
+}
+
+// RoPE as the complex rotation z_i e^{i t theta_i} of z_i = x_i + i x_{i+hs/2}: norms are kept, the
+// inverse undoes it, and the score of a rotated query and key depends only on their distance.
+TEST(ReferenceLlamaOps, RopeIsARelativeRotation) {
+  std::mt19937_64 rng(4);
+  const int hs = 8, T = 6;
+  const double base = 10000.0;
+  const Vec q = random_vec(rng, hs, 0, 1), k = random_vec(rng, hs, 0, 1);
+  Vec qs, ks;  // the same q and k at every position
+  for (int t = 0; t < T; ++t) {
+    qs.insert(qs.end(), q.begin(), q.end());
+    ks.insert(ks.end(), k.begin(), k.end());
+  }
+  const Vec rq = rope_rotate(qs, 1, 1, T, hs, base), rk = rope_rotate(ks, 1, 1, T, hs, base);
+  auto at = [&](const Vec& v, int t) { return Vec(v.begin() + t * hs, v.begin() + (t + 1) * hs); };
+  EXPECT_NEAR(dot(at(rq, 5), at(rq, 5)), dot(q, q), 1e-12);
+  EXPECT_NEAR(dot(at(rq, 4), at(rk, 1)), dot(at(rq, 3), at(rk, 0)), 1e-12);  // distance 3
+  EXPECT_NEAR(dot(at(rq, 5), at(rk, 3)), dot(at(rq, 2), at(rk, 0)), 1e-12);  // distance 2
+  EXPECT_GT(std::abs(dot(at(rq, 4), at(rk, 1)) - dot(at(rq, 4), at(rk, 2))), 1e-6);
+  const Vec back = rope_rotate(rq, 1, 1, T, hs, base, 0, true);
+  for (std::size_t i = 0; i < qs.size(); ++i) EXPECT_NEAR(back[i], qs[i], 1e-13);
+  // Position 1, pair 0 rotates by exactly 1 radian; pair i by base^(-2i/hs); an offset shifts positions.
+  const Vec one = rope_rotate(Vec(qs.begin(), qs.begin() + 2 * hs), 1, 1, 2, hs, base);
+  EXPECT_NEAR(one[hs + 0], q[0] * std::cos(1.0) - q[4] * std::sin(1.0), 1e-15);
+  const double a1 = std::pow(base, -2.0 / hs);
+  EXPECT_NEAR(one[hs + 5], q[5] * std::cos(a1) + q[1] * std::sin(a1), 1e-15);
+  const Vec shifted = rope_rotate(Vec(qs.begin(), qs.begin() + hs), 1, 1, 1, hs, base, 5);
+  for (int i = 0; i < hs; ++i) EXPECT_NEAR(shifted[i], rq[5 * hs + i], 1e-13);
+}
+
+TEST(ReferenceLlamaOps, GroupedHeadsRepeatAndSumBack) {
+  std::mt19937_64 rng(5);
+  const int B = 2, T = 3, H = 6, Hkv = 2, hs = 2;
+  const Vec qkv = random_vec(rng, B * T * (H + 2 * Hkv) * hs, 0, 1);
+  const QkvHeads heads = split_qkv_grouped(qkv, B, T, H, Hkv, hs);
+  EXPECT_EQ(merge_qkv_grouped(heads.q, heads.k, heads.v, B, T, H, Hkv, hs), qkv);
+  // Query head 4 of sequence 1 reads kv head 4 / 3 = 1: row (1, t), columns H*hs + 1*hs ...
+  const Vec rep = repeat_kv(heads.k, B, Hkv, H, T, hs);
+  EXPECT_EQ(rep[((1 * H + 4) * T + 2) * hs + 1], qkv[(1 * T + 2) * (H + 2 * Hkv) * hs + H * hs + 1 * hs + 1]);
+  // sum_kv_groups is repeat_kv's adjoint: <repeat(k), d> = <k, sum(d)>.
+  const Vec d = random_vec(rng, rep.size(), 0, 1);
+  EXPECT_NEAR(dot(rep, d), dot(heads.k, sum_kv_groups(d, B, Hkv, H, T, hs)), 1e-12);
+  // With Hkv = H the grouped split is the GPT's.
+  const Vec mha = random_vec(rng, B * T * 3 * H * hs, 0, 1);
+  const QkvHeads g = split_qkv_grouped(mha, B, T, H, H, hs), s = split_qkv(mha, B, T, H, hs);
+  EXPECT_EQ(g.q, s.q);
+  EXPECT_EQ(g.k, s.k);
+  EXPECT_EQ(g.v, s.v);
+}
+
+models::LlamaConfig tiny_llama_config() {
+  models::LlamaConfig c;
+  c.num_layers = 2;
+  c.model_dims = 8;
+  c.hidden_dims = 12;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.dims_per_head = 4;  // attention width 16 != C: the projections are not square
+  c.max_seq_len = 8;
+  c.vocab_size = 11;
+  c.init_std = 0.3f;
+  c.rope_base = 100.0f;  // angles that turn visibly within 5 positions
+  return c;
+}
+
+TEST(ReferenceLlama, GradientsMatchFiniteDifferencesForEveryTensor) {
+  const FdTally tally;
+  const models::LlamaConfig config = tiny_llama_config();
+  const models::ParameterLayout layout(config, 16);
+  const std::vector<float> params = random_params(layout, 43);
+  const ReferenceBatch batch = tiny_batch();
+  const ReferenceResult ref = reference_forward_backward(config, layout, params, batch);
+  const Vec p(params.begin(), params.end());
+  EXPECT_EQ(reference_loss(config, layout, p, batch), ref.loss);
+  EXPECT_TRUE(std::isfinite(ref.loss));
+  auto loss_at = [&](const Vec& v) { return reference_loss(config, layout, v, batch); };
+  std::mt19937_64 rng(321);
+  for (const models::TensorSpec& t : layout.tensors()) {
+    std::set<std::size_t> coords;
+    std::uniform_int_distribution<std::size_t> any(0, t.count - 1);
+    while (coords.size() < std::min<std::size_t>(16, t.count)) coords.insert(any(rng));
+    if (t.name == "embed" || t.name == "lm_head") {
+      for (int row : {3, 2, 10}) coords.insert(static_cast<std::size_t>(row * config.model_dims + 1));
+    }
+    double max_abs_grad = 0.0;
+    for (std::size_t i : coords) {
+      compare(central_difference(loss_at, p, t.offset + i), ref.grads[t.offset + i], t.name + "[" + std::to_string(i) + "]");
+      max_abs_grad = std::max(max_abs_grad, std::abs(ref.grads[t.offset + i]));
+    }
+    EXPECT_GT(max_abs_grad, 1e-4) << t.name << ": every tensor takes part in the loss";
+  }
+  // Untied: the embedding's padding rows and the never-input rows get nothing; the head's
+  // padding rows get nothing either (their logits are masked).
+  const int C = config.model_dims;
+  const models::TensorSpec& embed = layout.at("embed");
+  for (int c = 0; c < C; ++c) {
+    EXPECT_EQ(ref.grads[embed.offset + static_cast<std::size_t>(2 * C + c)], 0.0) << "embed row 2 is never an input";
+    EXPECT_EQ(ref.grads[layout.at("lm_head").offset + static_cast<std::size_t>(20 * C + c)], 0.0) << "lm_head padding";
+  }
+}
+
+TEST(ReferenceLlama, RejectsBadConfigs) {
+  models::LlamaConfig c = tiny_llama_config();
+  c.num_kv_heads = 3;
+  try {
+    c.validate();
+    FAIL() << "NUM_KV_HEADS=3 does not divide NUM_HEADS=4";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("NUM_KV_HEADS=3 must divide NUM_HEADS=4"), std::string::npos) << e.what();
+  }
+  c = tiny_llama_config();
+  c.dims_per_head = 5;
+  EXPECT_THROW(c.validate(), ConfigError);
 }
 
 }  // namespace
