@@ -26,6 +26,7 @@
 #include "common/in_file.h"
 #include "common/safetensors.h"
 #include "common/saturating.h"
+#include "models/hf_llama_io.h"
 #include "models/parameter_layout.h"
 #include "models/tensor_names.h"
 
@@ -366,11 +367,14 @@ bool is_safetensors(const fs::path& file) { return file.extension() == ".safeten
 }  // namespace
 
 HostWeights load_weights_file(const fs::path& file, int num_heads, std::size_t alignment) {
+  if (is_hf_llama_checkpoint(file)) return load_hf_llama(file, alignment);
   return is_safetensors(file) ? load_safetensors(file, num_heads, alignment) : load_llmc(file, alignment);
 }
 
 void save_weights_file(const fs::path& file, const HostWeights& w) {
-  if (is_safetensors(file)) {
+  if (w.config.is_llama()) {
+    save_hf_llama(file, w);
+  } else if (is_safetensors(file)) {
     save_safetensors(file, w);
   } else {
     save_llmc(file, w);

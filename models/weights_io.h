@@ -54,8 +54,10 @@ HostWeights load_safetensors(const std::filesystem::path& file, int num_heads, s
 // Requires NUM_HEADS * DIMS_PER_HEAD == MODEL_DIMS (ConfigError).
 void save_safetensors(const std::filesystem::path& file, const HostWeights& w);
 
-// By file name: *.safetensors is safetensors (which does not store NUM_HEADS: `num_heads` supplies
-// it), anything else is an llm.c checkpoint.
+// By path: a Hugging Face LLaMA checkpoint (a directory with config.json, or a .safetensors file with
+// a LLaMA config.json beside it: models/hf_llama_io.h); else *.safetensors is GPT-2 safetensors
+// (which does not store NUM_HEADS: `num_heads` supplies it), anything else an llm.c checkpoint.
+// Saving a LLaMA always writes the Hugging Face LLaMA form (the path a directory or a .safetensors file).
 HostWeights load_weights_file(const std::filesystem::path& file, int num_heads, std::size_t alignment);
 void save_weights_file(const std::filesystem::path& file, const HostWeights& w);
 

@@ -17,10 +17,12 @@ Writes, next to this script:
                             of each split, in float64, and their means over all windows (the loss is
                             averaged over target tokens, the accuracy takes the first argmax over the
                             96 real vocabulary entries, as pax-ocl's eval reports them)
-  llama_tiny.safetensors    a tiny LlamaForCausalLM (float32, HF names), for a future LLaMA
+  llama_tiny/               a tiny LlamaForCausalLM (float32, grouped-query attention: 4 heads, 2 key/value
+                            heads) as save_pretrained writes it: config.json, model.safetensors.index.json, shards
   llama_tiny_expected.json  its loss, logits slice and log-probabilities on the same kind of batch
 tests/test_golden.cpp checks pax-ocl against the GPT-2 files in-process, tests/test_cli_eval.cpp runs
-`pax-ocl eval --init_from=gpt2_tiny.safetensors` on gpt2_tiny_eval; nothing reads the LLaMA ones yet.
+`pax-ocl eval --init_from=gpt2_tiny.safetensors` on gpt2_tiny_eval; tests/test_golden.cpp also loads
+llama_tiny/ through pax-ocl's Hugging Face LLaMA reader and checks its loss and log-probabilities.
 
 Run (only to regenerate; the test needs no Python), from the repository root:
   pip install torch transformers safetensors
@@ -53,6 +55,7 @@ expectations agree exactly); pax-ocl runs float32, and tests/test_golden.cpp sta
 import json
 import math
 import os
+import shutil
 import platform
 
 import numpy
@@ -373,7 +376,17 @@ def llama():
     model = LlamaForCausalLM(config)
     model.eval()
     randomize(model, gen, lambda name, p: p.dim() == 2)
-    stored = save_weights(model, os.path.join(HERE, "llama_tiny.safetensors"), lambda n: False)
+    # As transformers saves it: config.json, and the weights sharded (model.safetensors.index.json
+    # and 3 shards), which pax-ocl must read as a whole.
+    out_dir = os.path.join(HERE, "llama_tiny")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    model.save_pretrained(out_dir, safe_serialization=True, max_shard_size="200KB")
+    with open(os.path.join(out_dir, "model.safetensors.index.json")) as f:
+        shards = sorted(set(json.load(f)["weight_map"].values()))
+    assert len(shards) >= 2, shards
+    stored = {}
+    for shard in shards:
+        stored.update(safetensors.torch.load_file(os.path.join(out_dir, shard)))
     ids, targets = batch(gen, VOCAB)
     model.double()
     for name, p in model.named_parameters():
