@@ -26,7 +26,7 @@ const FlagSpec kDataFlags[] = {
     {"model_type", "bpe|unigram", "prepare: SentencePiece model type (default bpe)"},
     {"spm_model", "FILE", "prepare: use this SentencePiece .model instead of training one"},
     {"validation_fraction", "F", "prepare --text: share of documents held out (default 0.05)"},
-    {"data", "DIR|kjv|synthetic|SHARDS", "inspect: the data to read"},
+    {"data", "DIR|kjv|synthetic|SHARDS", "inspect: the data to read (DIR: a prepared dataset or llm.c *_train*.bin / *_val*.bin)"},
     {"split", "train|validation", "inspect: which split (default train)"},
     {"batches", "N", "inspect: how many batches to print (default 2)"},
     {"tokenizer", "FILE", "inspect: SentencePiece model to decode with (default DIR/tokenizer.model)"},
@@ -91,8 +91,8 @@ int inspect(const CliArgs& args) {
   std::filesystem::path dir = data == "kjv" ? inputs::prepared_kjv(inputs::default_data_root(), 4096, "bpe") : std::filesystem::path(data);
   int vocab = 0;
   if (const auto v = args.fdl("VOCAB_SIZE")) vocab = static_cast<int>(config::parse_int_value("VOCAB_SIZE", *v));
-  else if (std::filesystem::is_directory(dir)) vocab = inputs::read_dataset_info(dir).vocab_size;
-  else throw ConfigError("data inspect of shard files or synthetic data needs --fdl.VOCAB_SIZE");
+  else if (std::filesystem::is_regular_file(dir / "dataset.json")) vocab = inputs::read_dataset_info(dir).vocab_size;
+  else throw ConfigError("data inspect of shard files, llm.c directories or synthetic data needs --fdl.VOCAB_SIZE");
   auto input = inputs::make_input(data == "kjv" ? dir.string() : data, split, params, vocab);
   std::optional<inputs::Tokenizer> tokenizer;
   if (const auto t = args.flag("tokenizer")) tokenizer.emplace(*t);

@@ -90,7 +90,7 @@ const std::vector<HParamSpec>& Experiment::schema() {
        .help = "after SIGTERM/SIGUSR1: seconds to finish the step and save before the process ends anyway", .min = 0,
        .max = 7 * 24 * 3600},
       {.name = "SEED", .type = T::kInt, .help = "seed of the initialisation and the data order", .min = 0, .max = kInf},
-      {.name = "DATA", .type = T::kString, .help = "kjv | synthetic | dataset directory | text:FILES | token shards"},
+      {.name = "DATA", .type = T::kString, .help = "kjv | synthetic | dataset or llm.c directory | text:FILES | token shards"},
       {.name = "TOKENIZER", .type = T::kString, .help = "SentencePiece .model for DATA=text:FILES"},
       {.name = "PREFETCH_DEPTH", .type = T::kInt, .help = "batches prepared ahead by the input thread", .min = 0, .max = 1024},
       {.name = "OVERLAP_COMMUNICATION", .type = T::kBool,

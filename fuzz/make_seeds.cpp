@@ -3,6 +3,7 @@
 // bytes on every run (scripts/fuzz.sh runs it before fuzzing).
 #include <cstdio>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -44,6 +45,17 @@ void token_shard_seeds() {
   seed("fuzz_token_shard", "uint32.shard", fuzz::read_file(tmp));
   inputs::write_token_shard(tmp, std::vector<std::uint32_t>{1, 2}, 0);  // vocabulary unknown
   seed("fuzz_token_shard", "two_tokens.shard", fuzz::read_file(tmp));
+  // llm.c token files, which the project reads but does not write: int32[256] header, then tokens.
+  for (const inputs::LlmcFormat& format : inputs::kLlmcFormats) {
+    std::string bytes(inputs::kLlmcHeaderBytes, '\0');
+    const std::int32_t header[3] = {format.magic, format.version, 40};
+    std::memcpy(bytes.data(), header, sizeof header);
+    for (std::uint32_t i = 0; i < 40; ++i) {
+      const std::uint32_t token = i * 7 % 256;
+      bytes.append(reinterpret_cast<const char*>(&token), format.bytes_per_token);  // little-endian: low bytes first
+    }
+    seed("fuzz_token_shard", "llmc_" + std::to_string(format.magic) + ".bin", bytes);
+  }
 }
 
 void weights_seeds() {

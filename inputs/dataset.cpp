@@ -1,6 +1,7 @@
 #include "inputs/dataset.h"
 
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -289,6 +290,48 @@ fs::path prepared_kjv(const fs::path& root, int vocab_size, const std::string& m
   return options.output_dir;
 }
 
+std::vector<fs::path> llmc_split_files(const fs::path& dir, const std::string& split) {
+  const char* pattern = split == "train" ? "*_train*.bin" : "*_val*.bin";
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    // FNM_PERIOD: a leading dot is not matched by `*`, as glob does not list hidden files.
+    if (::fnmatch(pattern, name.c_str(), FNM_PERIOD) == 0 && entry.is_regular_file(ec)) files.push_back(entry.path());
+  }
+  if (ec) throw DataError(fmt::format("cannot list {}: {}", dir.string(), ec.message()));
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+namespace {
+
+// The token stream of a directory given as DATA: a prepared dataset, or llm.c's files.
+TokenStream directory_stream(const fs::path& dir, const std::string& split, int vocab_size) {
+  if (!fs::is_regular_file(dir / "dataset.json")) {
+    if (!llmc_split_files(dir, "train").empty()) {
+      const std::vector<fs::path> files = llmc_split_files(dir, split);
+      if (files.empty()) {
+        throw DataError(fmt::format("{} has llm.c training files but no {} files ({})", dir.string(), split,
+                                    split == "train" ? "*_train*.bin" : "*_val*.bin"));
+      }
+      return TokenStream::from_shards(files, static_cast<std::uint32_t>(vocab_size));
+    }
+    throw DataError(fmt::format("{} is neither a prepared dataset (no dataset.json; create one with `pax-ocl data "
+                                "prepare`) nor a directory of llm.c token files (*_train*.bin, *_val*.bin)",
+                                dir.string()));
+  }
+  const DatasetInfo info = read_dataset_info(dir);
+  if (info.vocab_size != vocab_size) {
+    throw DataError(fmt::format("the tokenizer of {} has {} pieces but VOCAB_SIZE={}; set --fdl.VOCAB_SIZE={} or "
+                                "prepare the data with --vocab_size={}",
+                                dir.string(), info.vocab_size, vocab_size, info.vocab_size, vocab_size));
+  }
+  return TokenStream::from_shards({dir / (split + ".tokens")}, static_cast<std::uint32_t>(vocab_size));
+}
+
+}  // namespace
+
 std::unique_ptr<BaseInput> make_input(const std::string& source, const std::string& split, const InputParams& params,
                                       int vocab_size) {
   if (split != "train" && split != "validation") throw ConfigError(fmt::format("split '{}': use train or validation", split));
@@ -318,13 +361,7 @@ std::unique_ptr<BaseInput> make_input(const std::string& source, const std::stri
     fs::path dir = source;
     if (source == "kjv") dir = prepared_kjv(default_data_root(), vocab_size, "bpe");
     if (fs::is_directory(dir)) {
-      const DatasetInfo info = read_dataset_info(dir);
-      if (info.vocab_size != vocab_size) {
-        throw DataError(fmt::format("the tokenizer of {} has {} pieces but VOCAB_SIZE={}; set --fdl.VOCAB_SIZE={} or "
-                                    "prepare the data with --vocab_size={}",
-                                    dir.string(), info.vocab_size, vocab_size, info.vocab_size, vocab_size));
-      }
-      stream = TokenStream::from_shards({dir / (split + ".tokens")}, static_cast<std::uint32_t>(vocab_size));
+      stream = directory_stream(dir, split, vocab_size);
     } else {
       stream = TokenStream::from_shards(expand_shard_spec(source), static_cast<std::uint32_t>(vocab_size));
     }

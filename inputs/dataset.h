@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "inputs/base_input.h"
 #include "inputs/corpus.h"
@@ -59,10 +60,17 @@ std::filesystem::path default_data_root();
 // first use, once, whoever else asks at the same time).
 std::filesystem::path prepared_kjv(const std::filesystem::path& root, int vocab_size, const std::string& model_type);
 
+// A directory of llm.c token files, as llm.c's dev/data scripts leave them: the files of `split`
+// in name order, `*_train*.bin` for "train" and `*_val*.bin` for "validation"
+// (tinyshakespeare_train.bin, fineweb_val_000000.bin, fineweb_train_000001.bin, ...). Empty when
+// the directory has none. Hidden files are skipped, as glob skips them.
+std::vector<std::filesystem::path> llmc_split_files(const std::filesystem::path& dir, const std::string& split);
+
 // The input for `source`, split "train" or "validation":
 //   "synthetic"          the synthetic stream (90% train, 10% validation)
 //   "kjv"                the KJV, prepared on first use under default_data_root()
-//   a directory          a `pax-ocl data prepare` dataset
+//   a directory          a `pax-ocl data prepare` dataset (it holds dataset.json), else a directory
+//                        of llm.c token files (llmc_split_files; DataError when a split has none)
 //   "text:FILE[,FILE]"   raw text tokenised on the fly with params.tokenizer_model (documents and
 //                        the validation hold-out as `data prepare --text` makes them)
 //   anything else        token shard files (comma-separated list and/or glob patterns)

@@ -27,64 +27,123 @@ namespace {
 }
 }  // namespace
 
+namespace {
+
+// The header's fields, whichever format wrote it.
+struct ShardHeader {
+  std::size_t header_bytes = 0;
+  std::uint32_t bytes_per_token = 0;
+  std::uint64_t count = 0;
+  std::uint32_t vocab_size = 0;
+  const LlmcFormat* llmc = nullptr;
+};
+
+const LlmcFormat* llmc_format_of(std::int32_t magic) {
+  for (const LlmcFormat& f : kLlmcFormats) {
+    if (f.magic == magic) return &f;
+  }
+  return nullptr;
+}
+
+std::string too_short(std::size_t file_bytes, std::size_t header_bytes, const char* whose) {
+  return fmt::format("{} bytes, shorter than the {}-byte {}header (truncated?)", file_bytes, header_bytes, whose);
+}
+
+// Reads and checks the header of a mapped file of file_bytes > 0 bytes; fails with the reason.
+ShardHeader read_header(const std::filesystem::path& file, const unsigned char* bytes, std::size_t file_bytes) {
+  ShardHeader h;
+  std::int32_t first = 0;
+  if (file_bytes >= 4) std::memcpy(&first, bytes, 4);
+  if (file_bytes >= sizeof kShardMagic && std::memcmp(bytes, kShardMagic, sizeof kShardMagic) == 0) {
+    if (file_bytes < kShardHeaderBytes) fail(file, too_short(file_bytes, kShardHeaderBytes, ""));
+    std::uint32_t version = 0;
+    std::memcpy(&version, bytes + 8, 4);
+    std::memcpy(&h.bytes_per_token, bytes + 12, 4);
+    std::memcpy(&h.count, bytes + 16, 8);
+    std::memcpy(&h.vocab_size, bytes + 24, 4);
+    if (version != kShardVersion) {
+      fail(file, fmt::format("format version {} is not supported (this build reads version {})", version, kShardVersion));
+    }
+    if (h.bytes_per_token != 2 && h.bytes_per_token != 4) {
+      fail(file, fmt::format("token width {} bytes is not 2 or 4", h.bytes_per_token));
+    }
+    h.header_bytes = kShardHeaderBytes;
+  } else if (const LlmcFormat* llmc = file_bytes >= 4 ? llmc_format_of(first) : nullptr) {
+    if (file_bytes < kLlmcHeaderBytes) fail(file, too_short(file_bytes, kLlmcHeaderBytes, "llm.c "));
+    std::int32_t version = 0, count = 0;
+    std::memcpy(&version, bytes + 4, 4);
+    std::memcpy(&count, bytes + 8, 4);
+    if (version != llmc->version) {
+      fail(file, fmt::format("llm.c format version {} is not supported (magic {} goes with version {})", version,
+                             llmc->magic, llmc->version));
+    }
+    if (count < 0) fail(file, fmt::format("llm.c header's token count {} is negative (corrupt header)", count));
+    h = {kLlmcHeaderBytes, llmc->bytes_per_token, static_cast<std::uint64_t>(count), 0, llmc};
+  } else if (file_bytes < kShardHeaderBytes) {
+    fail(file, too_short(file_bytes, kShardHeaderBytes, ""));
+  } else {
+    fail(file, fmt::format("neither a pax-ocl token shard (magic PAXTOKEN) nor an llm.c token file (int32 magic {} or {}): "
+                           "bad magic",
+                           kLlmcGpt2.magic, kLlmcLlama3.magic));
+  }
+  // The header's count must be exactly what the file holds. Computed from the file's size, never as
+  // header + count * width, which wraps for a hostile count near 2^64 / width and would let the
+  // scan of the tokens read far past the mapping.
+  const std::uint64_t payload = file_bytes - h.header_bytes;
+  const std::uint64_t held = payload / h.bytes_per_token;
+  if (h.count != held || payload % h.bytes_per_token != 0) {
+    const bool fits = h.count <= (std::numeric_limits<std::uint64_t>::max() - h.header_bytes) / h.bytes_per_token;
+    const std::string needed = fits ? fmt::format("{} bytes", h.header_bytes + h.count * h.bytes_per_token) : "more than 2^64 bytes";
+    fail(file, fmt::format("{} bytes, but the header's {} tokens of {} bytes need {} ({}); {}", file_bytes, h.count,
+                           h.bytes_per_token, needed, h.count > held ? "truncated or a corrupt header" : "trailing bytes",
+                           h.llmc != nullptr ? "re-run llm.c's data script" : "re-run `pax-ocl data prepare`"));
+  }
+  if (h.count == 0) fail(file, "holds no tokens");
+  return h;
+}
+
+}  // namespace
+
 TokenShard::TokenShard(const std::filesystem::path& file, std::uint32_t max_vocab) : path_(file) {
   const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) fail(file, fmt::format("cannot open ({}); check the path or run `pax-ocl data prepare`", std::strerror(errno)));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) fail(file, "not a regular file");
   const auto file_bytes = static_cast<std::size_t>(st.st_size);
-  if (file_bytes < kShardHeaderBytes) {
-    fail(file, file_bytes == 0 ? "empty file" : fmt::format("{} bytes, shorter than the {}-byte header (truncated?)", file_bytes, kShardHeaderBytes));
-  }
+  if (file_bytes == 0) fail(file, "empty file");
   map_ = ::mmap(nullptr, file_bytes, PROT_READ, MAP_PRIVATE, fd.get(), 0);  // the mapping outlives the descriptor
   if (map_ == MAP_FAILED) {
     map_ = nullptr;
     fail(file, fmt::format("mmap failed ({})", std::strerror(errno)));
   }
   map_bytes_ = file_bytes;
-  const auto* bytes = static_cast<const unsigned char*>(map_);
-  std::uint32_t version = 0;
-  std::uint64_t count = 0;
-  std::memcpy(&version, bytes + 8, 4);
-  std::memcpy(&bytes_per_token_, bytes + 12, 4);
-  std::memcpy(&count, bytes + 16, 8);
-  std::memcpy(&vocab_size_, bytes + 24, 4);
-  auto close_and_fail = [&](const std::string& what) {
+  try {
+    const auto* bytes = static_cast<const unsigned char*>(map_);
+    const ShardHeader h = read_header(file, bytes, file_bytes);
+    data_ = bytes + h.header_bytes;
+    count_ = static_cast<std::size_t>(h.count);
+    bytes_per_token_ = h.bytes_per_token;
+    vocab_size_ = h.vocab_size;
+    llmc_ = h.llmc;
+    if (max_vocab > 0) check_tokens_below(max_vocab);
+  } catch (...) {  // the destructor does not run for a throwing constructor
     ::munmap(map_, map_bytes_);
     map_ = nullptr;
-    fail(file, what);
-  };
-  if (std::memcmp(bytes, kShardMagic, sizeof kShardMagic) != 0) close_and_fail("not a pax-ocl token shard (bad magic)");
-  if (version != kShardVersion) {
-    close_and_fail(fmt::format("format version {} is not supported (this build reads version {})", version, kShardVersion));
+    throw;
   }
-  if (bytes_per_token_ != 2 && bytes_per_token_ != 4) {
-    close_and_fail(fmt::format("token width {} bytes is not 2 or 4", bytes_per_token_));
-  }
-  // The header's count must be exactly what the file holds. Computed from the file's size, never as
-  // 32 + count * width, which wraps for a hostile count near 2^64 / width and would let the scan
-  // below read far past the mapping.
-  const std::uint64_t payload = file_bytes - kShardHeaderBytes;
-  const std::uint64_t held = payload / bytes_per_token_;
-  if (count != held || payload % bytes_per_token_ != 0) {
-    const bool fits = count <= (std::numeric_limits<std::uint64_t>::max() - kShardHeaderBytes) / bytes_per_token_;
-    const std::string needed = fits ? fmt::format("{} bytes", kShardHeaderBytes + count * bytes_per_token_) : "more than 2^64 bytes";
-    close_and_fail(fmt::format("{} bytes, but the header's {} tokens of {} bytes need {} ({}); re-run `pax-ocl data prepare`",
-                               file_bytes, count, bytes_per_token_, needed,
-                               count > held ? "truncated or a corrupt header" : "trailing bytes"));
-  }
-  if (count == 0) close_and_fail("holds no tokens");
-  data_ = bytes + kShardHeaderBytes;
-  count_ = static_cast<std::size_t>(count);
-  if (max_vocab > 0) {
-    for (std::size_t i = 0; i < count_; ++i) {
-      if ((*this)[i] >= max_vocab) {
-        const std::uint32_t bad = (*this)[i];
-        close_and_fail(fmt::format("token {} at position {} is >= VOCAB_SIZE={}; the tokenizer that wrote it does not "
-                                   "match the model (shard vocabulary: {})",
-                                   bad, i, max_vocab, vocab_size_));
-      }
-    }
+}
+
+void TokenShard::check_tokens_below(std::uint32_t max_vocab) const {
+  for (std::size_t i = 0; i < count_; ++i) {
+    const std::uint32_t token = (*this)[i];
+    if (token < max_vocab) continue;
+    const std::string origin =
+        llmc_ != nullptr ? fmt::format("llm.c {} format, which records no vocabulary; {}'s tokenizer has {} ids", llmc_->tokenizer,
+                                       llmc_->tokenizer, llmc_->tokenizer_vocab)
+                         : fmt::format("shard vocabulary: {}", vocab_size_);
+    fail(path_, fmt::format("token {} at position {} is >= VOCAB_SIZE={}; the tokenizer that wrote it does not match the "
+                            "model ({})",
+                            token, i, max_vocab, origin));
   }
 }
 

@@ -62,6 +62,45 @@ TEST_F(CliData, TrainOnRawTextTokenisedOnTheFly) {
   EXPECT_NE(no_tokenizer.err.find("set --fdl.TOKENIZER=FILE.model"), std::string::npos) << no_tokenizer.err;
 }
 
+// llm.c's data scripts leave NAME_train*.bin and NAME_val*.bin in one directory: DATA=that directory
+// trains on them unchanged. The files record no vocabulary; GPT-2's (llm.c's usual one, 50257 ids,
+// padded to 50304 in the model as llm.c pads it) is given as VOCAB_SIZE.
+TEST(CliLlmcData, TrainTwoStepsOnADirectoryOfLlmcFiles) {
+  TempDir dir;
+  const auto data = dir.path() / "tinyshakespeare";
+  std::filesystem::create_directories(data);
+  Rng rng(11);
+  auto tokens = [&](std::size_t n) {
+    std::vector<std::uint32_t> t(n);
+    for (auto& v : t) v = static_cast<std::uint32_t>(rng.next_u64() % 50257);
+    t[n / 2] = 50256;  // GPT-2's <|endoftext|>, the largest id
+    return t;
+  };
+  write_llmc_tokens(data / "tinyshakespeare_train.bin", tokens(3000));
+  write_llmc_tokens(data / "tinyshakespeare_val.bin", tokens(400));
+  const std::string model =
+      " --fdl.NUM_LAYERS=1 --fdl.MODEL_DIMS=32 --fdl.HIDDEN_DIMS=64 --fdl.NUM_HEADS=2 --fdl.DIMS_PER_HEAD=16"
+      " --fdl.MAX_SEQ_LEN=16 --fdl.PERCORE_BATCH_SIZE=2 --fdl.EVAL_LOOP_NUM_BATCHES=2 --job_log_dir=" +
+      (dir.path() / "job").string();
+  const auto r = run_command(kBinary + " train --fdl.DATA=" + data.string() + " --fdl.VOCAB_SIZE=50257 --fdl.MAX_STEPS=2" + model);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("step      2/2"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("no validation data"), std::string::npos) << "the *_val.bin file is the eval_test split: " << r.err;
+  EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "job" / "summaries" / "eval_test"));
+
+  const auto small = run_command(kBinary + " train --fdl.DATA=" + data.string() + " --fdl.VOCAB_SIZE=512 --fdl.MAX_STEPS=1" + model);
+  EXPECT_EQ(small.exit_code, 3) << small.err;
+  EXPECT_NE(small.err.find((data / "tinyshakespeare_train.bin").string() + ": token "), std::string::npos) << small.err;
+  EXPECT_NE(small.err.find(">= VOCAB_SIZE=512"), std::string::npos) << small.err;
+  EXPECT_NE(small.err.find("GPT-2's tokenizer has 50257 ids"), std::string::npos) << small.err;
+  EXPECT_EQ(small.err.rfind("pax-ocl: error: "), small.err.find("pax-ocl: error: ")) << small.err;
+
+  const auto inspect = run_command(kBinary + " data inspect --data=" + data.string() +
+                                   " --split=validation --batches=1 --fdl.MAX_SEQ_LEN=16 --fdl.VOCAB_SIZE=50257");
+  EXPECT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_NE(inspect.out.find("batch 0 row 1"), std::string::npos) << inspect.out;
+}
+
 TEST_F(CliData, BadDataIsOneLineAndExit3) {
   const struct {
     std::string args;

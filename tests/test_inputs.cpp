@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -396,6 +397,132 @@ TEST(TokenShard, TheWriterRefusesTokensOutsideTheVocabulary) {
                 .find("token 70000 at position 1 is >= the vocabulary size 65536"),
             std::string::npos);
   EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "no file, not even a temporary one";
+}
+
+// ---- llm.c token files -----------------------------------------------------------------------
+
+using paxocl::testing::write_llmc_tokens;
+
+TEST(LlmcShard, ReadsLlmcFilesTokenForTokenInBothFormats) {
+  TempDir dir;
+  const std::vector<std::uint32_t> gpt2 = {0, 1, 50256, 65535, 12345}, llama3 = {128255, 70000, 3};
+  write_llmc_tokens(dir.path() / "a_train.bin", gpt2);                                   // magic 20240520 v1 uint16
+  write_llmc_tokens(dir.path() / "b_train.bin", llama3, 20240801, 7, 4);                 // magic 20240801 v7 uint32
+  EXPECT_EQ(std::filesystem::file_size(dir.path() / "a_train.bin"), 1024u + 5 * 2);
+  const TokenShard a(dir.path() / "a_train.bin", 65536);
+  ASSERT_EQ(a.size(), gpt2.size());
+  for (std::size_t i = 0; i < gpt2.size(); ++i) EXPECT_EQ(a[i], gpt2[i]) << i;
+  ASSERT_NE(a.llmc_format(), nullptr);
+  EXPECT_EQ(a.llmc_format()->magic, 20240520);
+  EXPECT_EQ(a.vocab_size(), 0u) << "llm.c records no vocabulary";
+  const TokenShard b(dir.path() / "b_train.bin", 128256);
+  ASSERT_EQ(b.size(), llama3.size());
+  for (std::size_t i = 0; i < llama3.size(); ++i) EXPECT_EQ(b[i], llama3[i]) << i;
+  EXPECT_EQ(b.llmc_format()->magic, 20240801);
+  // llm.c files and pax-ocl shards form one stream together.
+  write_token_shard(dir.path() / "c_train.tokens", std::vector<std::uint32_t>{7, 8}, 200000);
+  const TokenStream s = TokenStream::from_shards(
+      {dir.path() / "a_train.bin", dir.path() / "b_train.bin", dir.path() / "c_train.tokens"}, 200000);
+  ASSERT_EQ(s.size(), 10u);
+  std::vector<int> out;
+  s.copy_window(3, 7, out);
+  EXPECT_EQ(out, (std::vector<int>{65535, 12345, 128255, 70000, 3, 7, 8}));
+  EXPECT_EQ(TokenShard(dir.path() / "c_train.tokens", 0).llmc_format(), nullptr);
+}
+
+TEST(LlmcShard, BadLlmcFilesAreOneLineDataErrorsNamingTheFile) {
+  TempDir dir;
+  const auto f = dir.path() / "bad_train.bin";
+  const std::vector<std::uint32_t> three = {1, 2, 3};
+  const struct {
+    std::function<void()> write;
+    std::uint32_t vocab;
+    std::string says;
+  } cases[] = {
+      {[&] { write_llmc_tokens(f, three, 20240521); }, 0, "bad magic"},
+      {[&] { write_llmc_tokens(f, three, 20240520, 2); }, 0, "llm.c format version 2 is not supported (magic 20240520 goes with version 1)"},
+      {[&] { write_llmc_tokens(f, three, 20240801, 1, 4); }, 0, "llm.c format version 1 is not supported (magic 20240801 goes with version 7)"},
+      {[&] {
+         write_llmc_tokens(f, three);
+         std::filesystem::resize_file(f, 1000);
+       },
+       0, "1000 bytes, shorter than the 1024-byte llm.c header (truncated?)"},
+      {[&] {
+         write_llmc_tokens(f, three);
+         std::filesystem::resize_file(f, 1024 + 5);  // the last token cut in half
+       },
+       0, "1029 bytes, but the header's 3 tokens of 2 bytes need 1030 bytes (truncated or a corrupt header)"},
+      {[&] { write_llmc_tokens(f, three, 20240520, 1, 2, 4); }, 0, "header's 4 tokens of 2 bytes need 1032 bytes (truncated"},
+      // The largest count an int32 header holds: 1024 + 2 * (2^31 - 1) bytes, nowhere near the file.
+      {[&] { write_llmc_tokens(f, three, 20240520, 1, 2, 2147483647); }, 0,
+       "1030 bytes, but the header's 2147483647 tokens of 2 bytes need 4294968318 bytes (truncated or a corrupt header)"},
+      {[&] { write_llmc_tokens(f, three, 20240801, 7, 4, 2147483647); }, 0,
+       "header's 2147483647 tokens of 4 bytes need 8589935612 bytes (truncated"},
+      {[&] { write_llmc_tokens(f, three, 20240520, 1, 2, 2); }, 0, "need 1028 bytes (trailing bytes)"},
+      {[&] { write_llmc_tokens(f, three, 20240520, 1, 2, -3); }, 0, "token count -3 is negative"},
+      {[&] { write_llmc_tokens(f, {}); }, 0, "holds no tokens"},
+      {[&] { write_llmc_tokens(f, {5, 50256, 50257}); }, 50257,
+       "token 50257 at position 2 is >= VOCAB_SIZE=50257; the tokenizer that wrote it does not match the model (llm.c "
+       "GPT-2 format, which records no vocabulary; GPT-2's tokenizer has 50257 ids)"},
+  };
+  for (const auto& c : cases) {
+    c.write();
+    const std::string e = error_of([&] { TokenShard(f, c.vocab); });
+    EXPECT_NE(e.find("token shard " + f.string() + ": "), std::string::npos) << e;
+    EXPECT_NE(e.find(c.says), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+  write_llmc_tokens(f, {5, 50256});
+  EXPECT_EQ(TokenShard(f, 50257).size(), 2u) << "GPT-2's last id fits its vocabulary";
+}
+
+TEST(LlmcShard, ADirectoryOfLlmcFilesIsTrainingAndValidationDataInNameOrder) {
+  TempDir dir;
+  const auto d = dir.path() / "fineweb10B";
+  std::filesystem::create_directories(d);
+  auto counting = [](std::uint32_t from, std::uint32_t n) {
+    std::vector<std::uint32_t> t(n);
+    for (std::uint32_t i = 0; i < n; ++i) t[i] = from + i;
+    return t;
+  };
+  // Written out of name order; the stream follows the names.
+  write_llmc_tokens(d / "fineweb_train_000002.bin", counting(12, 12));
+  write_llmc_tokens(d / "fineweb_train_000001.bin", counting(0, 12));
+  write_llmc_tokens(d / "fineweb_val_000000.bin", counting(100, 8));
+  write_llmc_tokens(d / ".fineweb_train_000003.bin", counting(0, 4));  // hidden: skipped, as glob does
+  std::ofstream(d / "notes_train.txt") << "not a shard\n";
+  EXPECT_EQ(llmc_split_files(d, "train"),
+            (std::vector<std::filesystem::path>{d / "fineweb_train_000001.bin", d / "fineweb_train_000002.bin"}));
+  EXPECT_EQ(llmc_split_files(d, "validation"), std::vector<std::filesystem::path>{d / "fineweb_val_000000.bin"});
+
+  // Evaluation reads windows in order: the train split is 0..23 across both files, validation 100..107.
+  const auto train = make_input(d.string(), "train", params(6, 1, 0, false), 50257);
+  const auto [train_windows, train_padded] = windows_of(*train->get_next());
+  EXPECT_EQ(train_windows, (std::vector<int>{0, 1, 2, 3, 4}));  // windows of T + 1 tokens start every T: (24 - 1) / 4
+  EXPECT_EQ(train_padded, 1);
+  const auto validation = make_input(d.string(), "validation", params(2, 1, 0, false), 50257);
+  const auto first = validation->get_next();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->ids[0], 100);
+  EXPECT_EQ(first->targets[0], 101);
+
+  // Token ids are checked against the model's vocabulary.
+  EXPECT_NE(error_of([&] { make_input(d.string(), "validation", params(2, 1, 0, false), 104); })
+                .find("fineweb_val_000000.bin: token 104 at position 4 is >= VOCAB_SIZE=104"),
+            std::string::npos);
+  // No validation files: a data error for that split only (training skips eval_test with a warning).
+  std::filesystem::remove(d / "fineweb_val_000000.bin");
+  EXPECT_NE(error_of([&] { make_input(d.string(), "validation", params(2, 1, 0, false), 50257); })
+                .find(d.string() + " has llm.c training files but no validation files (*_val*.bin)"),
+            std::string::npos);
+  EXPECT_TRUE(make_input(d.string(), "train", params(2, 1, 0, false), 50257)->get_next());
+  // A directory that is neither a dataset nor llm.c's.
+  const auto empty = dir.path() / "empty";
+  std::filesystem::create_directories(empty);
+  EXPECT_NE(error_of([&] { make_input(empty.string(), "train", params(2, 1, 0, false), 50257); })
+                .find(empty.string() + " is neither a prepared dataset (no dataset.json; create one with `pax-ocl data "
+                                       "prepare`) nor a directory of llm.c token files (*_train*.bin, *_val*.bin)"),
+            std::string::npos);
 }
 
 // ---- SentencePiece, corpora, datasets ------------------------------------------------------

@@ -50,6 +50,19 @@ std::filesystem::path write_word_story(const std::filesystem::path& dir, int par
   return file;
 }
 
+void write_llmc_tokens(const std::filesystem::path& file, const std::vector<std::uint32_t>& tokens, std::int32_t magic,
+                       std::int32_t version, int bytes_per_token, std::optional<std::int32_t> count) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  auto put = [&](std::uint64_t value, int bytes) {  // little-endian, lowest byte first
+    for (int b = 0; b < bytes; ++b) out.put(static_cast<char>((value >> (8 * b)) & 0xff));
+  };
+  put(static_cast<std::uint32_t>(magic), 4);
+  put(static_cast<std::uint32_t>(version), 4);
+  put(static_cast<std::uint32_t>(count.value_or(static_cast<std::int32_t>(tokens.size()))), 4);
+  for (int i = 3; i < 256; ++i) put(0, 4);
+  for (std::uint32_t t : tokens) put(t, bytes_per_token);
+}
+
 TempDir::TempDir() {
   std::random_device rd;
   path_ = std::filesystem::temp_directory_path() / ("pax-ocl-test-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));

@@ -38,6 +38,14 @@ std::vector<float> train_losses(const std::filesystem::path& job_dir, long first
 // separated) to dir/story.txt, so small tokenizers train in a moment; returns the path.
 std::filesystem::path write_word_story(const std::filesystem::path& dir, int paragraphs, std::uint64_t seed);
 
+// Writes `tokens` as llm.c's dev/data/data_common.py write_datafile does, byte by byte (independent
+// of the reader's structs): an int32[256] header (magic, version, token count, then zeros) and the
+// tokens as little-endian integers of bytes_per_token bytes. `count` replaces the header's token
+// count (default: tokens.size()), for corrupt files.
+void write_llmc_tokens(const std::filesystem::path& file, const std::vector<std::uint32_t>& tokens,
+                       std::int32_t magic = 20240520, std::int32_t version = 1, int bytes_per_token = 2,
+                       std::optional<std::int32_t> count = std::nullopt);
+
 // The what() of the E that `f` throws, or "(no error)": for asserting on one-line error messages.
 template <typename E, typename F>
 std::string error_message(F&& f) {
