@@ -6,10 +6,11 @@
 
 namespace paxocl::models {
 
-Embedding::Embedding(const device::Device& device, device::DType act, Param wte, Param wpe, std::size_t dims,
-                     std::size_t max_rows, const std::string& name)
+Embedding::Embedding(const device::Device& device, device::DType act, Param wte, std::optional<Param> wpe,
+                     std::size_t dims, std::size_t max_rows, const std::string& name)
     : wte_(std::move(wte)),
       wpe_(std::move(wpe)),
+      zero_row_(make_buffer(device, act, wpe_ ? 1 : dims, name + ".zero_row")),
       dims_(dims),
       ids_(device.context(), max_rows, name + ".ids"),
       tokens_(device.context(), max_rows, name + ".tokens"),
@@ -37,12 +38,18 @@ const ActBuffer& Embedding::forward(LayerContext& ctx, const std::vector<int>& i
   q.write(tokens_, std::span<const cl_int>(tokens));
   q.write(starts_, std::span<const cl_int>(starts));
   q.write(positions_, std::span<const cl_int>(positions));
-  ctx.kernels.embedding.forward(x_, ids_, wte_.compute, wpe_.compute, ctx.batch, ctx.seq_len, dims_);
+  // Without positions: a one-row table (T = 1), so every row adds row 0, which is zero.
+  if (!wpe_ && !zero_row_written_) {
+    q.zero(zero_row_.get(), zero_row_.bytes());
+    zero_row_written_ = true;
+  }
+  ctx.kernels.embedding.forward(x_, ids_, wte_.compute, wpe_ ? wpe_->compute : zero_row_, ctx.batch,
+                                wpe_ ? ctx.seq_len : 1, dims_);
   return x_;
 }
 
 void Embedding::backward(LayerContext& ctx, const ActBuffer& dx) {
-  ctx.kernels.embedding.backward_wpe(wpe_.grad, dx, ctx.batch, ctx.seq_len, dims_);
+  if (wpe_) ctx.kernels.embedding.backward_wpe(wpe_->grad, dx, ctx.batch, ctx.seq_len, dims_);
   ctx.kernels.embedding.backward_wte(wte_.grad, dx, tokens_, starts_, positions_, unique_tokens_, dims_);
 }
 
