@@ -1,5 +1,5 @@
 // GptModel: Pax's GPT decoder on one OpenCL device; the first models::Model (model.h).
-//   ids (B, T) -> Embedding (wte + wpe) -> NUM_LAYERS x TransformerBlock -> final LayerNorm
+//   ids (B, T) -> Embedding (wte + wpe) -> NUM_LAYERS x GptBlock (transformer_block.h) -> final LayerNorm
 //   -> TiedLmHead (logits = y wte^T, weighted mean softmax cross-entropy)
 // Parameters, gradients, FSDP residency and the activation-dtype copy of the weights are
 // BlockModel's (block_model.h); each layer receives views of its own tensors and never touches
@@ -35,7 +35,7 @@ class GptModel : public BlockModel {
  private:
   GptConfig config_;
   std::unique_ptr<Embedding> embedding_;
-  std::vector<TransformerBlock> blocks_;
+  std::vector<GptBlock> blocks_;
   std::unique_ptr<LayerNorm> final_norm_;
   std::unique_ptr<TiedLmHead> head_;
 };
