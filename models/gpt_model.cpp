@@ -9,7 +9,7 @@ namespace paxocl::models {
 namespace names = tensor_names;
 
 GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, ModelOptions options)
-    : BlockModel(runtime, config, options), config_(config) {
+    : DecoderModel(runtime, config, options), config_(config) {
   const device::Device& device = runtime.device();
   const std::size_t rows = max_rows();
   const std::size_t C = config.model_dims, D = config.attention_dims(), H = config.hidden_dims;
@@ -40,30 +40,5 @@ GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, Mod
                                        static_cast<std::size_t>(config.padded_vocab()), rows, "lm_head");
   end_layers();
 }
-
-GptModel::Pass GptModel::begin_pass(const inputs::Batch& batch, bool gradients) {
-  Pass pass{start_pass(batch, gradients), &batch, nullptr};
-  pass.x = &embedding_->forward(pass.ctx, batch.ids);
-  return pass;
-}
-
-void GptModel::forward_block(Pass& pass, int block) {
-  prepare_block(block);
-  pass.x = &blocks_.at(static_cast<std::size_t>(block)).forward(pass.ctx, *pass.x);
-}
-
-LossStats GptModel::forward_loss(Pass& pass) {
-  return head_->forward(pass.ctx, final_norm_->forward(pass.ctx, *pass.x), pass.batch->targets, pass.batch->weights,
-                        loss_scale());
-}
-
-void GptModel::begin_backward(Pass& pass) { pass.x = &final_norm_->backward(pass.ctx, head_->backward(pass.ctx)); }
-
-void GptModel::backward_block(Pass& pass, int block) {
-  prepare_block(block);
-  pass.x = &blocks_.at(static_cast<std::size_t>(block)).backward(pass.ctx, *pass.x);
-}
-
-void GptModel::finish_backward(Pass& pass) { embedding_->backward(pass.ctx, *pass.x); }
 
 }  // namespace paxocl::models

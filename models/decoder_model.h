@@ -1,0 +1,49 @@
+// DecoderModel: the pass every decoder-only family runs, over its own layer types.
+//   ids (B, T) -> Embedding -> NUM_LAYERS x Block -> FinalNorm -> TiedLmHead (logits = y W^T with
+//   W the embedding table (GPT, tied) or its own head (LLaMA), weighted mean softmax cross-entropy)
+// A family derives, builds these layers in its constructor (on BlockModel::param views) and
+// implements nothing else: the phases below are the Model interface's (model.h).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "models/block_model.h"
+#include "models/layers/embedding.h"
+#include "models/layers/tied_lm_head.h"
+
+namespace paxocl::models {
+
+template <typename Block, typename FinalNorm>
+class DecoderModel : public BlockModel {
+ public:
+  Pass begin_pass(const inputs::Batch& batch, bool gradients) override {
+    Pass pass{start_pass(batch, gradients), &batch, nullptr};
+    pass.x = &embedding_->forward(pass.ctx, batch.ids);
+    return pass;
+  }
+  void forward_block(Pass& pass, int block) override {
+    prepare_block(block);
+    pass.x = &blocks_.at(static_cast<std::size_t>(block)).forward(pass.ctx, *pass.x);
+  }
+  LossStats forward_loss(Pass& pass) override {
+    return head_->forward(pass.ctx, final_norm_->forward(pass.ctx, *pass.x), pass.batch->targets, pass.batch->weights,
+                          loss_scale());
+  }
+  void begin_backward(Pass& pass) override { pass.x = &final_norm_->backward(pass.ctx, head_->backward(pass.ctx)); }
+  void backward_block(Pass& pass, int block) override {
+    prepare_block(block);  // under FSDP the slot may hold another block's weights by now
+    pass.x = &blocks_.at(static_cast<std::size_t>(block)).backward(pass.ctx, *pass.x);
+  }
+  void finish_backward(Pass& pass) override { embedding_->backward(pass.ctx, *pass.x); }
+
+ protected:
+  using BlockModel::BlockModel;
+
+  std::unique_ptr<Embedding> embedding_;
+  std::vector<Block> blocks_;
+  std::unique_ptr<FinalNorm> final_norm_;
+  std::unique_ptr<TiedLmHead> head_;
+};
+
+}  // namespace paxocl::models
