@@ -61,7 +61,9 @@ class Experiment {
   std::vector<long> get_int_list(const std::string& field) const;
 
   nlohmann::json to_json() const;
-  models::ModelConfig model_config() const;  // NUM_LAYERS .. VOCAB_SIZE, INIT_STD; validated (ConfigError)
+  models::ModelConfig model_config() const;  // ARCHITECTURE, NUM_LAYERS .. VOCAB_SIZE, INIT_STD; validated (ConfigError)
+  // Sets the hyper-parameters that describe `model` (a weight file's architecture), INIT_STD aside.
+  void set_model(const models::ModelConfig& model);
 
  private:
   const HParamSpec& spec(const std::string& field) const;

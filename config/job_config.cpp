@@ -37,14 +37,7 @@ models::ModelConfig resolve_model(Experiment& e, const JobFlags& flags, std::sha
   if (flags.init_from) {
     auto weights = std::make_shared<models::HostWeights>(
         models::load_weights_file(*flags.init_from, static_cast<int>(e.get_int("NUM_HEADS")), 1));
-    const models::GptConfig& c = weights->config.gpt();
-    e.set_json("NUM_LAYERS", c.num_layers);  // the resolved experiment records the file's architecture
-    e.set_json("MODEL_DIMS", c.model_dims);
-    e.set_json("HIDDEN_DIMS", c.hidden_dims);
-    e.set_json("NUM_HEADS", c.num_heads);
-    e.set_json("DIMS_PER_HEAD", c.dims_per_head);
-    e.set_json("MAX_SEQ_LEN", c.max_seq_len);
-    e.set_json("VOCAB_SIZE", c.vocab_size);
+    e.set_model(weights->config);  // the resolved experiment records the file's architecture
     weights->config.set_init_std(static_cast<float>(e.get_float("INIT_STD")));
     init = std::move(weights);
   }
