@@ -15,6 +15,7 @@ struct KernelLibrary {
       : elementwise(cache, device),
         embedding(cache, device, act),
         layernorm(cache, device, act),
+        rmsnorm(cache, device, act),
         bias(cache, device, act),
         gelu(cache, device, act),
         attention(cache, device, act),
@@ -29,6 +30,7 @@ struct KernelLibrary {
   Elementwise elementwise;
   EmbeddingKernels embedding;
   LayerNormKernels layernorm;
+  RmsNormKernels rmsnorm;
   BiasKernels bias;
   GeluKernels gelu;
   AttentionKernels attention;

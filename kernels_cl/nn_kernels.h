@@ -56,6 +56,27 @@ class LayerNormKernels {
   device::DType act_;
 };
 
+// RMSNorm (LLaMA): out = v * rstd * w, rstd = 1 / sqrt(mean_c(v^2) + eps), v = x (+ delta);
+// the LayerNorm launcher's shapes and residual fusion without the mean and the bias.
+class RmsNormKernels {
+ public:
+  RmsNormKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
+  // out (N, C) = RMSNorm(x) * w; rstd (N) saved for backward.
+  void forward(ActBuffer& out, FloatBuffer& rstd, const ActBuffer& x, const ActBuffer& w, std::size_t N,
+               std::size_t C, float eps);
+  // Residual fusion: sum (N, C) = x + delta, and out = RMSNorm(sum) of the sum as stored, in the same pass.
+  void forward_residual(ActBuffer& out, FloatBuffer& rstd, ActBuffer& sum, const ActBuffer& x, const ActBuffer& delta,
+                        const ActBuffer& w, std::size_t N, std::size_t C, float eps);
+  // dx (N, C) = d RMSNorm / d x applied to dout (+ dresidual when given; overwrites dx);
+  // dw (C) += the weight gradient. x is the norm's input (the sum, for forward_residual).
+  void backward(ActBuffer& dx, FloatBuffer& dw, const ActBuffer& dout, const ActBuffer& x, const ActBuffer& w,
+                const FloatBuffer& rstd, const ActBuffer* dresidual, std::size_t N, std::size_t C);
+
+ private:
+  KernelSet set_;
+  device::DType act_;
+};
+
 class BiasKernels {
  public:
   BiasKernels(device::ProgramCache& cache, device::Device& device, device::DType act);

@@ -3,10 +3,12 @@
 // that is not a power of two, repeated tokens, zero weights. The activation kernels run for every
 // activation dtype (float32, bfloat16, float16; see kernels_cl/nn_kernels.h), the GEMM and
 // optimizer tests for float32 only.
+#include <functional>
 #include <numeric>
 
 #include "models/layers/causal_attention.h"
 #include "models/layers/embedding.h"
+#include "models/layers/rms_norm.h"
 #include "tests/device_fixture.h"
 #include "tests/reference_gpt.h"
 
@@ -216,6 +218,59 @@ TEST_P(ActKernelTest, LayerNormForwardBackward) {
   }
 }
 
+// Plain and with the residual fusion, as LayerNorm; the weight gradient accumulates, so the
+// backward runs twice and dscale must hold its initial value plus twice the gradient.
+TEST_P(ActKernelTest, RmsNormForwardBackward) {
+  for (auto [N, C] : {std::pair{67, 37}, std::pair{1, 37}, std::pair{67, 256}, std::pair{1, 256}}) {
+    for (bool residual : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "N=" << N << " C=" << C << (residual ? " residual" : ""));
+      const auto x = in(random(N * C, 41, 2.0)), delta = in(random(N * C, 42)), w = in(random(C, 43)),
+                 dout = in(random(N * C, 44)), dresid = in(random(N * C, 45));
+      auto xb = act(x), deltab = act(delta), wb = act(w), out = act_zeros(N * C), sum = act_zeros(N * C);
+      auto rstd = zeros(N);
+      // The norm's input: x, or the sum as the kernel stores it (float32(x + delta) rounded once).
+      std::vector<double> v = x;
+      if (residual) {
+        for (int i = 0; i < N * C; ++i) v[i] = x[i] + delta[i];
+        v = in(v);
+        kernels_->rmsnorm.forward_residual(out, rstd, sum, xb, deltab, wb, N, C, 1e-5f);
+        expect_close(download(sum, N * C), v, Tol{0, 0}, "rmsnorm residual sum");
+      } else {
+        kernels_->rmsnorm.forward(out, rstd, xb, wb, N, C, 1e-5f);
+      }
+      const auto ref = rmsnorm_forward(v, w, N, C);
+      expect_close(download(out, N * C), ref.out, stored({1e-5, 1e-4}), "rmsnorm out");
+      expect_close(download(rstd, N), ref.rstd, Tol{1e-6, 1e-5}, "rmsnorm rstd");
+
+      const auto g = rmsnorm_backward(dout, v, w, ref.rstd, N, C);
+      std::vector<double> want_dx(g.dx), want_dw(g.dw);
+      if (residual) {
+        for (int i = 0; i < N * C; ++i) want_dx[i] += dresid[i];
+      }
+      for (double& e : want_dw) e = 1.0 + 2.0 * e;
+      auto dx = act_zeros(N * C);
+      auto dw = upload(std::vector<double>(C, 1.0));
+      auto dout_b = act(dout), dresid_b = act(dresid);
+      for (int call = 0; call < 2; ++call) {
+        kernels_->rmsnorm.backward(dx, dw, dout_b, residual ? sum : xb, wb, rstd, residual ? &dresid_b : nullptr, N, C);
+        expect_close(download(dx, N * C), want_dx, stored({1e-4, 1e-3}), "rmsnorm dx");
+      }
+      expect_close(download(dw, C), want_dw, Tol{1e-4, 1e-4}, "rmsnorm dscale, accumulated twice");
+    }
+  }
+}
+
+// A shape beyond a buffer, or a norm without dimensions or epsilon, is a one-line error naming it.
+TEST_P(ActKernelTest, RmsNormRefusesBadShapes) {
+  auto x = act_zeros(4 * 8), w = act_zeros(8), out = act_zeros(4 * 8);
+  auto rstd = zeros(4);
+  EXPECT_THROW(kernels_->rmsnorm.forward(out, rstd, x, w, 5, 8, 1e-5f), DeviceError);
+  EXPECT_THROW(kernels_->rmsnorm.forward(out, rstd, x, w, 4, 9, 1e-5f), DeviceError);
+  const models::Param scale{zeros(8), zeros(8), act_zeros(8)};
+  EXPECT_THROW(models::RmsNorm(*device_, GetParam(), scale, 0, 4, 1e-5f, "norm"), ConfigError);
+  EXPECT_THROW(models::RmsNorm(*device_, GetParam(), scale, 8, 4, 0.0f, "norm"), ConfigError);
+}
+
 TEST_P(ActKernelTest, BiasAddAndGrad) {
   for (auto [N, C] : {std::pair{13, 21}, std::pair{5, 48}}) {
     const auto x = in(random(N * C, 13)), bias = in(random(C, 14));
@@ -380,6 +435,70 @@ INSTANTIATE_TEST_SUITE_P(DTypes, ActKernelTest, ::testing::Values(DType::kF32, D
                          [](const ::testing::TestParamInfo<DType>& param_info) {
                            return std::string(device::dtype_name(param_info.param));
                          });
+
+// ---------------------------------------------------------------------------------------------
+// LLaMA's layers by finite differences on the device (float32): the layer's own forward, run again
+// with one input coordinate moved by +-h, against its own backward. loss = sum(y * r), r random.
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Every coordinate of `values` (what `buffer` holds) moved by +-h on the device, `loss` run after
+// each write; the central difference must match `analytic` to float32's accuracy of the loss.
+void expect_device_gradient(DeviceTest& t, device::TypedBuffer& buffer, std::vector<double> values,
+                            const std::vector<double>& analytic, const std::function<double()>& loss, const char* what) {
+  ASSERT_EQ(values.size(), analytic.size()) << what;
+  const double h = 1e-2;
+  auto write = [&] {
+    const std::vector<float> f(values.begin(), values.end());
+    buffer.write(t.device_->queue(), f);
+  };
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double saved = values[i];
+    values[i] = saved + h;
+    write();
+    const double up = loss();
+    values[i] = saved - h;
+    write();
+    const double down = loss();
+    values[i] = saved;
+    const double fd = (up - down) / (2 * h), g = analytic[i];
+    EXPECT_LE(std::abs(fd - g), 5e-4 + 2e-2 * std::abs(g)) << what << "[" << i << "] fd " << fd << " analytic " << g;
+  }
+  write();
+}
+
+TEST_F(KernelTest, RmsNormLayerMatchesFiniteDifferences) {
+  const std::size_t N = 3, C = 19;
+  const auto x = random(N * C, 51), delta = random(N * C, 52), w = random(C, 53), r = random(N * C, 54),
+             r_sum = random(N * C, 55);
+  models::Param scale{upload(w), zeros(C), upload(DType::kF32, w)};
+  models::RmsNorm norm(*device_, DType::kF32, scale, C, N, models::RmsNorm::kDefaultEpsilon, "norm");
+  models::LayerContext ctx{*device_, *kernels_, *gemm_, 1, N};
+  auto xb = upload(DType::kF32, x), deltab = upload(DType::kF32, delta), rb = upload(DType::kF32, r),
+       r_sumb = upload(DType::kF32, r_sum), sum = upload(DType::kF32, std::vector<double>(N * C, 0.0));
+
+  norm.forward(ctx, xb);
+  const auto dx = download(norm.backward(ctx, rb), N * C);
+  const auto dscale = download(scale.grad, C);
+  auto loss = [&] { return dot(download(norm.forward(ctx, xb), N * C), r); };
+  expect_device_gradient(*this, xb, x, dx, loss, "rmsnorm dx");
+  expect_device_gradient(*this, scale.compute, w, dscale, loss, "rmsnorm dscale");
+
+  // Residual fusion as a block uses it: loss = sum(y * r) + sum(sum * r_sum), y = RMSNorm(x + delta);
+  // the backward given dresidual = r_sum returns d loss / d x (= d loss / d delta).
+  norm.forward_residual(ctx, xb, deltab, sum);
+  const auto dx_resid = download(norm.backward(ctx, rb, &r_sumb), N * C);
+  auto loss_resid = [&] {
+    const auto y = download(norm.forward_residual(ctx, xb, deltab, sum), N * C);
+    return dot(y, r) + dot(download(sum, N * C), r_sum);
+  };
+  expect_device_gradient(*this, xb, x, dx_resid, loss_resid, "rmsnorm residual dx");
+  expect_device_gradient(*this, deltab, delta, dx_resid, loss_resid, "rmsnorm residual ddelta");
+}
 
 TEST_F(KernelTest, GradientNormPartials) {
   const std::size_t n = 10007, chunk = 4096;

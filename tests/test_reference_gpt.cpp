@@ -171,6 +171,43 @@ TEST(ReferenceOps, GeluMatchesFiniteDifferencesAndKnownValues) {
   EXPECT_NEAR(y[3], 0.0, 1e-12);
 }
 
+TEST(ReferenceOps, RmsNormMatchesFiniteDifferences) {
+  const FdTally tally;
+  std::mt19937_64 rng(11);
+  const int N = 3, C = 7;
+  const Vec x = random_vec(rng, N * C, 0.5, 1.5), w = random_vec(rng, C, 1, 0.3), r = random_vec(rng, N * C, 0, 1);
+  const RmsNormResult fwd = rmsnorm_forward(x, w, N, C);
+  // Normalised rows: mean square ms / (ms + eps) before the scale.
+  for (int n = 0; n < N; ++n) {
+    double ms = 0, ms_hat = 0;
+    for (int c = 0; c < C; ++c) {
+      ms += x[n * C + c] * x[n * C + c] / C;
+      const double xhat = fwd.out[n * C + c] / w[c];
+      ms_hat += xhat * xhat / C;
+    }
+    EXPECT_NEAR(ms_hat, ms / (ms + kLayerNormEps), 1e-12);
+    EXPECT_NEAR(fwd.rstd[n], 1.0 / std::sqrt(ms + kLayerNormEps), 1e-12);
+  }
+  const RmsNormGrads g = rmsnorm_backward(r, x, w, fwd.rstd, N, C);
+  expect_gradient([&](const Vec& v) { return dot(r, rmsnorm_forward(v, w, N, C).out); }, x, g.dx, "rmsnorm dx");
+  expect_gradient([&](const Vec& v) { return dot(r, rmsnorm_forward(x, v, N, C).out); }, w, g.dw, "rmsnorm dw");
+}
+
+TEST(ReferenceOps, SwigluMatchesFiniteDifferencesAndKnownValues) {
+  const FdTally tally;
+  std::mt19937_64 rng(12);
+  const int N = 3, F = 5;
+  const Vec gu = random_vec(rng, N * 2 * F, 0, 2), r = random_vec(rng, N * F, 0, 1);
+  expect_gradient([&](const Vec& v) { return dot(r, swiglu_forward(v, N, F)); }, gu, swiglu_backward(gu, r, N, F),
+                  "swiglu dgu");
+  // silu(0) = 0, silu(1) = 1 / (1 + e^-1); silu(g) -> g for large g, -> 0 for very negative g.
+  const Vec h = swiglu_forward({0.0, 1.0, 100.0, -100.0, 3.0, 3.0, 0.5, 0.5}, 1, 4);
+  EXPECT_EQ(h[0], 0.0);
+  EXPECT_NEAR(h[1], 3.0 / (1.0 + std::exp(-1.0)), 1e-15);
+  EXPECT_NEAR(h[2], 50.0, 1e-12);
+  EXPECT_NEAR(h[3], 0.0, 1e-12);
+}
+
 // Logsumexp of the scaled causal scores, computed directly for comparison with the forward's lse.
 double naive_lse(const Vec& q, const Vec& k, int bh, int T, int hs, int t) {
   double sum = 0.0;
