@@ -8,6 +8,7 @@
 
 #include "models/layers/causal_attention.h"
 #include "models/layers/embedding.h"
+#include "models/layers/linear.h"
 #include "models/layers/rms_norm.h"
 #include "tests/device_fixture.h"
 #include "tests/reference_gpt.h"
@@ -288,6 +289,30 @@ TEST_P(ActKernelTest, BiasAddAndGrad) {
     for (int n = 0; n < N; ++n)
       for (int c = 0; c < C; ++c) colsum[c] += got[n * C + c];
     expect_close(download(dbias, C), colsum, Tol{1e-5, 1e-5}, "bias grad");
+  }
+}
+
+// A Linear without a bias (LLaMA's projections): y = x W^T, dx = dy W, dW += dy^T x, and nothing
+// else is read or written. With GELU (float32 only: the 16-bit pre-activation is rounded before
+// GELU sees it, which the reference cannot reproduce near GELU's zero) y = gelu(x W^T).
+TEST_P(ActKernelTest, LinearWithoutBias) {
+  const int N = 13, K = 37, M = 21;  // x (N, K), W (M, K), y (N, M)
+  const auto x = in(random(N * K, 71)), w = in(random(M * K, 72, 0.3)), dy = in(random(N * M, 73));
+  for (auto activation : {models::Linear::Activation::kNone, models::Linear::Activation::kGelu}) {
+    const bool gelu = activation == models::Linear::Activation::kGelu;
+    if (gelu && GetParam() != DType::kF32) continue;
+    SCOPED_TRACE(gelu ? "gelu" : "identity");
+    models::Param weight{upload(w), upload(std::vector<double>(M * K, 0.5)), act(w)};
+    models::Linear layer(*device_, GetParam(), weight, std::nullopt, K, M, N, "linear", activation);
+    models::LayerContext ctx{*device_, *kernels_, *gemm_, 1, N};
+    auto xb = act(x), dyb = act(dy);
+    const auto z = linear_forward(x, w, {}, N, K, M);
+    expect_close(download(layer.forward(ctx, xb), N * M), gelu ? gelu_forward(z) : z, stored({1e-5, 1e-4}), "linear y");
+    const auto g = linear_backward(x, w, gelu ? gelu_backward(z, dy) : dy, N, K, M);
+    std::vector<double> want_dw(g.dw);
+    for (double& e : want_dw) e += 0.5;
+    expect_close(download(layer.backward(ctx, dyb), N * K), g.dx, stored({1e-5, 1e-4}), "linear dx");
+    expect_close(download(weight.grad, M * K), want_dw, Tol{1e-4, 1e-4}, "linear dW");
   }
 }
 
