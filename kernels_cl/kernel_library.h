@@ -18,6 +18,7 @@ struct KernelLibrary {
         rmsnorm(cache, device, act),
         bias(cache, device, act),
         gelu(cache, device, act),
+        swiglu(cache, device, act),
         attention(cache, device, act),
         cross_entropy(cache, device, act),
         residual(cache, device, act),
@@ -33,6 +34,7 @@ struct KernelLibrary {
   RmsNormKernels rmsnorm;
   BiasKernels bias;
   GeluKernels gelu;
+  SwigluKernels swiglu;
   AttentionKernels attention;
   CrossEntropyKernels cross_entropy;
   ResidualKernels residual;

@@ -169,6 +169,23 @@ void GeluKernels::bias_forward(ActBuffer& pre, ActBuffer& out, const ActBuffer& 
   set_.launch("bias_gelu_forward", set_.cpu_variant() ? N : N * C, pre, out, bias, u32(N), u32(C));
 }
 
+SwigluKernels::SwigluKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "swiglu", {"swiglu_forward", "swiglu_backward"}, act)), act_(act) {}
+
+void SwigluKernels::forward(ActBuffer& h, const ActBuffer& gu, std::size_t N, std::size_t F) {
+  require_act(act_, "swiglu_forward", h, gu);
+  require_count("swiglu_forward", N * F, h);
+  require_count("swiglu_forward", u32(N * 2 * F), gu);
+  set_.launch("swiglu_forward", set_.cpu_variant() ? N : N * F, h, gu, u32(N), u32(F));
+}
+
+void SwigluKernels::backward(ActBuffer& dgu, const ActBuffer& gu, const ActBuffer& dh, std::size_t N, std::size_t F) {
+  require_act(act_, "swiglu_backward", dgu, gu, dh);
+  require_count("swiglu_backward", N * F, dh);
+  require_count("swiglu_backward", u32(N * 2 * F), dgu, gu);
+  set_.launch("swiglu_backward", set_.cpu_variant() ? N : N * F, dgu, gu, dh, u32(N), u32(F));
+}
+
 AttentionKernels::AttentionKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
     : set_(act_program(cache, device, "attention",
                        {"causal_softmax_forward", "causal_probs_from_lse", "attention_row_dot",

@@ -101,6 +101,20 @@ class GeluKernels {
   device::DType act_;
 };
 
+// SwiGLU's gate (LLaMA's feed-forward; the projections are GEMMs in models/layers/swiglu_mlp.cpp):
+// gu (N, 2F) holds per row [gate (F) | up (F)].
+class SwigluKernels {
+ public:
+  SwigluKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
+  void forward(ActBuffer& h, const ActBuffer& gu, std::size_t N, std::size_t F);  // h (N, F) = silu(gate) * up
+  // dgu (N, 2F) = [dh * up * silu'(gate) | dh * silu(gate)]   dh (N, F)
+  void backward(ActBuffer& dgu, const ActBuffer& gu, const ActBuffer& dh, std::size_t N, std::size_t F);
+
+ private:
+  KernelSet set_;
+  device::DType act_;
+};
+
 // The softmax parts of causal attention (the GEMMs are in models/layers/causal_attention.cpp).
 // Scores (from a GEMM with a float C) and probabilities stay float32 at any activation dtype.
 // Queries q0 .. q0+rows-1 of sequences of seq_len tokens, against their causal range of keys

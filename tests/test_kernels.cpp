@@ -10,6 +10,7 @@
 #include "models/layers/embedding.h"
 #include "models/layers/linear.h"
 #include "models/layers/rms_norm.h"
+#include "models/layers/swiglu_mlp.h"
 #include "tests/device_fixture.h"
 #include "tests/reference_gpt.h"
 
@@ -350,6 +351,36 @@ TEST_P(ActKernelTest, FusedBiasGelu) {
   }
 }
 
+// SwiGLU's gate in every dtype, with gates far out in both tails (+-30, +-100: silu saturates to g
+// and to -0, its derivative to 1 and to 0) that must come out finite; F = 37 takes the CPU twin's
+// 16-wide path and a tail, F = 32 none.
+TEST_P(ActKernelTest, SwigluForwardBackwardIncludingLargeGates) {
+  for (auto [N, F] : {std::pair{5, 37}, std::pair{1, 32}}) {
+    SCOPED_TRACE(::testing::Message() << "N=" << N << " F=" << F);
+    auto gu_values = random(N * 2 * F, 81, 3.0);
+    const double tails[] = {30.0, -30.0, 100.0, -100.0};
+    for (int n = 0; n < N; ++n)
+      for (int k = 0; k < 4; ++k) gu_values[n * 2 * F + (11 * k + n) % F] = tails[k];  // gates, vector and tail
+    const auto gu = in(gu_values), dh = in(random(N * F, 82));
+    auto gu_b = act(gu), dh_b = act(dh), h = act_zeros(N * F), dgu = act_zeros(N * 2 * F);
+    kernels_->swiglu.forward(h, gu_b, N, F);
+    kernels_->swiglu.backward(dgu, gu_b, dh_b, N, F);
+    const auto got_h = download(h, N * F), got_dgu = download(dgu, N * 2 * F);
+    for (double v : got_h) ASSERT_TRUE(std::isfinite(v)) << "swiglu h";
+    for (double v : got_dgu) ASSERT_TRUE(std::isfinite(v)) << "swiglu dgu";
+    expect_close(got_h, swiglu_forward(gu, N, F), stored({1e-6, 1e-5}), "swiglu h");
+    expect_close(got_dgu, swiglu_backward(gu, dh, N, F), stored({1e-6, 1e-5}), "swiglu dgu");
+  }
+}
+
+TEST_P(ActKernelTest, SwigluRefusesBadShapes) {
+  auto gu = act_zeros(4 * 2 * 8), h = act_zeros(4 * 8);
+  EXPECT_THROW(kernels_->swiglu.forward(h, gu, 4, 9), DeviceError);
+  EXPECT_THROW(kernels_->swiglu.backward(gu, gu, h, 5, 8), DeviceError);
+  const models::Param p{zeros(16), zeros(16), act_zeros(16)};
+  EXPECT_THROW(models::SwigluMlp(*device_, GetParam(), p, p, 4, 0, 4, "mlp"), ConfigError);
+}
+
 // The attention layer end to end (layout moves, GEMMs, softmax kernels), chunked and not.
 void check_attention(ActKernelTest& t, int B, int NH, int T, int hs, std::size_t workspace_bytes, std::uint64_t seed) {
   const int D = NH * hs, N = B * T;
@@ -523,6 +554,36 @@ TEST_F(KernelTest, RmsNormLayerMatchesFiniteDifferences) {
   };
   expect_device_gradient(*this, xb, x, dx_resid, loss_resid, "rmsnorm residual dx");
   expect_device_gradient(*this, deltab, delta, dx_resid, loss_resid, "rmsnorm residual ddelta");
+}
+
+// The float32 layer against the float64 reference (y, dx, dW_gu, dW_down), then by finite
+// differences of its own forward over every coordinate of x, W_gu and W_down.
+TEST_F(KernelTest, SwigluMlpMatchesTheReferenceAndFiniteDifferences) {
+  const int N = 3, C = 8, F = 6;
+  const auto x = random(N * C, 91), w_gu = random(2 * F * C, 92, 0.5), w_down = random(C * F, 93, 0.5),
+             r = random(N * C, 94);
+  models::Param gate_up{upload(w_gu), zeros(2 * F * C), upload(DType::kF32, w_gu)},
+      down{upload(w_down), zeros(C * F), upload(DType::kF32, w_down)};
+  models::SwigluMlp mlp(*device_, DType::kF32, gate_up, down, C, F, N, "mlp");
+  models::LayerContext ctx{*device_, *kernels_, *gemm_, 1, static_cast<std::size_t>(N)};
+  auto xb = upload(DType::kF32, x), rb = upload(DType::kF32, r);
+
+  const auto y = download(mlp.forward(ctx, xb), N * C);
+  const auto dx = download(mlp.backward(ctx, rb), N * C);
+  const auto dw_gu = download(gate_up.grad, 2 * F * C), dw_down = download(down.grad, C * F);
+  const auto gu = linear_forward(x, w_gu, {}, N, C, 2 * F);
+  const auto h = swiglu_forward(gu, N, F);
+  expect_close(y, linear_forward(h, w_down, {}, N, F, C), Tol{1e-5, 1e-4}, "mlp y");
+  const auto g_down = linear_backward(h, w_down, r, N, F, C);
+  const auto g_gu = linear_backward(x, w_gu, swiglu_backward(gu, g_down.dx, N, F), N, C, 2 * F);
+  expect_close(dx, g_gu.dx, Tol{1e-5, 1e-4}, "mlp dx");
+  expect_close(dw_gu, g_gu.dw, Tol{1e-5, 1e-4}, "mlp dW_gu");
+  expect_close(dw_down, g_down.dw, Tol{1e-5, 1e-4}, "mlp dW_down");
+
+  auto loss = [&] { return dot(download(mlp.forward(ctx, xb), N * C), r); };
+  expect_device_gradient(*this, xb, x, dx, loss, "mlp dx");
+  expect_device_gradient(*this, gate_up.compute, w_gu, dw_gu, loss, "mlp dW_gu");
+  expect_device_gradient(*this, down.compute, w_down, dw_down, loss, "mlp dW_down");
 }
 
 TEST_F(KernelTest, GradientNormPartials) {
