@@ -1,5 +1,6 @@
-// Launchers for the GPT's non-GEMM kernels, one class per .cl program. Shapes are row-major;
-// N = B*T rows. Gradient kernels named *_grad / backward_params ACCUMULATE (+=) into parameter
+// Launchers for the models' non-GEMM kernels (the GPT's; LLaMA's RMSNorm and SwiGLU), one class
+// per .cl program. Shapes are row-major; N = B*T rows. Gradient kernels named *_grad /
+// backward_params and the norms' weight gradients ACCUMULATE (+=) into parameter
 // gradients, so tied weights and several contributions add up; the model zeroes gradients once
 // per step. Everything else overwrites its output.
 // Mixed precision (device/dtype.h): each program is built for one activation dtype `act`.
