@@ -3,6 +3,7 @@
 // float. Kernels read and write act_t only through these helpers and compute in float:
 //   act_load(p, i) / act_store(p, i, v)       one element
 //   act_load16(p) / act_store16(p, v)         16 consecutive elements at p (as vload16 / vstore16)
+// and pax_lanes_sum(v), the sum of a float16's lanes in one fixed order (the CPU twins' row sums).
 // Stores round to nearest even, bit-exact with device/dtype.cpp.
 
 // float -> bfloat16, round to nearest even; NaN stays a (quiet) NaN.
@@ -19,6 +20,13 @@ inline ushort16 pax_float16_to_bf16(float16 f) {
   return convert_ushort16(select(rounded, nan, (u & (uint16)(0x7fffffffu)) > (uint16)(0x7f800000u)));
 }
 inline float16 pax_bf16_16_to_float(ushort16 h) { return as_float16(convert_uint16(h) << 16); }
+
+inline float pax_lanes_sum(const float16 v) {
+  const float8 a = v.lo + v.hi;
+  const float4 b = a.lo + a.hi;
+  const float2 c = b.lo + b.hi;
+  return c.x + c.y;
+}
 
 #if defined(PAX_ACT_BF16)
 typedef ushort act_t;

@@ -15,8 +15,10 @@ struct KernelLibrary {
       : elementwise(cache, device),
         embedding(cache, device, act),
         layernorm(cache, device, act),
+        rmsnorm(cache, device, act),
         bias(cache, device, act),
         gelu(cache, device, act),
+        swiglu(cache, device, act),
         attention(cache, device, act),
         cross_entropy(cache, device, act),
         residual(cache, device, act),
@@ -29,8 +31,10 @@ struct KernelLibrary {
   Elementwise elementwise;
   EmbeddingKernels embedding;
   LayerNormKernels layernorm;
+  RmsNormKernels rmsnorm;
   BiasKernels bias;
   GeluKernels gelu;
+  SwigluKernels swiglu;
   AttentionKernels attention;
   CrossEntropyKernels cross_entropy;
   ResidualKernels residual;

@@ -2,14 +2,6 @@
 // the row (one row per work-item) and 16-column blocks for the parameter gradients. act_t and
 // the float statistics as in layernorm.cl.
 
-// Sum of a row's 16 lanes in a fixed order.
-inline float lanes_sum(const float16 v) {
-  const float8 a = v.lo + v.hi;
-  const float4 b = a.lo + a.hi;
-  const float2 c = b.lo + b.hi;
-  return c.x + c.y;
-}
-
 __kernel void layernorm_forward(__global act_t* out, __global float* mean_out, __global float* rstd_out,
                                 __global act_t* sum_out, __global const act_t* x, __global const act_t* delta,
                                 __global const act_t* w, __global const act_t* b, const uint N, const uint C,
@@ -29,7 +21,7 @@ __kernel void layernorm_forward(__global act_t* out, __global float* mean_out, _
   uint c = 0;
   for (; c + 16 <= C; c += 16) acc += act_load16(row + c);
   for (; c < C; ++c) tail += act_load(row, c);
-  const float mean = (lanes_sum(acc) + tail) / C;
+  const float mean = (pax_lanes_sum(acc) + tail) / C;
   acc = (float16)(0.0f);
   tail = 0.0f;
   for (c = 0; c + 16 <= C; c += 16) {
@@ -37,7 +29,7 @@ __kernel void layernorm_forward(__global act_t* out, __global float* mean_out, _
     acc = fma(d, d, acc);
   }
   for (; c < C; ++c) tail += (act_load(row, c) - mean) * (act_load(row, c) - mean);
-  const float rstd = rsqrt((lanes_sum(acc) + tail) / C + eps);
+  const float rstd = rsqrt((pax_lanes_sum(acc) + tail) / C + eps);
   for (c = 0; c + 16 <= C; c += 16) {
     const float16 y = (act_load16(row + c) - mean) * rstd * act_load16(w + c) + act_load16(b + c);
     act_store16(out + at + c, y);
@@ -68,7 +60,7 @@ __kernel void layernorm_backward_dx(__global act_t* dx, __global const act_t* do
     t1 += dnorm;
     t2 += dnorm * (act_load(x, at + c) - mu) * rs;
   }
-  const float dnorm_mean = (lanes_sum(acc1) + t1) / C, dnorm_norm_mean = (lanes_sum(acc2) + t2) / C;
+  const float dnorm_mean = (pax_lanes_sum(acc1) + t1) / C, dnorm_norm_mean = (pax_lanes_sum(acc2) + t2) / C;
   for (c = 0; c + 16 <= C; c += 16) {
     const float16 norm = (act_load16(x + at + c) - mu) * rs;
     float16 g = (act_load16(dout + at + c) * act_load16(w + c) - dnorm_mean - norm * dnorm_norm_mean) * rs;

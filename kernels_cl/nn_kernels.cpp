@@ -23,6 +23,18 @@ void require_act(device::DType act, std::string_view kernel, const Buffers&... b
   }
 }
 
+// Every buffer handed to `kernel` must hold at least `count` elements (a shape beyond a buffer
+// would read or write past its end).
+template <typename... Buffers>
+void require_count(std::string_view kernel, std::size_t count, const Buffers&... buffers) {
+  for (std::size_t have : {buffers.count()...}) {
+    if (have < count) {
+      throw DeviceError(fmt::format("{}: a buffer of {} elements is shorter than the {} the shape needs", kernel, have,
+                                    count));
+    }
+  }
+}
+
 // Elements [offset, offset + count) must lie inside both buffers of a cast.
 void require_range(const char* kernel, std::size_t offset, std::size_t count, std::size_t a, std::size_t b) {
   if (offset + count > a || offset + count > b) {
@@ -88,6 +100,43 @@ void LayerNormKernels::backward(ActBuffer& dx, FloatBuffer& dw, FloatBuffer& db,
               u32(C));
 }
 
+RmsNormKernels::RmsNormKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "rmsnorm", {"rmsnorm_forward", "rmsnorm_backward_dx", "rmsnorm_backward_scale"},
+                       act)),
+      act_(act) {}
+
+void RmsNormKernels::forward(ActBuffer& out, FloatBuffer& rstd, const ActBuffer& x, const ActBuffer& w, std::size_t N,
+                             std::size_t C, float eps) {
+  require_act(act_, "rmsnorm_forward", out, x, w);
+  require_count("rmsnorm_forward", N * C, out, x);
+  require_count("rmsnorm_forward", C, w);
+  require_count("rmsnorm_forward", N, rstd);
+  // No residual: x stands in for the unused delta and sum buffers.
+  set_.launch("rmsnorm_forward", N, out, rstd, x, x, x, w, u32(N), u32(C), eps, cl_uint{0});
+}
+
+void RmsNormKernels::forward_residual(ActBuffer& out, FloatBuffer& rstd, ActBuffer& sum, const ActBuffer& x,
+                                      const ActBuffer& delta, const ActBuffer& w, std::size_t N, std::size_t C,
+                                      float eps) {
+  require_act(act_, "rmsnorm_forward", out, sum, x, delta, w);
+  require_count("rmsnorm_forward", N * C, out, sum, x, delta);
+  require_count("rmsnorm_forward", C, w);
+  require_count("rmsnorm_forward", N, rstd);
+  set_.launch("rmsnorm_forward", N, out, rstd, sum, x, delta, w, u32(N), u32(C), eps, cl_uint{1});
+}
+
+void RmsNormKernels::backward(ActBuffer& dx, FloatBuffer& dw, const ActBuffer& dout, const ActBuffer& x,
+                              const ActBuffer& w, const FloatBuffer& rstd, const ActBuffer* dresidual, std::size_t N,
+                              std::size_t C) {
+  const ActBuffer& resid = dresidual != nullptr ? *dresidual : dout;
+  require_act(act_, "rmsnorm_backward", dx, dout, x, w, resid);
+  require_count("rmsnorm_backward", N * C, dx, dout, x, resid);
+  require_count("rmsnorm_backward", C, w, dw);
+  require_count("rmsnorm_backward", N, rstd);
+  set_.launch("rmsnorm_backward_dx", N, dx, dout, x, w, rstd, resid, u32(N), u32(C), cl_uint{dresidual != nullptr});
+  set_.launch("rmsnorm_backward_scale", set_.cpu_variant() ? (C + 15) / 16 : C, dw, dout, x, rstd, u32(N), u32(C));
+}
+
 BiasKernels::BiasKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
     : set_(act_program(cache, device, "bias", {"bias_add", "bias_grad"}, act)), act_(act) {}
 
@@ -118,6 +167,23 @@ void GeluKernels::backward(ActBuffer& dx, const ActBuffer& x, const ActBuffer& d
 void GeluKernels::bias_forward(ActBuffer& pre, ActBuffer& out, const ActBuffer& bias, std::size_t N, std::size_t C) {
   require_act(act_, "bias_gelu_forward", pre, out, bias);
   set_.launch("bias_gelu_forward", set_.cpu_variant() ? N : N * C, pre, out, bias, u32(N), u32(C));
+}
+
+SwigluKernels::SwigluKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "swiglu", {"swiglu_forward", "swiglu_backward"}, act)), act_(act) {}
+
+void SwigluKernels::forward(ActBuffer& h, const ActBuffer& gu, std::size_t N, std::size_t F) {
+  require_act(act_, "swiglu_forward", h, gu);
+  require_count("swiglu_forward", N * F, h);
+  require_count("swiglu_forward", u32(N * 2 * F), gu);
+  set_.launch("swiglu_forward", set_.cpu_variant() ? N : N * F, h, gu, u32(N), u32(F));
+}
+
+void SwigluKernels::backward(ActBuffer& dgu, const ActBuffer& gu, const ActBuffer& dh, std::size_t N, std::size_t F) {
+  require_act(act_, "swiglu_backward", dgu, gu, dh);
+  require_count("swiglu_backward", N * F, dh);
+  require_count("swiglu_backward", u32(N * 2 * F), dgu, gu);
+  set_.launch("swiglu_backward", set_.cpu_variant() ? N : N * F, dgu, gu, dh, u32(N), u32(F));
 }
 
 AttentionKernels::AttentionKernels(device::ProgramCache& cache, device::Device& device, device::DType act)

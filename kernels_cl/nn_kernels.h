@@ -1,5 +1,6 @@
-// Launchers for the GPT's non-GEMM kernels, one class per .cl program. Shapes are row-major;
-// N = B*T rows. Gradient kernels named *_grad / backward_params ACCUMULATE (+=) into parameter
+// Launchers for the models' non-GEMM kernels (the GPT's; LLaMA's RMSNorm and SwiGLU), one class
+// per .cl program. Shapes are row-major; N = B*T rows. Gradient kernels named *_grad /
+// backward_params and the norms' weight gradients ACCUMULATE (+=) into parameter
 // gradients, so tied weights and several contributions add up; the model zeroes gradients once
 // per step. Everything else overwrites its output.
 // Mixed precision (device/dtype.h): each program is built for one activation dtype `act`.
@@ -56,6 +57,27 @@ class LayerNormKernels {
   device::DType act_;
 };
 
+// RMSNorm (LLaMA): out = v * rstd * w, rstd = 1 / sqrt(mean_c(v^2) + eps), v = x (+ delta);
+// the LayerNorm launcher's shapes and residual fusion without the mean and the bias.
+class RmsNormKernels {
+ public:
+  RmsNormKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
+  // out (N, C) = RMSNorm(x) * w; rstd (N) saved for backward.
+  void forward(ActBuffer& out, FloatBuffer& rstd, const ActBuffer& x, const ActBuffer& w, std::size_t N,
+               std::size_t C, float eps);
+  // Residual fusion: sum (N, C) = x + delta, and out = RMSNorm(sum) of the sum as stored, in the same pass.
+  void forward_residual(ActBuffer& out, FloatBuffer& rstd, ActBuffer& sum, const ActBuffer& x, const ActBuffer& delta,
+                        const ActBuffer& w, std::size_t N, std::size_t C, float eps);
+  // dx (N, C) = d RMSNorm / d x applied to dout (+ dresidual when given; overwrites dx);
+  // dw (C) += the weight gradient. x is the norm's input (the sum, for forward_residual).
+  void backward(ActBuffer& dx, FloatBuffer& dw, const ActBuffer& dout, const ActBuffer& x, const ActBuffer& w,
+                const FloatBuffer& rstd, const ActBuffer* dresidual, std::size_t N, std::size_t C);
+
+ private:
+  KernelSet set_;
+  device::DType act_;
+};
+
 class BiasKernels {
  public:
   BiasKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
@@ -74,6 +96,20 @@ class GeluKernels {
   void backward(ActBuffer& dx, const ActBuffer& x, const ActBuffer& dout, std::size_t n);  // dx = dout gelu'(x)
   // Fused bias + GELU: pre (N, C) += bias (kept for backward); out (N, C) = gelu(pre).
   void bias_forward(ActBuffer& pre, ActBuffer& out, const ActBuffer& bias, std::size_t N, std::size_t C);
+
+ private:
+  KernelSet set_;
+  device::DType act_;
+};
+
+// SwiGLU's gate (LLaMA's feed-forward; the projections are GEMMs in models/layers/swiglu_mlp.cpp):
+// gu (N, 2F) holds per row [gate (F) | up (F)].
+class SwigluKernels {
+ public:
+  SwigluKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
+  void forward(ActBuffer& h, const ActBuffer& gu, std::size_t N, std::size_t F);  // h (N, F) = silu(gate) * up
+  // dgu (N, 2F) = [dh * up * silu'(gate) | dh * silu(gate)]   dh (N, F)
+  void backward(ActBuffer& dgu, const ActBuffer& gu, const ActBuffer& dh, std::size_t N, std::size_t F);
 
  private:
   KernelSet set_;

@@ -111,6 +111,84 @@ LayerNormGrads layernorm_backward(const Vec& dout, const Vec& x, const Vec& w, c
 }
 
 // ---------------------------------------------------------------------------------------------
+// RMSNorm
+
+RmsNormResult rmsnorm_forward(const Vec& x, const Vec& w, int N, int C, double eps) {
+  require_dims({N, C});
+  require_size(x, sz(N) * sz(C), "rmsnorm x");
+  require_size(w, sz(C), "rmsnorm w");
+  RmsNormResult r{Vec(sz(N) * sz(C)), Vec(sz(N))};
+  for (size_t n = 0; n < sz(N); ++n) {
+    double sum_sq = 0.0;
+    for (size_t c = 0; c < sz(C); ++c) sum_sq += x[n * sz(C) + c] * x[n * sz(C) + c];
+    r.rstd[n] = 1.0 / std::sqrt(sum_sq / C + eps);
+    for (size_t c = 0; c < sz(C); ++c) r.out[n * sz(C) + c] = x[n * sz(C) + c] * r.rstd[n] * w[c];
+  }
+  return r;
+}
+
+RmsNormGrads rmsnorm_backward(const Vec& dout, const Vec& x, const Vec& w, const Vec& rstd, int N, int C) {
+  require_dims({N, C});
+  require_size(dout, sz(N) * sz(C), "rmsnorm dout");
+  require_size(x, sz(N) * sz(C), "rmsnorm x");
+  require_size(w, sz(C), "rmsnorm w");
+  require_size(rstd, sz(N), "rmsnorm rstd");
+  RmsNormGrads g{Vec(sz(N) * sz(C)), Vec(sz(C))};
+  for (size_t n = 0; n < sz(N); ++n) {
+    // xhat = x * rstd, d rstd / d x_j = -rstd^3 x_j / C; with dxhat = dout * w:
+    //   dx = rstd * (dxhat - xhat * mean(dxhat * xhat)).
+    double mean_dxhat_xhat = 0.0;
+    for (size_t c = 0; c < sz(C); ++c) {
+      const size_t i = n * sz(C) + c;
+      mean_dxhat_xhat += dout[i] * w[c] * x[i] * rstd[n];
+      g.dw[c] += dout[i] * x[i] * rstd[n];
+    }
+    mean_dxhat_xhat /= C;
+    for (size_t c = 0; c < sz(C); ++c) {
+      const size_t i = n * sz(C) + c;
+      g.dx[i] = rstd[n] * (dout[i] * w[c] - x[i] * rstd[n] * mean_dxhat_xhat);
+    }
+  }
+  return g;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SwiGLU
+
+namespace {
+double sigmoid(double g) { return 1.0 / (1.0 + std::exp(-g)); }  // exp(+-100) is finite in double
+}  // namespace
+
+Vec swiglu_forward(const Vec& gu, int N, int F) {
+  require_dims({N, F});
+  require_size(gu, sz(N) * 2 * sz(F), "swiglu gu");
+  Vec h(sz(N) * sz(F));
+  for (size_t n = 0; n < sz(N); ++n) {
+    for (size_t f = 0; f < sz(F); ++f) {
+      const double g = gu[n * 2 * sz(F) + f], u = gu[n * 2 * sz(F) + sz(F) + f];
+      h[n * sz(F) + f] = g * sigmoid(g) * u;
+    }
+  }
+  return h;
+}
+
+Vec swiglu_backward(const Vec& gu, const Vec& dh, int N, int F) {
+  require_dims({N, F});
+  require_size(gu, sz(N) * 2 * sz(F), "swiglu gu");
+  require_size(dh, sz(N) * sz(F), "swiglu dh");
+  Vec dgu(sz(N) * 2 * sz(F));
+  for (size_t n = 0; n < sz(N); ++n) {
+    for (size_t f = 0; f < sz(F); ++f) {
+      const size_t gate = n * 2 * sz(F) + f, up = gate + sz(F);
+      const double g = gu[gate], s = sigmoid(g), d = dh[n * sz(F) + f];
+      dgu[gate] = d * gu[up] * s * (1.0 + g * (1.0 - s));  // silu'(g) = s + g s (1 - s)
+      dgu[up] = d * g * s;
+    }
+  }
+  return dgu;
+}
+
+// ---------------------------------------------------------------------------------------------
 // GELU (tanh approximation)
 
 namespace {

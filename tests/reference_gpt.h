@@ -72,6 +72,29 @@ std::vector<double> gelu_forward(const std::vector<double>& x);
 std::vector<double> gelu_backward(const std::vector<double>& x, const std::vector<double>& dout);
 
 // ---------------------------------------------------------------------------------------------
+// LLaMA's ops (for its layers' tests and a LLaMA reference built from them).
+// RMSNorm over the last dimension: out = x * rstd * w,  rstd = 1 / sqrt(mean_c(x^2) + eps).
+// x (N, C), w (C) -> out (N, C), rstd (N).
+struct RmsNormResult {
+  std::vector<double> out, rstd;
+};
+RmsNormResult rmsnorm_forward(const std::vector<double>& x, const std::vector<double>& w, int N, int C,
+                              double eps = kLayerNormEps);
+struct RmsNormGrads {
+  std::vector<double> dx;  // (N, C)
+  std::vector<double> dw;  // (C)
+};
+// dout (N, C), x (N, C), w (C), rstd (N) from the forward.
+RmsNormGrads rmsnorm_backward(const std::vector<double>& dout, const std::vector<double>& x,
+                              const std::vector<double>& w, const std::vector<double>& rstd, int N, int C);
+
+// SwiGLU's gate: gu (N, 2F) laid out [gate (F) | up (F)] per row -> h (N, F) = silu(gate) * up,
+// silu(g) = g * sigmoid(g).
+std::vector<double> swiglu_forward(const std::vector<double>& gu, int N, int F);
+// dh (N, F) -> dgu (N, 2F): [dh * up * silu'(gate) | dh * silu(gate)].
+std::vector<double> swiglu_backward(const std::vector<double>& gu, const std::vector<double>& dh, int N, int F);
+
+// ---------------------------------------------------------------------------------------------
 // Causal scaled-dot-product attention, per (batch, head):
 //   s[t][u] = q_t · k_u / sqrt(hs) for u <= t;  p[t][.] = softmax_{u <= t}(s[t][.]);
 //   out_t = sum_{u <= t} p[t][u] v_u;  lse_t = log sum_{u <= t} exp(s[t][u]) (natural log).

@@ -12,44 +12,6 @@
 namespace paxocl::testing {
 using namespace reference;  // Vec, require*, sz, add_into, Params, accumulate_grad
 
-RmsNormResult rmsnorm_forward(const Vec& x, const Vec& w, int N, int C, double eps) {
-  require_dims({N, C});
-  require_size(x, sz(N) * sz(C), "rmsnorm x");
-  require_size(w, sz(C), "rmsnorm w");
-  RmsNormResult r{Vec(x.size()), Vec(sz(N))};
-  for (size_t n = 0; n < sz(N); ++n) {
-    double ms = 0;
-    for (size_t c = 0; c < sz(C); ++c) ms += x[n * sz(C) + c] * x[n * sz(C) + c];
-    r.rstd[n] = 1.0 / std::sqrt(ms / C + eps);
-    for (size_t c = 0; c < sz(C); ++c) r.out[n * sz(C) + c] = x[n * sz(C) + c] * r.rstd[n] * w[c];
-  }
-  return r;
-}
-
-// y_c = x_c r w_c with r = (mean x^2 + eps)^(-1/2), dr/dx_c = -r^3 x_c / C:
-// dx_c = r (dy_c w_c) - r^3 x_c / C * sum_j dy_j w_j x_j.
-RmsNormGrads rmsnorm_backward(const Vec& dout, const Vec& x, const Vec& w, const Vec& rstd, int N, int C) {
-  require_dims({N, C});
-  require_size(dout, sz(N) * sz(C), "rmsnorm dout");
-  require_size(x, sz(N) * sz(C), "rmsnorm x");
-  require_size(rstd, sz(N), "rmsnorm rstd");
-  RmsNormGrads g{Vec(x.size()), Vec(sz(C))};
-  for (size_t n = 0; n < sz(N); ++n) {
-    const double r = rstd[n];
-    double dot = 0;
-    for (size_t c = 0; c < sz(C); ++c) {
-      const size_t i = n * sz(C) + c;
-      dot += dout[i] * w[c] * x[i];
-      g.dw[c] += dout[i] * x[i] * r;
-    }
-    for (size_t c = 0; c < sz(C); ++c) {
-      const size_t i = n * sz(C) + c;
-      g.dx[i] = r * dout[i] * w[c] - r * r * r * x[i] * dot / C;
-    }
-  }
-  return g;
-}
-
 Vec rope_rotate(const Vec& heads, int B, int NH, int T, int hs, double base, int position_offset, bool inverse) {
   require_dims({B, NH, T, hs});
   require(hs % 2 == 0, "rope: hs must be even");
@@ -70,40 +32,6 @@ Vec rope_rotate(const Vec& heads, int B, int NH, int T, int hs, double base, int
     }
   }
   return out;
-}
-
-namespace {
-double sigmoid(double g) { return 1.0 / (1.0 + std::exp(-g)); }
-}  // namespace
-
-Vec swiglu_forward(const Vec& gu, int N, int F) {
-  require_dims({N, F});
-  require_size(gu, sz(N) * 2 * sz(F), "swiglu gu");
-  Vec h(sz(N) * sz(F));
-  for (size_t n = 0; n < sz(N); ++n) {
-    for (size_t f = 0; f < sz(F); ++f) {
-      const double g = gu[n * 2 * sz(F) + f], u = gu[n * 2 * sz(F) + sz(F) + f];
-      h[n * sz(F) + f] = g * sigmoid(g) * u;
-    }
-  }
-  return h;
-}
-
-// d silu(g)/dg = s (1 + g (1 - s)), s = sigmoid(g).
-Vec swiglu_backward(const Vec& gu, const Vec& dh, int N, int F) {
-  require_dims({N, F});
-  require_size(gu, sz(N) * 2 * sz(F), "swiglu gu");
-  require_size(dh, sz(N) * sz(F), "swiglu dh");
-  Vec dgu(gu.size());
-  for (size_t n = 0; n < sz(N); ++n) {
-    for (size_t f = 0; f < sz(F); ++f) {
-      const double g = gu[n * 2 * sz(F) + f], u = gu[n * 2 * sz(F) + sz(F) + f], d = dh[n * sz(F) + f];
-      const double s = sigmoid(g);
-      dgu[n * 2 * sz(F) + f] = d * u * s * (1.0 + g * (1.0 - s));
-      dgu[n * 2 * sz(F) + sz(F) + f] = d * g * s;
-    }
-  }
-  return dgu;
 }
 
 namespace {

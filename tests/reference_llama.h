@@ -22,26 +22,12 @@
 
 namespace paxocl::testing {
 
-// RMSNorm: out = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps).  x (N, C), w (C) -> out (N, C), rstd (N).
-struct RmsNormResult {
-  std::vector<double> out, rstd;
-};
-RmsNormResult rmsnorm_forward(const std::vector<double>& x, const std::vector<double>& w, int N, int C, double eps);
-struct RmsNormGrads {
-  std::vector<double> dx;  // (N, C)
-  std::vector<double> dw;  // (C)
-};
-RmsNormGrads rmsnorm_backward(const std::vector<double>& dout, const std::vector<double>& x,
-                              const std::vector<double>& w, const std::vector<double>& rstd, int N, int C);
+// RMSNorm and SwiGLU: reference_gpt.h.
 
 // Rotary embedding of heads (B, NH, T, hs) at positions offset .. offset+T-1; `inverse` rotates by
 // the negative angles, which is the backward (the rotation is orthogonal).
 std::vector<double> rope_rotate(const std::vector<double>& heads, int B, int NH, int T, int hs, double base,
                                 int position_offset = 0, bool inverse = false);
-
-// SwiGLU: gu (N, 2F) rows [gate | up] -> h (N, F) = silu(gate) * up; backward -> dgu (N, 2F).
-std::vector<double> swiglu_forward(const std::vector<double>& gu, int N, int F);
-std::vector<double> swiglu_backward(const std::vector<double>& gu, const std::vector<double>& dh, int N, int F);
 
 // The fused projection's rows [q (H heads) | k (Hkv) | v (Hkv)] <-> q (B, H, T, hs), k, v (B, Hkv, T, hs).
 QkvHeads split_qkv_grouped(const std::vector<double>& qkv, int B, int T, int H, int Hkv, int hs);

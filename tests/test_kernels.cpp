@@ -3,10 +3,14 @@
 // that is not a power of two, repeated tokens, zero weights. The activation kernels run for every
 // activation dtype (float32, bfloat16, float16; see kernels_cl/nn_kernels.h), the GEMM and
 // optimizer tests for float32 only.
+#include <functional>
 #include <numeric>
 
 #include "models/layers/causal_attention.h"
 #include "models/layers/embedding.h"
+#include "models/layers/linear.h"
+#include "models/layers/rms_norm.h"
+#include "models/layers/swiglu_mlp.h"
 #include "tests/device_fixture.h"
 #include "tests/reference_gpt.h"
 
@@ -216,6 +220,59 @@ TEST_P(ActKernelTest, LayerNormForwardBackward) {
   }
 }
 
+// Plain and with the residual fusion, as LayerNorm; the weight gradient accumulates, so the
+// backward runs twice and dscale must hold its initial value plus twice the gradient.
+TEST_P(ActKernelTest, RmsNormForwardBackward) {
+  for (auto [N, C] : {std::pair{67, 37}, std::pair{1, 37}, std::pair{67, 256}, std::pair{1, 256}}) {
+    for (bool residual : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "N=" << N << " C=" << C << (residual ? " residual" : ""));
+      const auto x = in(random(N * C, 41, 2.0)), delta = in(random(N * C, 42)), w = in(random(C, 43)),
+                 dout = in(random(N * C, 44)), dresid = in(random(N * C, 45));
+      auto xb = act(x), deltab = act(delta), wb = act(w), out = act_zeros(N * C), sum = act_zeros(N * C);
+      auto rstd = zeros(N);
+      // The norm's input: x, or the sum as the kernel stores it (float32(x + delta) rounded once).
+      std::vector<double> v = x;
+      if (residual) {
+        for (int i = 0; i < N * C; ++i) v[i] = x[i] + delta[i];
+        v = in(v);
+        kernels_->rmsnorm.forward_residual(out, rstd, sum, xb, deltab, wb, N, C, 1e-5f);
+        expect_close(download(sum, N * C), v, Tol{0, 0}, "rmsnorm residual sum");
+      } else {
+        kernels_->rmsnorm.forward(out, rstd, xb, wb, N, C, 1e-5f);
+      }
+      const auto ref = rmsnorm_forward(v, w, N, C);
+      expect_close(download(out, N * C), ref.out, stored({1e-5, 1e-4}), "rmsnorm out");
+      expect_close(download(rstd, N), ref.rstd, Tol{1e-6, 1e-5}, "rmsnorm rstd");
+
+      const auto g = rmsnorm_backward(dout, v, w, ref.rstd, N, C);
+      std::vector<double> want_dx(g.dx), want_dw(g.dw);
+      if (residual) {
+        for (int i = 0; i < N * C; ++i) want_dx[i] += dresid[i];
+      }
+      for (double& e : want_dw) e = 1.0 + 2.0 * e;
+      auto dx = act_zeros(N * C);
+      auto dw = upload(std::vector<double>(C, 1.0));
+      auto dout_b = act(dout), dresid_b = act(dresid);
+      for (int call = 0; call < 2; ++call) {
+        kernels_->rmsnorm.backward(dx, dw, dout_b, residual ? sum : xb, wb, rstd, residual ? &dresid_b : nullptr, N, C);
+        expect_close(download(dx, N * C), want_dx, stored({1e-4, 1e-3}), "rmsnorm dx");
+      }
+      expect_close(download(dw, C), want_dw, Tol{1e-4, 1e-4}, "rmsnorm dscale, accumulated twice");
+    }
+  }
+}
+
+// A shape beyond a buffer, or a norm without dimensions or epsilon, is a one-line error naming it.
+TEST_P(ActKernelTest, RmsNormRefusesBadShapes) {
+  auto x = act_zeros(4 * 8), w = act_zeros(8), out = act_zeros(4 * 8);
+  auto rstd = zeros(4);
+  EXPECT_THROW(kernels_->rmsnorm.forward(out, rstd, x, w, 5, 8, 1e-5f), DeviceError);
+  EXPECT_THROW(kernels_->rmsnorm.forward(out, rstd, x, w, 4, 9, 1e-5f), DeviceError);
+  const models::Param scale{zeros(8), zeros(8), act_zeros(8)};
+  EXPECT_THROW(models::RmsNorm(*device_, GetParam(), scale, 0, 4, 1e-5f, "norm"), ConfigError);
+  EXPECT_THROW(models::RmsNorm(*device_, GetParam(), scale, 8, 4, 0.0f, "norm"), ConfigError);
+}
+
 TEST_P(ActKernelTest, BiasAddAndGrad) {
   for (auto [N, C] : {std::pair{13, 21}, std::pair{5, 48}}) {
     const auto x = in(random(N * C, 13)), bias = in(random(C, 14));
@@ -233,6 +290,30 @@ TEST_P(ActKernelTest, BiasAddAndGrad) {
     for (int n = 0; n < N; ++n)
       for (int c = 0; c < C; ++c) colsum[c] += got[n * C + c];
     expect_close(download(dbias, C), colsum, Tol{1e-5, 1e-5}, "bias grad");
+  }
+}
+
+// A Linear without a bias (LLaMA's projections): y = x W^T, dx = dy W, dW += dy^T x, and nothing
+// else is read or written. With GELU (float32 only: the 16-bit pre-activation is rounded before
+// GELU sees it, which the reference cannot reproduce near GELU's zero) y = gelu(x W^T).
+TEST_P(ActKernelTest, LinearWithoutBias) {
+  const int N = 13, K = 37, M = 21;  // x (N, K), W (M, K), y (N, M)
+  const auto x = in(random(N * K, 71)), w = in(random(M * K, 72, 0.3)), dy = in(random(N * M, 73));
+  for (auto activation : {models::Linear::Activation::kNone, models::Linear::Activation::kGelu}) {
+    const bool gelu = activation == models::Linear::Activation::kGelu;
+    if (gelu && GetParam() != DType::kF32) continue;
+    SCOPED_TRACE(gelu ? "gelu" : "identity");
+    models::Param weight{upload(w), upload(std::vector<double>(M * K, 0.5)), act(w)};
+    models::Linear layer(*device_, GetParam(), weight, std::nullopt, K, M, N, "linear", activation);
+    models::LayerContext ctx{*device_, *kernels_, *gemm_, 1, N};
+    auto xb = act(x), dyb = act(dy);
+    const auto z = linear_forward(x, w, {}, N, K, M);
+    expect_close(download(layer.forward(ctx, xb), N * M), gelu ? gelu_forward(z) : z, stored({1e-5, 1e-4}), "linear y");
+    const auto g = linear_backward(x, w, gelu ? gelu_backward(z, dy) : dy, N, K, M);
+    std::vector<double> want_dw(g.dw);
+    for (double& e : want_dw) e += 0.5;
+    expect_close(download(layer.backward(ctx, dyb), N * K), g.dx, stored({1e-5, 1e-4}), "linear dx");
+    expect_close(download(weight.grad, M * K), want_dw, Tol{1e-4, 1e-4}, "linear dW");
   }
 }
 
@@ -268,6 +349,36 @@ TEST_P(ActKernelTest, FusedBiasGelu) {
     expect_close(download(pre_b, N * C), in(sum), Tol{0, 0}, "bias + gelu pre-activation");
     expect_close(download(out, N * C), gelu_forward(sum), stored({1e-6, 1e-5}), "bias + gelu");
   }
+}
+
+// SwiGLU's gate in every dtype, with gates far out in both tails (+-30, +-100: silu saturates to g
+// and to -0, its derivative to 1 and to 0) that must come out finite; F = 37 takes the CPU twin's
+// 16-wide path and a tail, F = 32 none.
+TEST_P(ActKernelTest, SwigluForwardBackwardIncludingLargeGates) {
+  for (auto [N, F] : {std::pair{5, 37}, std::pair{1, 32}}) {
+    SCOPED_TRACE(::testing::Message() << "N=" << N << " F=" << F);
+    auto gu_values = random(N * 2 * F, 81, 3.0);
+    const double tails[] = {30.0, -30.0, 100.0, -100.0};
+    for (int n = 0; n < N; ++n)
+      for (int k = 0; k < 4; ++k) gu_values[n * 2 * F + (11 * k + n) % F] = tails[k];  // gates, vector and tail
+    const auto gu = in(gu_values), dh = in(random(N * F, 82));
+    auto gu_b = act(gu), dh_b = act(dh), h = act_zeros(N * F), dgu = act_zeros(N * 2 * F);
+    kernels_->swiglu.forward(h, gu_b, N, F);
+    kernels_->swiglu.backward(dgu, gu_b, dh_b, N, F);
+    const auto got_h = download(h, N * F), got_dgu = download(dgu, N * 2 * F);
+    for (double v : got_h) ASSERT_TRUE(std::isfinite(v)) << "swiglu h";
+    for (double v : got_dgu) ASSERT_TRUE(std::isfinite(v)) << "swiglu dgu";
+    expect_close(got_h, swiglu_forward(gu, N, F), stored({1e-6, 1e-5}), "swiglu h");
+    expect_close(got_dgu, swiglu_backward(gu, dh, N, F), stored({1e-6, 1e-5}), "swiglu dgu");
+  }
+}
+
+TEST_P(ActKernelTest, SwigluRefusesBadShapes) {
+  auto gu = act_zeros(4 * 2 * 8), h = act_zeros(4 * 8);
+  EXPECT_THROW(kernels_->swiglu.forward(h, gu, 4, 9), DeviceError);
+  EXPECT_THROW(kernels_->swiglu.backward(gu, gu, h, 5, 8), DeviceError);
+  const models::Param p{zeros(16), zeros(16), act_zeros(16)};
+  EXPECT_THROW(models::SwigluMlp(*device_, GetParam(), p, p, 4, 0, 4, "mlp"), ConfigError);
 }
 
 // The attention layer end to end (layout moves, GEMMs, softmax kernels), chunked and not.
@@ -380,6 +491,100 @@ INSTANTIATE_TEST_SUITE_P(DTypes, ActKernelTest, ::testing::Values(DType::kF32, D
                          [](const ::testing::TestParamInfo<DType>& param_info) {
                            return std::string(device::dtype_name(param_info.param));
                          });
+
+// ---------------------------------------------------------------------------------------------
+// LLaMA's layers by finite differences on the device (float32): the layer's own forward, run again
+// with one input coordinate moved by +-h, against its own backward. loss = sum(y * r), r random.
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Every coordinate of `values` (what `buffer` holds) moved by +-h on the device, `loss` run after
+// each write; the central difference must match `analytic` to float32's accuracy of the loss.
+void expect_device_gradient(DeviceTest& t, device::TypedBuffer& buffer, std::vector<double> values,
+                            const std::vector<double>& analytic, const std::function<double()>& loss, const char* what) {
+  ASSERT_EQ(values.size(), analytic.size()) << what;
+  const double h = 1e-2;
+  auto write = [&] {
+    const std::vector<float> f(values.begin(), values.end());
+    buffer.write(t.device_->queue(), f);
+  };
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double saved = values[i];
+    values[i] = saved + h;
+    write();
+    const double up = loss();
+    values[i] = saved - h;
+    write();
+    const double down = loss();
+    values[i] = saved;
+    const double fd = (up - down) / (2 * h), g = analytic[i];
+    EXPECT_LE(std::abs(fd - g), 5e-4 + 2e-2 * std::abs(g)) << what << "[" << i << "] fd " << fd << " analytic " << g;
+  }
+  write();
+}
+
+TEST_F(KernelTest, RmsNormLayerMatchesFiniteDifferences) {
+  const std::size_t N = 3, C = 19;
+  const auto x = random(N * C, 51), delta = random(N * C, 52), w = random(C, 53), r = random(N * C, 54),
+             r_sum = random(N * C, 55);
+  models::Param scale{upload(w), zeros(C), upload(DType::kF32, w)};
+  models::RmsNorm norm(*device_, DType::kF32, scale, C, N, models::RmsNorm::kDefaultEpsilon, "norm");
+  models::LayerContext ctx{*device_, *kernels_, *gemm_, 1, N};
+  auto xb = upload(DType::kF32, x), deltab = upload(DType::kF32, delta), rb = upload(DType::kF32, r),
+       r_sumb = upload(DType::kF32, r_sum), sum = upload(DType::kF32, std::vector<double>(N * C, 0.0));
+
+  norm.forward(ctx, xb);
+  const auto dx = download(norm.backward(ctx, rb), N * C);
+  const auto dscale = download(scale.grad, C);
+  auto loss = [&] { return dot(download(norm.forward(ctx, xb), N * C), r); };
+  expect_device_gradient(*this, xb, x, dx, loss, "rmsnorm dx");
+  expect_device_gradient(*this, scale.compute, w, dscale, loss, "rmsnorm dscale");
+
+  // Residual fusion as a block uses it: loss = sum(y * r) + sum(sum * r_sum), y = RMSNorm(x + delta);
+  // the backward given dresidual = r_sum returns d loss / d x (= d loss / d delta).
+  norm.forward_residual(ctx, xb, deltab, sum);
+  const auto dx_resid = download(norm.backward(ctx, rb, &r_sumb), N * C);
+  auto loss_resid = [&] {
+    const auto y = download(norm.forward_residual(ctx, xb, deltab, sum), N * C);
+    return dot(y, r) + dot(download(sum, N * C), r_sum);
+  };
+  expect_device_gradient(*this, xb, x, dx_resid, loss_resid, "rmsnorm residual dx");
+  expect_device_gradient(*this, deltab, delta, dx_resid, loss_resid, "rmsnorm residual ddelta");
+}
+
+// The float32 layer against the float64 reference (y, dx, dW_gu, dW_down), then by finite
+// differences of its own forward over every coordinate of x, W_gu and W_down.
+TEST_F(KernelTest, SwigluMlpMatchesTheReferenceAndFiniteDifferences) {
+  const int N = 3, C = 8, F = 6;
+  const auto x = random(N * C, 91), w_gu = random(2 * F * C, 92, 0.5), w_down = random(C * F, 93, 0.5),
+             r = random(N * C, 94);
+  models::Param gate_up{upload(w_gu), zeros(2 * F * C), upload(DType::kF32, w_gu)},
+      down{upload(w_down), zeros(C * F), upload(DType::kF32, w_down)};
+  models::SwigluMlp mlp(*device_, DType::kF32, gate_up, down, C, F, N, "mlp");
+  models::LayerContext ctx{*device_, *kernels_, *gemm_, 1, static_cast<std::size_t>(N)};
+  auto xb = upload(DType::kF32, x), rb = upload(DType::kF32, r);
+
+  const auto y = download(mlp.forward(ctx, xb), N * C);
+  const auto dx = download(mlp.backward(ctx, rb), N * C);
+  const auto dw_gu = download(gate_up.grad, 2 * F * C), dw_down = download(down.grad, C * F);
+  const auto gu = linear_forward(x, w_gu, {}, N, C, 2 * F);
+  const auto h = swiglu_forward(gu, N, F);
+  expect_close(y, linear_forward(h, w_down, {}, N, F, C), Tol{1e-5, 1e-4}, "mlp y");
+  const auto g_down = linear_backward(h, w_down, r, N, F, C);
+  const auto g_gu = linear_backward(x, w_gu, swiglu_backward(gu, g_down.dx, N, F), N, C, 2 * F);
+  expect_close(dx, g_gu.dx, Tol{1e-5, 1e-4}, "mlp dx");
+  expect_close(dw_gu, g_gu.dw, Tol{1e-5, 1e-4}, "mlp dW_gu");
+  expect_close(dw_down, g_down.dw, Tol{1e-5, 1e-4}, "mlp dW_down");
+
+  auto loss = [&] { return dot(download(mlp.forward(ctx, xb), N * C), r); };
+  expect_device_gradient(*this, xb, x, dx, loss, "mlp dx");
+  expect_device_gradient(*this, gate_up.compute, w_gu, dw_gu, loss, "mlp dW_gu");
+  expect_device_gradient(*this, down.compute, w_down, dw_down, loss, "mlp dW_down");
+}
 
 TEST_F(KernelTest, GradientNormPartials) {
   const std::size_t n = 10007, chunk = 4096;

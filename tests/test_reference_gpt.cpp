@@ -174,6 +174,43 @@ TEST(ReferenceOps, GeluMatchesFiniteDifferencesAndKnownValues) {
   EXPECT_NEAR(y[3], 0.0, 1e-12);
 }
 
+TEST(ReferenceOps, RmsNormMatchesFiniteDifferences) {
+  const FdTally tally;
+  std::mt19937_64 rng(11);
+  const int N = 3, C = 7;
+  const Vec x = random_vec(rng, N * C, 0.5, 1.5), w = random_vec(rng, C, 1, 0.3), r = random_vec(rng, N * C, 0, 1);
+  const RmsNormResult fwd = rmsnorm_forward(x, w, N, C);
+  // Normalised rows: mean square ms / (ms + eps) before the scale.
+  for (int n = 0; n < N; ++n) {
+    double ms = 0, ms_hat = 0;
+    for (int c = 0; c < C; ++c) {
+      ms += x[n * C + c] * x[n * C + c] / C;
+      const double xhat = fwd.out[n * C + c] / w[c];
+      ms_hat += xhat * xhat / C;
+    }
+    EXPECT_NEAR(ms_hat, ms / (ms + kLayerNormEps), 1e-12);
+    EXPECT_NEAR(fwd.rstd[n], 1.0 / std::sqrt(ms + kLayerNormEps), 1e-12);
+  }
+  const RmsNormGrads g = rmsnorm_backward(r, x, w, fwd.rstd, N, C);
+  expect_gradient([&](const Vec& v) { return dot(r, rmsnorm_forward(v, w, N, C).out); }, x, g.dx, "rmsnorm dx");
+  expect_gradient([&](const Vec& v) { return dot(r, rmsnorm_forward(x, v, N, C).out); }, w, g.dw, "rmsnorm dw");
+}
+
+TEST(ReferenceOps, SwigluMatchesFiniteDifferencesAndKnownValues) {
+  const FdTally tally;
+  std::mt19937_64 rng(12);
+  const int N = 3, F = 5;
+  const Vec gu = random_vec(rng, N * 2 * F, 0, 2), r = random_vec(rng, N * F, 0, 1);
+  expect_gradient([&](const Vec& v) { return dot(r, swiglu_forward(v, N, F)); }, gu, swiglu_backward(gu, r, N, F),
+                  "swiglu dgu");
+  // silu(0) = 0, silu(1) = 1 / (1 + e^-1); silu(g) -> g for large g, -> 0 for very negative g.
+  const Vec h = swiglu_forward({0.0, 1.0, 100.0, -100.0, 3.0, 3.0, 0.5, 0.5}, 1, 4);
+  EXPECT_EQ(h[0], 0.0);
+  EXPECT_NEAR(h[1], 3.0 / (1.0 + std::exp(-1.0)), 1e-15);
+  EXPECT_NEAR(h[2], 50.0, 1e-12);
+  EXPECT_NEAR(h[3], 0.0, 1e-12);
+}
+
 // Logsumexp of the scaled causal scores, computed directly for comparison with the forward's lse.
 double naive_lse(const Vec& q, const Vec& k, int bh, int T, int hs, int t) {
   double sum = 0.0;
@@ -580,36 +617,6 @@ TEST(ReferenceGpt, RejectsBadBatches) {
 
 namespace paxocl::testing {
 namespace {
-
-TEST(ReferenceLlamaOps, RmsNormMatchesFiniteDifferences) {
-  const FdTally tally;
-  std::mt19937_64 rng(2);
-  const int N = 3, C = 7;
-  const Vec x = random_vec(rng, N * C, 0.2, 1), w = random_vec(rng, C, 1, 0.3), r = random_vec(rng, N * C, 0, 1);
-  const RmsNormResult f = rmsnorm_forward(x, w, N, C, 1e-5);
-  const RmsNormGrads g = rmsnorm_backward(r, x, w, f.rstd, N, C);
-  expect_gradient([&](const Vec& v) { return dot(r, rmsnorm_forward(v, w, N, C, 1e-5).out); }, x, g.dx, "rmsnorm dx");
-  expect_gradient([&](const Vec& v) { return dot(r, rmsnorm_forward(x, v, N, C, 1e-5).out); }, w, g.dw, "rmsnorm dw");
-  // Scale invariance: RMSNorm(a x) = RMSNorm(x) for a > 0 (up to eps).
-  Vec x3 = x;
-  for (double& v : x3) v *= 3.0;
-  const Vec y3 = rmsnorm_forward(x3, w, N, C, 0.0).out, y1 = rmsnorm_forward(x, w, N, C, 0.0).out;
-  for (std::size_t i = 0; i < y1.size(); ++i) EXPECT_NEAR(y3[i], y1[i], 1e-12);
-}
-
-TEST(ReferenceLlamaOps, SwigluMatchesFiniteDifferencesAndSilu) {
-  const FdTally tally;
-  std::mt19937_64 rng(3);
-  const int N = 2, F = 5;
-  const Vec gu = random_vec(rng, N * 2 * F, 0, 2), r = random_vec(rng, N * F, 0, 1);
-  expect_gradient([&](const Vec& v) { return dot(r, swiglu_forward(v, N, F)); }, gu, swiglu_backward(gu, r, N, F),
-                  "swiglu dgu");
-  // silu(1) * 2 = 2 / (1 + e^-1).
-  Vec one(2 * F, 0.0);
-  one[0] = 1.0;
-  one[F] = 2.0;
-  EXPECT_NEAR(swiglu_forward(one, 1, F)[0], 2.0 / (1.0 + std::exp(-1.0)), 1e-15);
-}
 
 // RoPE as the complex rotation z_i e^{i t theta_i} of z_i = x_i + i x_{i+hs/2}: norms are kept, the
 // inverse undoes it, and the score of a rotated query and key depends only on their distance.

@@ -6,8 +6,8 @@ namespace paxocl::models {
 using kernels::GemmShape;
 using kernels::Transpose;
 
-Linear::Linear(const device::Device& device, device::DType act, Param weight, Param bias, std::size_t in,
-               std::size_t out, std::size_t max_rows, const std::string& name, Activation activation)
+Linear::Linear(const device::Device& device, device::DType act, Param weight, std::optional<Param> bias,
+               std::size_t in, std::size_t out, std::size_t max_rows, const std::string& name, Activation activation)
     : weight_(std::move(weight)),
       bias_(std::move(bias)),
       in_(in),
@@ -24,14 +24,18 @@ Linear::Linear(const device::Device& device, device::DType act, Param weight, Pa
 const ActBuffer& Linear::forward(LayerContext& ctx, const ActBuffer& x) {
   x_ = &x;
   const std::size_t N = ctx.rows();
-  // z (N, out) = x (N, in) * W^T + b
+  // z (N, out) = x (N, in) * W^T (+ b)
   ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, N, out_, in_}, 1.0f, operand(x, 0, in_),
                operand(weight_.compute, 0, in_), 0.0f, operand(z_, 0, out_));
   if (activation_ == Activation::kGelu) {
-    ctx.kernels.gelu.bias_forward(z_, activated_, bias_.compute, N, out_);
+    if (bias_) {
+      ctx.kernels.gelu.bias_forward(z_, activated_, bias_->compute, N, out_);
+    } else {
+      ctx.kernels.gelu.forward(activated_, z_, N * out_);
+    }
     return activated_;
   }
-  ctx.kernels.bias.add(z_, bias_.compute, N, out_);
+  if (bias_) ctx.kernels.bias.add(z_, bias_->compute, N, out_);
   return z_;
 }
 
@@ -46,7 +50,7 @@ const ActBuffer& Linear::backward(LayerContext& ctx, const ActBuffer& dy_in) {
   // dW (out, in) += dz^T (out, N) * x (N, in), accumulated in float32
   ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, out_, in_, N}, 1.0f, operand(dy, 0, out_),
                operand(*x_, 0, in_), 1.0f, operand(weight_.grad, 0, in_));
-  ctx.kernels.bias.grad(bias_.grad, dy, N, out_);
+  if (bias_) ctx.kernels.bias.grad(bias_->grad, dy, N, out_);
   // dx (N, in) = dz (N, out) * W (out, in)
   ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, N, in_, out_}, 1.0f, operand(dy, 0, out_),
                operand(weight_.compute, 0, in_), 0.0f, operand(dx_, 0, in_));

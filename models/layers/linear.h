@@ -1,10 +1,12 @@
 // Linear: y = act(x W^T + b).      x (N, in)  W (out, in)  b (out)  y (N, out)
 // act is the identity or GELU-tanh; with GELU, bias and activation run as one fused kernel.
+// The bias is optional (LLaMA has none): without it y = act(x W^T) and there is no db.
 // forward remembers x (the caller keeps it alive until backward); backward returns dx (N, in) and
 // accumulates dW += dz^T x and db += colsum(dz), z the pre-activation. Activations are in the
 // activation dtype `act`, W and b are read through Param::compute, dW and db are float32 sums.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "models/layers/layer_context.h"
@@ -14,14 +16,15 @@ namespace paxocl::models {
 class Linear {
  public:
   enum class Activation { kNone, kGelu };
-  Linear(const device::Device& device, device::DType act, Param weight, Param bias, std::size_t in, std::size_t out,
-         std::size_t max_rows, const std::string& name, Activation activation = Activation::kNone);
+  Linear(const device::Device& device, device::DType act, Param weight, std::optional<Param> bias, std::size_t in,
+         std::size_t out, std::size_t max_rows, const std::string& name, Activation activation = Activation::kNone);
 
   const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x);
   const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy);
 
  private:
-  Param weight_, bias_;
+  Param weight_;
+  std::optional<Param> bias_;
   std::size_t in_, out_;
   Activation activation_;
   const ActBuffer* x_ = nullptr;

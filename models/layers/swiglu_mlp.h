@@ -1,0 +1,34 @@
+// SwigluMlp: LLaMA's feed-forward block, no biases.
+//   gu (N, 2F) = x (N, C) W_gu^T     W_gu (2F, C): rows [gate (F) | up (F)], one fused GEMM
+//   h  (N, F)  = silu(gate) * up     (kernels_cl/swiglu.cl)
+//   y  (N, C)  = h W_down^T          W_down (C, F)
+// Hugging Face's gate_proj and up_proj are W_gu's two halves (the weight-file code splits them).
+// forward remembers x (the caller keeps it alive until backward); backward returns dx (N, C) and
+// accumulates dW_gu and dW_down (float32). Activations are in the activation dtype `act`, the
+// weights are read through Param::compute.
+#pragma once
+
+#include <string>
+
+#include "models/layers/linear.h"
+
+namespace paxocl::models {
+
+class SwigluMlp {
+ public:
+  // Throws ConfigError for dims == 0 or hidden == 0.
+  SwigluMlp(const device::Device& device, device::DType act, Param gate_up_weight, Param down_weight,
+            std::size_t dims, std::size_t hidden, std::size_t max_rows, const std::string& name);
+
+  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x);   // (N, C) -> (N, C)
+  const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy);  // -> dx (N, C)
+
+ private:
+  std::size_t hidden_;
+  Linear gate_up_, down_;
+  const ActBuffer* gu_ = nullptr;  // (N, 2F): gate_up_'s output, kept for backward
+  ActBuffer h_;                    // (N, F)
+  ActBuffer dgu_;                  // (N, 2F)
+};
+
+}  // namespace paxocl::models
