@@ -121,6 +121,11 @@ TEST_P(ActKernelTest, EmbeddingForwardAndDeterministicBackward) {
   kernels_->embedding.forward(out, ids_b, wte_b, wpe_b, B, T, C);
   expect_close(download(out, B * T * C), embedding_forward(ids, B, T, wte, wpe, Vp, maxT, C), stored({0, 1e-6}),
                "embedding");
+  // Decoding continues at position 2: rows read wpe[2 + t], as the reference with wpe's first 2 rows dropped.
+  kernels_->embedding.forward(out, ids_b, wte_b, wpe_b, B, T, C, 2);
+  const std::vector<double> wpe_from_2(wpe.begin() + 2 * C, wpe.end());
+  expect_close(download(out, B * T * C), embedding_forward(ids, B, T, wte, wpe_from_2, Vp, maxT - 2, C),
+               stored({0, 1e-6}), "embedding from position 2");
 
   // The CSR the model builds: positions grouped by token, ascending.
   std::vector<int> positions(B * T);

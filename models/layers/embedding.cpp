@@ -18,7 +18,7 @@ Embedding::Embedding(const device::Device& device, device::DType act, Param wte,
       positions_(device.context(), max_rows, name + ".positions"),
       x_(make_buffer(device, act, max_rows * dims, name + ".x")) {}
 
-const ActBuffer& Embedding::forward(LayerContext& ctx, const std::vector<int>& ids) {
+const ActBuffer& Embedding::forward(LayerContext& ctx, const std::vector<int>& ids, std::size_t first_position) {
   const std::size_t N = ctx.rows();
   // CSR of positions grouped by token: positions sorted by (token, position).
   std::vector<cl_int> positions(N);
@@ -44,7 +44,7 @@ const ActBuffer& Embedding::forward(LayerContext& ctx, const std::vector<int>& i
     zero_row_written_ = true;
   }
   ctx.kernels.embedding.forward(x_, ids_, wte_.compute, wpe_ ? wpe_->compute : zero_row_, ctx.batch,
-                                wpe_ ? ctx.seq_len : 1, dims_);
+                                wpe_ ? ctx.seq_len : 1, dims_, wpe_ ? first_position : 0);
   return x_;
 }
 

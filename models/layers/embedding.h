@@ -20,8 +20,9 @@ class Embedding {
   Embedding(const device::Device& device, device::DType act, Param wte, std::optional<Param> wpe, std::size_t dims,
             std::size_t max_rows, const std::string& name);
 
-  // `ids` holds ctx.rows() token ids; every id must be < Vp (the model checks the batch).
-  const ActBuffer& forward(LayerContext& ctx, const std::vector<int>& ids);
+  // `ids` holds ctx.rows() token ids; every id must be < Vp (the model checks the batch). Their
+  // positions are first_position .. first_position + T - 1 (decoding continues a sequence).
+  const ActBuffer& forward(LayerContext& ctx, const std::vector<int>& ids, std::size_t first_position = 0);
   void backward(LayerContext& ctx, const ActBuffer& dx);
 
  private:
