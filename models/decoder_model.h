@@ -1,5 +1,5 @@
 // DecoderModel: the pass every decoder-only family runs, over its own layer types.
-//   ids (B, T) -> Embedding -> NUM_LAYERS x Block -> FinalNorm -> TiedLmHead (logits = y W^T with
+//   ids (B, T) -> Embedding -> NUM_LAYERS x Block -> FinalNorm -> LmHead (logits = y W^T with
 //   W the embedding table (GPT, tied) or its own head (LLaMA), weighted mean softmax cross-entropy)
 // A family derives, builds these layers in its constructor (on BlockModel::param views) and
 // implements nothing else: the phases below are the Model interface's (model.h).
@@ -10,7 +10,7 @@
 
 #include "models/block_model.h"
 #include "models/layers/embedding.h"
-#include "models/layers/tied_lm_head.h"
+#include "models/layers/lm_head.h"
 
 namespace paxocl::models {
 
@@ -43,7 +43,7 @@ class DecoderModel : public BlockModel {
   std::unique_ptr<Embedding> embedding_;
   std::vector<Block> blocks_;
   std::unique_ptr<FinalNorm> final_norm_;
-  std::unique_ptr<TiedLmHead> head_;
+  std::unique_ptr<LmHead> head_;
 };
 
 }  // namespace paxocl::models

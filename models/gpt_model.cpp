@@ -36,7 +36,7 @@ GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, Mod
         C, rows, prefix);
   }
   final_norm_ = std::make_unique<LayerNorm>(device, act, param(names::kFinalNormScale), param(names::kFinalNormBias), C, rows, "lnf");
-  head_ = std::make_unique<TiedLmHead>(device, act, param(names::kTokenEmbedding), C, static_cast<std::size_t>(config.vocab_size),
+  head_ = std::make_unique<LmHead>(device, act, param(names::kTokenEmbedding), C, static_cast<std::size_t>(config.vocab_size),
                                        static_cast<std::size_t>(config.padded_vocab()), rows, "lm_head");
   end_layers();
 }

@@ -36,7 +36,7 @@ LlamaModel::LlamaModel(kernels::DeviceRuntime& runtime, const LlamaConfig& confi
         C, rows, prefix);
   }
   final_norm_ = std::make_unique<RmsNorm>(device, act, param(names::kFinalNormScale), C, rows, eps, "norm");
-  head_ = std::make_unique<TiedLmHead>(device, act, param(names::kLmHead), C, static_cast<std::size_t>(config.vocab_size),
+  head_ = std::make_unique<LmHead>(device, act, param(names::kLmHead), C, static_cast<std::size_t>(config.vocab_size),
                                        static_cast<std::size_t>(config.padded_vocab()), rows, "lm_head");
   end_layers();
 }

@@ -19,7 +19,7 @@
 #include "inputs/batch.h"
 #include "kernels_cl/device_runtime.h"
 #include "models/layers/layer_context.h"
-#include "models/layers/tied_lm_head.h"  // LossStats
+#include "models/layers/lm_head.h"  // LossStats
 #include "models/parameter_layout.h"
 #include "models/weights_io.h"
 

@@ -29,7 +29,7 @@
 // (and the whole qkv bias's) parameter and update norms are only held within 2 k lr sqrt(D) after
 // k steps; the q and v parts are compared with the tight tolerances above.
 //
-// Raw logits: GptModel computes them inside TiedLmHead and overwrites them with dlogits, and no
+// Raw logits: GptModel computes them inside LmHead and overwrites them with dlogits, and no
 // public interface reads them, so the test compares log-softmax values instead (the logits up
 // to each row's logsumexp), each read as -loss of a batch whose only weighted position has that
 // vocabulary entry as its target. The fixture also holds the raw logits, for a future reader.

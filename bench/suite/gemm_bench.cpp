@@ -44,7 +44,7 @@ std::vector<GemmCase> model_gemm_cases(const models::GptConfig& c, std::size_t b
     cases.push_back({at + "(Q,hs) = (Q,K)(K,hs)", {no, no, Q, hs, K, heads}, 2 * batch * L});
     cases.push_back({at + "(K,hs) = (Q,K)^T(Q,hs)", {yes, no, K, hs, Q, heads}, 2 * batch * L});
   }
-  linear("lm head", C, V, 1);  // tied_lm_head.cpp: the same three GEMMs with wte as W
+  linear("lm head", C, V, 1);  // lm_head.cpp: the same three GEMMs with wte as W
   return cases;
 }
 

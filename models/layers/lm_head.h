@@ -1,9 +1,10 @@
-// TiedLmHead: logits = y wte^T over the padded vocabulary, then the fused softmax cross-entropy
+// LmHead: logits = y W^T over the padded vocabulary, then the fused softmax cross-entropy
 // with per-token weights; the loss is the weighted mean  sum(w * ce) / sum(w)  (0 when sum(w) = 0).
-//   y (N, C), wte (Vp, C) shared with the Embedding, logits (N, Vp), targets, weights (N)
-// forward computes the loss and, fused, dlogits; backward returns dy (N, C) and accumulates dwte.
-// y, logits (then dlogits) and dy are in the activation dtype `act`, wte is read through
-// Param::compute; the softmax, the losses and dwte are float32.
+//   y (N, C), W (Vp, C): the Embedding's table (GPT: tied) or the head's own (LLaMA: lm_head),
+//   logits (N, Vp), targets, weights (N)
+// forward computes the loss and, fused, dlogits; backward returns dy (N, C) and accumulates dW.
+// logits() computes logits alone, for decoding. y, logits (then dlogits) and dy are in the
+// activation dtype `act`, W is read through Param::compute; the softmax, the losses and dW are float32.
 #pragma once
 
 #include <vector>
@@ -27,9 +28,9 @@ struct LossStats {
   }
 };
 
-class TiedLmHead {
+class LmHead {
  public:
-  TiedLmHead(const device::Device& device, device::DType act, Param wte, std::size_t dims, std::size_t vocab,
+  LmHead(const device::Device& device, device::DType act, Param wte, std::size_t dims, std::size_t vocab,
              std::size_t padded_vocab, std::size_t max_rows, const std::string& name);
 
   // The batch's loss sums (added on the host in double, in a fixed order). dlogits are those of
@@ -37,6 +38,10 @@ class TiedLmHead {
   LossStats forward(LayerContext& ctx, const ActBuffer& y, const std::vector<int>& targets,
                     const std::vector<float>& weights, float gradient_scale = 1.0f);
   const ActBuffer& backward(LayerContext& ctx);
+  // Decoding: the logits of `rows` rows of y starting at `first_row`, `stride` rows apart (one per
+  // sequence), on the host as float32 (rows, V) without the padding columns.
+  std::vector<float> logits(LayerContext& ctx, const ActBuffer& y, std::size_t first_row, std::size_t stride,
+                            std::size_t rows);
 
  private:
   Param wte_;

@@ -1,11 +1,13 @@
-#include "models/layers/tied_lm_head.h"
+#include "models/layers/lm_head.h"
+
+#include <algorithm>
 
 namespace paxocl::models {
 
 using kernels::GemmShape;
 using kernels::Transpose;
 
-TiedLmHead::TiedLmHead(const device::Device& device, device::DType act, Param wte, std::size_t dims,
+LmHead::LmHead(const device::Device& device, device::DType act, Param wte, std::size_t dims,
                        std::size_t vocab, std::size_t padded_vocab, std::size_t max_rows, const std::string& name)
     : wte_(std::move(wte)),
       dims_(dims),
@@ -18,7 +20,7 @@ TiedLmHead::TiedLmHead(const device::Device& device, device::DType act, Param wt
       dy_(make_buffer(device, act, max_rows * dims, name + ".dy")),
       targets_(device.context(), max_rows, name + ".targets") {}
 
-LossStats TiedLmHead::forward(LayerContext& ctx, const ActBuffer& y, const std::vector<int>& targets,
+LossStats LmHead::forward(LayerContext& ctx, const ActBuffer& y, const std::vector<int>& targets,
                               const std::vector<float>& weights, float gradient_scale) {
   y_ = &y;
   const std::size_t N = ctx.rows();
@@ -46,7 +48,7 @@ LossStats TiedLmHead::forward(LayerContext& ctx, const ActBuffer& y, const std::
   return stats;
 }
 
-const ActBuffer& TiedLmHead::backward(LayerContext& ctx) {
+const ActBuffer& LmHead::backward(LayerContext& ctx) {
   const std::size_t N = ctx.rows();
   // dwte (Vp, C) += dlogits^T (Vp, N) y (N, C);   dy (N, C) = dlogits (N, Vp) wte (Vp, C)
   ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, padded_vocab_, dims_, N}, 1.0f,
@@ -54,6 +56,21 @@ const ActBuffer& TiedLmHead::backward(LayerContext& ctx) {
   ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, N, dims_, padded_vocab_}, 1.0f,
                operand(logits_, 0, padded_vocab_), operand(wte_.compute, 0, dims_), 0.0f, operand(dy_, 0, dims_));
   return dy_;
+}
+
+std::vector<float> LmHead::logits(LayerContext& ctx, const ActBuffer& y, std::size_t first_row, std::size_t stride,
+                                  std::size_t rows) {
+  // logits (rows, Vp) = y[first_row + i * stride] (rows, C) W^T: rows `stride * C` apart in y.
+  ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, rows, padded_vocab_, dims_}, 1.0f,
+               operand(y, first_row * dims_, stride * dims_), operand(wte_.compute, 0, dims_), 0.0f,
+               operand(logits_, 0, padded_vocab_));
+  const std::vector<float> all = logits_.view(0, rows * padded_vocab_, "logits.decode").read(ctx.device.queue());
+  std::vector<float> out(rows * vocab_);
+  for (std::size_t r = 0; r < rows; ++r) {
+    std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(r * padded_vocab_), vocab_,
+                out.begin() + static_cast<std::ptrdiff_t>(r * vocab_));
+  }
+  return out;
 }
 
 }  // namespace paxocl::models
