@@ -18,6 +18,7 @@ struct KernelLibrary {
         bias(cache, device, act),
         gelu(cache, device, act),
         attention(cache, device, act),
+        rope(cache, device, act),
         cross_entropy(cache, device, act),
         residual(cache, device, act),
         cast(cache, device, act),
@@ -32,6 +33,7 @@ struct KernelLibrary {
   BiasKernels bias;
   GeluKernels gelu;
   AttentionKernels attention;
+  RopeKernels rope;
   CrossEntropyKernels cross_entropy;
   ResidualKernels residual;
   CastKernels cast;

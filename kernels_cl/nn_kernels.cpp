@@ -155,6 +155,29 @@ void AttentionKernels::softmax_backward(FloatBuffer& dprobs, const FloatBuffer& 
               u32(q.seq_len), scale, u32(delta_offset), u32(rows));
 }
 
+RopeKernels::RopeKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "rope", {"rope_rotate"}, act)), act_(act) {}
+
+void RopeKernels::rotate(ActBuffer& qkv, const FloatBuffer& cos, const FloatBuffer& sin, const RopeShape& shape,
+                         std::size_t position_offset, bool inverse) {
+  require_act(act_, "rope_rotate", qkv);
+  const std::size_t half = shape.head_dims / 2, heads = shape.heads + shape.kv_heads;
+  if (shape.head_dims % 2 != 0) throw DeviceError(fmt::format("rope_rotate: head size {} is odd", shape.head_dims));
+  if (qkv.count() < shape.rows * shape.width()) {
+    throw DeviceError(fmt::format("rope_rotate: qkv holds {} elements, fewer than {} rows of {}", qkv.count(),
+                                  shape.rows, shape.width()));
+  }
+  const std::size_t table = (position_offset + shape.seq_len) * half;
+  if (cos.count() < table || sin.count() < table) {
+    throw DeviceError(fmt::format("rope_rotate: positions up to {} exceed the cos/sin tables of {} positions",
+                                  position_offset + shape.seq_len, std::min(cos.count(), sin.count()) / half));
+  }
+  if (shape.rows == 0 || half == 0) return;
+  const std::size_t items = set_.cpu_variant() ? shape.rows : shape.rows * heads * half;
+  set_.launch("rope_rotate", items, qkv, cos, sin, u32(shape.seq_len), u32(heads), u32(shape.width()), u32(half),
+              u32(position_offset), inverse ? -1.0f : 1.0f, u32(items));
+}
+
 CrossEntropyKernels::CrossEntropyKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
     : set_(act_program(cache, device, "cross_entropy", {"softmax_cross_entropy"}, act)), act_(act) {}
 

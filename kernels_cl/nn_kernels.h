@@ -110,6 +110,28 @@ class AttentionKernels {
   device::DType act_;
 };
 
+// Rotary position embeddings (kernels_cl/rope.cl; the layer: models/layers/rotary_embedding.h).
+// qkv (rows, (heads + 2*kv_heads) * head_dims) rows laid out [q | k | v], rows = B*T of sequences
+// of seq_len tokens; row r sits at position r % seq_len + position_offset.
+struct RopeShape {
+  std::size_t rows = 0, seq_len = 0, heads = 0, kv_heads = 0, head_dims = 0;
+  std::size_t width() const { return (heads + 2 * kv_heads) * head_dims; }
+};
+
+class RopeKernels {
+ public:
+  RopeKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
+  // In place on the q and k heads of qkv: each pair (i, i + hs/2) of a head turned by its row's
+  // angle, cos and sin read from the tables (max_positions, hs/2); `inverse` turns by minus the
+  // angle (the transpose, which is the backward). v is left alone.
+  void rotate(ActBuffer& qkv, const FloatBuffer& cos, const FloatBuffer& sin, const RopeShape& shape,
+              std::size_t position_offset, bool inverse);
+
+ private:
+  KernelSet set_;
+  device::DType act_;
+};
+
 class CrossEntropyKernels {
  public:
   CrossEntropyKernels(device::ProgramCache& cache, device::Device& device, device::DType act);

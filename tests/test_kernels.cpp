@@ -7,6 +7,7 @@
 
 #include "models/layers/causal_attention.h"
 #include "models/layers/embedding.h"
+#include "models/layers/rotary_embedding.h"
 #include "tests/device_fixture.h"
 #include "tests/reference_gpt.h"
 
@@ -326,6 +327,84 @@ TEST_P(ActKernelTest, AttentionRowDotWritesItsRowsOnly) {
         for (std::size_t d = 0; d < hs; ++d) want[r] += o[at + d] * dout[at + d];
       }
   expect_close(download(delta, rows + slack), want, {1e-6, 1e-5}, "attention row dot");
+}
+
+// Rotary embeddings in float64, written from the formula: qkv (N, (H + 2*Hkv)*hs), row r at position
+// r % T + offset; in the q and k heads the pair (i, i + hs/2) turns by sign * p * base^(-2i/hs).
+std::vector<double> rope_reference(std::vector<double> qkv, int T, int H, int Hkv, int hs, double base, int offset,
+                                   double sign) {
+  const std::size_t width = static_cast<std::size_t>((H + 2 * Hkv) * hs), half = static_cast<std::size_t>(hs / 2);
+  for (std::size_t r = 0; r < qkv.size() / width; ++r) {
+    const double p = static_cast<double>(r % static_cast<std::size_t>(T)) + offset;
+    for (std::size_t head = 0; head < static_cast<std::size_t>(H + Hkv); ++head)
+      for (std::size_t i = 0; i < half; ++i) {
+        const double angle = sign * p * std::pow(base, -2.0 * static_cast<double>(i) / hs);
+        double& x1 = qkv[r * width + head * hs + i];
+        double& x2 = qkv[r * width + head * hs + i + half];
+        const double y1 = x1 * std::cos(angle) - x2 * std::sin(angle), y2 = x2 * std::cos(angle) + x1 * std::sin(angle);
+        x1 = y1;
+        x2 = y2;
+      }
+  }
+  return qkv;
+}
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double sum = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// Forward against the float64 loop (v untouched, bit for bit); backward is the transpose:
+// <R x, y> = <x, R^T y>, and R^T y against the loop turned the other way, at the forward's offset.
+// hs = 8: the scalar path of the CPU kernel; 64: its 16-wide path; 40: both (20 frequencies).
+TEST_P(ActKernelTest, RopeForwardAndTransposedBackward) {
+  const int B = 2, H = 4, Hkv = 2;
+  const double base = 10000.0;
+  std::uint64_t seed = 60;
+  for (const int hs : {8, 64, 40})
+    for (const int T : {1, 37})
+      for (const int offset : {0, 11}) {
+        SCOPED_TRACE(::testing::Message() << "hs " << hs << ", T " << T << ", offset " << offset);
+        const std::size_t n = static_cast<std::size_t>(B * T * (H + 2 * Hkv) * hs);
+        const auto x = in(random(n, ++seed)), y = in(random(n, ++seed));
+        models::RotaryEmbedding rope(*device_, H, Hkv, hs, static_cast<float>(base), 64, "rope");
+        models::LayerContext ctx{*device_, *kernels_, *gemm_, B, static_cast<std::size_t>(T)};
+        auto xb = act(x), yb = act(y);
+        rope.forward(ctx, xb, offset);
+        rope.backward(ctx, yb);
+        const auto rx = download(xb, n), rty = download(yb, n);
+        const auto want_rx = rope_reference(x, T, H, Hkv, hs, base, offset, 1.0);
+        const auto want_rty = rope_reference(y, T, H, Hkv, hs, base, offset, -1.0);
+        expect_close(rx, want_rx, stored({1e-6, 1e-5}), "rope forward");
+        expect_close(rty, want_rty, stored({1e-6, 1e-5}), "rope backward");
+        const std::size_t width = static_cast<std::size_t>((H + 2 * Hkv) * hs), v0 = static_cast<std::size_t>((H + Hkv) * hs);
+        for (std::size_t i = 0; i < n; ++i) {
+          if (i % width >= v0) {
+            ASSERT_EQ(rx[i], x[i]) << "v changed at " << i;
+          }
+        }
+        // Each side is within the stored tolerance of the exact rotation, for which the two are equal.
+        const Tol tol = stored({1e-6, 1e-5});
+        double bound = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          bound += (tol.atol + tol.rtol * std::abs(want_rx[i])) * std::abs(y[i]) +
+                   (tol.atol + tol.rtol * std::abs(want_rty[i])) * std::abs(x[i]);
+        }
+        EXPECT_NEAR(dot(rx, y), dot(x, rty), bound) << "<R x, y> != <x, R^T y>";
+      }
+}
+
+TEST_P(ActKernelTest, RopeRefusesOddHeadsAndPositionsPastItsTables) {
+  EXPECT_NE(error_message<ConfigError>([&] { models::RotaryEmbedding(*device_, 4, 2, 7, 10000.0f, 8, "rope"); })
+                .find("even head size, got 7"),
+            std::string::npos);
+  models::RotaryEmbedding rope(*device_, 2, 1, 4, 10000.0f, 8, "rope");
+  models::LayerContext ctx{*device_, *kernels_, *gemm_, 1, 5};
+  auto qkv = act_zeros(5 * 4 * 4);
+  rope.forward(ctx, qkv, 3);  // positions 3 .. 7: the last rows of the tables
+  const std::string message = error_message<ConfigError>([&] { rope.forward(ctx, qkv, 4); });
+  EXPECT_NE(message.find("positions 4 .. 8 exceed the rotary tables' max_positions 8"), std::string::npos) << message;
 }
 
 TEST_P(ActKernelTest, SoftmaxCrossEntropyWithPaddingAndWeights) {
