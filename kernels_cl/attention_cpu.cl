@@ -4,7 +4,7 @@
 
 #define BLOCK_ROW(s, r)                                    \
   const uint L = q0 + (r) % Q + 1;                         \
-  const size_t at = (size_t)((r) / Q) * T + q0 + (r) % Q;  \
+  const size_t at = (size_t)((r) / Q) * S + q0 + (r) % Q;  \
   __global float* row = (s) + (size_t)(r) * K;
 
 inline float max16(const float16 v) {
@@ -25,7 +25,7 @@ inline void zero_tail(__global float* row, uint from, const uint T) {
 }
 
 __kernel void causal_softmax_forward(__global float* s, __global float* lse, const uint Q, const uint K, const uint q0,
-                                     const uint T, const float scale, const uint lse_offset, const uint rows) {
+                                     const uint S, const float scale, const uint lse_offset, const uint rows) {
   const uint r = get_global_id(0);
   if (r >= rows) return;
   BLOCK_ROW(s, r)
@@ -46,7 +46,7 @@ __kernel void causal_softmax_forward(__global float* s, __global float* lse, con
 }
 
 __kernel void causal_probs_from_lse(__global float* s, __global const float* lse, const uint Q, const uint K,
-                                    const uint q0, const uint T, const float scale, const uint lse_offset,
+                                    const uint q0, const uint S, const float scale, const uint lse_offset,
                                     const uint rows) {
   const uint r = get_global_id(0);
   if (r >= rows) return;
@@ -73,7 +73,7 @@ __kernel void attention_row_dot(__global float* delta, __global const act_t* out
 }
 
 __kernel void causal_softmax_backward(__global float* dp, __global const float* p, __global const float* delta,
-                                      const uint Q, const uint K, const uint q0, const uint T, const float scale,
+                                      const uint Q, const uint K, const uint q0, const uint S, const float scale,
                                       const uint delta_offset, const uint rows) {
   const uint r = get_global_id(0);
   if (r >= rows) return;

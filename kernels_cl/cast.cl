@@ -10,3 +10,11 @@ __kernel void cast_to_float(__global float* out, __global const act_t* in, const
   const uint i = get_global_id(0);
   if (i < n) out[(size_t)offset + i] = act_load(in, (size_t)offset + i);
 }
+
+// A float (rows, cols) block into a column block of act_t rows `out_ld` apart:
+// out[out_offset + r*out_ld + c] = in[r*cols + c]   (n = rows*cols; grouped-query attention's dk, dv).
+__kernel void cast_rows_to_act(__global act_t* out, __global const float* in, const uint out_offset,
+                               const uint out_ld, const uint cols, const uint n) {
+  const uint i = get_global_id(0);
+  if (i < n) act_store(out, (size_t)out_offset + (size_t)(i / cols) * out_ld + i % cols, in[i]);
+}

@@ -20,6 +20,7 @@ struct KernelLibrary {
         gelu(cache, device, act),
         swiglu(cache, device, act),
         attention(cache, device, act),
+        rope(cache, device, act),
         cross_entropy(cache, device, act),
         residual(cache, device, act),
         cast(cache, device, act),
@@ -36,6 +37,7 @@ struct KernelLibrary {
   GeluKernels gelu;
   SwigluKernels swiglu;
   AttentionKernels attention;
+  RopeKernels rope;
   CrossEntropyKernels cross_entropy;
   ResidualKernels residual;
   CastKernels cast;

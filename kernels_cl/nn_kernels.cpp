@@ -195,17 +195,17 @@ AttentionKernels::AttentionKernels(device::ProgramCache& cache, device::Device& 
       act_(act) {}
 
 void AttentionKernels::softmax_forward(FloatBuffer& scores, FloatBuffer& lse, std::size_t G, const QueryBlock& q,
-                                       float scale, std::size_t lse_offset) {
+                                       float scale, const RowStats& stats) {
   const std::size_t rows = G * q.rows;
-  set_.launch("causal_softmax_forward", rows, scores, lse, u32(q.rows), u32(q.keys()), u32(q.q0), u32(q.seq_len), scale,
-              u32(lse_offset), u32(rows));
+  set_.launch("causal_softmax_forward", rows, scores, lse, u32(q.rows), u32(q.keys()), u32(q.q0),
+              u32(stats.head_stride), scale, u32(stats.offset), u32(rows));
 }
 
 void AttentionKernels::probs_from_lse(FloatBuffer& scores, const FloatBuffer& lse, std::size_t G, const QueryBlock& q,
-                                      float scale, std::size_t lse_offset) {
+                                      float scale, const RowStats& stats) {
   const std::size_t rows = G * q.rows;
-  set_.launch("causal_probs_from_lse", rows, scores, lse, u32(q.rows), u32(q.keys()), u32(q.q0), u32(q.seq_len), scale,
-              u32(lse_offset), u32(rows));
+  set_.launch("causal_probs_from_lse", rows, scores, lse, u32(q.rows), u32(q.keys()), u32(q.q0),
+              u32(stats.head_stride), scale, u32(stats.offset), u32(rows));
 }
 
 void AttentionKernels::row_dot(FloatBuffer& delta, const ActBuffer& out, const ActBuffer& dout, std::size_t B,
@@ -216,10 +216,33 @@ void AttentionKernels::row_dot(FloatBuffer& delta, const ActBuffer& out, const A
 }
 
 void AttentionKernels::softmax_backward(FloatBuffer& dprobs, const FloatBuffer& probs, const FloatBuffer& delta,
-                                        std::size_t G, const QueryBlock& q, float scale, std::size_t delta_offset) {
+                                        std::size_t G, const QueryBlock& q, float scale, const RowStats& stats) {
   const std::size_t rows = G * q.rows;
   set_.launch("causal_softmax_backward", rows, dprobs, probs, delta, u32(q.rows), u32(q.keys()), u32(q.q0),
-              u32(q.seq_len), scale, u32(delta_offset), u32(rows));
+              u32(stats.head_stride), scale, u32(stats.offset), u32(rows));
+}
+
+RopeKernels::RopeKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "rope", {"rope_rotate"}, act)), act_(act) {}
+
+void RopeKernels::rotate(ActBuffer& qkv, const FloatBuffer& cos, const FloatBuffer& sin, const RopeShape& shape,
+                         std::size_t position_offset, bool inverse) {
+  require_act(act_, "rope_rotate", qkv);
+  const std::size_t half = shape.head_dims / 2, heads = shape.heads + shape.kv_heads;
+  if (shape.head_dims % 2 != 0) throw DeviceError(fmt::format("rope_rotate: head size {} is odd", shape.head_dims));
+  if (qkv.count() < shape.rows * shape.width()) {
+    throw DeviceError(fmt::format("rope_rotate: qkv holds {} elements, fewer than {} rows of {}", qkv.count(),
+                                  shape.rows, shape.width()));
+  }
+  const std::size_t table = (position_offset + shape.seq_len) * half;
+  if (cos.count() < table || sin.count() < table) {
+    throw DeviceError(fmt::format("rope_rotate: positions up to {} exceed the cos/sin tables of {} positions",
+                                  position_offset + shape.seq_len, std::min(cos.count(), sin.count()) / half));
+  }
+  if (shape.rows == 0 || half == 0) return;
+  const std::size_t items = set_.cpu_variant() ? shape.rows : shape.rows * heads * half;
+  set_.launch("rope_rotate", items, qkv, cos, sin, u32(shape.seq_len), u32(heads), u32(shape.width()), u32(half),
+              u32(position_offset), inverse ? -1.0f : 1.0f, u32(items));
 }
 
 CrossEntropyKernels::CrossEntropyKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
@@ -245,7 +268,7 @@ void ResidualKernels::add(ActBuffer& out, const ActBuffer& a, const ActBuffer& b
 }
 
 CastKernels::CastKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
-    : set_(act_program(cache, device, "cast", {"cast_to_act", "cast_to_float"}, act)), act_(act) {}
+    : set_(act_program(cache, device, "cast", {"cast_to_act", "cast_to_float", "cast_rows_to_act"}, act)), act_(act) {}
 
 void CastKernels::to_act(ActBuffer& out, const FloatBuffer& in, std::size_t offset, std::size_t count) {
   require_act(act_, "cast_to_act", out);
@@ -259,6 +282,17 @@ void CastKernels::to_float(FloatBuffer& out, const ActBuffer& in, std::size_t of
   require_range("cast_to_float", offset, count, out.count(), in.count());
   if (out.get() == in.get() || count == 0) return;
   set_.launch("cast_to_float", count, out, in, u32(offset), u32(count));
+}
+
+void CastKernels::rows_to_act(ActBuffer& out, std::size_t out_offset, std::size_t out_ld, const FloatBuffer& in,
+                              std::size_t rows, std::size_t cols) {
+  require_act(act_, "cast_rows_to_act", out);
+  if (rows == 0 || cols == 0) return;
+  if (cols > out_ld || in.count() < rows * cols || out.count() < out_offset + (rows - 1) * out_ld + cols) {
+    throw DeviceError(fmt::format("cast_rows_to_act: {} rows of {} at element {}, {} apart, exceed the buffers", rows,
+                                  cols, out_offset, out_ld));
+  }
+  set_.launch("cast_rows_to_act", rows * cols, out, in, u32(out_offset), u32(out_ld), u32(cols), u32(rows * cols));
 }
 
 OptimizerKernels::OptimizerKernels(device::ProgramCache& cache, device::Device& device)

@@ -118,28 +118,56 @@ class SwigluKernels {
 
 // The softmax parts of causal attention (the GEMMs are in models/layers/causal_attention.cpp).
 // Scores (from a GEMM with a float C) and probabilities stay float32 at any activation dtype.
-// Queries q0 .. q0+rows-1 of sequences of seq_len tokens, against their causal range of keys
-// 0 .. keys()-1: the rows of one score block.
+// Queries q0 .. q0+rows-1 against their causal range of keys 0 .. keys()-1: the rows of one score
+// block.
 struct QueryBlock {
-  std::size_t q0 = 0, rows = 0, seq_len = 0;
+  std::size_t q0 = 0, rows = 0;
   std::size_t keys() const { return q0 + rows; }
+};
+// Where the row statistics (lse, delta: float (B, NH, T)) of a chunk of heads lie: the chunk's
+// head g, query t at offset + g * head_stride + t (head_stride T when the chunk's heads are
+// consecutive, G*T when they are every G-th head, as grouped-query attention batches them).
+struct RowStats {
+  std::size_t offset = 0, head_stride = 0;
 };
 
 class AttentionKernels {
  public:
   AttentionKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
   // scores (G, Q, K) for block q (Q = q.rows, K = q.keys()) -> probabilities in place, zero past
-  // each row's causal length; lse[lse_offset + g*T + t] = row logsumexp (T = q.seq_len).
+  // each row's causal length; lse at `stats` = row logsumexp.
   void softmax_forward(FloatBuffer& scores, FloatBuffer& lse, std::size_t G, const QueryBlock& q, float scale,
-                       std::size_t lse_offset);
+                       const RowStats& stats);
   void probs_from_lse(FloatBuffer& scores, const FloatBuffer& lse, std::size_t G, const QueryBlock& q, float scale,
-                      std::size_t lse_offset);
+                      const RowStats& stats);
   // delta (B, NH, T) = per head, the rowwise dot of out and dout, both (B*T, NH*hs)
   void row_dot(FloatBuffer& delta, const ActBuffer& out, const ActBuffer& dout, std::size_t B, std::size_t T,
                std::size_t NH, std::size_t hs);
-  // dprobs (G, Q, K) -> dscores in place, using probs and delta[delta_offset + g*T + t].
+  // dprobs (G, Q, K) -> dscores in place, using probs and delta at `stats`.
   void softmax_backward(FloatBuffer& dprobs, const FloatBuffer& probs, const FloatBuffer& delta, std::size_t G,
-                        const QueryBlock& q, float scale, std::size_t delta_offset);
+                        const QueryBlock& q, float scale, const RowStats& stats);
+
+ private:
+  KernelSet set_;
+  device::DType act_;
+};
+
+// Rotary position embeddings (kernels_cl/rope.cl; the layer: models/layers/rotary_embedding.h).
+// qkv (rows, (heads + 2*kv_heads) * head_dims) rows laid out [q | k | v], rows = B*T of sequences
+// of seq_len tokens; row r sits at position r % seq_len + position_offset.
+struct RopeShape {
+  std::size_t rows = 0, seq_len = 0, heads = 0, kv_heads = 0, head_dims = 0;
+  std::size_t width() const { return (heads + 2 * kv_heads) * head_dims; }
+};
+
+class RopeKernels {
+ public:
+  RopeKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
+  // In place on the q and k heads of qkv: each pair (i, i + hs/2) of a head turned by its row's
+  // angle, cos and sin read from the tables (max_positions, hs/2); `inverse` turns by minus the
+  // angle (the transpose, which is the backward). v is left alone.
+  void rotate(ActBuffer& qkv, const FloatBuffer& cos, const FloatBuffer& sin, const RopeShape& shape,
+              std::size_t position_offset, bool inverse);
 
  private:
   KernelSet set_;
@@ -182,6 +210,9 @@ class CastKernels {
   void to_act(ActBuffer& out, const FloatBuffer& in) { to_act(out, in, 0, out.count()); }
   void to_float(FloatBuffer& out, const ActBuffer& in, std::size_t offset, std::size_t count);
   void to_float(FloatBuffer& out, const ActBuffer& in) { to_float(out, in, 0, out.count()); }
+  // in (rows, cols) float -> out[out_offset + r*out_ld + c]: a column block of rows out_ld apart.
+  void rows_to_act(ActBuffer& out, std::size_t out_offset, std::size_t out_ld, const FloatBuffer& in,
+                   std::size_t rows, std::size_t cols);
 
  private:
   KernelSet set_;

@@ -26,6 +26,7 @@ GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, Mod
         SelfAttention(
             Linear(device, act, param(name(names::kQkvWeight)), param(name(names::kQkvBias)), C, 3 * D, rows, prefix + ".qkv"),
             CausalAttention(device, act, static_cast<std::size_t>(config.num_heads),
+                            static_cast<std::size_t>(config.num_heads),  // GPT: multi-head, no kv-head sharing
                             static_cast<std::size_t>(config.dims_per_head), options_.max_batch, options_.max_seq_len,
                             options_.attention_workspace_bytes, prefix + ".attn"),
             Linear(device, act, param(name(names::kAttnProjWeight)), param(name(names::kAttnProjBias)), D, C, rows, prefix + ".proj")),

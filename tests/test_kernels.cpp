@@ -3,6 +3,8 @@
 // that is not a power of two, repeated tokens, zero weights. The activation kernels run for every
 // activation dtype (float32, bfloat16, float16; see kernels_cl/nn_kernels.h), the GEMM and
 // optimizer tests for float32 only.
+#include <fmt/format.h>
+
 #include <functional>
 #include <numeric>
 
@@ -10,6 +12,7 @@
 #include "models/layers/embedding.h"
 #include "models/layers/linear.h"
 #include "models/layers/rms_norm.h"
+#include "models/layers/rotary_embedding.h"
 #include "models/layers/swiglu_mlp.h"
 #include "tests/device_fixture.h"
 #include "tests/reference_gpt.h"
@@ -386,42 +389,110 @@ TEST_P(ActKernelTest, SwigluRefusesBadShapes) {
   EXPECT_THROW(models::SwigluMlp(*device_, GetParam(), p, p, 4, 0, 4, "mlp"), ConfigError);
 }
 
-// The attention layer end to end (layout moves, GEMMs, softmax kernels), chunked and not.
-void check_attention(ActKernelTest& t, int B, int NH, int T, int hs, std::size_t workspace_bytes, std::uint64_t seed) {
-  const int D = NH * hs, N = B * T;
-  const auto qkv = t.in(ActKernelTest::random(N * 3 * D, seed)), dout = t.in(ActKernelTest::random(N * D, seed + 1));
-  models::CausalAttention core(*t.device_, t.GetParam(), NH, hs, B, T, workspace_bytes, "attn");
+// The fused rows of grouped-query attention, qkv (B*T, (H + 2*Hkv)*hs) laid out [q | k | v],
+// split into per-head arrays (B, H, T, hs) with the kv heads repeated, query head h reading kv
+// head h / (H / Hkv) (Hugging Face's repeat_kv); with Hkv = H, split_qkv itself.
+QkvHeads split_grouped_qkv(const std::vector<double>& qkv, int B, int T, int H, int Hkv, int hs) {
+  const std::size_t g = static_cast<std::size_t>(H / Hkv), W = static_cast<std::size_t>((H + 2 * Hkv) * hs),
+                    n = static_cast<std::size_t>(B * H * T * hs), D = static_cast<std::size_t>(H * hs);
+  QkvHeads heads{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n)};
+  for (std::size_t b = 0; b < static_cast<std::size_t>(B); ++b)
+    for (std::size_t h = 0; h < static_cast<std::size_t>(H); ++h)
+      for (std::size_t t = 0; t < static_cast<std::size_t>(T); ++t)
+        for (std::size_t i = 0; i < static_cast<std::size_t>(hs); ++i) {
+          const std::size_t at = ((b * H + h) * T + t) * hs + i, row = (b * T + t) * W, kv = (h / g) * hs + i;
+          heads.q[at] = qkv[row + h * hs + i];
+          heads.k[at] = qkv[row + D + kv];
+          heads.v[at] = qkv[row + D + Hkv * hs + kv];
+        }
+  return heads;
+}
+
+// The backward of split_grouped_qkv: gradients (B, H, T, hs) -> dqkv (B*T, (H + 2*Hkv)*hs), each
+// kv head's gradient the sum over the query heads that read it.
+std::vector<double> merge_grouped_qkv(const AttentionGrads& d, int B, int T, int H, int Hkv, int hs) {
+  const std::size_t g = static_cast<std::size_t>(H / Hkv), W = static_cast<std::size_t>((H + 2 * Hkv) * hs),
+                    D = static_cast<std::size_t>(H * hs);
+  std::vector<double> dqkv(static_cast<std::size_t>(B * T) * W, 0.0);
+  for (std::size_t b = 0; b < static_cast<std::size_t>(B); ++b)
+    for (std::size_t h = 0; h < static_cast<std::size_t>(H); ++h)
+      for (std::size_t t = 0; t < static_cast<std::size_t>(T); ++t)
+        for (std::size_t i = 0; i < static_cast<std::size_t>(hs); ++i) {
+          const std::size_t at = ((b * H + h) * T + t) * hs + i, row = (b * T + t) * W, kv = (h / g) * hs + i;
+          dqkv[row + h * hs + i] = d.dq[at];
+          dqkv[row + D + kv] += d.dk[at];
+          dqkv[row + D + Hkv * hs + kv] += d.dv[at];
+        }
+  return dqkv;
+}
+
+// The attention layer end to end (layout moves, GEMMs, softmax kernels), chunked and not, with
+// H query heads over Hkv key/value heads (Hkv = H: multi-head).
+void check_attention(ActKernelTest& t, int B, int H, int Hkv, int T, int hs, std::size_t workspace_bytes,
+                     std::uint64_t seed) {
+  SCOPED_TRACE(::testing::Message() << "B " << B << ", H " << H << ", Hkv " << Hkv << ", T " << T << ", hs " << hs
+                                    << ", workspace " << workspace_bytes);
+  const int D = H * hs, W = (H + 2 * Hkv) * hs, N = B * T;
+  const auto qkv = t.in(ActKernelTest::random(N * W, seed)), dout = t.in(ActKernelTest::random(N * D, seed + 1));
+  models::CausalAttention core(*t.device_, t.GetParam(), H, Hkv, hs, B, T, workspace_bytes, "attn");
   models::LayerContext ctx{*t.device_, *t.kernels_, *t.gemm_, static_cast<std::size_t>(B), static_cast<std::size_t>(T)};
   auto qkv_b = t.act(qkv), dout_b = t.act(dout);
   const auto out = t.download(core.forward(ctx, qkv_b), N * D);
-  const auto dqkv = t.download(core.backward(ctx, dout_b), N * 3 * D);
+  const auto dqkv = t.download(core.backward(ctx, dout_b), N * W);
 
-  const QkvHeads h = split_qkv(qkv, B, T, NH, hs);
-  const AttentionResult ref = attention_forward(h.q, h.k, h.v, B, NH, T, hs);
+  const QkvHeads h = split_grouped_qkv(qkv, B, T, H, Hkv, hs);
+  const AttentionResult ref = attention_forward(h.q, h.k, h.v, B, H, T, hs);
   // The backward's row term delta = dO . O uses the output as stored; so does the reference.
-  const AttentionGrads g = attention_backward(h.q, h.k, h.v, split_heads(out, B, T, NH, hs),
-                                              split_heads(dout, B, T, NH, hs), B, NH, T, hs);
-  expect_close(out, merge_heads(ref.out, B, T, NH, hs), t.stored({2e-5, 1e-4}), "attention out");
-  expect_close(dqkv, merge_qkv(g.dq, g.dk, g.dv, B, T, NH, hs), t.stored({2e-5, 1e-3}), "attention dqkv");
+  const AttentionGrads g = attention_backward(h.q, h.k, h.v, split_heads(out, B, T, H, hs),
+                                              split_heads(dout, B, T, H, hs), B, H, T, hs);
+  expect_close(out, merge_heads(ref.out, B, T, H, hs), t.stored({2e-5, 1e-4}), "attention out");
+  expect_close(dqkv, merge_grouped_qkv(g, B, T, H, Hkv, hs), t.stored({2e-5, 1e-3}), "attention dqkv");
 }
 
 TEST_P(ActKernelTest, AttentionSmallShapes) {
-  check_attention(*this, 2, 3, 7, 5, 64u << 20, 17);  // one chunk
-  check_attention(*this, 2, 3, 7, 5, 1, 18);          // one (batch, head) pair per chunk
-  check_attention(*this, 3, 2, 1, 4, 64u << 20, 19);  // T = 1
-  check_attention(*this, 1, 2, 33, 16, 3 * 2 * 33 * 33 * 4, 20);  // chunk of 3 over 2 pairs
+  check_attention(*this, 2, 3, 3, 7, 5, 64u << 20, 17);  // one chunk
+  check_attention(*this, 2, 3, 3, 7, 5, 1, 18);          // one (batch, head) pair per chunk
+  check_attention(*this, 3, 2, 2, 1, 4, 64u << 20, 19);  // T = 1
+  check_attention(*this, 1, 2, 2, 33, 16, 3 * 2 * 33 * 33 * 4, 20);  // chunk of 3 over 2 pairs
 }
 
 TEST_P(ActKernelTest, AttentionAtMaxSeqLen2048) {
   // T = 2048, the largest Pax GPU length, with a workspace of one (T, T) pair: in float32 eight
   // query blocks of 256 with both heads per chunk, in 16 bits one block and one head per chunk.
-  check_attention(*this, 1, 2, 2048, 8, 2 * 2048 * 2048 * 4, 21);
+  check_attention(*this, 1, 2, 2, 2048, 8, 2 * 2048 * 2048 * 4, 21);
 }
 
 TEST_P(ActKernelTest, AttentionQueryBlocksWithAShortLastBlock) {
   // T = 300: a block of 256 queries and one of 44 (float32), one head per chunk, two sequences.
   static_assert(models::CausalAttention::kQueryBlock == 256);
-  check_attention(*this, 2, 3, 300, 5, 1, 22);
+  check_attention(*this, 2, 3, 3, 300, 5, 1, 22);
+}
+
+// Grouped-query attention: 4 query heads over 1 (multi-query), 2 and 4 kv heads, and 6 over 3;
+// all kv heads in one chunk and one per chunk (the workspace of a single score block); T = 1.
+TEST_P(ActKernelTest, AttentionGroupedQueryHeads) {
+  std::uint64_t seed = 70;
+  for (const auto& [H, Hkv] : {std::pair{4, 1}, std::pair{4, 2}, std::pair{4, 4}, std::pair{6, 3}})
+    for (const std::size_t workspace : {std::size_t{64} << 20, std::size_t{1}}) {
+      check_attention(*this, 2, H, Hkv, 13, 12, workspace, seed += 2);
+      check_attention(*this, 3, H, Hkv, 1, 4, workspace, seed += 2);
+    }
+}
+
+TEST_P(ActKernelTest, AttentionGroupedQueryHeadsWithAShortLastBlock) {
+  // T = 300: in float32 dk and dv sum over 2 query blocks and 2 query heads per kv head.
+  check_attention(*this, 2, 4, 2, 300, 5, 1, 80);
+  check_attention(*this, 1, 4, 1, 300, 8, 64u << 20, 81);
+}
+
+TEST_P(ActKernelTest, AttentionRefusesKvHeadsThatDoNotDivideTheHeads) {
+  for (const auto& [H, Hkv] : {std::pair{6, 4}, std::pair{4, 0}}) {
+    const std::string message = error_message<ConfigError>(
+        [&] { models::CausalAttention(*device_, GetParam(), H, Hkv, 8, 1, 4, 1u << 20, "attn"); });
+    EXPECT_NE(message.find(fmt::format("{} attention heads cannot share {} key/value heads", H, Hkv)),
+              std::string::npos)
+        << message;
+  }
 }
 
 // delta (B, NH, T) = dO . O over each head's hs values, O and dO (B, T, NH * hs): head size 20
@@ -442,6 +513,115 @@ TEST_P(ActKernelTest, AttentionRowDotWritesItsRowsOnly) {
         for (std::size_t d = 0; d < hs; ++d) want[r] += o[at + d] * dout[at + d];
       }
   expect_close(download(delta, rows + slack), want, {1e-6, 1e-5}, "attention row dot");
+}
+
+// Rotary embeddings in float64, written from the formula: qkv (N, (H + 2*Hkv)*hs), row r at position
+// r % T + offset; in the q and k heads the pair (i, i + hs/2) turns by sign * p * base^(-2i/hs).
+std::vector<double> rope_reference(std::vector<double> qkv, int T, int H, int Hkv, int hs, double base, int offset,
+                                   double sign) {
+  const std::size_t width = static_cast<std::size_t>((H + 2 * Hkv) * hs), half = static_cast<std::size_t>(hs / 2);
+  for (std::size_t r = 0; r < qkv.size() / width; ++r) {
+    const double p = static_cast<double>(r % static_cast<std::size_t>(T)) + offset;
+    for (std::size_t head = 0; head < static_cast<std::size_t>(H + Hkv); ++head)
+      for (std::size_t i = 0; i < half; ++i) {
+        const double angle = sign * p * std::pow(base, -2.0 * static_cast<double>(i) / hs);
+        double& x1 = qkv[r * width + head * hs + i];
+        double& x2 = qkv[r * width + head * hs + i + half];
+        const double y1 = x1 * std::cos(angle) - x2 * std::sin(angle), y2 = x2 * std::cos(angle) + x1 * std::sin(angle);
+        x1 = y1;
+        x2 = y2;
+      }
+  }
+  return qkv;
+}
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double sum = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// Forward against the float64 loop (v untouched, bit for bit); backward is the transpose:
+// <R x, y> = <x, R^T y>, and R^T y against the loop turned the other way, at the forward's offset.
+// hs = 8: the scalar path of the CPU kernel; 64: its 16-wide path; 40: both (20 frequencies).
+TEST_P(ActKernelTest, RopeForwardAndTransposedBackward) {
+  const int B = 2, H = 4, Hkv = 2;
+  const double base = 10000.0;
+  std::uint64_t seed = 60;
+  for (const int hs : {8, 64, 40})
+    for (const int T : {1, 37})
+      for (const int offset : {0, 11}) {
+        SCOPED_TRACE(::testing::Message() << "hs " << hs << ", T " << T << ", offset " << offset);
+        const std::size_t n = static_cast<std::size_t>(B * T * (H + 2 * Hkv) * hs);
+        const auto x = in(random(n, ++seed)), y = in(random(n, ++seed));
+        models::RotaryEmbedding rope(*device_, H, Hkv, hs, static_cast<float>(base), 64, "rope");
+        models::LayerContext ctx{*device_, *kernels_, *gemm_, B, static_cast<std::size_t>(T)};
+        auto xb = act(x), yb = act(y);
+        rope.forward(ctx, xb, offset);
+        rope.backward(ctx, yb);
+        const auto rx = download(xb, n), rty = download(yb, n);
+        const auto want_rx = rope_reference(x, T, H, Hkv, hs, base, offset, 1.0);
+        const auto want_rty = rope_reference(y, T, H, Hkv, hs, base, offset, -1.0);
+        expect_close(rx, want_rx, stored({1e-6, 1e-5}), "rope forward");
+        expect_close(rty, want_rty, stored({1e-6, 1e-5}), "rope backward");
+        const std::size_t width = static_cast<std::size_t>((H + 2 * Hkv) * hs), v0 = static_cast<std::size_t>((H + Hkv) * hs);
+        for (std::size_t i = 0; i < n; ++i) {
+          if (i % width >= v0) {
+            ASSERT_EQ(rx[i], x[i]) << "v changed at " << i;
+          }
+        }
+        // Each side is within the stored tolerance of the exact rotation, for which the two are equal.
+        const Tol tol = stored({1e-6, 1e-5});
+        double bound = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          bound += (tol.atol + tol.rtol * std::abs(want_rx[i])) * std::abs(y[i]) +
+                   (tol.atol + tol.rtol * std::abs(want_rty[i])) * std::abs(x[i]);
+        }
+        EXPECT_NEAR(dot(rx, y), dot(x, rty), bound) << "<R x, y> != <x, R^T y>";
+      }
+}
+
+TEST_P(ActKernelTest, RopeRefusesOddHeadsAndPositionsPastItsTables) {
+  EXPECT_NE(error_message<ConfigError>([&] { models::RotaryEmbedding(*device_, 4, 2, 7, 10000.0f, 8, "rope"); })
+                .find("even head size, got 7"),
+            std::string::npos);
+  models::RotaryEmbedding rope(*device_, 2, 1, 4, 10000.0f, 8, "rope");
+  models::LayerContext ctx{*device_, *kernels_, *gemm_, 1, 5};
+  auto qkv = act_zeros(5 * 4 * 4);
+  rope.forward(ctx, qkv, 3);  // positions 3 .. 7: the last rows of the tables
+  const std::string message = error_message<ConfigError>([&] { rope.forward(ctx, qkv, 4); });
+  EXPECT_NE(message.find("positions 4 .. 8 exceed the rotary tables' max_positions 8"), std::string::npos) << message;
+}
+
+// The backward of RoPE + grouped-query attention against central differences of the scalar
+// loss sum(out * r) (float32; every input element, v included; a position offset).
+TEST_F(KernelTest, RopeAndGroupedAttentionGradientsMatchFiniteDifferences) {
+  const std::size_t B = 2, T = 3, H = 4, Hkv = 2, hs = 4, W = (H + 2 * Hkv) * hs, D = H * hs, N = B * T, offset = 3;
+  const auto qkv = random(N * W, 90), r = random(N * D, 91);
+  models::RotaryEmbedding rope(*device_, H, Hkv, hs, models::RotaryEmbedding::kDefaultBase, 16, "rope");
+  models::CausalAttention core(*device_, DType::kF32, H, Hkv, hs, B, T, 1u << 20, "attn");
+  models::LayerContext ctx{*device_, *kernels_, *gemm_, B, T};
+  auto loss = [&](const std::vector<double>& x) {
+    auto xb = upload(DType::kF32, x);
+    rope.forward(ctx, xb, offset);
+    return dot(download(core.forward(ctx, xb), N * D), r);
+  };
+  auto xb = upload(DType::kF32, qkv), rb = upload(DType::kF32, r);
+  rope.forward(ctx, xb, offset);
+  core.forward(ctx, xb);
+  device::TypedBuffer& dqkv = core.backward(ctx, rb);
+  rope.backward(ctx, dqkv);
+  const auto grad = download(dqkv, N * W);
+  const double eps = 1e-2;
+  std::vector<double> numeric(N * W);
+  for (std::size_t i = 0; i < N * W; ++i) {
+    auto x = qkv;
+    x[i] = qkv[i] + eps;
+    const double up = loss(x);
+    x[i] = qkv[i] - eps;
+    numeric[i] = (up - loss(x)) / (2 * eps);
+  }
+  expect_close(grad, numeric, Tol{2e-3, 1e-2}, "d sum(out * r) / d qkv");
 }
 
 TEST_P(ActKernelTest, SoftmaxCrossEntropyWithPaddingAndWeights) {

@@ -1,106 +1,142 @@
 #include "models/layers/causal_attention.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
+
+#include "common/errors.h"
 
 namespace paxocl::models {
 
 using kernels::GemmOperand;
 using kernels::GemmShape;
+using kernels::RowStats;
 using kernels::Transpose;
 
+// g = H / Hkv, the query heads that share one key/value head.
+static std::size_t group_size(std::size_t heads, std::size_t kv_heads, const std::string& name) {
+  if (kv_heads == 0 || heads % kv_heads != 0) {
+    throw ConfigError(fmt::format("{}: {} attention heads cannot share {} key/value heads: the number of kv heads "
+                                  "must divide the number of heads",
+                                  name, heads, kv_heads));
+  }
+  return heads / kv_heads;
+}
+
 CausalAttention::CausalAttention(const device::Device& device, device::DType act, std::size_t num_heads,
-                                 std::size_t dims_per_head,
-                                 std::size_t max_batch, std::size_t max_seq_len, std::size_t workspace_bytes,
-                                 const std::string& name)
-    : heads_(num_heads), hs_(dims_per_head),
+                                 std::size_t num_kv_heads, std::size_t dims_per_head, std::size_t max_batch,
+                                 std::size_t max_seq_len, std::size_t workspace_bytes, const std::string& name)
+    : heads_(num_heads), kv_heads_(num_kv_heads), group_(group_size(num_heads, num_kv_heads, name)),
+      hs_(dims_per_head),
       query_block_(act == device::DType::kF32 ? std::min(max_seq_len, kQueryBlock) : max_seq_len) {
   const std::size_t T = max_seq_len, D = num_heads * dims_per_head;
   const std::size_t per_head = 2 * query_block_ * T * sizeof(float);  // scores + their gradient
-  chunk_ = std::clamp<std::size_t>(workspace_bytes / per_head, 1, num_heads);
+  chunk_ = std::clamp<std::size_t>(workspace_bytes / per_head, 1, num_kv_heads);
   auto buffer = [&](std::size_t count, const char* what) { return make_buffer(device, count, name + "." + what); };
   lse_ = buffer(max_batch * num_heads * T, "lse");
   out_ = make_buffer(device, act, max_batch * T * D, name + ".out");
   scores_ = buffer(chunk_ * query_block_ * T, "scores");
   dscores_ = buffer(chunk_ * query_block_ * T, "dscores");
   delta_ = buffer(max_batch * num_heads * T, "delta");
-  dqkv_ = make_buffer(device, act, max_batch * T * 3 * D, name + ".dqkv");
+  // Summing g GEMM results in a 16-bit dqkv would round dk and dv g times.
+  if (act != device::DType::kF32 && group_ > 1) dkv_sums_ = buffer(T * 2 * num_kv_heads * dims_per_head, "dkv_sums");
+  dqkv_ = make_buffer(device, act, max_batch * T * qkv_width(), name + ".dqkv");
 }
 
-// Heads h0 .. h0+g-1 of sequence b from its row t0 on, inside a row-major (B*T, width) buffer,
-// column block `col`.
+// A strided batch of heads of sequence b from its row t0 on, inside a row-major (B*T, width)
+// buffer: the first head at column `col`, the next ones `stride` columns apart.
 static GemmOperand heads_of(const ActBuffer& rows, std::size_t b, std::size_t T, std::size_t t0, std::size_t width,
-                            std::size_t col, std::size_t h0, std::size_t hs) {
-  return operand(rows, (b * T + t0) * width + col + h0 * hs, width, hs);
+                            std::size_t col, std::size_t stride) {
+  return operand(rows, (b * T + t0) * width + col, width, stride);
 }
 
 // The query blocks of a sequence of T tokens, `size` queries each (the last may be shorter).
 static std::vector<kernels::QueryBlock> query_blocks(std::size_t T, std::size_t size) {
   std::vector<kernels::QueryBlock> blocks;
-  for (std::size_t q0 = 0; q0 < T; q0 += size) blocks.push_back({q0, std::min(size, T - q0), T});
+  for (std::size_t q0 = 0; q0 < T; q0 += size) blocks.push_back({q0, std::min(size, T - q0)});
   return blocks;
 }
 
+// Batches: for sequence b, kv heads c0 .. c0+n-1 (a chunk) and j < g, query heads h0 = c0*g + j,
+// h0 + g, ... meet kv heads c0, c0 + 1, ...: q and out columns h0*hs, g*hs apart; k and v columns
+// c0*hs of their parts, hs apart; the row statistics of head h0 at (b*H + h0)*T, g*T apart.
 const ActBuffer& CausalAttention::forward(LayerContext& ctx, const ActBuffer& qkv) {
   qkv_ = &qkv;
-  const std::size_t B = ctx.batch, T = ctx.seq_len, D = heads_ * hs_;
+  const std::size_t B = ctx.batch, T = ctx.seq_len, D = heads_ * hs_, W = qkv_width(), g = group_;
+  const std::size_t k_col = D, v_col = D + kv_heads_ * hs_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs_));
   for (std::size_t b = 0; b < B; ++b) {
-    for (std::size_t h0 = 0; h0 < heads_; h0 += chunk_) {
-      const std::size_t g = std::min(chunk_, heads_ - h0);
-      for (const kernels::QueryBlock& q : query_blocks(T, query_block_)) {
-        const std::size_t Q = q.rows, K = q.keys();
-        const GemmOperand scores = operand(scores_, 0, K, Q * K);  // float32 (g, Q, K)
-        // scores = q[q0 .. q0+Q) k[0 .. K)^T
-        ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, Q, K, hs_, g}, 1.0f,
-                     heads_of(qkv, b, T, q.q0, 3 * D, 0, h0, hs_), heads_of(qkv, b, T, 0, 3 * D, D, h0, hs_), 0.0f,
-                     scores);
-        ctx.kernels.attention.softmax_forward(scores_, lse_, g, q, scale, (b * heads_ + h0) * T);
-        // out[q0 .. q0+Q) (g, Q, hs) = probs (g, Q, K) v[0 .. K), written straight into the (N, D) rows
-        ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, Q, hs_, K, g}, 1.0f, scores,
-                     heads_of(qkv, b, T, 0, 3 * D, 2 * D, h0, hs_), 0.0f, heads_of(out_, b, T, q.q0, D, 0, h0, hs_));
+    for (std::size_t c0 = 0; c0 < kv_heads_; c0 += chunk_) {
+      const std::size_t n = std::min(chunk_, kv_heads_ - c0);
+      const GemmOperand k = heads_of(qkv, b, T, 0, W, k_col + c0 * hs_, hs_),
+                        v = heads_of(qkv, b, T, 0, W, v_col + c0 * hs_, hs_);
+      for (std::size_t j = 0; j < g; ++j) {
+        const std::size_t h0 = c0 * g + j;
+        const RowStats stats{(b * heads_ + h0) * T, g * T};
+        for (const kernels::QueryBlock& q : query_blocks(T, query_block_)) {
+          const std::size_t Q = q.rows, K = q.keys();
+          const GemmOperand scores = operand(scores_, 0, K, Q * K);  // float32 (n, Q, K)
+          // scores = q[q0 .. q0+Q) k[0 .. K)^T
+          ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, Q, K, hs_, n}, 1.0f,
+                       heads_of(qkv, b, T, q.q0, W, h0 * hs_, g * hs_), k, 0.0f, scores);
+          ctx.kernels.attention.softmax_forward(scores_, lse_, n, q, scale, stats);
+          // out[q0 .. q0+Q) (n, Q, hs) = probs (n, Q, K) v[0 .. K), written straight into the (N, D) rows
+          ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, Q, hs_, K, n}, 1.0f, scores, v, 0.0f,
+                       heads_of(out_, b, T, q.q0, D, h0 * hs_, g * hs_));
+        }
       }
     }
   }
   return out_;
 }
 
-const ActBuffer& CausalAttention::backward(LayerContext& ctx, const ActBuffer& dout) {
-  const std::size_t B = ctx.batch, T = ctx.seq_len, D = heads_ * hs_;
+ActBuffer& CausalAttention::backward(LayerContext& ctx, const ActBuffer& dout) {
+  const std::size_t B = ctx.batch, T = ctx.seq_len, D = heads_ * hs_, W = qkv_width(), g = group_;
+  const std::size_t k_col = D, v_col = D + kv_heads_ * hs_, kv_width = 2 * kv_heads_ * hs_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs_));
   const ActBuffer& qkv = *qkv_;
+  const bool sums_in_float = dkv_sums_.get() != nullptr;
   ctx.kernels.attention.row_dot(delta_, out_, dout, B, T, heads_, hs_);  // delta = rowwise dO . O per head
   for (std::size_t b = 0; b < B; ++b) {
-    for (std::size_t h0 = 0; h0 < heads_; h0 += chunk_) {
-      const std::size_t g = std::min(chunk_, heads_ - h0), row0 = (b * heads_ + h0) * T;
-      const auto at = [&](const ActBuffer& rows, std::size_t t0, std::size_t width, std::size_t col) {
-        return heads_of(rows, b, T, t0, width, col, h0, hs_);
-      };
-      // Last block first: it reaches every key, so its dk, dv (beta 0) start the sums the earlier
-      // blocks add to.
-      const std::vector<kernels::QueryBlock> blocks = query_blocks(T, query_block_);
-      for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
-        const kernels::QueryBlock& q = *it;
-        const std::size_t Q = q.rows, K = q.keys();
-        const float accumulate = it == blocks.rbegin() ? 0.0f : 1.0f;
-        const GemmOperand P = operand(scores_, 0, K, Q * K), dS = operand(dscores_, 0, K, Q * K);  // float32 (g, Q, K)
-        const GemmOperand qb = at(qkv, q.q0, 3 * D, 0), k = at(qkv, 0, 3 * D, D), v = at(qkv, 0, 3 * D, 2 * D),
-                          dO = at(dout, q.q0, D, 0);
-        // Recompute probs from q k^T and the saved logsumexp.
-        ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, Q, K, hs_, g}, 1.0f, qb, k, 0.0f, P);
-        ctx.kernels.attention.probs_from_lse(scores_, lse_, g, q, scale, row0);
-        // dv[0 .. K) += P^T dO;  dP = dO v^T;  dS = scale * P * (dP - delta);  dq = dS k;  dk[0 .. K) += dS^T q
-        ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, K, hs_, Q, g}, 1.0f, P, dO, accumulate,
-                     at(dqkv_, 0, 3 * D, 2 * D));
-        ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, Q, K, hs_, g}, 1.0f, dO, v, 0.0f, dS);
-        ctx.kernels.attention.softmax_backward(dscores_, scores_, delta_, g, q, scale, row0);
-        ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, Q, hs_, K, g}, 1.0f, dS, k, 0.0f,
-                     at(dqkv_, q.q0, 3 * D, 0));
-        ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, K, hs_, Q, g}, 1.0f, dS, qb, accumulate,
-                     at(dqkv_, 0, 3 * D, D));
+    for (std::size_t c0 = 0; c0 < kv_heads_; c0 += chunk_) {
+      const std::size_t n = std::min(chunk_, kv_heads_ - c0);
+      const GemmOperand k = heads_of(qkv, b, T, 0, W, k_col + c0 * hs_, hs_),
+                        v = heads_of(qkv, b, T, 0, W, v_col + c0 * hs_, hs_);
+      // dk, dv of the chunk's kv heads: in dqkv itself, or in the sequence's float32 sums, which
+      // hold dqkv's kv columns (T, 2*Hkv*hs).
+      const GemmOperand dk = sums_in_float ? operand(dkv_sums_, c0 * hs_, kv_width, hs_)
+                                           : heads_of(dqkv_, b, T, 0, W, k_col + c0 * hs_, hs_);
+      const GemmOperand dv = sums_in_float ? operand(dkv_sums_, (kv_heads_ + c0) * hs_, kv_width, hs_)
+                                           : heads_of(dqkv_, b, T, 0, W, v_col + c0 * hs_, hs_);
+      for (std::size_t j = 0; j < g; ++j) {
+        const std::size_t h0 = c0 * g + j;
+        const RowStats stats{(b * heads_ + h0) * T, g * T};
+        // The first query head's last block first: it reaches every key, so its dk, dv (beta 0)
+        // start the sums the earlier blocks and the other query heads of the group add to.
+        const std::vector<kernels::QueryBlock> blocks = query_blocks(T, query_block_);
+        for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
+          const kernels::QueryBlock& q = *it;
+          const std::size_t Q = q.rows, K = q.keys();
+          const float accumulate = j == 0 && it == blocks.rbegin() ? 0.0f : 1.0f;
+          const GemmOperand P = operand(scores_, 0, K, Q * K), dS = operand(dscores_, 0, K, Q * K);  // float32 (n, Q, K)
+          const GemmOperand qb = heads_of(qkv, b, T, q.q0, W, h0 * hs_, g * hs_),
+                            dO = heads_of(dout, b, T, q.q0, D, h0 * hs_, g * hs_);
+          // Recompute probs from q k^T and the saved logsumexp.
+          ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, Q, K, hs_, n}, 1.0f, qb, k, 0.0f, P);
+          ctx.kernels.attention.probs_from_lse(scores_, lse_, n, q, scale, stats);
+          // dv[0 .. K) += P^T dO;  dP = dO v^T;  dS = scale * P * (dP - delta);  dq = dS k;  dk[0 .. K) += dS^T q
+          ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, K, hs_, Q, n}, 1.0f, P, dO, accumulate, dv);
+          ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, Q, K, hs_, n}, 1.0f, dO, v, 0.0f, dS);
+          ctx.kernels.attention.softmax_backward(dscores_, scores_, delta_, n, q, scale, stats);
+          ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, Q, hs_, K, n}, 1.0f, dS, k, 0.0f,
+                       heads_of(dqkv_, b, T, q.q0, W, h0 * hs_, g * hs_));
+          ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, K, hs_, Q, n}, 1.0f, dS, qb, accumulate, dk);
+        }
       }
     }
+    if (sums_in_float) ctx.kernels.cast.rows_to_act(dqkv_, b * T * W + k_col, W, dkv_sums_, T, kv_width);
   }
   return dqkv_;
 }

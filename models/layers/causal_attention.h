@@ -1,9 +1,16 @@
-// CausalAttention: the attention core between the QKV and output projections.
-//   qkv (N, 3D) rows laid out [q | k | v], head h at columns h*hs .. h*hs+hs-1 of each
-//   -> out (N, D) = per head softmax(q k^T / sqrt(hs), causal) v, heads concatenated.
+// CausalAttention: the attention core between the QKV and output projections, multi-head or
+// grouped-query (H query heads share Hkv key/value heads, Hkv dividing H; Hkv = 1: multi-query).
+//   qkv (N, (H + 2*Hkv)*hs) rows laid out [q: H heads | k: Hkv heads | v: Hkv heads], head h at
+//   columns h*hs .. h*hs+hs-1 of its part; query head h reads kv head h / g, g = H / Hkv (as
+//   Hugging Face's repeat_kv)
+//   -> out (N, H*hs) = per head softmax(q k^T / sqrt(hs), causal) v, heads concatenated.
 // Heads are read and written in place in those row layouts: for one sequence b the heads form a
-// strided batch (leading dimension 3D or D, batch stride hs), so the GEMMs need no permuted
-// copies. Scores come from strided-batched GEMMs over chunks of heads of one sequence and blocks
+// strided batch (leading dimension the row width, batch stride hs), so the GEMMs need no permuted
+// copies. Grouped-query attention runs g such batches over the kv heads: the j-th query head of
+// every group (query head kvh*g + j, column offset j*hs, batch stride g*hs) against kv heads
+// kvh (batch stride hs); dk and dv are sums over j, accumulated by the GEMMs (beta 1). With
+// Hkv = H (g = 1) this is the multi-head computation, call for call.
+// Scores come from strided-batched GEMMs over chunks of heads of one sequence and blocks
 // of queries: block q0 .. q0+Q-1 meets only its causal keys 0 .. q0+Q-1, so the masked upper
 // triangle is computed only inside the diagonal blocks (at T = 2048 and Q = 256, 56% of the
 // full T x T GEMM work), and the workspace is (chunk, Q, T) with chunk chosen to fit
@@ -11,9 +18,10 @@
 // row's softmax is exact in one pass (no online rescaling across blocks). In the backward dk and
 // dv are sums over the blocks, accumulated by the GEMMs (beta 1) from the last block, which
 // reaches every key; with 16-bit activations the blocks would round those sums once per block,
-// so they run as one block of T queries. Forward keeps only the row logsumexp (B, NH, T);
-// backward recomputes the probabilities (FlashAttention's trade). forward remembers qkv: the
-// caller keeps it alive.
+// so they run as one block of T queries, and grouped-query attention sums a sequence's dk and dv
+// over the g query heads of a group in a float32 workspace (T, 2*Hkv*hs), rounded into dqkv once.
+// Forward keeps only the row logsumexp (B, H, T); backward recomputes the probabilities
+// (FlashAttention's trade). forward remembers qkv: the caller keeps it alive.
 // qkv, out, dout, dqkv are in the activation dtype `act`; the score workspace, lse and delta are
 // float32 whatever it is (Pax computes attention logits and softmax in float32).
 #pragma once
@@ -24,24 +32,30 @@ namespace paxocl::models {
 
 class CausalAttention {
  public:
-  CausalAttention(const device::Device& device, device::DType act, std::size_t num_heads, std::size_t dims_per_head,
-                  std::size_t max_batch, std::size_t max_seq_len, std::size_t workspace_bytes, const std::string& name);
+  // num_kv_heads must divide num_heads (ConfigError naming both otherwise); num_kv_heads =
+  // num_heads is multi-head attention.
+  CausalAttention(const device::Device& device, device::DType act, std::size_t num_heads, std::size_t num_kv_heads,
+                  std::size_t dims_per_head, std::size_t max_batch, std::size_t max_seq_len,
+                  std::size_t workspace_bytes, const std::string& name);
 
-  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& qkv);   // -> (N, D)
-  const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dout); // dout (N, D) -> dqkv (N, 3D)
-  std::size_t chunk() const { return chunk_; }  // heads per workspace pass
+  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& qkv);   // qkv (N, W) -> (N, H*hs)
+  // dout (N, H*hs) -> dqkv (N, W), which the caller may transform in place (RotaryEmbedding::backward).
+  ActBuffer& backward(LayerContext& ctx, const ActBuffer& dout);
+  std::size_t chunk() const { return chunk_; }  // query heads per workspace pass (one per kv head)
   std::size_t query_block() const { return query_block_; }
+  std::size_t qkv_width() const { return (heads_ + 2 * kv_heads_) * hs_; }  // W
 
   static constexpr std::size_t kQueryBlock = 256;  // queries per score block (float32 activations)
 
  private:
-  std::size_t heads_, hs_, query_block_, chunk_;
+  std::size_t heads_, kv_heads_, group_, hs_, query_block_, chunk_;
   const ActBuffer* qkv_ = nullptr;
-  FloatBuffer lse_;                   // forward state: (B, NH, T)
-  ActBuffer out_;                     // (N, D)
+  FloatBuffer lse_;                   // forward state: (B, H, T)
+  ActBuffer out_;                     // (N, H*hs)
   FloatBuffer scores_, dscores_;      // (chunk, query block, T) workspace
-  FloatBuffer delta_;                 // backward: (B, NH, T)
-  ActBuffer dqkv_;                    // (N, 3D)
+  FloatBuffer delta_;                 // backward: (B, H, T)
+  FloatBuffer dkv_sums_;              // 16-bit grouped-query backward: one sequence's dk, dv (T, 2*Hkv*hs)
+  ActBuffer dqkv_;                    // (N, W)
 };
 
 }  // namespace paxocl::models
