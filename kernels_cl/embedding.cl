@@ -5,11 +5,11 @@
 // out[bt, c] = wte[ids[bt], c] + wpe[t, c]                 out: (B*T, C)  wte: (Vp, C)  wpe: (maxT, C)
 __kernel void embedding_forward(__global act_t* out, __global const int* ids, __global const act_t* wte,
                                 __global const act_t* wpe, const uint T, const uint C, const uint n,
-                                const uint pos0) {
+                                const uint pos0, const uint wpe_row_stride) {
   const uint i = get_global_id(0);
   if (i >= n) return;
   const uint bt = i / C, c = i % C;
-  act_store(out, i, act_load(wte, (size_t)ids[bt] * C + c) + act_load(wpe, (size_t)(bt % T + pos0) * C + c));
+  act_store(out, i, act_load(wte, (size_t)ids[bt] * C + c) + act_load(wpe, (size_t)(bt % T + pos0) * wpe_row_stride + c));
 }
 
 // dwpe[t, c] += sum_b dout[b, t, c], summed in order of b (deterministic).   dwpe: (T, C)

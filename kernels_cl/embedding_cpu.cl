@@ -3,11 +3,11 @@
 // One row bt per work-item (n = B*T*C as in the portable kernel).
 __kernel void embedding_forward(__global act_t* out, __global const int* ids, __global const act_t* wte,
                                 __global const act_t* wpe, const uint T, const uint C, const uint n,
-                                const uint pos0) {
+                                const uint pos0, const uint wpe_row_stride) {
   const uint bt = get_global_id(0);
   if (bt * C >= n) return;
   __global const act_t* te = wte + (size_t)ids[bt] * C;
-  __global const act_t* pe = wpe + (size_t)(bt % T + pos0) * C;
+  __global const act_t* pe = wpe + (size_t)(bt % T + pos0) * wpe_row_stride;
   __global act_t* o = out + (size_t)bt * C;
   uint c = 0;
   for (; c + 16 <= C; c += 16) act_store16(o + c, act_load16(te + c) + act_load16(pe + c));

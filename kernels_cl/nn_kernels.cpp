@@ -50,11 +50,12 @@ EmbeddingKernels::EmbeddingKernels(device::ProgramCache& cache, device::Device& 
       act_(act) {}
 
 void EmbeddingKernels::forward(ActBuffer& out, const IntBuffer& ids, const ActBuffer& wte, const ActBuffer& wpe,
-                               std::size_t B, std::size_t T, std::size_t C, std::size_t pos0) {
+                               std::size_t B, std::size_t T, std::size_t C, std::size_t pos0, bool positions) {
   require_act(act_, "embedding_forward", out, wte, wpe);
   const std::size_t n = B * T * C;
+  // Without positions every row reads wpe's first row (stride 0), which the caller keeps zero.
   set_.launch("embedding_forward", set_.cpu_variant() ? B * T : n, out, ids, wte, wpe, u32(T), u32(C), u32(n),
-              u32(pos0));
+              u32(pos0), u32(positions ? C : 0));
 }
 
 void EmbeddingKernels::backward_wpe(FloatBuffer& dwpe, const ActBuffer& dout, std::size_t B, std::size_t T,

@@ -23,8 +23,9 @@ class EmbeddingKernels {
  public:
   EmbeddingKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
   // out (B*T, C) = wte[ids] + wpe[pos0 + t]               ids (B*T), wte (Vp, C), wpe (maxT, C)
+  // positions = false: wpe[0] for every row instead (a zero row: a model without a position table).
   void forward(ActBuffer& out, const IntBuffer& ids, const ActBuffer& wte, const ActBuffer& wpe, std::size_t B,
-               std::size_t T, std::size_t C, std::size_t pos0 = 0);
+               std::size_t T, std::size_t C, std::size_t pos0 = 0, bool positions = true);
   // dwpe (T, C) += sum over the batch of dout (B, T, C)
   void backward_wpe(FloatBuffer& dwpe, const ActBuffer& dout, std::size_t B, std::size_t T, std::size_t C);
   // dwte[tokens[u]] += sum of dout rows positions[starts[u] .. starts[u+1])   (U unique tokens)

@@ -17,6 +17,8 @@ LlamaModel::LlamaModel(kernels::DeviceRuntime& runtime, const LlamaConfig& confi
   const device::DType act = runtime.act_dtype();
   const float eps = config.norm_epsilon;
   begin_layers();
+  // One rotary layer for every block: it holds only its cos/sin tables.
+  auto rope = std::make_shared<RotaryEmbedding>(device, H, Hkv, hs, config.rope_base, options_.max_seq_len, "rope");
   embedding_ = std::make_unique<Embedding>(device, act, param(names::kTokenEmbedding), std::nullopt, C, rows, "embedding");
   blocks_.reserve(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
@@ -29,7 +31,7 @@ LlamaModel::LlamaModel(kernels::DeviceRuntime& runtime, const LlamaConfig& confi
             CausalAttention(device, act, H, Hkv, hs, options_.max_batch, options_.max_seq_len,
                             options_.attention_workspace_bytes, prefix + ".attn"),
             Linear(device, act, param(name(names::kAttnProjWeight)), std::nullopt, H * hs, C, rows, prefix + ".proj"),
-            RotaryEmbedding(device, H, Hkv, hs, config.rope_base, options_.max_seq_len, prefix + ".rope")),
+            rope),
         RmsNorm(device, act, param(name(names::kMlpNormScale)), C, rows, eps, prefix + ".mlp_norm"),
         SwigluMlp(device, act, param(name(names::kGateUpWeight)), param(name(names::kDownWeight)), C, F, rows,
                   prefix + ".mlp"),

@@ -1,7 +1,7 @@
 #include "models/model_factory.h"
 
-#include "common/errors.h"
 #include "models/gpt_model.h"
+#include "models/llama_model.h"
 
 namespace paxocl::models {
 
@@ -9,8 +9,8 @@ namespace {
 std::unique_ptr<Model> build(kernels::DeviceRuntime& runtime, const GptConfig& config, const ModelOptions& options) {
   return std::make_unique<GptModel>(runtime, config, options);
 }
-std::unique_ptr<Model> build(kernels::DeviceRuntime&, const LlamaConfig&, const ModelOptions&) {
-  throw ConfigError("ARCHITECTURE=llama: the LLaMA model is not built yet");  // LlamaModel lands next
+std::unique_ptr<Model> build(kernels::DeviceRuntime& runtime, const LlamaConfig& config, const ModelOptions& options) {
+  return std::make_unique<LlamaModel>(runtime, config, options);
 }
 }  // namespace
 

@@ -681,12 +681,6 @@ INSTANTIATE_TEST_SUITE_P(DTypes, ActKernelTest, ::testing::Values(DType::kF32, D
 // LLaMA's layers by finite differences on the device (float32): the layer's own forward, run again
 // with one input coordinate moved by +-h, against its own backward. loss = sum(y * r), r random.
 
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
 // Every coordinate of `values` (what `buffer` holds) moved by +-h on the device, `loss` run after
 // each write; the central difference must match `analytic` to float32's accuracy of the loss.
 void expect_device_gradient(DeviceTest& t, device::TypedBuffer& buffer, std::vector<double> values,

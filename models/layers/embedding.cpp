@@ -38,13 +38,13 @@ const ActBuffer& Embedding::forward(LayerContext& ctx, const std::vector<int>& i
   q.write(tokens_, std::span<const cl_int>(tokens));
   q.write(starts_, std::span<const cl_int>(starts));
   q.write(positions_, std::span<const cl_int>(positions));
-  // Without positions: a one-row table (T = 1), so every row adds row 0, which is zero.
+  // Without positions every row adds the one zero row.
   if (!wpe_ && !zero_row_written_) {
     q.zero(zero_row_.get(), zero_row_.bytes());
     zero_row_written_ = true;
   }
-  ctx.kernels.embedding.forward(x_, ids_, wte_.compute, wpe_ ? wpe_->compute : zero_row_, ctx.batch,
-                                wpe_ ? ctx.seq_len : 1, dims_, wpe_ ? first_position : 0);
+  ctx.kernels.embedding.forward(x_, ids_, wte_.compute, wpe_ ? wpe_->compute : zero_row_, ctx.batch, ctx.seq_len,
+                                dims_, first_position, wpe_.has_value());
   return x_;
 }
 

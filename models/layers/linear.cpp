@@ -21,7 +21,7 @@ Linear::Linear(const device::Device& device, device::DType act, Param weight, st
   }
 }
 
-const ActBuffer& Linear::forward(LayerContext& ctx, const ActBuffer& x) {
+ActBuffer& Linear::forward(LayerContext& ctx, const ActBuffer& x) {
   x_ = &x;
   const std::size_t N = ctx.rows();
   // z (N, out) = x (N, in) * W^T (+ b)

@@ -19,7 +19,9 @@ class Linear {
   Linear(const device::Device& device, device::DType act, Param weight, std::optional<Param> bias, std::size_t in,
          std::size_t out, std::size_t max_rows, const std::string& name, Activation activation = Activation::kNone);
 
-  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x);
+  // The output is the layer's own buffer; the caller may transform it in place (RoPE on the QKV
+  // rows) before backward, which reads only x and, with GELU, the pre-activation it keeps apart.
+  ActBuffer& forward(LayerContext& ctx, const ActBuffer& x);
   const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy);
 
  private:

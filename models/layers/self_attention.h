@@ -1,28 +1,38 @@
-// SelfAttention: x (N, C) -> fused QKV projection (N, 3D) with bias -> causal multi-head
-// attention (N, D) -> output projection (N, C) with bias.
+// SelfAttention: x (N, C) -> fused QKV projection (N, (H + 2 Hkv) hs) (GPT: with bias, Hkv = H)
+// -> rotary position embeddings on its q and k heads (LLaMA; none for GPT, whose positions are
+// learned embeddings) -> causal attention (N, H hs) -> output projection (N, C).
+// The rotary layer may be shared by every layer of a model (it holds only its tables).
 #pragma once
+
+#include <memory>
 
 #include "models/layers/causal_attention.h"
 #include "models/layers/linear.h"
+#include "models/layers/rotary_embedding.h"
 
 namespace paxocl::models {
 
 class SelfAttention {
  public:
-  SelfAttention(Linear qkv, CausalAttention core, Linear proj)
-      : qkv_(std::move(qkv)), core_(std::move(core)), proj_(std::move(proj)) {}
+  SelfAttention(Linear qkv, CausalAttention core, Linear proj, std::shared_ptr<RotaryEmbedding> rope = nullptr)
+      : qkv_(std::move(qkv)), core_(std::move(core)), proj_(std::move(proj)), rope_(std::move(rope)) {}
 
   const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x) {
-    return proj_.forward(ctx, core_.forward(ctx, qkv_.forward(ctx, x)));
+    ActBuffer& qkv = qkv_.forward(ctx, x);
+    if (rope_) rope_->forward(ctx, qkv);
+    return proj_.forward(ctx, core_.forward(ctx, qkv));
   }
   const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy) {
-    return qkv_.backward(ctx, core_.backward(ctx, proj_.backward(ctx, dy)));
+    ActBuffer& dqkv = core_.backward(ctx, proj_.backward(ctx, dy));
+    if (rope_) rope_->backward(ctx, dqkv);
+    return qkv_.backward(ctx, dqkv);
   }
 
  private:
   Linear qkv_;
   CausalAttention core_;
   Linear proj_;
+  std::shared_ptr<RotaryEmbedding> rope_;
 };
 
 }  // namespace paxocl::models

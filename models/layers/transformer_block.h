@@ -10,7 +10,9 @@
 
 #include "models/layers/layer_norm.h"
 #include "models/layers/mlp.h"
+#include "models/layers/rms_norm.h"
 #include "models/layers/self_attention.h"
+#include "models/layers/swiglu_mlp.h"
 
 namespace paxocl::models {
 
@@ -51,5 +53,6 @@ class TransformerBlock {
 };
 
 using GptBlock = TransformerBlock<LayerNorm, SelfAttention, Mlp>;
+using LlamaBlock = TransformerBlock<RmsNorm, SelfAttention, SwigluMlp>;
 
 }  // namespace paxocl::models
