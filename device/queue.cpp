@@ -72,6 +72,16 @@ Event Queue::native(const std::string& name, void (*fn)(void*), const void* args
   return event;
 }
 
+Event Queue::copy_rows(const RowsRegion& src, const RowsRegion& dst, std::size_t row_bytes, std::size_t rows) {
+  const std::array<std::size_t, 3> src_origin = {src.col, src.row0, 0}, dst_origin = {dst.col, dst.row0, 0},
+                                   region = {row_bytes, rows, 1};
+  cl_event ev = nullptr;
+  check_cl(clEnqueueCopyBufferRect(handle_.get(), src.mem, dst.mem, src_origin.data(), dst_origin.data(), region.data(),
+                                   src.pitch, 0, dst.pitch, 0, 0, nullptr, &ev),
+           "clEnqueueCopyBufferRect", "copying " + std::to_string(rows) + " rows of " + format_bytes(row_bytes));
+  return Event(ev);
+}
+
 Event Queue::zero(cl_mem mem, std::size_t bytes) {
   const cl_uchar pattern = 0;
   cl_event ev = nullptr;

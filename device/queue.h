@@ -48,6 +48,14 @@ class Queue {
     return copy_bytes(src.get(), src_offset * sizeof(T), dst.get(), dst_offset * sizeof(T), count * sizeof(T), wait_for);
   }
 
+  // A 2-D device-side copy: `rows` rows of `row_bytes` bytes, row r read at src_row0 + r of src
+  // (rows src_pitch bytes apart, from byte src_col of a row) and written likewise into dst.
+  struct RowsRegion {
+    cl_mem mem;
+    std::size_t row0, col, pitch;  // first row, byte column, bytes between rows
+  };
+  Event copy_rows(const RowsRegion& src, const RowsRegion& dst, std::size_t row_bytes, std::size_t rows);
+
   // Sets `bytes` bytes of `mem` from its start to zero (0.0 in every dtype).
   Event zero(cl_mem mem, std::size_t bytes);
 

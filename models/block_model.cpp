@@ -166,6 +166,25 @@ LayerContext BlockModel::start_pass(const inputs::Batch& batch, bool gradients) 
                       static_cast<std::size_t>(batch.seq_len)};
 }
 
+LayerContext BlockModel::start_decode(const std::vector<int>& tokens, std::size_t batch, std::size_t n,
+                                      std::size_t first_position) {
+  require_full_residency("decode");
+  if (batch == 0 || n == 0 || tokens.size() != batch * n) {
+    throw DataError(fmt::format("decoding needs {} x {} token ids, got {}", batch, n, tokens.size()));
+  }
+  if (batch > options_.max_batch || first_position + n > options_.max_seq_len) {
+    throw ConfigError(fmt::format("decoding {} sequences to position {}: the model holds {} sequences of {} tokens "
+                                  "(MAX_SEQ_LEN)", batch, first_position + n, options_.max_batch, options_.max_seq_len));
+  }
+  for (int id : tokens) {
+    if (id < 0 || id >= config_.vocab_size()) {
+      throw DataError(fmt::format("token id {} is outside the vocabulary [0, {})", id, config_.vocab_size()));
+    }
+  }
+  runtime_.kernels().cast.to_act(compute_, params_);
+  return LayerContext{runtime_.device(), runtime_.kernels(), runtime_.gemm(), batch, n};
+}
+
 void BlockModel::prepare_block(int block) {
   if (options_.resident_block_slots > 0) cast_unit(block);
 }

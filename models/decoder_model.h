@@ -37,6 +37,25 @@ class DecoderModel : public BlockModel {
   }
   void finish_backward(Pass& pass) override { embedding_->backward(pass.ctx, *pass.x); }
 
+  void begin_decode(std::size_t batch) override {
+    decode_batch_ = batch;
+    decoded_ = 0;
+  }
+  std::vector<float> decode(const std::vector<int>& tokens, std::size_t n) override {
+    LayerContext ctx = start_decode(tokens, decode_batch_, n, decoded_);
+    const ActBuffer* x = &embedding_->forward(ctx, tokens, decoded_);
+    for (Block& block : blocks_) x = &block.forward(ctx, *x, decoded_);
+    decoded_ += n;
+    return head_->logits(ctx, final_norm_->forward(ctx, *x), n - 1, n, decode_batch_);
+  }
+  std::vector<float> last_logits(const std::vector<int>& ids, std::size_t batch) override {
+    const std::size_t T = batch == 0 ? 0 : ids.size() / batch;
+    LayerContext ctx = start_decode(ids, batch, T, 0);
+    const ActBuffer* x = &embedding_->forward(ctx, ids);
+    for (Block& block : blocks_) x = &block.forward(ctx, *x);
+    return head_->logits(ctx, final_norm_->forward(ctx, *x), T - 1, T, batch);
+  }
+
  protected:
   using BlockModel::BlockModel;
 
@@ -44,6 +63,9 @@ class DecoderModel : public BlockModel {
   std::vector<Block> blocks_;
   std::unique_ptr<FinalNorm> final_norm_;
   std::unique_ptr<LmHead> head_;
+
+ private:
+  std::size_t decode_batch_ = 0, decoded_ = 0;
 };
 
 }  // namespace paxocl::models

@@ -75,6 +75,16 @@ class Model {
   virtual std::size_t activation_bytes() const = 0;
   virtual std::size_t weight_copy_bytes() const = 0;
 
+  // Decoding (sampling/): begin_decode(B) starts B sequences; decode(tokens, n) feeds each one's
+  // next n tokens (B x n, row-major) at positions p .. p+n-1 (p: the tokens fed since
+  // begin_decode) through each layer's key/value cache, and returns the logits (B, V) at each
+  // sequence's last new position. Needs full residency; positions end at MAX_SEQ_LEN (ConfigError).
+  virtual void begin_decode(std::size_t batch) = 0;
+  virtual std::vector<float> decode(const std::vector<int>& tokens, std::size_t n) = 0;
+  // The cache's oracle: the logits (B, V) at the last position of `ids` (B x T, row-major) by a
+  // full forward pass without a cache.
+  virtual std::vector<float> last_logits(const std::vector<int>& ids, std::size_t batch) = 0;
+
   // The phases in order, for one device.
   LossStats evaluate(const inputs::Batch& batch);  // forward only: loss sums and accuracy
   double loss(const inputs::Batch& batch) { return evaluate(batch).mean_loss(); }

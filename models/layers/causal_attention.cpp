@@ -30,7 +30,9 @@ CausalAttention::CausalAttention(const device::Device& device, device::DType act
                                  std::size_t max_seq_len, std::size_t workspace_bytes, const std::string& name)
     : heads_(num_heads), kv_heads_(num_kv_heads), group_(group_size(num_heads, num_kv_heads, name)),
       hs_(dims_per_head),
-      query_block_(act == device::DType::kF32 ? std::min(max_seq_len, kQueryBlock) : max_seq_len) {
+      query_block_(act == device::DType::kF32 ? std::min(max_seq_len, kQueryBlock) : max_seq_len),
+      max_batch_(max_batch),
+      max_seq_len_(max_seq_len) {
   const std::size_t T = max_seq_len, D = num_heads * dims_per_head;
   const std::size_t per_head = 2 * query_block_ * T * sizeof(float);  // scores + their gradient
   chunk_ = std::clamp<std::size_t>(workspace_bytes / per_head, 1, num_kv_heads);
@@ -61,33 +63,60 @@ static std::vector<kernels::QueryBlock> query_blocks(std::size_t T, std::size_t 
 
 // Batches: for sequence b, kv heads c0 .. c0+n-1 (a chunk) and j < g, query heads h0 = c0*g + j,
 // h0 + g, ... meet kv heads c0, c0 + 1, ...: q and out columns h0*hs, g*hs apart; k and v columns
-// c0*hs of their parts, hs apart; the row statistics of head h0 at (b*H + h0)*T, g*T apart.
-const ActBuffer& CausalAttention::forward(LayerContext& ctx, const ActBuffer& qkv) {
-  qkv_ = &qkv;
-  const std::size_t B = ctx.batch, T = ctx.seq_len, D = heads_ * hs_, W = qkv_width(), g = group_;
-  const std::size_t k_col = D, v_col = D + kv_heads_ * hs_;
+// c0*hs of their parts, hs apart; the row statistics of head h0 at (b*H + h0)*S, g*S apart.
+void CausalAttention::attend(LayerContext& ctx, std::size_t b, const SequenceRows& q, const SequenceRows& kv,
+                             std::size_t k_col, std::size_t v_col, std::size_t queries, std::size_t first_position,
+                             std::size_t stats_stride, std::size_t out_row) {
+  const std::size_t D = heads_ * hs_, g = group_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs_));
-  for (std::size_t b = 0; b < B; ++b) {
-    for (std::size_t c0 = 0; c0 < kv_heads_; c0 += chunk_) {
-      const std::size_t n = std::min(chunk_, kv_heads_ - c0);
-      const GemmOperand k = heads_of(qkv, b, T, 0, W, k_col + c0 * hs_, hs_),
-                        v = heads_of(qkv, b, T, 0, W, v_col + c0 * hs_, hs_);
-      for (std::size_t j = 0; j < g; ++j) {
-        const std::size_t h0 = c0 * g + j;
-        const RowStats stats{(b * heads_ + h0) * T, g * T};
-        for (const kernels::QueryBlock& q : query_blocks(T, query_block_)) {
-          const std::size_t Q = q.rows, K = q.keys();
-          const GemmOperand scores = operand(scores_, 0, K, Q * K);  // float32 (n, Q, K)
-          // scores = q[q0 .. q0+Q) k[0 .. K)^T
-          ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, Q, K, hs_, n}, 1.0f,
-                       heads_of(qkv, b, T, q.q0, W, h0 * hs_, g * hs_), k, 0.0f, scores);
-          ctx.kernels.attention.softmax_forward(scores_, lse_, n, q, scale, stats);
-          // out[q0 .. q0+Q) (n, Q, hs) = probs (n, Q, K) v[0 .. K), written straight into the (N, D) rows
-          ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, Q, hs_, K, n}, 1.0f, scores, v, 0.0f,
-                       heads_of(out_, b, T, q.q0, D, h0 * hs_, g * hs_));
-        }
+  for (std::size_t c0 = 0; c0 < kv_heads_; c0 += chunk_) {
+    const std::size_t n = std::min(chunk_, kv_heads_ - c0);
+    const GemmOperand k = operand(*kv.buffer, kv.first_row * kv.width + k_col + c0 * hs_, kv.width, hs_),
+                      v = operand(*kv.buffer, kv.first_row * kv.width + v_col + c0 * hs_, kv.width, hs_);
+    for (std::size_t j = 0; j < g; ++j) {
+      const std::size_t h0 = c0 * g + j;
+      const RowStats stats{(b * heads_ + h0) * stats_stride, g * stats_stride};
+      for (const kernels::QueryBlock& block : query_blocks(queries, query_block_)) {
+        const kernels::QueryBlock at{first_position + block.q0, block.rows};  // its positions
+        const std::size_t Q = at.rows, K = at.keys();
+        const GemmOperand scores = operand(scores_, 0, K, Q * K);  // float32 (n, Q, K)
+        // scores = q[block] k[0 .. K)^T
+        ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, Q, K, hs_, n}, 1.0f,
+                     operand(*q.buffer, (q.first_row + block.q0) * q.width + h0 * hs_, q.width, g * hs_), k, 0.0f,
+                     scores);
+        ctx.kernels.attention.softmax_forward(scores_, lse_, n, at, scale, stats);
+        // out[block] (n, Q, hs) = probs (n, Q, K) v[0 .. K), written straight into the (N, D) rows
+        ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, Q, hs_, K, n}, 1.0f, scores, v, 0.0f,
+                     operand(out_, (out_row + block.q0) * D + h0 * hs_, D, g * hs_));
       }
     }
+  }
+}
+
+const ActBuffer& CausalAttention::forward(LayerContext& ctx, const ActBuffer& qkv) {
+  qkv_ = &qkv;
+  const std::size_t T = ctx.seq_len, D = heads_ * hs_, W = qkv_width();
+  for (std::size_t b = 0; b < ctx.batch; ++b) {
+    const SequenceRows rows{&qkv, b * T, W};
+    attend(ctx, b, rows, rows, D, D + kv_heads_ * hs_, T, 0, T, b * T);
+  }
+  return out_;
+}
+
+const ActBuffer& CausalAttention::decode(LayerContext& ctx, const ActBuffer& qkv, std::size_t position) {
+  const std::size_t n = ctx.seq_len, D = heads_ * hs_, W = qkv_width(), KV = 2 * kv_heads_ * hs_;
+  if (ctx.batch > max_batch_ || position + n > max_seq_len_) {
+    throw ConfigError(fmt::format("decoding {} sequences to position {}: this model holds {} sequences of {} tokens",
+                                  ctx.batch, position + n, max_batch_, max_seq_len_));
+  }
+  if (kv_cache_.count() == 0) kv_cache_ = make_buffer(ctx.device, qkv.dtype(), max_batch_ * max_seq_len_ * KV, "kv_cache");
+  const std::size_t elem = device::dtype_size(qkv.dtype());
+  for (std::size_t b = 0; b < ctx.batch; ++b) {
+    // The new rows' keys and values (columns D .. W) join the cache at rows p .. p+n-1.
+    ctx.device.queue().copy_rows({qkv.get(), b * n, D * elem, W * elem},
+                                 {kv_cache_.get(), b * max_seq_len_ + position, 0, KV * elem}, KV * elem, n);
+    attend(ctx, b, SequenceRows{&qkv, b * n, W}, SequenceRows{&kv_cache_, b * max_seq_len_, KV}, 0, kv_heads_ * hs_, n,
+           position, max_seq_len_, b * n);
   }
   return out_;
 }

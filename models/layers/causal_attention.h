@@ -39,6 +39,11 @@ class CausalAttention {
                   std::size_t workspace_bytes, const std::string& name);
 
   const ActBuffer& forward(LayerContext& ctx, const ActBuffer& qkv);   // qkv (N, W) -> (N, H*hs)
+  // Decoding with a key/value cache: qkv (B*n, W) holds each sequence's next n tokens, at positions
+  // p .. p+n-1 (rotary embeddings applied); their keys and values join the cache, and the output
+  // (B*n, H*hs) attends to the cached positions 0 .. p+row. The cache (B, max_seq_len, 2*Hkv*hs),
+  // grouped like the kv heads, is allocated by the first call; p = 0 starts new sequences.
+  const ActBuffer& decode(LayerContext& ctx, const ActBuffer& qkv, std::size_t position);
   // dout (N, H*hs) -> dqkv (N, W), which the caller may transform in place (RotaryEmbedding::backward).
   ActBuffer& backward(LayerContext& ctx, const ActBuffer& dout);
   std::size_t chunk() const { return chunk_; }  // query heads per workspace pass (one per kv head)
@@ -48,7 +53,19 @@ class CausalAttention {
   static constexpr std::size_t kQueryBlock = 256;  // queries per score block (float32 activations)
 
  private:
-  std::size_t heads_, kv_heads_, group_, hs_, query_block_, chunk_;
+  // One sequence's rows inside a row-major (rows, width) buffer.
+  struct SequenceRows {
+    const ActBuffer* buffer;
+    std::size_t first_row, width;
+  };
+  // Sequence b's `queries` queries (q's rows, at positions first_position + t) against its keys
+  // and values (kv's rows from 0, k and v at columns k_col and v_col) into out_ from row out_row;
+  // row statistics into lse_ with `stats_stride` positions per head.
+  void attend(LayerContext& ctx, std::size_t b, const SequenceRows& q, const SequenceRows& kv, std::size_t k_col,
+              std::size_t v_col, std::size_t queries, std::size_t first_position, std::size_t stats_stride,
+              std::size_t out_row);
+
+  std::size_t heads_, kv_heads_, group_, hs_, query_block_, max_batch_, max_seq_len_, chunk_;
   const ActBuffer* qkv_ = nullptr;
   FloatBuffer lse_;                   // forward state: (B, H, T)
   ActBuffer out_;                     // (N, H*hs)
@@ -56,6 +73,7 @@ class CausalAttention {
   FloatBuffer delta_;                 // backward: (B, H, T)
   FloatBuffer dkv_sums_;              // 16-bit grouped-query backward: one sequence's dk, dv (T, 2*Hkv*hs)
   ActBuffer dqkv_;                    // (N, W)
+  ActBuffer kv_cache_;                // decoding: (B, max_seq_len, 2*Hkv*hs), allocated on first use
 };
 
 }  // namespace paxocl::models

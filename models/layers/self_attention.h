@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "models/layers/causal_attention.h"
 #include "models/layers/linear.h"
@@ -17,10 +18,11 @@ class SelfAttention {
   SelfAttention(Linear qkv, CausalAttention core, Linear proj, std::shared_ptr<RotaryEmbedding> rope = nullptr)
       : qkv_(std::move(qkv)), core_(std::move(core)), proj_(std::move(proj)), rope_(std::move(rope)) {}
 
-  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x) {
+  // decode_position: decoding with the key/value cache, the rows at positions from there on.
+  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x, std::optional<std::size_t> decode_position = {}) {
     ActBuffer& qkv = qkv_.forward(ctx, x);
-    if (rope_) rope_->forward(ctx, qkv);
-    return proj_.forward(ctx, core_.forward(ctx, qkv));
+    if (rope_) rope_->forward(ctx, qkv, decode_position.value_or(0));
+    return proj_.forward(ctx, decode_position ? core_.decode(ctx, qkv, *decode_position) : core_.forward(ctx, qkv));
   }
   const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy) {
     ActBuffer& dqkv = core_.backward(ctx, proj_.backward(ctx, dy));

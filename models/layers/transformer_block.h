@@ -8,6 +8,8 @@
 // (layer_norm.h, rms_norm.h); Attention and Mlp forward(ctx, x) and backward(ctx, dy).
 #pragma once
 
+#include <optional>
+
 #include "models/layers/layer_norm.h"
 #include "models/layers/mlp.h"
 #include "models/layers/rms_norm.h"
@@ -29,9 +31,11 @@ class TransformerBlock {
         x2_(make_buffer(device, act, max_rows * dims, name + ".x2")),
         y_(make_buffer(device, act, max_rows * dims, name + ".y")) {}
 
-  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x) {
+  // decode_position: decoding with the attention's key/value cache (SelfAttention::forward).
+  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x, std::optional<std::size_t> decode_position = {}) {
     // x2 = x + attention(...) is formed inside norm2 (residual fusion).
-    const ActBuffer& m = norm2_.forward_residual(ctx, x, attention_.forward(ctx, norm1_.forward(ctx, x)), x2_);
+    const ActBuffer& m =
+        norm2_.forward_residual(ctx, x, attention_.forward(ctx, norm1_.forward(ctx, x), decode_position), x2_);
     ctx.kernels.residual.add(y_, x2_, mlp_.forward(ctx, m), ctx.rows() * dims_);
     return y_;
   }
