@@ -19,5 +19,6 @@ int run_eval(const CliArgs& args, const collectives::ProcessWorld& world);
 int run_export(const CliArgs& args, const collectives::ProcessWorld& world);
 int run_bench(const CliArgs& args, const collectives::ProcessWorld& world);
 int run_tune(const CliArgs& args, const collectives::ProcessWorld& world);
+int run_sample(const CliArgs& args, const collectives::ProcessWorld& world);
 
 }  // namespace paxocl::app

@@ -31,7 +31,8 @@ const Command kCommands[] = {
     {"data", "prepare a dataset (tokenizer + token shards) or inspect batches", paxocl::app::run_data},
     {"bench", "measure GEMM, memory, launches, FFT, collectives and training; CSV, JSON, plots", paxocl::app::run_bench},
     {"tune", "tune CLBlast's GEMM for an experiment's shapes on this device (kept for later runs)", paxocl::app::run_tune},
-    {"export", "write a job's checkpoint as Hugging Face GPT-2 safetensors (or llm.c .bin)", paxocl::app::run_export},
+    {"export", "write a job's checkpoint as Hugging Face safetensors (GPT-2, LLaMA) or llm.c .bin", paxocl::app::run_export},
+    {"sample", "write text with a trained model (key/value-cached decoding, temperature, top-k, top-p)", paxocl::app::run_sample},
 };
 
 void print_usage() {

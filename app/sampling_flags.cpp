@@ -29,7 +29,9 @@ float float_flag(const CliArgs& args, const char* name, float fallback) {
   return static_cast<float>(value);
 }
 
-int int_flag(const CliArgs& args, const char* name, int fallback) {
+}  // namespace
+
+int integer_flag(const CliArgs& args, const char* name, int fallback) {
   const auto text = args.flag(name);
   if (!text) return fallback;
   int value = 0;
@@ -40,13 +42,12 @@ int int_flag(const CliArgs& args, const char* name, int fallback) {
   return value;
 }
 
-}  // namespace
 
 sampling::SamplingOptions sampling_options(const CliArgs& args) {
   const sampling::SamplingOptions defaults;
   sampling::SamplingOptions options;
   options.temperature = float_flag(args, "temperature", defaults.temperature);
-  options.top_k = int_flag(args, "top_k", defaults.top_k);
+  options.top_k = integer_flag(args, "top_k", defaults.top_k);
   options.top_p = float_flag(args, "top_p", defaults.top_p);
   sampling::validate(options);
   return options;

@@ -21,4 +21,7 @@ inline const FlagSpec kSamplingFlags[] = {
 // when a value is not a number of the right kind or breaks its rule.
 sampling::SamplingOptions sampling_options(const CliArgs& args);
 
+// An integer flag (`fallback` when absent); ConfigError "--NAME=TEXT: expected an integer".
+int integer_flag(const CliArgs& args, const char* name, int fallback);
+
 }  // namespace paxocl::app

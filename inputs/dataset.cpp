@@ -371,4 +371,12 @@ std::unique_ptr<BaseInput> make_input(const std::string& source, const std::stri
   return input;
 }
 
+std::optional<fs::path> tokenizer_of(const std::string& source, int vocab_size, const std::string& tokenizer) {
+  if (source.rfind("text:", 0) == 0) return tokenizer.empty() ? std::nullopt : std::optional<fs::path>(tokenizer);
+  if (source == "synthetic") return std::nullopt;
+  const fs::path dir = source == "kjv" ? prepared_kjv(default_data_root(), vocab_size, "bpe") : fs::path(source);
+  if (fs::is_directory(dir) && fs::exists(dir / "tokenizer.model")) return dir / "tokenizer.model";
+  return std::nullopt;
+}
+
 }  // namespace paxocl::inputs

@@ -64,6 +64,11 @@ std::filesystem::path prepared_kjv(const std::filesystem::path& root, int vocab_
 // in name order, `*_train*.bin` for "train" and `*_val*.bin` for "validation"
 // (tinyshakespeare_train.bin, fineweb_val_000000.bin, fineweb_train_000001.bin, ...). Empty when
 // the directory has none. Hidden files are skipped, as glob skips them.
+// The SentencePiece model that reads and writes the text of a DATA source (make_input's forms
+// below): the KJV's (prepared on first use), a prepared dataset directory's, `tokenizer` for
+// "text:FILES"; none for synthetic data, llm.c files and token shards.
+std::optional<std::filesystem::path> tokenizer_of(const std::string& source, int vocab_size, const std::string& tokenizer);
+
 std::vector<std::filesystem::path> llmc_split_files(const std::filesystem::path& dir, const std::string& split);
 
 // The input for `source`, split "train" or "validation":

@@ -49,6 +49,8 @@ class BlockModel : public Model {
 
   const ModelConfig& model_config() const { return config_; }
   const ParameterLayout& layout() const override { return layout_; }
+  int vocab_size() const override { return config_.vocab_size(); }
+  std::size_t max_seq_len() const override { return options_.max_seq_len; }
   FloatBuffer& parameter_buffer() override { return params_; }
   // The weights as a step reads them: params_ cast to the activation dtype (float32: params_ itself).
   const ActBuffer& compute_buffer() const { return compute_; }

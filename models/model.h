@@ -40,6 +40,8 @@ class Model {
   virtual ~Model() = default;
 
   virtual const ParameterLayout& layout() const = 0;
+  virtual int vocab_size() const = 0;            // V: the real vocabulary (logits rows are this long)
+  virtual std::size_t max_seq_len() const = 0;   // positions this instance was built for
   virtual kernels::DeviceRuntime& runtime() const = 0;
 
   // Parameter images need full residency (ConfigError otherwise); flat as ParameterLayout.

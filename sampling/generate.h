@@ -1,0 +1,34 @@
+// generate: sampled continuations of one prompt from a model (Model::begin_decode / decode: each
+// new token costs one position through the layers' key/value caches), as praxis's sample_decode
+// loop: num_samples sequences side by side, each next token drawn by sample_token from its row of
+// logits, a sequence finished at EOS (kept) or when max_decode_steps tokens or MAX_SEQ_LEN are reached.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "models/model.h"
+#include "sampling/sampler.h"
+
+namespace paxocl::sampling {
+
+struct GenerateOptions {
+  SamplingOptions sampling;
+  int max_decode_steps = 64;
+  int num_samples = 1;
+  std::uint64_t seed = 0;
+  std::optional<int> eos_id;  // stops a sequence (none: every sequence runs max_decode_steps)
+};
+
+struct Generation {
+  std::vector<std::vector<int>> samples;  // the new tokens of each sample (the prompt excluded)
+  double prefill_seconds = 0, decode_seconds = 0;
+  long decode_steps = 0;                  // decode calls after the prompt (each one token per sample)
+};
+
+// ConfigError for bad options (sampling::validate, counts < 1, an empty prompt) and when the prompt
+// alone fills MAX_SEQ_LEN; DataError for ids outside the vocabulary.
+Generation generate(models::Model& model, const std::vector<int>& prompt, const GenerateOptions& options);
+
+}  // namespace paxocl::sampling
