@@ -88,9 +88,13 @@ int run_sample(const CliArgs& args, const collectives::ProcessWorld& world) {
   options.max_decode_steps = integer_flag(args, "max_decode_steps", 64);
   options.num_samples = integer_flag(args, "num_samples", 1);
   options.seed = static_cast<std::uint64_t>(integer_flag(args, "seed", 0));
+  sampling::validate(options);
+  std::vector<int> prompt;
+  if (const auto ids = args.flag("prompt_ids")) prompt = parse_ids(*ids);
 
   models::HostWeights weights;
   std::optional<inputs::Tokenizer> tokenizer;
+  std::string source = init_from.value_or("");
   if (job) {
     JobWeights j = read_job_weights(*job, args.flag("step"));
     weights = std::move(j.weights);
@@ -98,14 +102,17 @@ int run_sample(const CliArgs& args, const collectives::ProcessWorld& world) {
                                                 j.experiment.get_string("TOKENIZER"))) {
       tokenizer.emplace(*model);
     }
-    spdlog::info("sampling from {} (step {})", j.checkpoint, j.step);
+    source = fmt::format("{} (step {})", j.checkpoint, j.step);
   } else {
     weights = models::load_weights_file(*init_from, integer_flag(args, "num_heads", 12), 1);
   }
 
-  std::vector<int> prompt;
-  if (const auto ids = args.flag("prompt_ids")) {
-    prompt = parse_ids(*ids);
+  if (!prompt.empty()) {
+    for (int id : prompt) {
+      if (id >= weights.config.vocab_size()) {
+        throw ConfigError(fmt::format("--prompt_ids: {} is outside the vocabulary [0, {})", id, weights.config.vocab_size()));
+      }
+    }
   } else if (!tokenizer) {
     throw ConfigError("this model has no tokenizer (weights file, or a job on synthetic or llm.c data): give --prompt_ids=5,6,7");
   } else {
@@ -120,6 +127,7 @@ int run_sample(const CliArgs& args, const collectives::ProcessWorld& world) {
     prompt.insert(prompt.begin(), tokenizer->eos_id());
   }
   if (tokenizer) options.eos_id = tokenizer->eos_id();
+  spdlog::info("sampling from {}", source);
 
   const auto selected = device::select_devices(device::enumerate_devices(),
                                                device::parse_device_selection(device::device_spec_from(args.flag("devices"))));

@@ -45,7 +45,7 @@ class BlockModel : public Model {
   // one outside the blocks): block l's is its slot's, shared with the blocks l +- k*slots.
   FloatBuffer unit_parameters(int block) const override;
   FloatBuffer unit_gradients(int block) const override;
-  int resident_block_slots() const { return options_.resident_block_slots; }
+  int resident_block_slots() const override { return options_.resident_block_slots; }
 
   const ModelConfig& model_config() const { return config_; }
   const ParameterLayout& layout() const override { return layout_; }

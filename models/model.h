@@ -42,6 +42,7 @@ class Model {
   virtual const ParameterLayout& layout() const = 0;
   virtual int vocab_size() const = 0;            // V: the real vocabulary (logits rows are this long)
   virtual std::size_t max_seq_len() const = 0;   // positions this instance was built for
+  virtual int resident_block_slots() const = 0;  // 0: every parameter resident (decoding needs it)
   virtual kernels::DeviceRuntime& runtime() const = 0;
 
   // Parameter images need full residency (ConfigError otherwise); flat as ParameterLayout.

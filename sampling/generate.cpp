@@ -15,12 +15,16 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-Generation generate(models::Model& model, const std::vector<int>& prompt, const GenerateOptions& options) {
+void validate(const GenerateOptions& options) {
   validate(options.sampling);
   if (options.num_samples < 1) throw ConfigError(fmt::format("--num_samples={}: must be at least 1", options.num_samples));
   if (options.max_decode_steps < 1) {
     throw ConfigError(fmt::format("--max_decode_steps={}: must be at least 1", options.max_decode_steps));
   }
+}
+
+Generation generate(models::Model& model, const std::vector<int>& prompt, const GenerateOptions& options) {
+  validate(options);
   if (prompt.empty()) throw ConfigError("the prompt is empty: give at least one token");
   const int max_len = static_cast<int>(model.max_seq_len());
   if (static_cast<int>(prompt.size()) >= max_len) {

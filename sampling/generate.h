@@ -27,8 +27,11 @@ struct Generation {
   long decode_steps = 0;                  // decode calls after the prompt (each one token per sample)
 };
 
-// ConfigError for bad options (sampling::validate, counts < 1, an empty prompt) and when the prompt
-// alone fills MAX_SEQ_LEN; DataError for ids outside the vocabulary.
+// ConfigError naming the flag for bad options (sampling::validate; counts below 1).
+void validate(const GenerateOptions& options);
+
+// ConfigError for bad options (validate above, an empty prompt) and when the prompt alone fills
+// MAX_SEQ_LEN; DataError for ids outside the vocabulary.
 Generation generate(models::Model& model, const std::vector<int>& prompt, const GenerateOptions& options);
 
 }  // namespace paxocl::sampling

@@ -16,7 +16,10 @@
 #include "common/errors.h"
 #include "device/mesh_proto.h"
 #include "inputs/dataset.h"
+#include "inputs/dataset.h"
+#include "inputs/tokenizer.h"
 #include "models/initial_parameters.h"
+#include "sampling/generate.h"
 #include "scheduler/evaluation.h"
 #include "scheduler/preemption.h"
 #include "scheduler/step_program.h"
@@ -121,6 +124,25 @@ void finish_training(const config::JobConfig& job, const collectives::ProcessWor
   }
 }
 
+// The job ends with a few lines of what the model writes, when its data has a tokenizer: rank 0's
+// first replica (FSDP holds shards, not a model that can decode, so FSDP runs print none).
+void print_sample(const config::JobConfig& job, const collectives::ProcessWorld& world, StepProgram& program) {
+  models::Model& model = program.model();
+  if (world.rank() != 0 || model.resident_block_slots() != 0) return;
+  const auto tokenizer_model = inputs::tokenizer_of(job.data, job.model.vocab_size(), job.input.tokenizer_model);
+  if (!tokenizer_model) return;
+  const inputs::Tokenizer tokenizer(*tokenizer_model);
+  sampling::GenerateOptions options;
+  options.sampling = {.temperature = 0.8f, .top_k = 40, .top_p = 1.0f};
+  options.max_decode_steps = 48;
+  options.seed = job.seed;
+  options.eos_id = tokenizer.eos_id();
+  std::vector<int> text = sampling::generate(model, {tokenizer.eos_id()}, options).samples.front();
+  if (!text.empty() && text.back() == tokenizer.eos_id()) text.pop_back();
+  std::cout << fmt::format("sample (temperature 0.8, top-k 40; more: pax-ocl sample --job_log_dir={}):\n  {}\n",
+                           job.flags.job_log_dir.string(), tokenizer.decode(text));
+}
+
 }  // namespace
 
 std::filesystem::path default_job_log_dir(const std::string& experiment) {
@@ -194,6 +216,7 @@ int run_training(const config::JobConfig& job, const collectives::ProcessWorld& 
   tracer.write(world, job.flags.job_log_dir / "trace.json");
   finish_training(job, world, program);
   report.finish(started);
+  print_sample(job, world, program);
   return kExitOk;
 }
 

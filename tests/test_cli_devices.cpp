@@ -14,7 +14,6 @@ using testing::run_command;
 const std::string kBinary = PAXOCL_BINARY;
 const std::string kMpirun = std::string(PAXOCL_MPIEXEC) + " --oversubscribe -np 2 ";
 
-int count_lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
 
 TEST(CliDevices, ASlurmTaskThatMpiDoesNotKnowIsAOneLineError) {
   // As if srun had started task 1 of 1: MPI (no launcher) says rank 0 of 1.
@@ -84,7 +83,7 @@ TEST(CliDevices, BadInputGivesOneLineAndExit2) {
     const auto r = run_command(kBinary + " " + args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
     EXPECT_EQ(r.err.rfind("pax-ocl: error: ", 0), 0u) << args << ": " << r.err;
-    EXPECT_EQ(count_lines(r.err), 1) << args << ": " << r.err;
+    EXPECT_EQ(testing::count_lines(r.err), 1) << args << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << args;
   }
 }
@@ -96,7 +95,7 @@ TEST(CliDevices, NoOpenClPlatformSaysHowToGetOne) {
   EXPECT_EQ(r.exit_code, 4) << r.err;
   EXPECT_NE(r.err.find("no OpenCL platform found"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("apt-get install pocl-opencl-icd"), std::string::npos) << r.err;
-  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_EQ(testing::count_lines(r.err), 1) << r.err;
 }
 
 // With PoCL's own kernel cache off, pax-ocl stores the binaries itself (and always does on other drivers).

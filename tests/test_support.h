@@ -2,6 +2,8 @@
 // directories, and a scoped environment variable.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -33,6 +35,9 @@ std::map<std::string, std::vector<ScalarPoint>> read_scalars(const std::filesyst
 // as TensorBoard stores it (float32, bit for bit: compare with ==, not with printed text). A step
 // summarised by several runs (a resume that repeats steps) has the latest run's value.
 std::vector<float> train_losses(const std::filesystem::path& job_dir, long first_step = 1);
+
+// Lines of a command's output (its newline characters): one-line errors are 1.
+inline int count_lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
 
 // Writes `paragraphs` paragraphs of 20 random sentences over a 12-word vocabulary (blank-line
 // separated) to dir/story.txt, so small tokenizers train in a moment; returns the path.
