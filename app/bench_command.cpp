@@ -21,7 +21,7 @@
 namespace paxocl::app {
 
 namespace {
-const char* const kBenches[] = {"gemm", "memory", "launch", "fft", "collectives", "train"};
+const char* const kBenches[] = {"gemm", "memory", "launch", "fft", "collectives", "train", "decode"};
 
 const FlagSpec kBenchFlags[] = {
     kCommonFlags[0],
@@ -29,10 +29,13 @@ const FlagSpec kBenchFlags[] = {
     {"output", "DIR", "where the results go (default bench-results/<time>)"},
     {"devices", "auto|gpu|cpu|0,1", "devices: the first is measured; collectives use all selected"},
     {"quick", "", "fewer and smaller sizes: a first look in seconds"},
-    {"fdl_config", "NAME", "gemm: the experiment whose training GEMM shapes are measured (default Pile126M)"},
+    {"fdl_config", "NAME", "gemm: the experiment whose training GEMM shapes are measured (default Pile126M); decode: the "
+                           "model (default Default)"},
     {"batch", "N", "gemm: sequences per device for those shapes (default 1)"},
     {"experiments", "A,B", "train: experiments (default Default)"},
-    {"batches", "1,2,4", "train: PERCORE_BATCH_SIZE values (default 1,2,4)"},
+    {"batches", "1,2,4", "train: PERCORE_BATCH_SIZE values (default 1,2,4); decode: sequences side by side (default 1,4,16)"},
+    {"prompt_len", "N", "decode: prompt tokens (default 32)"},
+    {"decode_steps", "N", "decode: tokens written per sequence (default 64; --quick 16)"},
     {"meshes", "[1,1,1];[2,1,1]", "train: ICI meshes, ';'-separated (default [1,1,1])"},
     {"steps", "N", "train: steps per run (default 20)"},
     {"train_flags", "\"--fdl.X=Y ...\"", "train: more flags for every run"},
@@ -130,7 +133,7 @@ int run_bench(const CliArgs& args, const collectives::ProcessWorld& world) {
     } else if (std::find(std::begin(kBenches), std::end(kBenches), name) != std::end(kBenches)) {
       chosen.insert(name);
     } else {
-      throw ConfigError(fmt::format("unknown benchmark '{}': use all, gemm, memory, launch, fft, collectives or train", name));
+      throw ConfigError(fmt::format("unknown benchmark '{}': use all, gemm, memory, launch, fft, collectives, train or decode", name));
     }
   }
   if (chosen.empty()) chosen.insert(std::begin(kBenches), std::end(kBenches));
@@ -165,6 +168,13 @@ int run_bench(const CliArgs& args, const collectives::ProcessWorld& world) {
                                  split(args.flag("batches").value_or("1,2,4"), ','), split(meshes, ';'),
                                  std::stoi(args.flag("steps").value_or(quick ? "5" : "20")),
                                  args.flag("train_flags").value_or(""));
+  });
+  run("decode", [&] {
+    std::vector<int> batches;
+    for (const std::string& b : split(args.flag("batches").value_or("1,4,16"), ',')) batches.push_back(std::stoi(b));
+    return bench::bench_decode(device, cache, config::Experiment::named(args.flag("fdl_config").value_or("Default")).model_config(),
+                               batches, std::stoi(args.flag("prompt_len").value_or("32")),
+                               std::stoi(args.flag("decode_steps").value_or(quick ? "16" : "64")));
   });
   for (const auto& file : report.write(out)) std::cout << file.string() << "\n";
   if (const auto gemm = std::find_if(report.tables.begin(), report.tables.end(), [](const auto& t) { return t.name == "gemm"; });

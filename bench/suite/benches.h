@@ -11,6 +11,7 @@
 #include "device/program_cache.h"
 #include "kernels_cl/gemm.h"
 #include "models/gpt_config.h"
+#include "models/model_config.h"
 
 namespace paxocl::bench {
 
@@ -47,6 +48,12 @@ class GemmTimer {
 Table bench_gemm(device::Device& device, device::ProgramCache& cache, const models::GptConfig& model, int batch,
                  bool quick);
 double peak_of(const Table& gemm);  // its best GFLOP/s on the device (OpenBLAS's host rows left out)
+
+// Decoding speed of an experiment's model (random weights) through its key/value caches
+// (sampling/generate.h, greedy): per batch of sequences side by side, a prompt of `prompt_len`
+// tokens (prefill tokens/s) then `steps` tokens each (ms per step, tokens/s over the batch).
+Table bench_decode(device::Device& device, device::ProgramCache& cache, const models::ModelConfig& model,
+                   const std::vector<int>& batches, int prompt_len, int steps);
 
 // Device memory bandwidth (copy, triad a = b + s c) and host<->device transfers, GB/s vs size.
 Table bench_memory(device::Device& device, device::ProgramCache& cache, bool quick);
