@@ -7,6 +7,8 @@
 // Conversions to 16 bits round to nearest even; NaN stays NaN, overflow gives infinity.
 #pragma once
 
+#include "common/float16.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -28,10 +30,10 @@ double dtype_unit_roundoff(DType t);
 std::string_view dtype_build_option(DType t);
 
 // Host conversions, bit-exact with the kernels' (kernels_cl/dtype.cl).
-std::uint16_t float_to_bf16(float f);
-float bf16_to_float(std::uint16_t h);
-std::uint16_t float_to_half(float f);
-float half_to_float(std::uint16_t h);
+using paxocl::bf16_to_float;  // common/float16.h
+using paxocl::float_to_bf16;
+using paxocl::float_to_half;
+using paxocl::half_to_float;
 // `value` rounded to t and back (the identity for kF32).
 float round_to(DType t, float value);
 

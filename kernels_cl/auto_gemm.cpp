@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -162,6 +163,9 @@ class AutoGemm final : public Gemm {
     constexpr int kRounds = 5;
     std::vector<double> best_of(able.size(), 1e30);
     for (int round = 0; round < kRounds; ++round) {
+      // Rounds 10 ms apart: a burst of another process (tens of ms) cannot cover all of them. BLIS
+      // loses most to one, as its threads wait for each other at every panel.
+      if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       for (std::size_t i = 0; i < able.size(); ++i) {
         const auto t0 = std::chrono::steady_clock::now();
         variant(able[i]).run(s, 1.0f, ao, bo, 0.0f, co);

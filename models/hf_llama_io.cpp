@@ -14,6 +14,7 @@
 #include "common/atomic_file.h"
 #include "common/bounded_json.h"
 #include "common/errors.h"
+#include "common/float16.h"
 #include "common/safetensors.h"
 #include "models/parameter_layout.h"
 #include "models/tensor_names.h"
@@ -145,15 +146,15 @@ class TensorFiles {
     }
   }
 
-  // The tensor's entry, checked: present, F32, of this shape.
+  // The tensor's entry, checked: present, F32, BF16 or F16, of this shape.
   std::pair<const SafetensorsReader*, const SafetensorsReader::Entry*> need(const std::string& name,
                                                                               const TensorShape& shape) const {
     const auto it = where_.find(name);
     if (it == where_.end()) fail(first_file_, fmt::format("missing tensor {}; expected a Hugging Face LLaMA model", name));
     const auto& [reader, entry] = it->second;
-    if (entry->dtype != "F32") {
-      fail(files_[reader], fmt::format("tensor {} has dtype {}; only F32 is supported: save the model in float32 "
-                                       "(model.float().save_pretrained(...))", name, entry->dtype));
+    if (entry->dtype != "F32" && entry->dtype != "BF16" && entry->dtype != "F16") {
+      fail(files_[reader], fmt::format("tensor {} has dtype {}; F32, BF16 and F16 load (convert with "
+                                       "model.float().save_pretrained(...))", name, entry->dtype));
     }
     if (entry->shape != shape) {
       fail(files_[reader], fmt::format("tensor {} has shape [{}], expected [{}] from config.json", name,
@@ -184,6 +185,18 @@ struct HfTensor {
   std::string ours;
   std::int64_t first_row = 0, rows = 0, cols = 0;
 };
+
+// A tensor's values as float32 into dst: 16-bit files (Hugging Face's usual bfloat16 or float16)
+// widen exactly.
+void read_as_f32(const SafetensorsReader& reader, const SafetensorsReader::Entry& entry, float* dst) {
+  if (entry.dtype == "F32") {
+    reader.read(entry, dst);
+    return;
+  }
+  std::vector<std::uint16_t> bits((entry.end - entry.begin) / sizeof(std::uint16_t));
+  reader.read(entry, bits.data());
+  for (std::size_t i = 0; i < bits.size(); ++i) dst[i] = entry.dtype == "BF16" ? bf16_to_float(bits[i]) : half_to_float(bits[i]);
+}
 
 std::string hf_layer(int l, std::string_view suffix) { return fmt::format("model.layers.{}.{}", l, suffix); }
 
@@ -245,7 +258,7 @@ HostWeights load_hf_llama(const fs::path& path, std::size_t alignment) {
   for (const HfTensor& t : tensors) {
     const bool from_embedding = t.name == "lm_head.weight" && config.tied && !files.has(t.name);
     const auto [reader, entry] = files.need(from_embedding ? tensors.front().name : t.name, hf_shape(t));
-    reader->read(*entry, w.data.data() + layout.at(t.ours).offset + static_cast<std::size_t>(t.first_row * t.cols));
+    read_as_f32(*reader, *entry, w.data.data() + layout.at(t.ours).offset + static_cast<std::size_t>(t.first_row * t.cols));
   }
   return w;
 }

@@ -8,7 +8,7 @@
 // rope_theta (10000; transformers 5 nests it in rope_parameters), rms_norm_eps (1e-6, transformers'
 // default), tie_word_embeddings (false); scaled rotary embeddings (a rope_type other than default)
 // and biases (attention_bias, mlp_bias) are refused.
-// Tensors (F32; all [out, in] like ours):
+// Tensors (F32, or BF16 / F16 widened exactly to float32; all [out, in] like ours):
 //   model.embed_tokens.weight (V, C)  -> embed's first V rows (padding rows zero)
 //   model.layers.{l}.self_attn.{q,k,v}_proj.weight  -> the rows [q | k | v] of h{l}.attn.qkv.w
 //   model.layers.{l}.self_attn.o_proj.weight        -> h{l}.attn.proj.w

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.h"
+#include "common/float16.h"
+#include "common/safetensors.h"
 #include "models/parameter_layout.h"
 #include "tests/reference_llama.h"
 #include "tests/test_support.h"
@@ -104,6 +107,48 @@ TEST(HfLlama, SavedCheckpointReloadsIdenticallyAsDirectoryOrFile) {
   EXPECT_EQ(config["model_type"], "llama");
   EXPECT_EQ(config["num_key_value_heads"], 2);
   EXPECT_EQ(config["tie_word_embeddings"], false);
+}
+
+// Hugging Face's usual checkpoints are bfloat16 or float16: the golden one re-written in each (every
+// tensor as 16-bit bits, a safetensors header written here by hand) loads as those values widened,
+// exactly the float32 values rounded once.
+TEST(HfLlama, SixteenBitCheckpointsLoadWidenedExactly) {
+  const HostWeights f32 = load_hf_llama(kCheckpoint, 1);
+  const ParameterLayout layout(f32.config, 1);
+  for (const std::string dtype : {"BF16", "F16"}) {
+    testing::TempDir tmp;
+    fs::copy(kCheckpoint / "config.json", tmp.path() / "config.json");
+    // The tensors of the float32 checkpoint, each rounded to 16 bits, in one file.
+    nlohmann::json header = nlohmann::json::object();
+    std::string data;
+    std::vector<std::pair<std::string, std::vector<float>>> tensors;
+    for (const char* shard : {"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
+                                  "model-00003-of-00003.safetensors"}) {
+      const SafetensorsReader in(kCheckpoint / shard);
+      for (const auto& [name, entry] : in.entries()) {
+        const std::vector<float> values = in.read_f32(name);
+        const std::size_t begin = data.size();
+        for (float v : values) {
+          const std::uint16_t bits = dtype == "BF16" ? float_to_bf16(v) : float_to_half(v);
+          data.append(reinterpret_cast<const char*>(&bits), sizeof bits);
+        }
+        header[name] = {{"dtype", dtype}, {"shape", entry.shape}, {"data_offsets", {begin, data.size()}}};
+      }
+    }
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    const std::uint64_t n = text.size();
+    std::ofstream out(tmp.path() / "model.safetensors", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&n), sizeof n);
+    out << text << data;
+    out.close();
+    const HostWeights w = load_hf_llama(tmp.path(), 1);
+    ASSERT_EQ(w.data.size(), f32.data.size());
+    for (std::size_t i = 0; i < w.data.size(); ++i) {
+      const float want = dtype == "BF16" ? bf16_to_float(float_to_bf16(f32.data[i])) : half_to_float(float_to_half(f32.data[i]));
+      ASSERT_EQ(w.data[i], want) << dtype << " element " << i;
+    }
+  }
 }
 
 // A copy of the golden checkpoint with one file edited.
