@@ -432,12 +432,8 @@ nlohmann::json Experiment::to_json() const {
 }
 
 void Experiment::set_model(const models::ModelConfig& model) {
-  if (model.is_llama()) {
-    const models::LlamaConfig& c = model.llama();
-    set_json("ARCHITECTURE", "llama");
-    set_json("NUM_KV_HEADS", c.num_kv_heads);
-    set_json("ROPE_BASE", c.rope_base);
-    set_json("NORM_EPSILON", c.norm_epsilon);
+  set_json("ARCHITECTURE", std::string(model.architecture()));
+  model.visit([&](const auto& c) {  // the fields every family has
     set_json("NUM_LAYERS", c.num_layers);
     set_json("MODEL_DIMS", c.model_dims);
     set_json("HIDDEN_DIMS", c.hidden_dims);
@@ -445,18 +441,15 @@ void Experiment::set_model(const models::ModelConfig& model) {
     set_json("DIMS_PER_HEAD", c.dims_per_head);
     set_json("MAX_SEQ_LEN", c.max_seq_len);
     set_json("VOCAB_SIZE", c.vocab_size);
-    return;
+  });
+  if (model.is_llama()) {
+    const models::LlamaConfig& c = model.llama();
+    set_json("NUM_KV_HEADS", c.num_kv_heads);
+    set_json("ROPE_BASE", c.rope_base);
+    set_json("NORM_EPSILON", c.norm_epsilon);
+  } else {
+    set_json("NUM_KV_HEADS", 0);
   }
-  const models::GptConfig& c = model.gpt();
-  set_json("ARCHITECTURE", "gpt");
-  set_json("NUM_KV_HEADS", 0);
-  set_json("NUM_LAYERS", c.num_layers);
-  set_json("MODEL_DIMS", c.model_dims);
-  set_json("HIDDEN_DIMS", c.hidden_dims);
-  set_json("NUM_HEADS", c.num_heads);
-  set_json("DIMS_PER_HEAD", c.dims_per_head);
-  set_json("MAX_SEQ_LEN", c.max_seq_len);
-  set_json("VOCAB_SIZE", c.vocab_size);
 }
 
 models::ModelConfig Experiment::model_config() const {

@@ -12,11 +12,13 @@ namespace paxocl::models {
 
 namespace names = tensor_names;
 
+void check_dimension(const char* name, int value, int max) {
+  if (value < 1) throw ConfigError(fmt::format("{}={}: must be at least 1", name, value));
+  if (value > max) throw ConfigError(fmt::format("{}={}: must be at most {}", name, value, max));
+}
+
 void GptConfig::validate() const {
-  auto positive = [](const char* name, int value) {
-    if (value < 1) throw ConfigError(fmt::format("{}={}: must be at least 1", name, value));
-    if (value > kMaxDimension) throw ConfigError(fmt::format("{}={}: must be at most {}", name, value, kMaxDimension));
-  };
+  auto positive = [](const char* name, int value) { check_dimension(name, value, kMaxDimension); };
   positive("NUM_LAYERS", num_layers);
   positive("MODEL_DIMS", model_dims);
   positive("HIDDEN_DIMS", hidden_dims);

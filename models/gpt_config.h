@@ -9,6 +9,9 @@
 
 namespace paxocl::models {
 
+// ConfigError "NAME=VALUE: must be at least 1" / "... at most kMaxDimension" unless 1 <= value <= max.
+void check_dimension(const char* name, int value, int max);
+
 struct GptConfig {
   // Every dimension (and NUM_HEADS * DIMS_PER_HEAD) is at most this, so 3 * D, 4 * C and the padded
   // vocabulary stay far inside int; whole tensor sizes are checked by ParameterLayout.

@@ -24,11 +24,6 @@ const std::string kJob =
     " --fdl.EVAL_INTERVAL_STEPS=0 --fdl.EVAL_LOOP_NUM_BATCHES=2 --fdl.LR_COS_WARMUP=2 --fdl.LR_COS_DECAY_START=3"
     " --fdl.LR_COS_DECAY_END=12 --fdl.CHECKPOINT_EVERY_N_STEPS=4";
 
-std::string bytes_of(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 std::vector<long> checkpoint_steps(const fs::path& job) {
   std::vector<long> steps;
   for (const auto& e : fs::directory_iterator(job / "checkpoints")) {
@@ -69,7 +64,7 @@ TEST_F(CliCheckpoint, ResumingIsBitwiseTheUninterruptedRun) {
   EXPECT_NE(r.err.find("resumed from " + (dir_.path() / "resumed" / "checkpoints" / "checkpoint_00000006").string()),
             std::string::npos) << r.err;
   EXPECT_EQ(train_losses(dir_.path() / "resumed", 7), std::vector<float>(want.begin() + 6, want.end()));
-  EXPECT_EQ(bytes_of(dir_.path() / "resumed.bin"), bytes_of(dir_.path() / "reference.bin"));
+  EXPECT_EQ(file_bytes(dir_.path() / "resumed.bin"), file_bytes(dir_.path() / "reference.bin"));
 }
 
 // 16-bit FPROP_DTYPE: the checkpoint holds the float32 state (F32 tensors; the 16-bit weight copy
@@ -86,7 +81,7 @@ TEST_F(CliCheckpoint, SixteenBitRunsCheckpointFloat32AndResumeBitwise) {
     train("", args + " --fdl.MAX_STEPS=6", dtype + "-resumed");
     const fs::path checkpoint = dir_.path() / (dtype + "-resumed") / "checkpoints" / "checkpoint_00000006";
     proto::CheckpointManifest manifest;
-    ASSERT_TRUE(manifest.ParseFromString(bytes_of(checkpoint / "manifest.pb")));
+    ASSERT_TRUE(manifest.ParseFromString(file_bytes(checkpoint / "manifest.pb")));
     ASSERT_GT(manifest.tensors_size(), 0);
     for (const auto& t : manifest.tensors()) EXPECT_EQ(t.dtype(), "F32") << t.name();
     if (dtype == "float16") {
@@ -108,7 +103,7 @@ TEST_F(CliCheckpoint, SixteenBitRunsCheckpointFloat32AndResumeBitwise) {
       ASSERT_EQ(g.size(), 12u) << tag << ": 6 steps, then 6 resumed";
       for (std::size_t i = 6; i < 12; ++i) EXPECT_EQ(g[i].value, w[i].value) << tag << " at step " << g[i].step;
     }
-    EXPECT_EQ(bytes_of(dir_.path() / (dtype + "-resumed.bin")), bytes_of(dir_.path() / (dtype + ".bin")));
+    EXPECT_EQ(file_bytes(dir_.path() / (dtype + "-resumed.bin")), file_bytes(dir_.path() / (dtype + ".bin")));
   }
 }
 
@@ -148,7 +143,7 @@ TEST_F(CliCheckpoint, FsdpResumesBitwiseAndFromAnotherMesh) {
   EXPECT_NE(r.err.find("resumed from " + (dir_.path() / "fsdp-resumed" / "checkpoints" / "checkpoint_00000006").string()),
             std::string::npos) << r.err;
   EXPECT_EQ(train_losses(dir_.path() / "fsdp-resumed", 7), std::vector<float>(whole.begin() + 6, whole.end()));
-  EXPECT_TRUE(bytes_of(dir_.path() / "fsdp-resumed.bin") == bytes_of(dir_.path() / "fsdp-whole.bin"))
+  EXPECT_TRUE(file_bytes(dir_.path() / "fsdp-resumed.bin") == file_bytes(dir_.path() / "fsdp-whole.bin"))
       << "the resumed run's final weights differ";
 
   // Saved on 1 device, resumed under FSDP over 2 devices.
@@ -217,17 +212,17 @@ TEST_F(CliCheckpoint, ExportWritesHuggingFaceSafetensorsThatLoadBackIdentically)
   const auto e = run_command(kBinary + " export --job_log_dir=" + (dir_.path() / "reference").string() +
                              " --output=" + exported.string());
   ASSERT_EQ(e.exit_code, 0) << e.err;
-  EXPECT_NE(bytes_of(exported).find("transformer.h.1.attn.c_attn.weight"), std::string::npos);
+  EXPECT_NE(file_bytes(exported).find("transformer.h.1.attn.c_attn.weight"), std::string::npos);
   // Loaded as initial weights and saved again without a step: the same bytes.
   const auto r = run_command(kBinary + " train --fdl.DATA=synthetic --fdl.NUM_HEADS=4 --fdl.MAX_STEPS=0 --devices=0"
                              " --enable_checkpoint_saving=false --fdl.EVAL_INTERVAL_STEPS=0 --init_from=" + exported.string() +
                              " --save_weights=" + back.string() + " --job_log_dir=" + (dir_.path() / "back").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(bytes_of(back), bytes_of(exported));
+  EXPECT_EQ(file_bytes(back), file_bytes(exported));
   // The llm.c export holds the same weights as the run's own --save_weights file.
   ASSERT_EQ(run_command(kBinary + " export --job_log_dir=" + (dir_.path() / "reference").string() + " --step=12 --output=" +
                         (dir_.path() / "model.bin").string()).exit_code, 0);
-  EXPECT_EQ(bytes_of(dir_.path() / "model.bin"), bytes_of(dir_.path() / "reference.bin"));
+  EXPECT_EQ(file_bytes(dir_.path() / "model.bin"), file_bytes(dir_.path() / "reference.bin"));
   const auto bad = run_command(kBinary + " export --job_log_dir=" + (dir_.path() / "reference").string() +
                                " --step=5 --output=x.safetensors");
   EXPECT_EQ(bad.exit_code, 2);

@@ -24,11 +24,6 @@ const std::string kJob =
     " --fdl.SUMMARY_INTERVAL_STEPS=1 --fdl.EVAL_INTERVAL_STEPS=0 --fdl.LR_COS_WARMUP=2 --fdl.LR_COS_DECAY_START=3"
     " --fdl.LR_COS_DECAY_END=8 --fdl.CHECKPOINT_EVERY_N_STEPS=4 --fdl.MAX_STEPS=8";
 
-std::string bytes_of(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 class CliLlama : public ::testing::Test {
  protected:
   void train(const std::string& launcher, const std::string& args, const std::string& job) {
@@ -67,14 +62,14 @@ TEST_F(CliLlama, ParallelLayoutsResumeAndExportFollowTheOneDeviceRun) {
                              " --output=" + exported.string());
   ASSERT_EQ(e.exit_code, 0) << e.err;
   ASSERT_TRUE(fs::exists(exported / "config.json"));
-  EXPECT_NE(bytes_of(exported / "config.json").find("\"num_key_value_heads\": 2"), std::string::npos);
-  EXPECT_EQ(bytes_of(exported / "model.safetensors"), bytes_of(dir_.path() / "one" / "model.safetensors"));
+  EXPECT_NE(file_bytes(exported / "config.json").find("\"num_key_value_heads\": 2"), std::string::npos);
+  EXPECT_EQ(file_bytes(exported / "model.safetensors"), file_bytes(dir_.path() / "one" / "model.safetensors"));
   const auto r = run_command(kBinary + " train --fdl.DATA=synthetic --fdl.MAX_STEPS=0 --devices=0"
                              " --enable_checkpoint_saving=false --fdl.EVAL_INTERVAL_STEPS=0 --init_from=" +
                              exported.string() + " --save_weights=" + (dir_.path() / "back").string() +
                              " --job_log_dir=" + (dir_.path() / "back_job").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(bytes_of(dir_.path() / "back" / "model.safetensors"), bytes_of(exported / "model.safetensors"));
+  EXPECT_EQ(file_bytes(dir_.path() / "back" / "model.safetensors"), file_bytes(exported / "model.safetensors"));
 }
 
 }  // namespace

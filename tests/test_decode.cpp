@@ -37,13 +37,7 @@ class DecodeTest : public DeviceTest, public ::testing::WithParamInterface<bool>
   std::unique_ptr<models::Model> make_model(std::size_t max_batch) {
     runtime_ = std::make_unique<kernels::DeviceRuntime>(*device_, cache_, device::DType::kF32, "auto");
     auto model = models::build_model(*runtime_, config(), models::ModelOptions{max_batch, 0, 64u << 20, 0});
-    Rng rng(5);
-    std::vector<float> flat(model->layout().total(), 0.0f);
-    for (const auto& t : model->layout().tensors()) {
-      const bool scale = t.name.find(".scale") != std::string::npos;
-      for (std::size_t i = 0; i < t.count; ++i) flat[t.offset + i] = static_cast<float>((scale ? 1.0 : 0.0) + 0.5 * rng.normal());
-    }
-    model->set_parameters(flat);
+    model->set_parameters(random_parameters(model->layout(), 5, 0.5));
     return model;
   }
   std::unique_ptr<kernels::DeviceRuntime> runtime_;

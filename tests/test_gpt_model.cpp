@@ -40,17 +40,6 @@ inputs::Batch random_batch(const GptConfig& c, int B, int T, std::uint64_t seed)
 
 ReferenceBatch to_reference(const inputs::Batch& b) { return ReferenceBatch{b.batch, b.seq_len, b.ids, b.targets, b.weights}; }
 
-// Every real parameter ~ N(0, 0.3^2) (LayerNorm scales around 1), so biases, LN and GELU are exercised.
-std::vector<float> random_parameters(const models::ParameterLayout& layout, std::uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> flat(layout.total(), 0.0f);
-  for (const auto& t : layout.tensors()) {
-    const bool scale = t.name.find(".scale") != std::string::npos;
-    for (std::size_t i = 0; i < t.count; ++i) flat[t.offset + i] = static_cast<float>((scale ? 1.0 : 0.0) + 0.3 * rng.normal());
-  }
-  return flat;
-}
-
 class GptModelTest : public DeviceTest {
  public:
   // A model on a runtime of its own (kept by the fixture) for the GEMM policy and dtype.

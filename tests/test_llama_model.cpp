@@ -13,6 +13,7 @@
 #include "models/hf_llama_io.h"
 #include "models/llama_model.h"
 #include "tests/device_fixture.h"
+#include "tests/model_configs.h"
 #include "tests/reference_llama.h"
 
 #ifndef PAXOCL_GOLDEN_DIR
@@ -50,17 +51,6 @@ inputs::Batch random_batch(int vocab, int B, int T, std::uint64_t seed) {
     b.weights.push_back(i % 5 == 3 ? 0.0f : 1.0f);
   }
   return b;
-}
-
-// Matrices ~ N(0, 0.3^2), norm scales ~ 1 + N(0, 0.3^2).
-std::vector<float> random_parameters(const models::ParameterLayout& layout, std::uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> flat(layout.total(), 0.0f);
-  for (const auto& t : layout.tensors()) {
-    const bool scale = t.name.find(".scale") != std::string::npos;
-    for (std::size_t i = 0; i < t.count; ++i) flat[t.offset + i] = static_cast<float>((scale ? 1.0 : 0.0) + 0.3 * rng.normal());
-  }
-  return flat;
 }
 
 class LlamaModelFixture : public DeviceTest {

@@ -126,4 +126,9 @@ std::vector<float> train_losses(const std::filesystem::path& job_dir, long first
   return losses;
 }
 
+std::string file_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 }  // namespace paxocl::testing

@@ -36,6 +36,9 @@ std::map<std::string, std::vector<ScalarPoint>> read_scalars(const std::filesyst
 // summarised by several runs (a resume that repeats steps) has the latest run's value.
 std::vector<float> train_losses(const std::filesystem::path& job_dir, long first_step = 1);
 
+// A file's bytes ("" when it cannot be read), for byte-for-byte comparisons of written files.
+std::string file_bytes(const std::filesystem::path& file);
+
 // Lines of a command's output (its newline characters): one-line errors are 1.
 inline int count_lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
 
