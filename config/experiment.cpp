@@ -401,7 +401,8 @@ void Experiment::set_json(const std::string& field, const nlohmann::json& v) {
   auto fits_long = [](const nlohmann::json& x) {
     return !x.is_number_unsigned() || x.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<long>::max());
   };
-  const bool fits = (s.type != HParamType::kInt || fits_long(v)) &&
+  // Only once the type is right: get<double>() of a string throws nlohmann's type_error (fuzz_experiment).
+  const bool fits = ok && (s.type != HParamType::kInt || fits_long(v)) &&
                     (s.type != HParamType::kIntList || std::all_of(v.begin(), v.end(), fits_long)) &&
                     (s.type != HParamType::kFloat || std::isfinite(v.get<double>()));
   if (!ok || !fits) throw ConfigError(fmt::format("{}={}: expected {}", field, v.dump(), type_name(s.type)));

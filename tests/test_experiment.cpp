@@ -99,6 +99,9 @@ TEST(Experiment, ValuesOutsideTheirRangeAreRefusedWhenSet) {
   EXPECT_NE(config_error([&] { Experiment::from_file(file); }).find("expected an integer"), std::string::npos);
   std::ofstream(file) << R"({"fdl_config":"Default","LEARNING_RATE":1e999})";
   EXPECT_THROW(Experiment::from_file(file), ConfigError);
+  // A float field given a string (fuzz_experiment's finding: the range check read it as a number).
+  std::ofstream(file) << R"({"fdl_config":"Default","ROPE_BASE":"x"})";
+  EXPECT_NE(config_error([&] { Experiment::from_file(file); }).find("ROPE_BASE=\"x\": expected a number"), std::string::npos);
   for (const std::string& name : Experiment::names()) EXPECT_NO_THROW(Experiment::named(name).model_config()) << name;
 }
 
