@@ -116,8 +116,7 @@ void require(const IciCommunicator::Buffers& buffers, int members, const char* w
 }
 }  // namespace
 
-Pending IciCommunicator::stage(std::function<void()> work, Events wait_for, std::string name) {
-  Pending pending;
+Pending IciCommunicator::stage(std::function<void()> work, Events wait_for, std::string name, Pending pending) {
   {
     std::lock_guard lock(mutex_);
     jobs_.push_back(Job{std::move(work), std::move(wait_for), pending, std::move(name)});
@@ -126,7 +125,7 @@ Pending IciCommunicator::stage(std::function<void()> work, Events wait_for, std:
   return pending;
 }
 
-Pending IciCommunicator::all_reduce(Buffers buffers, std::size_t n, Events wait_for, HostStage across) {
+Pending IciCommunicator::all_reduce(Buffers buffers, std::size_t n, Events wait_for, HostStage across, Pending pending) {
   require(buffers, size(), "all_reduce");
   return stage([this, buffers = std::move(buffers), n, across = std::move(across)] {
     if (ring_) {  // reduce-scatter in the ring; the chunks through the host stage; all-gather in the ring
@@ -149,7 +148,7 @@ Pending IciCommunicator::all_reduce(Buffers buffers, std::size_t n, Events wait_
     std::vector<float> sum = sum_members(buffers, n);
     if (across) across(sum);
     for (int m = 0; m < size(); ++m) write(m, buffers[static_cast<std::size_t>(m)], 0, sum);
-  }, std::move(wait_for), "all_reduce");
+  }, std::move(wait_for), "all_reduce", std::move(pending));
 }
 
 Pending IciCommunicator::all_gather(Buffers shards, Buffers outputs, std::size_t n, Events wait_for) {

@@ -58,7 +58,9 @@ class IciCommunicator {
   // processes (e.g. an MPI all-reduce, then a scale for a mean).
   using HostStage = std::function<void(std::span<float>)>;
 
-  Pending all_reduce(Buffers buffers, std::size_t n, Events wait_for = {}, HostStage across = {});  // sum, in place
+  // `pending`: a Pending the caller already handed out (collectives/tensor_communicator.h); else a new one.
+  Pending all_reduce(Buffers buffers, std::size_t n, Events wait_for = {}, HostStage across = {},
+                     Pending pending = Pending());  // sum, in place
   Pending all_gather(Buffers shards, Buffers outputs, std::size_t n, Events wait_for = {});  // outputs: n each
   Pending reduce_scatter(Buffers inputs, Buffers shards, std::size_t n, Events wait_for = {});  // sum
   Pending broadcast(Buffers buffers, std::size_t n, int root, Events wait_for = {});
@@ -66,7 +68,7 @@ class IciCommunicator {
   // Any operation (the collectives above, or composites such as collectives/fsdp_communicator.h):
   // `work` runs on the worker, in order with the others, once `wait_for` have completed, and moves data with read()/write(),
   // which are blocking transfers on the members' communication queues, for the worker only.
-  Pending stage(std::function<void()> work, Events wait_for, std::string name);
+  Pending stage(std::function<void()> work, Events wait_for, std::string name, Pending pending = Pending());
   void read(int member, const device::Buffer<float>& b, std::size_t offset, std::span<float> out);
   void write(int member, const device::Buffer<float>& b, std::size_t offset, std::span<const float> in);
   // The members' first n floats summed on the host in member order (the same sum on every run).

@@ -3,12 +3,13 @@
 #include <fmt/format.h>
 
 #include "common/errors.h"
+#include "models/tensor_split.h"
 
 namespace paxocl::config {
 
 namespace {
 
-// ICI_MESH_SHAPE x DCN_MESH_SHAPE against the processes of the job; the tensor axis must be 1.
+// ICI_MESH_SHAPE x DCN_MESH_SHAPE against the processes of the job.
 MeshConfig resolve_mesh(const Experiment& e, int processes) {
   const std::vector<long> ici = e.get_int_list("ICI_MESH_SHAPE"), dcn = e.get_int_list("DCN_MESH_SHAPE");
   if (ici.size() != 3 || dcn.size() != 3) throw ConfigError("ICI_MESH_SHAPE and DCN_MESH_SHAPE need 3 dimensions [data, fsdp, tensor]");
@@ -18,16 +19,11 @@ MeshConfig resolve_mesh(const Experiment& e, int processes) {
     m.ici[a] = static_cast<int>(ici[a]);
     m.dcn[a] = static_cast<int>(dcn[a]);
   }
-  if (m.along(device::MeshAxis::kTensor) != 1) {
-    throw ConfigError(fmt::format(
-        "ICI_MESH_SHAPE=[{},{},{}] x DCN_MESH_SHAPE=[{},{},{}] uses the tensor axis; pax-ocl implements data and fsdp "
-        "parallelism so far: put the devices on the data or fsdp axis, e.g. ICI_MESH_SHAPE=[1,{},1]",
-        ici[0], ici[1], ici[2], dcn[0], dcn[1], dcn[2], ici[0] * ici[1] * ici[2]));
-  }
   if (device::product(m.dcn) != processes) {
-    throw ConfigError(fmt::format("DCN_MESH_SHAPE=[{},{},1] holds {} process(es), but the job has {}; set "
+    throw ConfigError(fmt::format("DCN_MESH_SHAPE=[{},{},{}] holds {} process(es), but the job has {}; set "
                                   "--fdl.DCN_MESH_SHAPE so that its product is {}, or launch {} process(es)",
-                                  dcn[0], dcn[1], dcn[0] * dcn[1], processes, processes, dcn[0] * dcn[1]));
+                                  dcn[0], dcn[1], dcn[2], device::product(m.dcn), processes, processes,
+                                  device::product(m.dcn)));
   }
   return m;
 }
@@ -72,8 +68,10 @@ void check_counts(const Experiment& e) {
 }  // namespace
 
 std::string JobConfig::sharding() const {
-  return fmt::format("data {} x fsdp {} (ICI [{},{},1] x DCN [{},{},1])", mesh.along(device::MeshAxis::kData),
-                     mesh.along(device::MeshAxis::kFsdp), mesh.ici[0], mesh.ici[1], mesh.dcn[0], mesh.dcn[1]);
+  const int tensor = mesh.along(device::MeshAxis::kTensor);
+  return fmt::format("data {} x fsdp {}{} (ICI {} x DCN {})", mesh.along(device::MeshAxis::kData),
+                     mesh.along(device::MeshAxis::kFsdp), tensor > 1 ? fmt::format(" x tensor {}", tensor) : "",
+                     device::to_string(mesh.ici), device::to_string(mesh.dcn));
 }
 
 JobConfig resolve_job(Experiment experiment, JobFlags flags, int processes, int rank) {
@@ -84,6 +82,7 @@ JobConfig resolve_job(Experiment experiment, JobFlags flags, int processes, int 
   j.processes = processes;
   j.model = resolve_model(e, j.flags, j.init_weights);
   j.mesh = resolve_mesh(e, processes);
+  models::validate_tensor_split(j.model, j.mesh.along(device::MeshAxis::kTensor));
   j.step = resolve_step(e, j.flags);
   if (e.get_string("LR_SCHEDULE") != "linear_rampup_cosine_decay") {
     throw ConfigError(fmt::format("LR_SCHEDULE={}: pax-ocl implements linear_rampup_cosine_decay", e.get_string("LR_SCHEDULE")));
@@ -106,15 +105,18 @@ JobConfig resolve_job(Experiment experiment, JobFlags flags, int processes, int 
   inputs::InputParams& in = j.input;
   const int local = j.mesh.local_devices();
   in.seq_len = j.model.max_seq_len();
-  in.batch_size = inputs::per_host_batch_size(e.get_float("PERCORE_BATCH_SIZE"), j.mesh.replicas(processes), processes);
+  // Processes along the tensor axis hold parts of one model replica: they read the same rows.
+  const int tensor_processes = j.mesh.dcn[static_cast<std::size_t>(device::MeshAxis::kTensor)];
+  in.num_infeed_hosts = processes / tensor_processes;
+  in.infeed_host_index = rank / tensor_processes;  // ranks unravel row-major, the tensor axis last
+  in.batch_size = inputs::per_host_batch_size(e.get_float("PERCORE_BATCH_SIZE"), j.mesh.replicas(processes),
+                                              in.num_infeed_hosts);
   if (in.batch_size % local != 0) {
     throw ConfigError(fmt::format("PERCORE_BATCH_SIZE={} is not a whole number of sequences per device; data "
                                   "and fsdp parallelism need whole sequences on every device",
                                   e.get_float("PERCORE_BATCH_SIZE")));
   }
   j.step.device_batch = in.batch_size / local;
-  in.num_infeed_hosts = processes;
-  in.infeed_host_index = rank;
   in.seed = j.seed;
   in.prefetch_depth = static_cast<int>(e.get_int("PREFETCH_DEPTH"));
   in.tokenizer_model = e.get_string("TOKENIZER");

@@ -37,7 +37,7 @@ struct JobFlags {
 struct MeshConfig {
   device::MeshShape ici{1, 1, 1}, dcn{1, 1, 1};
   int local_devices() const { return device::product(ici); }  // devices this process opens
-  int replicas(int processes) const { return local_devices() * processes; }  // of the model, in the job
+  int replicas(int processes) const { return local_devices() * processes; }  // devices in the job
   int along(device::MeshAxis axis) const {                    // the global mesh's size along `axis`
     const auto a = static_cast<std::size_t>(axis);
     return ici[a] * dcn[a];

@@ -1,8 +1,18 @@
 #include "device/typed_buffer.h"
 
+#include <stdexcept>
+
 #include "device/queue.h"
 
 namespace paxocl::device {
+
+Buffer<float> TypedBuffer::floats() const {
+  if (dtype_ != DType::kF32) throw std::logic_error("TypedBuffer::floats() of a 16-bit buffer");
+  if (get() == nullptr) return {};
+  cl_int err = clRetainMemObject(get());
+  check_cl(err, "clRetainMemObject", "viewing an activation buffer as floats");
+  return Buffer<float>::adopt(get(), count_);
+}
 
 TypedBuffer TypedBuffer::sharing(const Buffer<float>& floats) {
   TypedBuffer t;

@@ -23,6 +23,8 @@ class TypedBuffer {
       : storage_(context, count * dtype_size(dtype), name), dtype_(dtype), count_(count) {}
   // A float32 view sharing `floats`' memory (retains it; no copy).
   static TypedBuffer sharing(const Buffer<float>& floats);
+  // The inverse, for a float32 buffer: the same memory as Buffer<float> (logic_error for 16-bit).
+  Buffer<float> floats() const;
 
   // A sub-buffer aliasing elements [offset, offset + count) (see Buffer::view for alignment).
   TypedBuffer view(std::size_t offset, std::size_t count, const std::string& name) const;

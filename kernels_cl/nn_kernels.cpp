@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
+
 namespace paxocl::kernels {
 
 namespace {
@@ -42,6 +45,13 @@ void require_range(const char* kernel, std::size_t offset, std::size_t count, st
                                   std::min(a, b)));
   }
 }
+
+// A vocabulary block's real columns (the rest padding) cannot outnumber its columns.
+void require_real_columns(const char* kernel, std::size_t real, std::size_t Vl) {
+  if (real > Vl) {
+    throw ConfigError(fmt::format("{}: {} real vocabulary columns exceed the block's {} columns", kernel, real, Vl));
+  }
+}
 }  // namespace
 
 EmbeddingKernels::EmbeddingKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
@@ -50,12 +60,16 @@ EmbeddingKernels::EmbeddingKernels(device::ProgramCache& cache, device::Device& 
       act_(act) {}
 
 void EmbeddingKernels::forward(ActBuffer& out, const IntBuffer& ids, const ActBuffer& wte, const ActBuffer& wpe,
-                               std::size_t B, std::size_t T, std::size_t C, std::size_t pos0, bool positions) {
+                               std::size_t B, std::size_t T, std::size_t C, std::size_t pos0, bool positions,
+                               std::size_t vocab_begin, std::size_t vocab_rows) {
   require_act(act_, "embedding_forward", out, wte, wpe);
+  if (vocab_rows != SIZE_MAX) require_count("embedding_forward", vocab_rows * C, wte);
   const std::size_t n = B * T * C;
+  // The whole table (SIZE_MAX rows) as the kernel's uint: every non-negative int id is below it.
+  const std::size_t rows = std::min<std::size_t>(vocab_rows, std::numeric_limits<cl_uint>::max());
   // Without positions every row reads wpe's first row (stride 0), which the caller keeps zero.
   set_.launch("embedding_forward", set_.cpu_variant() ? B * T : n, out, ids, wte, wpe, u32(T), u32(C), u32(n),
-              u32(pos0), u32(positions ? C : 0));
+              u32(pos0), u32(positions ? C : 0), u32(vocab_begin), u32(rows));
 }
 
 void EmbeddingKernels::backward_wpe(FloatBuffer& dwpe, const ActBuffer& dout, std::size_t B, std::size_t T,
@@ -255,6 +269,43 @@ void CrossEntropyKernels::softmax_cross_entropy(ActBuffer& logits, FloatBuffer& 
   require_act(act_, "softmax_cross_entropy", logits);
   set_.launch("softmax_cross_entropy", N, logits, losses, correct, targets, weights, u32(N), u32(V), u32(Vp),
               inv_weight_sum);
+}
+
+VocabParallelKernels::VocabParallelKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "vocab_parallel", {"vocab_parallel_partial_stats", "vocab_parallel_finish"},
+                       act)),
+      act_(act) {}
+
+void VocabParallelKernels::partial_stats(const ActBuffer& logits, FloatBuffer& partials, const IntBuffer& targets,
+                                         std::size_t N, std::size_t Vl, std::size_t real, std::size_t vocab_begin,
+                                         std::size_t rank) {
+  constexpr const char* kKernel = "vocab_parallel_partial_stats";
+  require_act(act_, kKernel, logits);
+  require_real_columns(kKernel, real, Vl);
+  // P is not an argument here: partials' length says how many row blocks it has.
+  const std::size_t blocks = N == 0 ? rank + 1 : partials.count() / (3 * N);
+  if (rank >= blocks) {
+    throw ConfigError(fmt::format("{}: rank {} is past the {} row blocks of partials ({} floats for {} rows)", kKernel,
+                                  rank, blocks, partials.count(), N));
+  }
+  require_count(kKernel, N * Vl, logits);
+  require_count(kKernel, N, targets);
+  set_.launch(kKernel, N, logits, partials, targets, u32(N), u32(Vl), u32(real), u32(vocab_begin), u32(rank));
+}
+
+void VocabParallelKernels::finish(ActBuffer& logits, const FloatBuffer& partials, FloatBuffer& losses,
+                                  FloatBuffer& correct, const IntBuffer& targets, const FloatBuffer& weights,
+                                  std::size_t N, std::size_t Vl, std::size_t real, std::size_t vocab_begin,
+                                  std::size_t P, float inv_weight_sum) {
+  constexpr const char* kKernel = "vocab_parallel_finish";
+  require_act(act_, kKernel, logits);
+  require_real_columns(kKernel, real, Vl);
+  if (P == 0) throw ConfigError(fmt::format("{}: P = 0 devices; the vocabulary needs at least one", kKernel));
+  require_count(kKernel, N * Vl, logits);
+  require_count(kKernel, P * N * 3, partials);
+  require_count(kKernel, N, losses, correct, targets, weights);
+  set_.launch(kKernel, N, logits, partials, losses, correct, targets, weights, u32(N), u32(Vl), u32(real),
+              u32(vocab_begin), u32(P), inv_weight_sum);
 }
 
 ResidualKernels::ResidualKernels(device::ProgramCache& cache, device::Device& device, device::DType act)

@@ -52,6 +52,18 @@ double AdamOptimizer::sum_squares(const FloatBuffer& grads) {
   return sum;
 }
 
+double AdamOptimizer::sum_squares(const FloatBuffer& grads, std::span<const Segment> ranges) {
+  double sum = 0;
+  for (const Segment& r : ranges) {
+    if (r.count == 0) continue;
+    runtime_.kernels().optimizer.sum_squares(partial_, grads.view(r.offset, r.count, "norm range"), r.count, kNormChunk);
+    std::vector<float> partial((r.count + kNormChunk - 1) / kNormChunk);
+    runtime_.queue().read(partial_, std::span<float>(partial));
+    for (float p : partial) sum += p;
+  }
+  return sum;
+}
+
 double AdamOptimizer::grad_norm(const FloatBuffer& grads) { return std::sqrt(sum_squares(grads)); }
 
 OptimizerStepStats AdamOptimizer::step(FloatBuffer& params, const FloatBuffer& grads, double lr, double loss_scale) {

@@ -54,6 +54,8 @@ class AdamOptimizer {
                                     double loss_scale = 1.0);
   double grad_norm(const FloatBuffer& grads);
   double sum_squares(const FloatBuffer& grads);  // fixed-order sum over the `total` floats
+  // The same over `ranges` only (offset, count; decay ignored), summed in their order.
+  double sum_squares(const FloatBuffer& grads, std::span<const Segment> ranges);
 
   long steps_applied() const { return count_; }
   long steps_skipped() const { return skipped_; }

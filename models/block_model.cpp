@@ -36,7 +36,8 @@ BlockModel::BlockModel(kernels::DeviceRuntime& runtime, ModelConfig config, Mode
     : options_(options),
       runtime_(runtime),
       config_((config.validate(), std::move(config))),
-      layout_(config_, layout_alignment(runtime.device().info(), runtime.act_dtype())),
+      layout_(local_tensor_defs(config_, options.tensor), config_.num_blocks(),
+              layout_alignment(runtime.device().info(), runtime.act_dtype())),
       rest_unit_(layout_.unit(-1)),
       block_unit_(layout_.unit(0)),
       params_(make_buffer(runtime.device(), resident_floats(), "parameters")),
@@ -45,6 +46,10 @@ BlockModel::BlockModel(kernels::DeviceRuntime& runtime, ModelConfig config, Mode
                    ? ActBuffer::sharing(params_)
                    : make_buffer(runtime.device(), runtime.act_dtype(), resident_floats(), "parameters.compute")) {
   if (options_.max_seq_len == 0) options_.max_seq_len = static_cast<std::size_t>(config_.max_seq_len());
+  if (options_.tensor.split()) {
+    global_layout_ = std::make_unique<ParameterLayout>(config_, layout_.alignment());
+    split_ = std::make_unique<TensorSplit>(config_, options_.tensor, *global_layout_, layout_);
+  }
   runtime.kernels().elementwise.fill(params_, 0.0f);  // padding between tensors stays zero
   runtime.kernels().elementwise.fill(grads_, 0.0f);
 }
@@ -105,7 +110,13 @@ Param BlockModel::param(std::string_view tensor) const {
   return Param{std::move(value), grads_.view(at, t.count, name + ".grad"), std::move(compute)};
 }
 
-void BlockModel::init(std::uint64_t seed) { set_parameters(initial_parameters(layout_, seed, config_.init_std())); }
+void BlockModel::init(std::uint64_t seed) {
+  if (split_) {
+    set_parameters(split_->extract(initial_parameters(*global_layout_, seed, config_.init_std())));
+  } else {
+    set_parameters(initial_parameters(layout_, seed, config_.init_std()));
+  }
+}
 
 void BlockModel::set_parameters(std::span<const float> flat) {
   require_full_residency("set_parameters");
@@ -129,7 +140,10 @@ std::vector<float> BlockModel::gradients() {
   return flat;
 }
 
-void BlockModel::load_weights(const HostWeights& weights) { set_parameters(flat_from_weights(weights)); }
+void BlockModel::load_weights(const HostWeights& weights) {
+  const std::vector<float> whole = flat_from_weights(weights);
+  set_parameters(split_ ? split_->extract(whole) : whole);
+}
 
 std::vector<float> BlockModel::flat_from_weights(const HostWeights& weights) const {
   if (!same_shapes(weights.config, config_)) {
@@ -138,8 +152,9 @@ std::vector<float> BlockModel::flat_from_weights(const HostWeights& weights) con
                                   weights.config.describe(), config_.describe()));
   }
   const ParameterLayout source(weights.config, weights.alignment);
-  std::vector<float> flat(layout_.total(), 0.0f);
-  for (const TensorSpec& t : layout_.tensors()) {
+  const ParameterLayout& whole = split_ ? *global_layout_ : layout_;
+  std::vector<float> flat(whole.total(), 0.0f);
+  for (const TensorSpec& t : whole.tensors()) {
     const TensorSpec& s = source.at(t.name);
     std::copy_n(weights.data.begin() + static_cast<std::ptrdiff_t>(s.offset), t.count,
                 flat.begin() + static_cast<std::ptrdiff_t>(t.offset));
@@ -147,7 +162,10 @@ std::vector<float> BlockModel::flat_from_weights(const HostWeights& weights) con
   return flat;
 }
 
-HostWeights BlockModel::save_weights() { return HostWeights{config_, layout_.alignment(), parameters()}; }
+HostWeights BlockModel::save_weights() {
+  if (split_) throw ConfigError("a tensor-parallel model holds part of each tensor; save the job's whole parameters");
+  return HostWeights{config_, layout_.alignment(), parameters()};
+}
 
 LayerContext BlockModel::start_pass(const inputs::Batch& batch, bool gradients) {
   batch.validate(config_.vocab_size(), config_.max_seq_len());
@@ -162,13 +180,17 @@ LayerContext BlockModel::start_pass(const inputs::Batch& batch, bool gradients) 
   } else {
     cast_unit(-1);
   }
+  if (split_ && tensor_group_ == nullptr) {
+    throw std::logic_error("a tensor-parallel model's pass needs its tensor group (Model::set_tensor_group)");
+  }
   return LayerContext{runtime_.device(), runtime_.kernels(), runtime_.gemm(), static_cast<std::size_t>(batch.batch),
-                      static_cast<std::size_t>(batch.seq_len)};
+                      static_cast<std::size_t>(batch.seq_len), split_ ? tensor_group_ : nullptr};
 }
 
 LayerContext BlockModel::start_decode(const std::vector<int>& tokens, std::size_t batch, std::size_t n,
                                       std::size_t first_position) {
   require_full_residency("decode");
+  if (split_) throw ConfigError("decoding runs on one device: sample from the job's whole weights (tensor axis 1)");
   if (batch == 0 || n == 0 || tokens.size() != batch * n) {
     throw DataError(fmt::format("decoding needs {} x {} token ids, got {}", batch, n, tokens.size()));
   }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,8 @@ namespace paxocl::models {
 class BlockModel : public Model {
  public:
   // Parameter images need full residency (ConfigError otherwise).
+  // Under tensor parallelism init and load_weights set this device's parts of the whole model's
+  // numbers; flat_from_weights gives the whole model's image (the job's layout).
   void init(std::uint64_t seed);                              // models/initial_parameters.h
   void set_parameters(std::span<const float> flat) override;  // flat as ParameterLayout (size total())
   std::vector<float> parameters() override;
@@ -36,7 +39,7 @@ class BlockModel : public Model {
   // may differ from the device's.
   void load_weights(const HostWeights& weights);
   std::vector<float> flat_from_weights(const HostWeights& weights) const override;
-  HostWeights save_weights();
+  HostWeights save_weights();  // ConfigError under tensor parallelism (the job assembles whole images)
 
   void set_loss_scale(float scale) override { loss_scale_ = scale; }
   float loss_scale() const { return loss_scale_; }
@@ -46,6 +49,8 @@ class BlockModel : public Model {
   FloatBuffer unit_parameters(int block) const override;
   FloatBuffer unit_gradients(int block) const override;
   int resident_block_slots() const override { return options_.resident_block_slots; }
+  void set_tensor_group(TensorGroup* group) override { tensor_group_ = group; }
+  const TensorShard& tensor_shard() const { return options_.tensor; }
 
   const ModelConfig& model_config() const { return config_; }
   const ParameterLayout& layout() const override { return layout_; }
@@ -96,7 +101,10 @@ class BlockModel : public Model {
 
   kernels::DeviceRuntime& runtime_;
   ModelConfig config_;
-  ParameterLayout layout_;
+  ParameterLayout layout_;  // this device's tensors (tensor parallelism: its parts of them)
+  std::unique_ptr<ParameterLayout> global_layout_;  // tensor parallelism: the whole model's, and the split
+  std::unique_ptr<TensorSplit> split_;
+  TensorGroup* tensor_group_ = nullptr;
   ParameterLayout::Unit rest_unit_, block_unit_;  // unit(-1), unit(0): sizes of FSDP residency
   FloatBuffer params_, grads_;
   ActBuffer compute_;  // params_ in the activation dtype; shares params_' memory for float32

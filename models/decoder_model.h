@@ -3,6 +3,8 @@
 //   W the embedding table (GPT, tied) or its own head (LLaMA), weighted mean softmax cross-entropy)
 // A family derives, builds these layers in its constructor (on BlockModel::param views) and
 // implements nothing else: the phases below are the Model interface's (model.h).
+// Tensor parallelism (pass.ctx.tensor): the vocabulary-parallel embedding's output and the LM
+// head's input gradient are partial sums, summed here; the blocks and the head sum their own.
 #pragma once
 
 #include <memory>
@@ -19,7 +21,9 @@ class DecoderModel : public BlockModel {
  public:
   Pass begin_pass(const inputs::Batch& batch, bool gradients) override {
     Pass pass{start_pass(batch, gradients), &batch, nullptr};
-    pass.x = &embedding_->forward(pass.ctx, batch.ids);
+    ActBuffer& x = embedding_->forward(pass.ctx, batch.ids);
+    if (pass.ctx.tensor) pass.ctx.tensor->sum(x, pass.ctx.rows() * dims());
+    pass.x = &x;
     return pass;
   }
   void forward_block(Pass& pass, int block) override {
@@ -30,7 +34,11 @@ class DecoderModel : public BlockModel {
     return head_->forward(pass.ctx, final_norm_->forward(pass.ctx, *pass.x), pass.batch->targets, pass.batch->weights,
                           loss_scale());
   }
-  void begin_backward(Pass& pass) override { pass.x = &final_norm_->backward(pass.ctx, head_->backward(pass.ctx)); }
+  void begin_backward(Pass& pass) override {
+    ActBuffer& dy = head_->backward(pass.ctx);
+    if (pass.ctx.tensor) pass.ctx.tensor->sum(dy, pass.ctx.rows() * dims());
+    pass.x = &final_norm_->backward(pass.ctx, dy);
+  }
   void backward_block(Pass& pass, int block) override {
     prepare_block(block);  // under FSDP the slot may hold another block's weights by now
     pass.x = &blocks_.at(static_cast<std::size_t>(block)).backward(pass.ctx, *pass.x);
@@ -57,7 +65,9 @@ class DecoderModel : public BlockModel {
   }
 
  protected:
-  using BlockModel::BlockModel;
+  DecoderModel(kernels::DeviceRuntime& runtime, ModelConfig config, ModelOptions options, std::size_t dims)
+      : BlockModel(runtime, std::move(config), options), dims_(dims) {}
+  std::size_t dims() const { return dims_; }  // C: the width of the residual stream
 
   std::unique_ptr<Embedding> embedding_;
   std::vector<Block> blocks_;
@@ -65,6 +75,7 @@ class DecoderModel : public BlockModel {
   std::unique_ptr<LmHead> head_;
 
  private:
+  std::size_t dims_;
   std::size_t decode_batch_ = 0, decoded_ = 0;
 };
 

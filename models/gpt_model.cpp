@@ -9,13 +9,24 @@ namespace paxocl::models {
 namespace names = tensor_names;
 
 GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, ModelOptions options)
-    : DecoderModel(runtime, config, options), config_(config) {
+    : DecoderModel(runtime, config, options, static_cast<std::size_t>(config.model_dims)), config_(config) {
   const device::Device& device = runtime.device();
   const std::size_t rows = max_rows();
-  const std::size_t C = config.model_dims, D = config.attention_dims(), H = config.hidden_dims;
+  // Under tensor parallelism this device's heads, hidden units and vocabulary rows (tensor_split.h);
+  // the row-parallel biases and wpe exist on rank 0 only.
+  const TensorLocalDims local = tensor_local_dims(config, options.tensor);
+  const auto NH = static_cast<std::size_t>(local.heads);
+  const std::size_t C = config.model_dims, D = NH * static_cast<std::size_t>(config.dims_per_head),
+                    H = static_cast<std::size_t>(local.hidden);
+  auto rank0_param = [&](const std::string& tensor) -> std::optional<Param> {
+    if (!local.rank0_tensors) return std::nullopt;
+    return param(tensor);
+  };
   const device::DType act = runtime.act_dtype();
   begin_layers();
-  embedding_ = std::make_unique<Embedding>(device, act, param(names::kTokenEmbedding), param(names::kPositionEmbedding), C, rows, "embedding");
+  embedding_ = std::make_unique<Embedding>(
+      device, act, param(names::kTokenEmbedding), rank0_param(std::string(names::kPositionEmbedding)), C, rows,
+      "embedding", VocabRange{static_cast<std::size_t>(local.vocab_begin), static_cast<std::size_t>(local.vocab_rows)});
   blocks_.reserve(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
     auto name = [&](std::string_view suffix) { return ParameterLayout::layer_name(l, suffix); };
@@ -25,20 +36,21 @@ GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, Mod
         LayerNorm(device, act, param(name(names::kLn1Scale)), param(name(names::kLn1Bias)), C, rows, prefix + ".ln1"),
         SelfAttention(
             Linear(device, act, param(name(names::kQkvWeight)), param(name(names::kQkvBias)), C, 3 * D, rows, prefix + ".qkv"),
-            CausalAttention(device, act, static_cast<std::size_t>(config.num_heads),
-                            static_cast<std::size_t>(config.num_heads),  // GPT: multi-head, no kv-head sharing
+            CausalAttention(device, act, NH, NH,  // GPT: multi-head, no kv-head sharing
                             static_cast<std::size_t>(config.dims_per_head), options_.max_batch, options_.max_seq_len,
                             options_.attention_workspace_bytes, prefix + ".attn"),
-            Linear(device, act, param(name(names::kAttnProjWeight)), param(name(names::kAttnProjBias)), D, C, rows, prefix + ".proj")),
+            Linear(device, act, param(name(names::kAttnProjWeight)), rank0_param(name(names::kAttnProjBias)), D, C, rows, prefix + ".proj")),
         LayerNorm(device, act, param(name(names::kLn2Scale)), param(name(names::kLn2Bias)), C, rows, prefix + ".ln2"),
         Mlp(Linear(device, act, param(name(names::kFcWeight)), param(name(names::kFcBias)), C, H, rows, prefix + ".fc",
                    Linear::Activation::kGelu),
-            Linear(device, act, param(name(names::kFcProjWeight)), param(name(names::kFcProjBias)), H, C, rows, prefix + ".fcproj")),
+            Linear(device, act, param(name(names::kFcProjWeight)), rank0_param(name(names::kFcProjBias)), H, C, rows, prefix + ".fcproj")),
         C, rows, prefix);
   }
   final_norm_ = std::make_unique<LayerNorm>(device, act, param(names::kFinalNormScale), param(names::kFinalNormBias), C, rows, "lnf");
-  head_ = std::make_unique<LmHead>(device, act, param(names::kTokenEmbedding), C, static_cast<std::size_t>(config.vocab_size),
-                                       static_cast<std::size_t>(config.padded_vocab()), rows, "lm_head");
+  head_ = std::make_unique<LmHead>(device, act, param(names::kTokenEmbedding), C, static_cast<std::size_t>(local.vocab_real),
+                                   static_cast<std::size_t>(local.vocab_rows), rows, "lm_head",
+                                   VocabShard{static_cast<std::size_t>(local.vocab_begin), options.tensor.size,
+                                                      options.tensor.rank});
   end_layers();
 }
 

@@ -9,21 +9,33 @@ namespace paxocl::models {
 namespace names = tensor_names::llama;
 
 LlamaModel::LlamaModel(kernels::DeviceRuntime& runtime, const LlamaConfig& config, ModelOptions options)
-    : DecoderModel(runtime, config, options), config_(config) {
+    : DecoderModel(runtime, config, options, static_cast<std::size_t>(config.model_dims)), config_(config) {
   const device::Device& device = runtime.device();
   const std::size_t rows = max_rows();
-  const std::size_t C = config.model_dims, F = config.hidden_dims, H = config.num_heads, Hkv = config.num_kv_heads,
+  // Under tensor parallelism this device's heads, hidden units and vocabulary rows (tensor_split.h).
+  const TensorLocalDims local = tensor_local_dims(config, options.tensor);
+  const std::size_t C = config.model_dims, F = static_cast<std::size_t>(local.hidden),
+                    H = static_cast<std::size_t>(local.heads), Hkv = static_cast<std::size_t>(local.kv_heads),
                     hs = config.dims_per_head;
+  const VocabRange vocab{static_cast<std::size_t>(local.vocab_begin), static_cast<std::size_t>(local.vocab_rows)};
   const device::DType act = runtime.act_dtype();
   const float eps = config.norm_epsilon;
   begin_layers();
   // One rotary layer for every block: it holds only its cos/sin tables.
   auto rope = std::make_shared<RotaryEmbedding>(device, H, Hkv, hs, config.rope_base, options_.max_seq_len, "rope");
-  embedding_ = std::make_unique<Embedding>(device, act, param(names::kTokenEmbedding), std::nullopt, C, rows, "embedding");
+  embedding_ = std::make_unique<Embedding>(device, act, param(names::kTokenEmbedding), std::nullopt, C, rows, "embedding",
+                                           vocab);
   blocks_.reserve(static_cast<std::size_t>(config.num_layers));
   for (int l = 0; l < config.num_layers; ++l) {
     auto name = [&](std::string_view suffix) { return ParameterLayout::layer_name(l, suffix); };
     const std::string prefix = fmt::format("{}{}", tensor_names::kBlockPrefix, l);
+    std::optional<KvReplicas> kv_replicas;
+    if (local.kv_replicated) {
+      const Param qkv = param(name(names::kQkvWeight));
+      kv_replicas = KvReplicas{qkv.grad, H * hs, hs, C, local.kv_head_begin, config.num_kv_heads,
+                               make_buffer(device, 2 * static_cast<std::size_t>(config.num_kv_heads) * hs * C,
+                                           prefix + ".kv_replicas")};
+    }
     blocks_.emplace_back(
         device, act, RmsNorm(device, act, param(name(names::kAttnNormScale)), C, rows, eps, prefix + ".attn_norm"),
         SelfAttention(
@@ -31,15 +43,16 @@ LlamaModel::LlamaModel(kernels::DeviceRuntime& runtime, const LlamaConfig& confi
             CausalAttention(device, act, H, Hkv, hs, options_.max_batch, options_.max_seq_len,
                             options_.attention_workspace_bytes, prefix + ".attn"),
             Linear(device, act, param(name(names::kAttnProjWeight)), std::nullopt, H * hs, C, rows, prefix + ".proj"),
-            rope),
+            rope, std::move(kv_replicas)),
         RmsNorm(device, act, param(name(names::kMlpNormScale)), C, rows, eps, prefix + ".mlp_norm"),
         SwigluMlp(device, act, param(name(names::kGateUpWeight)), param(name(names::kDownWeight)), C, F, rows,
                   prefix + ".mlp"),
         C, rows, prefix);
   }
   final_norm_ = std::make_unique<RmsNorm>(device, act, param(names::kFinalNormScale), C, rows, eps, "norm");
-  head_ = std::make_unique<LmHead>(device, act, param(names::kLmHead), C, static_cast<std::size_t>(config.vocab_size),
-                                       static_cast<std::size_t>(config.padded_vocab()), rows, "lm_head");
+  head_ = std::make_unique<LmHead>(device, act, param(names::kLmHead), C, static_cast<std::size_t>(local.vocab_real),
+                                   static_cast<std::size_t>(local.vocab_rows), rows, "lm_head",
+                                   VocabShard{vocab.begin, options.tensor.size, options.tensor.rank});
   end_layers();
 }
 

@@ -21,6 +21,7 @@
 #include "models/layers/layer_context.h"
 #include "models/layers/lm_head.h"  // LossStats
 #include "models/parameter_layout.h"
+#include "models/tensor_split.h"
 #include "models/weights_io.h"
 
 namespace paxocl::models {
@@ -33,6 +34,9 @@ struct ModelOptions {
   // 0: every parameter resident, as the flat layout. k > 0: FSDP residency: the buffers hold
   // unit(-1) then k block slots (each ParameterLayout::Unit-packed); block l lives in slot l % k.
   int resident_block_slots = 0;
+  // Tensor parallelism (models/tensor_split.h): this instance holds rank's part of every tensor
+  // and, during a pass, sums partial results through the TensorGroup given to set_tensor_group.
+  TensorShard tensor{};
 };
 
 class Model {
@@ -44,12 +48,17 @@ class Model {
   virtual std::size_t max_seq_len() const = 0;   // positions this instance was built for
   virtual int resident_block_slots() const = 0;  // 0: every parameter resident (decoding needs it)
   virtual kernels::DeviceRuntime& runtime() const = 0;
+  // Tensor parallelism: the group every pass sums partial results through (ModelOptions::tensor);
+  // it must outlive the passes. Without it a split model's pass throws.
+  virtual void set_tensor_group(TensorGroup* group) = 0;
 
-  // Parameter images need full residency (ConfigError otherwise); flat as ParameterLayout.
+  // Parameter images need full residency (ConfigError otherwise); flat as ParameterLayout (under
+  // tensor parallelism: the device's own, models/tensor_split.h).
   virtual void set_parameters(std::span<const float> flat) = 0;
   virtual std::vector<float> parameters() = 0;
   virtual std::vector<float> gradients() = 0;
-  // A weight file's tensors as this model's flat layout image (any residency).
+  // A weight file's tensors as the whole model's flat layout image (any residency; under tensor
+  // parallelism the job's layout, not this device's parts).
   virtual std::vector<float> flat_from_weights(const HostWeights& weights) const = 0;
 
   virtual FloatBuffer& parameter_buffer() = 0;

@@ -5,6 +5,7 @@
 #include "models/model_factory.h"
 #include "scheduler/data_parallel_step.h"
 #include "scheduler/fsdp_step.h"
+#include "scheduler/tensor_parallel_step.h"
 
 namespace paxocl::scheduler {
 
@@ -82,6 +83,9 @@ StepOptions StepOptions::of(const config::JobConfig& job, const device::Mesh& me
 std::unique_ptr<StepProgram> make_step_program(const std::vector<device::DeviceInfo>& selected,
                                                device::ProgramCache& cache, const collectives::ProcessWorld& world,
                                                const StepOptions& options) {
+  if (options.mesh.size(device::MeshAxis::kTensor) > 1) {
+    return std::make_unique<TensorParallelStep>(selected, cache, world, options);
+  }
   if (options.mesh.size(device::MeshAxis::kFsdp) > 1) return std::make_unique<FsdpStep>(selected, cache, world, options);
   return std::make_unique<DataParallelStep>(selected, cache, world, options);
 }

@@ -2,7 +2,9 @@
 // processes: the compute of every device, the collectives between them, and the optimizer
 // update. TrainJob drives it; the programs are
 //   DataParallelStep (data_parallel_step.h): a full replica per device, gradients all-reduced;
-//   FsdpStep (fsdp_step.h): parameters, gradients and Adam state sharded along fsdp (ZeRO-3).
+//   FsdpStep (fsdp_step.h): parameters, gradients and Adam state sharded along fsdp (ZeRO-3);
+//   TensorParallelStep (tensor_parallel_step.h): every tensor split over the tensor axis, data
+//     parallel along data.
 // Every program gives the same losses for the same global batch, up to fp32 reduction order.
 #pragma once
 
@@ -28,7 +30,7 @@ struct StepOptions {
   models::ModelConfig model;
   models::AdamConfig adam;
   config::StepConfig step;     // batch per device, GEMM, overlap, buckets, prefetch, ICI ring, dtype, loss scale
-  device::Mesh mesh;           // the job's: this process's devices and the processes (tensor is 1)
+  device::Mesh mesh;           // the job's: this process's devices and the processes
   static StepOptions of(const config::JobConfig& job, const device::Mesh& mesh);
 };
 
@@ -75,7 +77,9 @@ class StepProgram {
   device::Device& device() const { return *locals_.front().device; }
   kernels::DeviceRuntime& runtime() const { return *locals_.front().runtime; }
   models::Model& model() const { return *locals_.front().model; }
-  const models::ParameterLayout& layout() const { return model().layout(); }
+  // The whole model's layout: parameter images and checkpoints (a tensor-parallel device's model
+  // holds only its parts).
+  virtual const models::ParameterLayout& layout() const { return model().layout(); }
   const device::Mesh& mesh() const { return mesh_; }
 
  protected:

@@ -27,7 +27,8 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
                                const std::filesystem::path& store_dir)
     : job_(job), world_(world), program_(program), peaks_(program, job, world, store_dir) {
   const int replicas = job.mesh.replicas(world.size());
-  tokens_per_step_ = static_cast<double>(job.input.batch_size) * job.model.max_seq_len() * world.size();
+  // Each infeed host reads its own rows (processes along the tensor axis share theirs).
+  tokens_per_step_ = static_cast<double>(job.input.batch_size) * job.model.max_seq_len() * job.input.num_infeed_hosts;
   flops_per_step_ = job.model.flops_per_token(job.model.max_seq_len()) * tokens_per_step_;
   train_start_ = interval_start_ = Clock::now();
   if (world.rank() != 0) return;
@@ -35,11 +36,18 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
   live_ = world.size() == 1 && ::isatty(STDOUT_FILENO) != 0;
   out_ = std::make_unique<SummaryWriter>(job.flags.job_log_dir / "summaries" / "train");
   const models::Model& model = program.model();
-  out_->scalar("num_params", static_cast<double>(model.layout().parameter_count()), 0);
-  out_->scalar("global_batch_size", static_cast<double>(job.input.batch_size) * world.size(), 0);
+  out_->scalar("num_params", static_cast<double>(program.layout().parameter_count()), 0);
+  out_->scalar("global_batch_size", static_cast<double>(job.input.batch_size) * job.input.num_infeed_hosts, 0);
   out_->scalar("mfu_peak_gflops_measured", peaks_.measured(), 0);
   if (peaks_.theoretical() > 0) out_->scalar("mfu_peak_gflops_theoretical", peaks_.theoretical(), 0);
-  const bool fsdp = job.mesh.along(device::MeshAxis::kFsdp) > 1;
+  const int fsdp = job.mesh.along(device::MeshAxis::kFsdp), tensor = job.mesh.along(device::MeshAxis::kTensor),
+            data = job.mesh.along(device::MeshAxis::kData);
+  std::string layout = "data parallel";
+  if (tensor > 1) {
+    layout = fmt::format("tensor parallel (tensor {} x data {})", tensor, data);
+  } else if (fsdp > 1) {
+    layout = fmt::format("FSDP (fsdp {} x data {})", fsdp, data);
+  }
   const std::string dtype(device::dtype_name(job.step.fprop_dtype));
   std::cout << fmt::format(
                    "experiment {}: {:.2f}M parameters, {} x {} tokens per step, {} steps, {} over {} "
@@ -49,11 +57,9 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
                    "MFU is measured against the best GEMM peak measured on these devices: {:.1f} GFLOP/s in all (now: "
                    "{:.1f}), and against the theoretical peak: {}\n"
                    "job directory: {}\n",
-                   job.experiment.name(), static_cast<double>(model.layout().parameter_count()) / 1e6,
-                   job.input.batch_size * world.size(), job.model.max_seq_len(), job.cadence.max_steps,
-                   fsdp ? fmt::format("FSDP (fsdp {} x data {})", job.mesh.along(device::MeshAxis::kFsdp),
-                                      job.mesh.along(device::MeshAxis::kData))
-                        : std::string("data parallel"),
+                   job.experiment.name(), static_cast<double>(program.layout().parameter_count()) / 1e6,
+                   job.input.batch_size * job.input.num_infeed_hosts, job.model.max_seq_len(), job.cadence.max_steps,
+                   layout,
                    replicas, job.mesh.local_devices(), program.device().info().name, mib(program.state_bytes_per_device()),
                    job.step.fprop_dtype == device::DType::kF32 ? "" : ", " + dtype + " weight copy",
                    mib(model.activation_bytes()), dtype, job.step.device_batch, job.model.max_seq_len(), peaks_.measured(),

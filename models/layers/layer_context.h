@@ -12,6 +12,7 @@
 #include "device/typed_buffer.h"
 #include "kernels_cl/gemm.h"
 #include "kernels_cl/kernel_library.h"
+#include "models/layers/tensor_group.h"
 
 namespace paxocl::models {
 
@@ -24,6 +25,7 @@ struct LayerContext {
   kernels::Gemm& gemm;
   std::size_t batch = 0;    // B of the current step
   std::size_t seq_len = 0;  // T of the current step
+  TensorGroup* tensor = nullptr;  // tensor parallelism: the other holders of this replica; null: none
   std::size_t rows() const { return batch * seq_len; }  // N = B * T
 };
 

@@ -39,7 +39,7 @@ ActBuffer& Linear::forward(LayerContext& ctx, const ActBuffer& x) {
   return z_;
 }
 
-const ActBuffer& Linear::backward(LayerContext& ctx, const ActBuffer& dy_in) {
+ActBuffer& Linear::backward(LayerContext& ctx, const ActBuffer& dy_in, const std::function<void(ActBuffer&)>& after_dx) {
   const std::size_t N = ctx.rows();
   const ActBuffer* dz = &dy_in;
   if (activation_ == Activation::kGelu) {
@@ -47,13 +47,14 @@ const ActBuffer& Linear::backward(LayerContext& ctx, const ActBuffer& dy_in) {
     dz = &dz_;
   }
   const ActBuffer& dy = *dz;
+  // dx (N, in) = dz (N, out) * W (out, in)
+  ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, N, in_, out_}, 1.0f, operand(dy, 0, out_),
+               operand(weight_.compute, 0, in_), 0.0f, operand(dx_, 0, in_));
+  if (after_dx) after_dx(dx_);
   // dW (out, in) += dz^T (out, N) * x (N, in), accumulated in float32
   ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, out_, in_, N}, 1.0f, operand(dy, 0, out_),
                operand(*x_, 0, in_), 1.0f, operand(weight_.grad, 0, in_));
   if (bias_) ctx.kernels.bias.grad(bias_->grad, dy, N, out_);
-  // dx (N, in) = dz (N, out) * W (out, in)
-  ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, N, in_, out_}, 1.0f, operand(dy, 0, out_),
-               operand(weight_.compute, 0, in_), 0.0f, operand(dx_, 0, in_));
   return dx_;
 }
 

@@ -6,6 +6,7 @@
 // activation dtype `act`, W and b are read through Param::compute, dW and db are float32 sums.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -22,7 +23,9 @@ class Linear {
   // The output is the layer's own buffer; the caller may transform it in place (RoPE on the QKV
   // rows) before backward, which reads only x and, with GELU, the pre-activation it keeps apart.
   ActBuffer& forward(LayerContext& ctx, const ActBuffer& x);
-  const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy);
+  // dx is computed first; `after_dx` (if given) is called once dx's GEMM is enqueued, before the
+  // weight gradient's, so a collective on dx (tensor parallelism) can overlap that GEMM.
+  ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy, const std::function<void(ActBuffer&)>& after_dx = {});
 
  private:
   Param weight_;

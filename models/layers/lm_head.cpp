@@ -7,18 +7,21 @@ namespace paxocl::models {
 using kernels::GemmShape;
 using kernels::Transpose;
 
-LmHead::LmHead(const device::Device& device, device::DType act, Param wte, std::size_t dims,
-                       std::size_t vocab, std::size_t padded_vocab, std::size_t max_rows, const std::string& name)
+LmHead::LmHead(const device::Device& device, device::DType act, Param wte, std::size_t dims, std::size_t vocab,
+               std::size_t padded_vocab, std::size_t max_rows, const std::string& name, VocabShard shard)
     : wte_(std::move(wte)),
       dims_(dims),
       vocab_(vocab),
       padded_vocab_(padded_vocab),
+      shard_(shard),
       logits_(make_buffer(device, act, max_rows * padded_vocab, name + ".logits")),
       losses_(make_buffer(device, max_rows, name + ".losses")),
       correct_(make_buffer(device, max_rows, name + ".correct")),
       weights_(make_buffer(device, max_rows, name + ".weights")),
       dy_(make_buffer(device, act, max_rows * dims, name + ".dy")),
-      targets_(device.context(), max_rows, name + ".targets") {}
+      targets_(device.context(), max_rows, name + ".targets"),
+      partials_(make_buffer(device, shard.parts > 1 ? static_cast<std::size_t>(shard.parts) * max_rows * 3 : 1,
+                            name + ".partials")) {}
 
 LossStats LmHead::forward(LayerContext& ctx, const ActBuffer& y, const std::vector<int>& targets,
                               const std::vector<float>& weights, float gradient_scale) {
@@ -34,8 +37,17 @@ LossStats LmHead::forward(LayerContext& ctx, const ActBuffer& y, const std::vect
                operand(wte_.compute, 0, dims_), 0.0f, operand(logits_, 0, padded_vocab_));
   // dlogits of gradient_scale x the weighted mean loss
   const float scale_over_weight = weight_sum > 0 ? static_cast<float>(gradient_scale / weight_sum) : 0.0f;
-  ctx.kernels.cross_entropy.softmax_cross_entropy(logits_, losses_, correct_, targets_, weights_, N, vocab_,
-                                                  padded_vocab_, scale_over_weight);
+  if (shard_.parts > 1) {
+    const auto parts = static_cast<std::size_t>(shard_.parts), rank = static_cast<std::size_t>(shard_.rank);
+    q.zero(partials_.get(), parts * N * 3 * sizeof(float));
+    ctx.kernels.vocab_parallel.partial_stats(logits_, partials_, targets_, N, padded_vocab_, vocab_, shard_.begin, rank);
+    ctx.tensor->sum(partials_, parts * N * 3);
+    ctx.kernels.vocab_parallel.finish(logits_, partials_, losses_, correct_, targets_, weights_, N, padded_vocab_,
+                                      vocab_, shard_.begin, parts, scale_over_weight);
+  } else {
+    ctx.kernels.cross_entropy.softmax_cross_entropy(logits_, losses_, correct_, targets_, weights_, N, vocab_,
+                                                    padded_vocab_, scale_over_weight);
+  }
   std::vector<float> losses(N), correct(N);
   q.read(losses_, std::span<float>(losses));
   q.read(correct_, std::span<float>(correct));
@@ -48,7 +60,7 @@ LossStats LmHead::forward(LayerContext& ctx, const ActBuffer& y, const std::vect
   return stats;
 }
 
-const ActBuffer& LmHead::backward(LayerContext& ctx) {
+ActBuffer& LmHead::backward(LayerContext& ctx) {
   const std::size_t N = ctx.rows();
   // dwte (Vp, C) += dlogits^T (Vp, N) y (N, C);   dy (N, C) = dlogits (N, Vp) wte (Vp, C)
   ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, padded_vocab_, dims_, N}, 1.0f,

@@ -5,6 +5,11 @@
 // forward computes the loss and, fused, dlogits; backward returns dy (N, C) and accumulates dW.
 // logits() computes logits alone, for decoding. y, logits (then dlogits) and dy are in the
 // activation dtype `act`, W is read through Param::compute; the softmax, the losses and dW are float32.
+// Vocabulary-parallel (tensor parallelism, VocabShard): W holds rows [begin, begin + Vp) of the
+// head (`vocab`, `padded_vocab` are this device's real and total rows); no device holds all logits:
+// each computes its rows' max, sum of exponentials and target logit, the tensor group sums those
+// (t, N, 3) floats, and each finishes the loss and its dlogits (kernels_cl/vocab_parallel.cl).
+// dy is then a partial sum over the group (the model sums it).
 #pragma once
 
 #include <vector>
@@ -28,16 +33,22 @@ struct LossStats {
   }
 };
 
+// A vocabulary-parallel head's place: its first row's token id, and its part of `parts`.
+struct VocabShard {
+  std::size_t begin = 0;
+  int parts = 1, rank = 0;
+};
+
 class LmHead {
  public:
   LmHead(const device::Device& device, device::DType act, Param wte, std::size_t dims, std::size_t vocab,
-             std::size_t padded_vocab, std::size_t max_rows, const std::string& name);
+         std::size_t padded_vocab, std::size_t max_rows, const std::string& name, VocabShard shard = {});
 
   // The batch's loss sums (added on the host in double, in a fixed order). dlogits are those of
   // gradient_scale x the weighted mean loss (the loss scale; 1 without one).
   LossStats forward(LayerContext& ctx, const ActBuffer& y, const std::vector<int>& targets,
                     const std::vector<float>& weights, float gradient_scale = 1.0f);
-  const ActBuffer& backward(LayerContext& ctx);
+  ActBuffer& backward(LayerContext& ctx);
   // Decoding: the logits of `rows` rows of y starting at `first_row`, `stride` rows apart (one per
   // sequence), on the host as float32 (rows, V) without the padding columns.
   std::vector<float> logits(LayerContext& ctx, const ActBuffer& y, std::size_t first_row, std::size_t stride,
@@ -46,11 +57,13 @@ class LmHead {
  private:
   Param wte_;
   std::size_t dims_, vocab_, padded_vocab_;
+  VocabShard shard_;
   const ActBuffer* y_ = nullptr;
   ActBuffer logits_;                      // (N, Vp), dlogits after forward
   FloatBuffer losses_, correct_, weights_;  // (N)
   ActBuffer dy_;                          // (N, C)
   device::Buffer<cl_int> targets_;
+  FloatBuffer partials_;  // vocabulary-parallel: (parts, N, 3) per-part max, sum of exponentials, target logit
 };
 
 }  // namespace paxocl::models

@@ -10,9 +10,10 @@ class Mlp {
   // `fc` must be built with Linear::Activation::kGelu.
   Mlp(Linear fc, Linear proj) : fc_(std::move(fc)), proj_(std::move(proj)) {}
 
-  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x) { return proj_.forward(ctx, fc_.forward(ctx, x)); }
-  const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy) {
-    return fc_.backward(ctx, proj_.backward(ctx, dy));
+  ActBuffer& forward(LayerContext& ctx, const ActBuffer& x) { return proj_.forward(ctx, fc_.forward(ctx, x)); }
+  // after_dx: as Linear::backward's, for the input gradient.
+  ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy, const std::function<void(ActBuffer&)>& after_dx = {}) {
+    return fc_.backward(ctx, proj_.backward(ctx, dy), after_dx);
   }
 
  private:

@@ -24,15 +24,15 @@ SwigluMlp::SwigluMlp(const device::Device& device, device::DType act, Param gate
       h_(make_buffer(device, act, max_rows * hidden, name + ".h")),
       dgu_(make_buffer(device, act, max_rows * 2 * hidden, name + ".dgu")) {}
 
-const ActBuffer& SwigluMlp::forward(LayerContext& ctx, const ActBuffer& x) {
+ActBuffer& SwigluMlp::forward(LayerContext& ctx, const ActBuffer& x) {
   gu_ = &gate_up_.forward(ctx, x);
   ctx.kernels.swiglu.forward(h_, *gu_, ctx.rows(), hidden_);
   return down_.forward(ctx, h_);
 }
 
-const ActBuffer& SwigluMlp::backward(LayerContext& ctx, const ActBuffer& dy) {
+ActBuffer& SwigluMlp::backward(LayerContext& ctx, const ActBuffer& dy, const std::function<void(ActBuffer&)>& after_dx) {
   ctx.kernels.swiglu.backward(dgu_, *gu_, down_.backward(ctx, dy), ctx.rows(), hidden_);
-  return gate_up_.backward(ctx, dgu_);
+  return gate_up_.backward(ctx, dgu_, after_dx);
 }
 
 }  // namespace paxocl::models

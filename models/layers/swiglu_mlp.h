@@ -20,8 +20,9 @@ class SwigluMlp {
   SwigluMlp(const device::Device& device, device::DType act, Param gate_up_weight, Param down_weight,
             std::size_t dims, std::size_t hidden, std::size_t max_rows, const std::string& name);
 
-  const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x);   // (N, C) -> (N, C)
-  const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy);  // -> dx (N, C)
+  ActBuffer& forward(LayerContext& ctx, const ActBuffer& x);   // (N, C) -> (N, C)
+  // -> dx (N, C); after_dx: as Linear::backward's.
+  ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy, const std::function<void(ActBuffer&)>& after_dx = {});
 
  private:
   std::size_t hidden_;

@@ -8,6 +8,7 @@
 // (layer_norm.h, rms_norm.h); Attention and Mlp forward(ctx, x) and backward(ctx, dy).
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include "models/layers/layer_norm.h"
@@ -32,19 +33,38 @@ class TransformerBlock {
         y_(make_buffer(device, act, max_rows * dims, name + ".y")) {}
 
   // decode_position: decoding with the attention's key/value cache (SelfAttention::forward).
+  // Tensor parallelism (ctx.tensor): the attention's and the MLP's outputs are partial sums over
+  // the group (row-parallel projections), summed before the residual adds.
   const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x, std::optional<std::size_t> decode_position = {}) {
+    const std::size_t n = ctx.rows() * dims_;
+    ActBuffer& a = attention_.forward(ctx, norm1_.forward(ctx, x), decode_position);
+    if (ctx.tensor) ctx.tensor->sum(a, n);
     // x2 = x + attention(...) is formed inside norm2 (residual fusion).
-    const ActBuffer& m =
-        norm2_.forward_residual(ctx, x, attention_.forward(ctx, norm1_.forward(ctx, x), decode_position), x2_);
-    ctx.kernels.residual.add(y_, x2_, mlp_.forward(ctx, m), ctx.rows() * dims_);
+    const ActBuffer& m = norm2_.forward_residual(ctx, x, a, x2_);
+    ActBuffer& h = mlp_.forward(ctx, m);
+    if (ctx.tensor) ctx.tensor->sum(h, n);
+    ctx.kernels.residual.add(y_, x2_, h, n);
     return y_;
   }
 
+  // Tensor parallelism: the input gradients of the column-parallel projections are partial sums;
+  // their sums start as soon as each is computed and run while the weight gradient's GEMM does.
   const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy) {
+    const std::size_t n = ctx.rows() * dims_;
+    int ticket = -1;
+    std::function<void(ActBuffer&)> start_sum;
+    if (ctx.tensor) start_sum = [&](ActBuffer& dx) { ticket = ctx.tensor->start_sum(dx, n); };
+    auto finish_sum = [&] {
+      if (ctx.tensor) ctx.tensor->finish_sum(ticket);
+    };
     // dx2 = dy + norm2'(mlp'(dy));  dx = dx2 + norm1'(attention'(dx2)): the residual adds are fused
     // into the norms' backward kernels.
-    const ActBuffer& dx2 = norm2_.backward(ctx, mlp_.backward(ctx, dy), &dy);
-    return norm1_.backward(ctx, attention_.backward(ctx, dx2), &dx2);
+    const ActBuffer& dm = mlp_.backward(ctx, dy, start_sum);
+    finish_sum();
+    const ActBuffer& dx2 = norm2_.backward(ctx, dm, &dy);
+    const ActBuffer& da = attention_.backward(ctx, dx2, start_sum);
+    finish_sum();
+    return norm1_.backward(ctx, da, &dx2);
   }
 
  private:

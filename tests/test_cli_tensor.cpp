@@ -1,0 +1,138 @@
+// Tensor parallelism as users run it (scheduler/tensor_parallel_step.h): for every layout, alone
+// and with data parallelism, over devices of a process (ICI, PoCL devices) and over processes
+// (DCN, mpirun), the losses of 10 steps equal one device's with the same global batch within fp32
+// rounding (relative 2e-4, the bound every layout test uses: the sums run in other orders), for
+// GPT and for LLaMA with its kv heads split and replicated; checkpoints move between layouts; an
+// impossible layout is a one-line error naming the numbers.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/test_support.h"
+
+namespace paxocl::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBinary = PAXOCL_BINARY;
+const std::string kMpirun = std::string(PAXOCL_MPIEXEC) + " --oversubscribe -np 2 ";
+const std::string kFourDevices = "env 'POCL_DEVICES=pthread pthread pthread pthread' ";
+// 10 steps, a loss line per step, one GEMM for every shape (auto may pick another implementation
+// for a device's narrower matrices, which moves the last bits).
+const std::string kSchedule =
+    " --fdl.DATA=synthetic --fdl.VOCAB_SIZE=500 --fdl.NUM_LAYERS=2 --fdl.MODEL_DIMS=64 --fdl.NUM_HEADS=4"
+    " --fdl.DIMS_PER_HEAD=16 --fdl.MAX_SEQ_LEN=32 --fdl.MAX_STEPS=10 --fdl.SUMMARY_INTERVAL_STEPS=1"
+    " --fdl.EVAL_INTERVAL_STEPS=0 --fdl.EVAL_LOOP_NUM_BATCHES=1 --fdl.LR_COS_WARMUP=2 --fdl.LR_COS_DECAY_START=3"
+    " --fdl.LR_COS_DECAY_END=10 --gemm=cpu-12x32";
+const std::string kGpt = " train --fdl.HIDDEN_DIMS=256" + kSchedule;
+const std::string kLlama = " train --fdl.ARCHITECTURE=llama --fdl.HIDDEN_DIMS=176" + kSchedule;
+
+class CliTensor : public ::testing::Test {
+ protected:
+  CommandResult train(const std::string& launcher, const std::string& model, const std::string& args,
+                      const std::string& job) {
+    const auto r = run_command(launcher + kBinary + model + args + " --job_log_dir=" + (dir_.path() / job).string());
+    EXPECT_EQ(r.exit_code, 0) << job << ": " << r.err;
+    return r;
+  }
+  void expect_close(const std::string& job, const std::vector<float>& want, const std::string& what,
+                    long first_step = 1) {
+    const std::vector<float> got = train_losses(dir_.path() / job, first_step);
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 2e-4 * want[i]) << what << " step " << i + 1;
+  }
+  TempDir dir_;
+};
+
+TEST_F(CliTensor, GptLayoutsMatchOneDevice) {
+  // Global batch 8 everywhere.
+  train("", kGpt, " --devices=0 --fdl.PERCORE_BATCH_SIZE=8", "one");
+  const std::vector<float> want = train_losses(dir_.path() / "one");
+  ASSERT_EQ(want.size(), 10u);
+
+  const auto two = train("", kGpt, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[1,1,2] --fdl.TRACE_STEPS=[3]", "ici2");
+  EXPECT_NE(two.out.find("tensor parallel (tensor 2 x data 1) over 2 device(s)"), std::string::npos) << two.out;
+  expect_close("ici2", want, "ICI [1,1,2]");
+  train(kFourDevices, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,1,4]", "ici4");
+  expect_close("ici4", want, "ICI [1,1,4]");
+  train(kFourDevices, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,2]", "ici22");
+  expect_close("ici22", want, "ICI [2,1,2]");
+  train(kMpirun, kGpt, " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[1,1,2]", "dcn2");
+  expect_close("dcn2", want, "DCN [1,1,2]");
+  train(kMpirun, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,1,2] --fdl.DCN_MESH_SHAPE=[2,1,1]", "hybrid");
+  expect_close("hybrid", want, "ICI [1,1,2] x DCN [2,1,1]");
+
+  // The tensor group's sums are on the trace's communication track.
+  std::ifstream in(dir_.path() / "ici2" / "trace.json");
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  int sums = 0;
+  for (const auto& e : trace.at("traceEvents")) {
+    const std::string name = e.value("name", "");
+    if (e.at("ph") == "X" && name.rfind("tensor group 0 all_reduce (step 3)", 0) == 0) ++sums;
+  }
+  // Per block 2 in the forward and 2 in the backward; the embedding, the cross-entropy's statistics
+  // and the head's input gradient.
+  EXPECT_EQ(sums, 2 * 4 + 3);
+}
+
+TEST_F(CliTensor, LlamaKvHeadsSplitAndReplicatedMatchOneDevice) {
+  for (const int kv : {2, 1}) {
+    SCOPED_TRACE("NUM_KV_HEADS=" + std::to_string(kv));
+    const std::string model = kLlama + " --fdl.NUM_KV_HEADS=" + std::to_string(kv);
+    const std::string tag = "kv" + std::to_string(kv);
+    train("", model, " --devices=0 --fdl.PERCORE_BATCH_SIZE=8", tag + "-one");
+    const std::vector<float> want = train_losses(dir_.path() / (tag + "-one"));
+    ASSERT_EQ(want.size(), 10u);
+    train("", model, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[1,1,2]", tag + "-ici2");
+    expect_close(tag + "-ici2", want, "ICI [1,1,2]");
+    train(kFourDevices, model, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,1,4]", tag + "-ici4");
+    expect_close(tag + "-ici4", want, "ICI [1,1,4]: kv heads replicated");
+  }
+}
+
+TEST_F(CliTensor, CheckpointsMoveBetweenTensorParallelAndOneDevice) {
+  const std::string ckpt = " --fdl.CHECKPOINT_EVERY_N_STEPS=5";
+  train("", kGpt, ckpt + " --devices=0 --fdl.PERCORE_BATCH_SIZE=8", "one");
+  const std::vector<float> all = train_losses(dir_.path() / "one");
+  ASSERT_EQ(all.size(), 10u);
+  const std::vector<float> want(all.begin() + 5, all.end());
+  // Saved under tensor parallelism, resumed on one device.
+  train("", kGpt, ckpt + " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[1,1,2] --fdl.MAX_STEPS=5", "from_tp");
+  const auto r = train("", kGpt, ckpt + " --devices=0 --fdl.PERCORE_BATCH_SIZE=8", "from_tp");
+  EXPECT_NE(r.err.find("saved as data 1 x fsdp 1 x tensor 2"), std::string::npos) << r.err;
+  expect_close("from_tp", want, "tensor 2 -> 1 device", 6);
+  // Saved on one device, resumed under tensor parallelism with data parallelism.
+  train("", kGpt, ckpt + " --devices=0 --fdl.PERCORE_BATCH_SIZE=8 --fdl.MAX_STEPS=5", "into_tp");
+  train(kFourDevices, kGpt, ckpt + " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,2]", "into_tp");
+  expect_close("into_tp", want, "1 device -> ICI [2,1,2]", 6);
+  // Saved by two processes each holding half of every tensor, resumed on one device.
+  train(kMpirun, kGpt, ckpt + " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[1,1,2] --fdl.MAX_STEPS=5",
+        "from_dcn");
+  train("", kGpt, ckpt + " --devices=0 --fdl.PERCORE_BATCH_SIZE=8", "from_dcn");
+  expect_close("from_dcn", want, "DCN [1,1,2] -> 1 device", 6);
+}
+
+TEST_F(CliTensor, ImpossibleLayoutsAreOneLineErrors) {
+  const struct {
+    std::string args, says;
+  } cases[] = {
+      {kGpt + " --fdl.ICI_MESH_SHAPE=[1,1,3]", "tensor axis 3 does not divide NUM_HEADS=4"},
+      {kGpt + " --fdl.NUM_HEADS=8 --fdl.DIMS_PER_HEAD=8 --fdl.HIDDEN_DIMS=260 --fdl.ICI_MESH_SHAPE=[1,1,8]",
+       "tensor axis 8 does not divide HIDDEN_DIMS=260"},
+      {kLlama + " --fdl.NUM_HEADS=6 --fdl.NUM_KV_HEADS=3 --fdl.HIDDEN_DIMS=192 --fdl.ICI_MESH_SHAPE=[1,1,2]",
+       "tensor axis 2 and NUM_KV_HEADS=3: one must divide the other"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_command(kBinary + c.args + " --job_log_dir=" + (dir_.path() / "bad").string());
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_LE(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace paxocl::testing
