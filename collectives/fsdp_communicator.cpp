@@ -12,11 +12,12 @@ namespace paxocl::collectives {
 namespace {
 using device::MeshAxis;
 
-// `mesh` if it fits `devices` per process, the world's processes and tensor 1; else ConfigError.
+// `mesh` if `devices` are one tensor index's devices of a process (all of them for tensor 1) and it
+// has the world's processes; else ConfigError.
 const device::Mesh& checked(const device::Mesh& mesh, std::size_t devices, const ProcessWorld& world) {
-  if (static_cast<int>(devices) != mesh.devices_per_process() || world.size() != mesh.num_processes() ||
-      mesh.size(MeshAxis::kTensor) != 1) {
-    throw ConfigError(fmt::format("FSDP mesh ICI {} x DCN {} does not match {} device(s) x {} process(es) with tensor 1",
+  if (static_cast<int>(devices) * mesh.ici_size(MeshAxis::kTensor) != mesh.devices_per_process() ||
+      world.size() != mesh.num_processes()) {
+    throw ConfigError(fmt::format("FSDP mesh ICI {} x DCN {} does not match {} device(s) per tensor index x {} process(es)",
                                   device::to_string(mesh.ici()), device::to_string(mesh.dcn()), devices, world.size()));
   }
   return mesh;
@@ -92,7 +93,7 @@ Pending FsdpCommunicator::reduce_scatter(const UnitSplit& split, IciCommunicator
     if (mesh_.dcn_size(MeshAxis::kData) > 1) data_group_.all_reduce(chunk).wait();
     for (float& v : chunk) v *= scale;
     for (int k = 0; k < ici_.size(); ++k) {
-      const auto f = static_cast<std::size_t>(mesh_.ici_coord(k, MeshAxis::kFsdp));
+      const auto f = static_cast<std::size_t>(k % mesh_.ici_size(MeshAxis::kFsdp));  // members: [data, fsdp] row-major
       const auto& s = split.shards[f];
       ici_.write(k, gradient_shards[static_cast<std::size_t>(k)], split.shard_offsets[f],
                  std::span<const float>(chunk).subspan(s.begin - c.begin, s.end - s.begin));

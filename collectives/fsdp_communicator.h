@@ -8,7 +8,10 @@
 //   reduce_scatter: every local device's unit gradient -> summed on the host in device order, MPI
 //                   reduce-scattered over the DCN fsdp group, MPI all-reduced over the DCN data
 //                   group, scaled, and each device's shard written to its gradient shard buffer.
-// Coordinates are device::Mesh's (Pax's hybrid mesh, row-major); the tensor axis must be 1.
+// Coordinates are device::Mesh's (Pax's hybrid mesh, row-major). With a tensor axis, one
+// communicator serves the devices of one tensor index (each holds its parts of the model): its
+// members are those devices in local order ([data, fsdp] row-major), its MPI groups the processes
+// along DCN fsdp and data with this process's tensor coordinate.
 #pragma once
 
 #include <cstddef>
@@ -33,7 +36,8 @@ struct UnitSplit {
 
 class FsdpCommunicator {
  public:
-  // ConfigError unless `mesh` has `local`'s devices per process, the world's processes and tensor 1.
+  // ConfigError unless `local` are one tensor index's devices of a process of `mesh`, which has the
+  // world's processes.
   FsdpCommunicator(std::vector<device::Device*> local, const ProcessWorld& world, const device::Mesh& mesh);
   // Without waiting for the job's other processes: shuts the MPI groups down (an ICI job blocked
   // in one of their collectives fails), then cancels the queued ICI jobs; see ~IciCommunicator.

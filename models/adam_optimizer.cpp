@@ -105,7 +105,9 @@ OptimizerStepStats sharded_adam_step(std::span<const AdamShard> shards, double l
                                      const std::function<void(std::vector<double>&)>& all_reduce_sum) {
   std::vector<double> sum_squares = {0.0};
   for (const AdamShard& s : shards) {
-    if (s.counted) sum_squares[0] += s.adam->sum_squares(*s.grads);
+    if (!s.counted) continue;
+    sum_squares[0] += s.counted_ranges.empty() ? s.adam->sum_squares(*s.grads)
+                                               : s.adam->sum_squares(*s.grads, s.counted_ranges);
   }
   all_reduce_sum(sum_squares);
   const double norm = std::sqrt(sum_squares[0]);

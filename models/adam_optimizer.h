@@ -84,6 +84,8 @@ struct AdamShard {
   FloatBuffer* params = nullptr;
   const FloatBuffer* grads = nullptr;
   bool counted = false;
+  // When counted: only these ranges of it (tensor parallelism leaves replicas out); empty: all of it.
+  std::span<const AdamOptimizer::Segment> counted_ranges = {};
 };
 OptimizerStepStats sharded_adam_step(std::span<const AdamShard> shards, double lr, double loss_scale,
                                      const std::function<void(std::vector<double>&)>& all_reduce_sum);

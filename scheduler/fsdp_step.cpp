@@ -36,6 +36,29 @@ collectives::UnitSplit unit_split(const models::ShardPlan& plan, int block, int 
 }
 
 std::string unit_name(int block) { return block < 0 ? "wte/wpe/lnf" : fmt::format("h{}", block); }
+
+// Tensor axis: the runs of a device's shard buffer that its norm counts: everything but the
+// replicas of tensors another tensor rank owns (a mask of the lane's parts, sharded as the values are).
+std::vector<models::AdamOptimizer::Segment> counted_shard_segments(const models::ShardPlan& plan,
+                                                                   const models::TensorSplit& split, int process,
+                                                                   int fsdp_index, std::size_t parts_total) {
+  // -1 marks replicas; alignment gaps (0 after extract) hold zero gradients and may be counted, so
+  // the runs stay few.
+  std::vector<float> mask(parts_total, 1.0f);
+  for (const auto& r : split.replica_ranges()) std::fill_n(mask.begin() + static_cast<std::ptrdiff_t>(r.offset), r.count, -1.0f);
+  const std::vector<float> sharded = plan.extract(mask, process, fsdp_index);
+  std::vector<models::AdamOptimizer::Segment> out;
+  for (std::size_t i = 0; i < sharded.size(); ++i) {
+    if (sharded[i] < 0.0f) continue;
+    if (!out.empty() && out.back().offset + out.back().count == i) {
+      ++out.back().count;
+    } else {
+      out.push_back({i, 1, false});
+    }
+  }
+  if (out.empty()) out.push_back({0, 0, false});  // all replicas: counts nothing (empty would mean all)
+  return out;
+}
 }  // namespace
 
 FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::ProgramCache& cache,
@@ -47,25 +70,55 @@ FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::Progr
                                   options.step.fsdp_prefetch_depth));
   }
   slots_ = 1 + (options.step.overlap ? std::min(options.step.fsdp_prefetch_depth, options.model.num_blocks() - 1) : 0);
-  const int local = mesh.devices_per_process();
+  const int local = mesh.devices_per_process(), tensor_lanes = mesh.ici_size(MeshAxis::kTensor);
   open_local_devices(devices, local, cache, options);
-  for (Local& l : locals_) {
-    l.model = build_model(*l.runtime, options, slots_);
+  if (mesh.size(MeshAxis::kTensor) > 1) {
+    models::validate_tensor_split(options.model, mesh.size(MeshAxis::kTensor));
+    tensors_ = std::make_unique<TensorGroups>(mesh, world, StepProgram::devices(), runtimes());
   }
-  plan_ = std::make_unique<models::ShardPlan>(layout(), mesh.dcn_size(MeshAxis::kFsdp), mesh.ici_size(MeshAxis::kFsdp));
-  for (int b = -1; b < options.model.num_blocks(); ++b) splits_.push_back(unit_split(*plan_, b, process_));
+  lanes_.resize(static_cast<std::size_t>(tensor_lanes));
   for (int d = 0; d < local; ++d) {
     Local& l = locals_[static_cast<std::size_t>(d)];
-    const int f = mesh.ici_coord(d, MeshAxis::kFsdp);
-    const std::size_t floats = plan_->shard_floats(process_, f);
-    param_shards_.push_back(models::make_buffer(*l.device, floats, "parameter shard"));
-    grad_shards_.push_back(models::make_buffer(*l.device, floats, "gradient shard"));
-    l.runtime->kernels().elementwise.fill(param_shards_.back(), 0.0f);  // alignment gaps stay zero
-    l.runtime->kernels().elementwise.fill(grad_shards_.back(), 0.0f);
-    l.adam = std::make_unique<models::AdamOptimizer>(*l.runtime, floats,
-                                                     adam_segments(plan_->decay_segments(process_, f)), options.adam);
+    const models::TensorShard shard = tensors_ ? tensors_->shard(static_cast<std::size_t>(d)) : models::TensorShard{};
+    l.model = build_model(*l.runtime, options, slots_, shard);
+    if (tensors_) tensors_->attach(static_cast<std::size_t>(d), *l.model);
+    Lane& lane = lanes_[static_cast<std::size_t>(mesh.ici_coord(d, MeshAxis::kTensor))];
+    lane.devices.push_back(static_cast<std::size_t>(d));
+    lane.tensor_rank = shard.rank;
+    fsdp_index_.push_back(mesh.ici_coord(d, MeshAxis::kFsdp));
   }
-  comm_ = std::make_unique<collectives::FsdpCommunicator>(StepProgram::devices(), world, mesh);
+  for (Lane& lane : lanes_) {
+    const models::ParameterLayout& parts = locals_[lane.devices.front()].model->layout();
+    lane.plan = std::make_unique<models::ShardPlan>(parts, mesh.dcn_size(MeshAxis::kFsdp), mesh.ici_size(MeshAxis::kFsdp));
+    for (int b = -1; b < options.model.num_blocks(); ++b) lane.splits.push_back(unit_split(*lane.plan, b, process_));
+    std::vector<device::Device*> members;
+    for (std::size_t d : lane.devices) members.push_back(locals_[d].device.get());
+    lane.comm = std::make_unique<collectives::FsdpCommunicator>(members, world, mesh);
+    if (tensors_) {
+      if (!global_layout_) global_layout_ = std::make_unique<models::ParameterLayout>(options.model, parts.alignment());
+      lane.tensor_split = std::make_unique<models::TensorSplit>(
+          options.model, models::TensorShard{lane.tensor_rank, tensors_->size()}, *global_layout_, parts);
+    }
+  }
+  param_shards_.resize(static_cast<std::size_t>(local));
+  grad_shards_.resize(static_cast<std::size_t>(local));
+  counted_.resize(static_cast<std::size_t>(local));
+  for (const Lane& lane : lanes_) {
+    for (std::size_t d : lane.devices) {
+      Local& l = locals_[d];
+      const int f = fsdp_index_[d];
+      const std::size_t floats = lane.plan->shard_floats(process_, f);
+      param_shards_[d] = models::make_buffer(*l.device, floats, "parameter shard");
+      grad_shards_[d] = models::make_buffer(*l.device, floats, "gradient shard");
+      l.runtime->kernels().elementwise.fill(param_shards_[d], 0.0f);  // alignment gaps stay zero
+      l.runtime->kernels().elementwise.fill(grad_shards_[d], 0.0f);
+      l.adam = std::make_unique<models::AdamOptimizer>(*l.runtime, floats,
+                                                       adam_segments(lane.plan->decay_segments(process_, f)), options.adam);
+      if (lane.tensor_split) {
+        counted_[d] = counted_shard_segments(*lane.plan, *lane.tensor_split, process_, f, l.model->layout().total());
+      }
+    }
+  }
 }
 
 std::size_t FsdpStep::state_bytes_per_device() const {
@@ -74,15 +127,44 @@ std::size_t FsdpStep::state_bytes_per_device() const {
 }
 
 void FsdpStep::load_parameters(std::span<const float> flat) {
-  for (std::size_t d = 0; d < locals_.size(); ++d) {
-    const std::vector<float> shards =
-        plan_->extract(flat, process_, options_.mesh.ici_coord(static_cast<int>(d), MeshAxis::kFsdp));
-    locals_[d].device->queue().write(param_shards_[d], std::span<const float>(shards));
+  for (const Lane& lane : lanes_) {
+    const std::vector<float> parts = lane.tensor_split ? lane.tensor_split->extract(flat) : std::vector<float>();
+    const std::span<const float> image = lane.tensor_split ? std::span<const float>(parts) : flat;
+    for (std::size_t d : lane.devices) {
+      const std::vector<float> shards = lane.plan->extract(image, process_, fsdp_index_[d]);
+      locals_[d].device->queue().write(param_shards_[d], std::span<const float>(shards));
+    }
   }
 }
 
+std::vector<float> FsdpStep::assemble(const std::function<const models::FloatBuffer&(std::size_t)>& shards) {
+  std::vector<float> whole(global_layout_->total(), 0.0f), mine;
+  for (const Lane& lane : lanes_) {
+    std::vector<float> parts(lane.plan->units().empty() ? 0 : locals_[lane.devices.front()].model->layout().total(), 0.0f);
+    for (std::size_t d : lane.devices) {
+      if (!tensors_->place(d).first_replica) continue;  // a data replica of another device's shard
+      mine.resize(shards(d).count());
+      locals_[d].device->queue().read(shards(d), std::span<float>(mine));
+      lane.plan->place(mine, process_, fsdp_index_[d], parts);
+    }
+    std::vector<float> lane_whole(whole.size(), 0.0f);
+    lane.tensor_split->place(parts, lane_whole);  // this lane's owned elements (zeros where shards are elsewhere)
+    for (std::size_t i = 0; i < whole.size(); ++i) whole[i] += lane_whole[i];
+  }
+  tensors_->sum_over_job(whole);  // every element nonzero on the one device that owns its shard
+  return whole;
+}
+
 std::vector<StepProgram::StateSlice> FsdpStep::state_slices() {
+  if (tensors_) {  // collective: every process assembles, process 0 saves
+    StateSlice s{0, assemble([&](std::size_t d) -> const models::FloatBuffer& { return param_shards_[d]; }), {}, {}};
+    s.m = assemble([&](std::size_t d) -> const models::FloatBuffer& { return locals_[d].adam->first_moment(); });
+    s.v = assemble([&](std::size_t d) -> const models::FloatBuffer& { return locals_[d].adam->second_moment(); });
+    if (world_.rank() != 0) return {};
+    return {std::move(s)};
+  }
   if (options_.mesh.dcn_coord(world_.rank(), MeshAxis::kData) != 0) return {};  // a data replica of another process's shards
+  const models::ShardPlan& plan = *lanes_.front().plan;
   std::vector<StateSlice> slices;
   for (int f = 0; f < options_.mesh.ici_size(MeshAxis::kFsdp); ++f) {
     Local& l = locals_[static_cast<std::size_t>(f)];
@@ -91,9 +173,9 @@ std::vector<StepProgram::StateSlice> FsdpStep::state_slices() {
     l.device->queue().read(param_shards_[static_cast<std::size_t>(f)], std::span<float>(p));
     l.device->queue().read(l.adam->first_moment(), std::span<float>(m));
     l.device->queue().read(l.adam->second_moment(), std::span<float>(v));
-    for (const ParameterLayoutUnit& u : plan_->units()) {
-      const models::ShardPlan::Piece s = plan_->shard(u.block, process_, f);
-      const std::size_t base = plan_->shard_offset(u.block, process_, f);
+    for (const ParameterLayoutUnit& u : plan.units()) {
+      const models::ShardPlan::Piece s = plan.shard(u.block, process_, f);
+      const std::size_t base = plan.shard_offset(u.block, process_, f);
       for (std::size_t i = 0; i < u.ranges.size(); ++i) {  // the shard's overlap with each packed range
         const std::size_t b = std::max(s.begin, u.packed_offsets[i]);
         const std::size_t e = std::min(s.end, u.packed_offsets[i] + u.ranges[i].count);
@@ -114,61 +196,73 @@ StepProgram::OptimizerCounts FsdpStep::optimizer_counts() const {
 void FsdpStep::load_state(std::span<const float> params, std::span<const float> m, std::span<const float> v,
                           OptimizerCounts counts) {
   load_parameters(params);
-  for (std::size_t d = 0; d < locals_.size(); ++d) {
-    const int f = options_.mesh.ici_coord(static_cast<int>(d), MeshAxis::kFsdp);
-    locals_[d].adam->load_state(plan_->extract(m, process_, f), plan_->extract(v, process_, f), counts.applied,
-                                counts.skipped);
+  for (const Lane& lane : lanes_) {
+    auto parts = [&](std::span<const float> whole) {
+      return lane.tensor_split ? lane.tensor_split->extract(whole) : std::vector<float>(whole.begin(), whole.end());
+    };
+    const std::vector<float> lm = parts(m), lv = parts(v);
+    for (std::size_t d : lane.devices) {
+      locals_[d].adam->load_state(lane.plan->extract(lm, process_, fsdp_index_[d]),
+                                  lane.plan->extract(lv, process_, fsdp_index_[d]), counts.applied, counts.skipped);
+    }
   }
 }
 
-std::vector<device::Event> FsdpStep::compute_markers(std::size_t devices) {
+std::vector<device::Event> FsdpStep::compute_markers(const Lane& lane, std::size_t devices) {
   std::vector<device::Event> m;
-  for (std::size_t d = 0; d < devices; ++d) {
-    m.push_back(locals_[d].device->queue().marker());
-    locals_[d].device->queue().flush();
+  for (std::size_t k = 0; k < devices; ++k) {
+    device::Queue& q = locals_[lane.devices[k]].device->queue();
+    m.push_back(q.marker());
+    q.flush();
   }
   return m;
 }
 
 std::vector<float> FsdpStep::parameters() {
-  const std::vector<device::Event> updated = compute_markers(locals_.size());
+  if (tensors_) return assemble([&](std::size_t d) -> const models::FloatBuffer& { return param_shards_[d]; });
+  Lane& lane = lanes_.front();
+  const std::vector<device::Event> updated = compute_markers(lane, lane.devices.size());
   std::vector<float> flat(layout().total(), 0.0f), unit;
   for (int b = -1; b < options_.model.num_blocks(); ++b) {
-    unit.assign(plan_->unit(b).size, 0.0f);
-    comm_->gather(splits_[static_cast<std::size_t>(b + 1)], param_shards_,
-                  IciCommunicator::Buffers(locals_.size()), updated, "all-gather " + unit_name(b) + " (to host)", unit)
+    unit.assign(lane.plan->unit(b).size, 0.0f);
+    lane.comm->gather(lane.splits[static_cast<std::size_t>(b + 1)], param_shards_,
+                      IciCommunicator::Buffers(lane.devices.size()), updated, "all-gather " + unit_name(b) + " (to host)",
+                      unit)
         .wait();
-    plan_->unpack(b, unit, flat);
+    lane.plan->unpack(b, unit, flat);
   }
   return flat;
 }
 
-Pending FsdpStep::gather(int block, std::size_t devices, IciCommunicator::Events wait_for) {
-  IciCommunicator::Buffers slots(locals_.size());
-  for (std::size_t d = 0; d < devices; ++d) slots[d] = locals_[d].model->unit_parameters(block);
-  Pending p = comm_->gather(splits_[static_cast<std::size_t>(block + 1)], param_shards_, std::move(slots),
-                            std::move(wait_for), "all-gather " + unit_name(block));
+Pending FsdpStep::gather(Lane& lane, int block, std::size_t devices, IciCommunicator::Events wait_for) {
+  IciCommunicator::Buffers slots(lane.devices.size()), shards;
+  for (std::size_t k = 0; k < devices; ++k) slots[k] = locals_[lane.devices[k]].model->unit_parameters(block);
+  for (std::size_t d : lane.devices) shards.push_back(param_shards_[d]);
+  Pending p = lane.comm->gather(lane.splits[static_cast<std::size_t>(block + 1)], std::move(shards), std::move(slots),
+                                std::move(wait_for), "all-gather " + unit_name(block));
   if (!options_.step.overlap) p.wait();
   return p;
 }
 
-models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, bool train) {
+models::LossStats FsdpStep::run_pass(Lane& lane, const std::vector<inputs::Batch>& rows, bool train) {
   const int L = options_.model.num_blocks();
   const std::size_t n = rows.size();
-  auto wait_on_device = [&](std::size_t d, const Pending& p) {
-    const device::Event e = p.device_event(locals_[d].device->context());
-    locals_[d].device->queue().wait_for(std::span<const device::Event>(&e, 1));
+  // Lane member k is local device lane.devices[k]; the loops below run over k.
+  auto local = [&](std::size_t k) -> Local& { return locals_[lane.devices[k]]; };
+  auto wait_on_device = [&](std::size_t k, const Pending& p) {
+    const device::Event e = p.device_event(local(k).device->context());
+    local(k).device->queue().wait_for(std::span<const device::Event>(&e, 1));
   };
-  auto markers = [&] { return compute_markers(n); };
+  auto markers = [&] { return compute_markers(lane, n); };
 
   // Gathers read the parameter shards on the communication queues: after the last Adam update.
-  const std::vector<device::Event> updated = compute_markers(locals_.size());
+  const std::vector<device::Event> updated = compute_markers(lane, lane.devices.size());
   // The unit outside the blocks serves the embedding, the LM head and their backward.
-  const Pending rest = gather(-1, n, updated);
+  const Pending rest = gather(lane, -1, n, updated);
   std::vector<models::Model::Pass> passes;
   for (std::size_t d = 0; d < n; ++d) {
     wait_on_device(d, rest);
-    passes.push_back(locals_[d].model->begin_pass(rows[d], train));
+    passes.push_back(local(d).model->begin_pass(rows[d], train));
   }
 
   // Uses of the blocks in order: forward 0..L-1, then (training) backward L-1..0.
@@ -186,9 +280,12 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
   std::vector<std::vector<device::Event>> slot_free(static_cast<std::size_t>(S), updated);  // after the slot's last use
   std::vector<std::optional<Pending>> gathered(uses.size()), slot_reduction(static_cast<std::size_t>(S));
   std::vector<Pending> reductions;
+  IciCommunicator::Buffers lane_grad_shards;
+  for (std::size_t d : lane.devices) lane_grad_shards.push_back(grad_shards_[d]);
   std::size_t issued = 0;  // uses whose gather (if any) has been issued
   const std::size_t ahead = options_.step.overlap ? static_cast<std::size_t>(S - 1) : 0;
-  const float scale = 1.0f / static_cast<float>(options_.mesh.num_devices());
+  // The mean over the model's replicas: every device of the job holding this tensor rank's parts.
+  const float scale = 1.0f / static_cast<float>(options_.mesh.num_devices() / options_.mesh.size(MeshAxis::kTensor));
   models::LossStats loss;
 
   for (std::size_t k = 0; k < uses.size(); ++k) {
@@ -197,19 +294,19 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
       const auto s = static_cast<std::size_t>(b % S);
       if (slot_block[s] == b) continue;  // still resident from the forward
       if (slot_last_use[s] >= static_cast<int>(k)) throw std::logic_error("FSDP schedule: a slot is evicted before its last use");
-      gathered[issued] = gather(b, n, slot_free[s]);
+      gathered[issued] = gather(lane, b, n, slot_free[s]);
       slot_block[s] = b;
     }
     const Use use = uses[k];
     const auto s = static_cast<std::size_t>(use.block % S);
     if (use.backward && k == static_cast<std::size_t>(L)) {  // the turn: loss, then the head's backward
       for (std::size_t d = 0; d < n; ++d) {
-        loss += locals_[d].model->forward_loss(passes[d]);
-        locals_[d].model->begin_backward(passes[d]);
+        loss += local(d).model->forward_loss(passes[d]);
+        local(d).model->begin_backward(passes[d]);
       }
     }
     for (std::size_t d = 0; d < n; ++d) {
-      models::Model& model = *locals_[d].model;
+      models::Model& model = *local(d).model;
       if (gathered[k]) wait_on_device(d, *gathered[k]);
       if (!use.backward) {
         model.forward_block(passes[d], use.block);
@@ -218,7 +315,7 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
       if (slot_reduction[s]) {  // the slot's gradient was the previous block's: reduced, then cleared
         wait_on_device(d, *slot_reduction[s]);
         models::FloatBuffer g = model.unit_gradients(use.block);
-        locals_[d].runtime->kernels().elementwise.fill(g, 0.0f);
+        local(d).runtime->kernels().elementwise.fill(g, 0.0f);
       }
       model.backward_block(passes[d], use.block);
     }
@@ -226,43 +323,84 @@ models::LossStats FsdpStep::run_pass(const std::vector<inputs::Batch>& rows, boo
     slot_last_use[s] = static_cast<int>(k);
     if (use.backward) {
       IciCommunicator::Buffers grads;
-      for (std::size_t d = 0; d < n; ++d) grads.push_back(locals_[d].model->unit_gradients(use.block));
-      slot_reduction[s] = comm_->reduce_scatter(splits_[static_cast<std::size_t>(use.block + 1)], std::move(grads),
-                                                grad_shards_, scale, slot_free[s],
-                                                "reduce-scatter " + unit_name(use.block));
+      for (std::size_t d = 0; d < n; ++d) grads.push_back(local(d).model->unit_gradients(use.block));
+      slot_reduction[s] = lane.comm->reduce_scatter(lane.splits[static_cast<std::size_t>(use.block + 1)],
+                                                    std::move(grads), lane_grad_shards, scale, slot_free[s],
+                                                    "reduce-scatter " + unit_name(use.block));
       if (!options_.step.overlap) slot_reduction[s]->wait();
       reductions.push_back(*slot_reduction[s]);
     }
   }
   if (!train) {
-    for (std::size_t d = 0; d < n; ++d) loss += locals_[d].model->forward_loss(passes[d]);
+    for (std::size_t d = 0; d < n; ++d) loss += local(d).model->forward_loss(passes[d]);
     return loss;
   }
-  for (std::size_t d = 0; d < n; ++d) locals_[d].model->finish_backward(passes[d]);
+  for (std::size_t d = 0; d < n; ++d) local(d).model->finish_backward(passes[d]);
   IciCommunicator::Buffers grads;
-  for (std::size_t d = 0; d < n; ++d) grads.push_back(locals_[d].model->unit_gradients(-1));
-  reductions.push_back(comm_->reduce_scatter(splits_.front(), std::move(grads), grad_shards_, scale,
-                                             markers(), "reduce-scatter " + unit_name(-1)));
+  for (std::size_t d = 0; d < n; ++d) grads.push_back(local(d).model->unit_gradients(-1));
+  reductions.push_back(lane.comm->reduce_scatter(lane.splits.front(), std::move(grads), lane_grad_shards, scale,
+                                                 markers(), "reduce-scatter " + unit_name(-1)));
   for (const Pending& p : reductions) p.wait();
+  return loss;
+}
+
+models::LossStats FsdpStep::run_lanes(const std::function<models::LossStats(Lane&)>& pass) {
+  std::vector<models::LossStats> stats(lanes_.size());
+  if (tensors_) {
+    tensors_->run_threads(lanes_.size(), [&](std::size_t i) { stats[i] = pass(lanes_[i]); });
+  } else {
+    stats[0] = pass(lanes_[0]);
+  }
+  models::LossStats loss;  // every lane computed the same rows' loss: counted once, on tensor rank 0
+  for (std::size_t i = 0; i < lanes_.size(); ++i) {
+    if (lanes_[i].tensor_rank == 0) loss += stats[i];
+  }
   return loss;
 }
 
 models::LossStats FsdpStep::run_step(const inputs::Batch& batch, double lr, double loss_scale,
                                      models::OptimizerStepStats& opt) {
-  std::vector<inputs::Batch> rows;
-  for (std::size_t d = 0; d < locals_.size(); ++d) rows.push_back(device_rows(batch, static_cast<int>(d), options_.step.device_batch));
-  const models::LossStats loss = run_pass(rows, true);
-  // The norm counts each shard once: devices of ICI data index 0 on processes of DCN data index 0.
+  const models::LossStats loss = run_lanes([&](Lane& lane) {
+    // Lane member k runs rows group k of this process's batch (with a tensor axis, the rows of
+    // tensor group k, which the other lanes' member k shares).
+    std::vector<inputs::Batch> rows;
+    const int per = batch.batch / static_cast<int>(lane.devices.size());
+    for (std::size_t k = 0; k < lane.devices.size(); ++k) rows.push_back(device_rows(batch, static_cast<int>(k), per));
+    return run_pass(lane, rows, true);
+  });
+  // The norm counts each shard once: devices of ICI data index 0 on processes of DCN data index 0
+  // (with a tensor axis, without the replicated tensors of ranks other than 0: counted_).
   const bool counting_process = options_.mesh.dcn_coord(world_.rank(), MeshAxis::kData) == 0;
   std::vector<models::AdamShard> shards;
   for (std::size_t d = 0; d < locals_.size(); ++d) {
     const bool counted = counting_process && options_.mesh.ici_coord(static_cast<int>(d), MeshAxis::kData) == 0;
-    shards.push_back({locals_[d].adam.get(), &param_shards_[d], &grad_shards_[d], counted});
+    shards.push_back({locals_[d].adam.get(), &param_shards_[d], &grad_shards_[d], counted, counted_[d]});
   }
   opt = models::sharded_adam_step(shards, lr, loss_scale, [this](std::vector<double>& v) { world_.all_reduce_sum(v); });
   return loss;
 }
 
-models::LossStats FsdpStep::evaluate(const inputs::Batch& batch) { return run_pass({batch}, false); }
+models::LossStats FsdpStep::evaluate(const inputs::Batch& batch) {
+  return run_lanes([&](Lane& lane) { return run_pass(lane, {batch}, false); });
+}
+
+void FsdpStep::set_tracing(bool on) {
+  trace_queues(on, nullptr);
+  for (Lane& lane : lanes_) lane.comm->ici().set_tracing(on);
+  if (tensors_) tensors_->set_tracing(on);
+}
+
+std::vector<TraceEvent> FsdpStep::take_trace(const std::vector<std::int64_t>& offsets, long step) {
+  std::vector<TraceEvent> events = collect_trace(offsets, step, &lanes_.front().comm->ici());
+  for (std::size_t i = 1; i < lanes_.size(); ++i) {
+    collectives::IciCommunicator& ici = lanes_[i].comm->ici();
+    ici.set_tracing(false);
+    for (const auto& c : ici.take_trace()) {
+      events.push_back({fmt::format("lane {} {} (step {})", i, c.name, step), "communication", c.start_ns, c.end_ns});
+    }
+  }
+  if (tensors_) tensors_->append_trace(events, step);
+  return events;
+}
 
 }  // namespace paxocl::scheduler

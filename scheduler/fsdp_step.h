@@ -15,13 +15,20 @@
 // Without overlap every collective is waited for when issued and nothing is prefetched.
 // The sums run in the same order as DataParallelStep's: the same gradients; only the gradient
 // norm's summation order differs (fp32 rounding).
+// With a tensor axis (tensor parallelism, models/tensor_split.h) each device holds its tensor
+// rank's parts of the model, and FSDP shards those parts: the devices of one tensor index form a
+// lane with its own shard plan and FsdpCommunicator, running the program above; the lanes run on
+// threads of their own (their devices' passes wait for each other inside, TensorGroups). Images
+// and checkpoints are then whole-model images assembled from every lane's shards.
 #pragma once
 
 #include <optional>
 
 #include "collectives/fsdp_communicator.h"
 #include "models/shard_plan.h"
+#include "models/tensor_split.h"
 #include "scheduler/step_program.h"
+#include "scheduler/tensor_groups.h"
 
 namespace paxocl::scheduler {
 
@@ -41,32 +48,51 @@ class FsdpStep : public StepProgram {
   models::LossStats run_step(const inputs::Batch& batch, double lr, double loss_scale,
                              models::OptimizerStepStats& opt) override;
   models::LossStats evaluate(const inputs::Batch& batch) override;
-  bool evaluation_is_collective() const override { return options_.mesh.dcn_size(device::MeshAxis::kFsdp) > 1; }
+  bool evaluation_is_collective() const override {
+    return options_.mesh.dcn_size(device::MeshAxis::kFsdp) > 1 || options_.mesh.dcn_size(device::MeshAxis::kTensor) > 1;
+  }
+  const models::ParameterLayout& layout() const override {
+    return global_layout_ ? *global_layout_ : StepProgram::layout();
+  }
   bool communicates() const override { return true; }
   long steps_skipped() const override { return locals_.front().adam->steps_skipped(); }
   // Shards x 4 (parameters, gradients, moments) + the resident units x 2 (parameters, gradients).
   std::size_t state_bytes_per_device() const override;
-  void set_tracing(bool on) override { trace_queues(on, &comm_->ici()); }
-  std::vector<TraceEvent> take_trace(const std::vector<std::int64_t>& offsets, long step) override {
-    return collect_trace(offsets, step, &comm_->ici());
-  }
+  void set_tracing(bool on) override;
+  std::vector<TraceEvent> take_trace(const std::vector<std::int64_t>& offsets, long step) override;
 
-  const models::ShardPlan& plan() const { return *plan_; }
+  const models::ShardPlan& plan() const { return *lanes_.front().plan; }
 
  private:
-  // The forward (and with `train` the backward) of `rows[d]` on local devices 0 .. rows.size()-1.
-  models::LossStats run_pass(const std::vector<inputs::Batch>& rows, bool train);
-  collectives::Pending gather(int block, std::size_t devices, collectives::IciCommunicator::Events wait_for);
-  std::vector<device::Event> compute_markers(std::size_t devices);  // now, on devices 0 .. devices-1 (flushed)
+  // One tensor index's devices of this process (every device without a tensor axis), sharding
+  // their parts of the model over fsdp.
+  struct Lane {
+    std::vector<std::size_t> devices;  // local indices, [data, fsdp] row-major
+    int tensor_rank = 0;
+    std::unique_ptr<models::ShardPlan> plan;
+    std::vector<collectives::UnitSplit> splits;  // per unit (block + 1)
+    std::unique_ptr<collectives::FsdpCommunicator> comm;
+    std::unique_ptr<models::TensorSplit> tensor_split;  // tensor axis: whole image <-> the lane's parts
+  };
+  // The forward (and with `train` the backward) of `rows[k]` on the lane's devices 0 .. rows.size()-1.
+  models::LossStats run_pass(Lane& lane, const std::vector<inputs::Batch>& rows, bool train);
+  // Every lane (on threads of their own with a tensor axis); the loss counted on tensor rank 0.
+  models::LossStats run_lanes(const std::function<models::LossStats(Lane&)>& pass);
+  collectives::Pending gather(Lane& lane, int block, std::size_t devices, collectives::IciCommunicator::Events wait_for);
+  std::vector<device::Event> compute_markers(const Lane& lane, std::size_t devices);  // now, flushed
+  // Tensor axis: a whole-model image of per-device shard buffers (parameters or moments), collective.
+  std::vector<float> assemble(const std::function<const models::FloatBuffer&(std::size_t)>& shards);
 
   StepOptions options_;
   const collectives::ProcessWorld& world_;
   int process_ = 0;  // this process's DCN fsdp index
   int slots_ = 1;
-  std::unique_ptr<models::ShardPlan> plan_;
-  std::vector<collectives::UnitSplit> splits_;  // per unit (block + 1)
-  std::unique_ptr<collectives::FsdpCommunicator> comm_;
+  std::vector<Lane> lanes_;
+  std::vector<int> fsdp_index_;  // per local device: its ICI fsdp coordinate (its shard of the chunk)
   std::vector<models::FloatBuffer> param_shards_, grad_shards_;  // per local device
+  std::unique_ptr<TensorGroups> tensors_;                     // tensor axis only
+  std::unique_ptr<models::ParameterLayout> global_layout_;   // tensor axis only: the whole model's
+  std::vector<std::vector<models::AdamOptimizer::Segment>> counted_;  // tensor axis: per device, its norm's
 };
 
 }  // namespace paxocl::scheduler

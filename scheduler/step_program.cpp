@@ -59,10 +59,17 @@ std::vector<TraceEvent> StepProgram::collect_trace(const std::vector<std::int64_
 }
 
 std::unique_ptr<models::Model> StepProgram::build_model(kernels::DeviceRuntime& runtime, const StepOptions& options,
-                                                       int resident_block_slots) {
+                                                       int resident_block_slots, models::TensorShard shard) {
+  const int rows = options.step.device_batch * options.mesh.ici_size(device::MeshAxis::kTensor);
   return models::build_model(
       runtime, options.model,
-      models::ModelOptions{static_cast<std::size_t>(options.step.device_batch), 0, 64u << 20, resident_block_slots});
+      models::ModelOptions{static_cast<std::size_t>(rows), 0, 64u << 20, resident_block_slots, shard});
+}
+
+std::vector<kernels::DeviceRuntime*> StepProgram::runtimes() const {
+  std::vector<kernels::DeviceRuntime*> out;
+  for (const Local& l : locals_) out.push_back(l.runtime.get());
+  return out;
 }
 
 inputs::Batch StepProgram::device_rows(const inputs::Batch& batch, int device, int device_batch) {
@@ -83,10 +90,10 @@ StepOptions StepOptions::of(const config::JobConfig& job, const device::Mesh& me
 std::unique_ptr<StepProgram> make_step_program(const std::vector<device::DeviceInfo>& selected,
                                                device::ProgramCache& cache, const collectives::ProcessWorld& world,
                                                const StepOptions& options) {
+  if (options.mesh.size(device::MeshAxis::kFsdp) > 1) return std::make_unique<FsdpStep>(selected, cache, world, options);
   if (options.mesh.size(device::MeshAxis::kTensor) > 1) {
     return std::make_unique<TensorParallelStep>(selected, cache, world, options);
   }
-  if (options.mesh.size(device::MeshAxis::kFsdp) > 1) return std::make_unique<FsdpStep>(selected, cache, world, options);
   return std::make_unique<DataParallelStep>(selected, cache, world, options);
 }
 

@@ -2,7 +2,8 @@
 // processes: the compute of every device, the collectives between them, and the optimizer
 // update. TrainJob drives it; the programs are
 //   DataParallelStep (data_parallel_step.h): a full replica per device, gradients all-reduced;
-//   FsdpStep (fsdp_step.h): parameters, gradients and Adam state sharded along fsdp (ZeRO-3);
+//   FsdpStep (fsdp_step.h): parameters, gradients and Adam state sharded along fsdp (ZeRO-3), with
+//     a tensor axis too (each lane of one tensor index sharding its parts);
 //   TensorParallelStep (tensor_parallel_step.h): every tensor split over the tensor axis, data
 //     parallel along data.
 // Every program gives the same losses for the same global batch, up to fp32 reduction order.
@@ -104,9 +105,12 @@ class StepProgram {
   std::vector<TraceEvent> collect_trace(const std::vector<std::int64_t>& offsets, long step,
                                         collectives::IciCommunicator* communicator, const std::string& prefix = "");
   void trace_queues(bool on, collectives::IciCommunicator* communicator);
-  // The model of the options' architecture on `runtime` (FSDP residency: `resident_block_slots`).
+  // The model of the options' architecture on `runtime` (FSDP residency: `resident_block_slots`;
+  // tensor parallelism: the shard's parts, for the rows of a tensor group: device_batch x the
+  // tensor axis's devices in this process).
   static std::unique_ptr<models::Model> build_model(kernels::DeviceRuntime& runtime, const StepOptions& options,
-                                                    int resident_block_slots = 0);
+                                                    int resident_block_slots = 0, models::TensorShard shard = {});
+  std::vector<kernels::DeviceRuntime*> runtimes() const;
   // Rows [device * device_batch, +device_batch) of this process's batch.
   static inputs::Batch device_rows(const inputs::Batch& batch, int device, int device_batch);
 

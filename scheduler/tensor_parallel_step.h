@@ -21,11 +21,9 @@
 #include <vector>
 
 #include "collectives/gradient_averager.h"
-#include "collectives/mpi_communicator.h"
-#include "collectives/tensor_communicator.h"
 #include "models/tensor_split.h"
 #include "scheduler/step_program.h"
-#include "scheduler/tensor_group_member.h"
+#include "scheduler/tensor_groups.h"
 
 namespace paxocl::scheduler {
 
@@ -33,7 +31,6 @@ class TensorParallelStep : public StepProgram {
  public:
   TensorParallelStep(const std::vector<device::DeviceInfo>& devices, device::ProgramCache& cache,
                      const collectives::ProcessWorld& world, const StepOptions& options);
-  ~TensorParallelStep() override;
 
   const models::ParameterLayout& layout() const override { return *global_layout_; }
   void load_parameters(std::span<const float> flat) override;
@@ -54,32 +51,19 @@ class TensorParallelStep : public StepProgram {
   std::vector<TraceEvent> take_trace(const std::vector<std::int64_t>& offsets, long step) override;
 
  private:
-  struct Place {           // a local device's place on the mesh
-    int tensor_rank = 0;   // its part of the model
-    int group = 0;         // its tensor group among this process's (the local data index)
-    int member = 0;        // its index among the group's local devices
-    bool first_replica = false;  // data coordinate 0: its parts stand for every replica's
-  };
-  // Runs `pass(d)` for every local device d in [0, count) on threads of their own; a failing one
-  // aborts the tensor groups (so no other waits forever) and its error is rethrown here.
-  void on_device_threads(std::size_t count, const std::function<void(std::size_t)>& pass);
-  // Whole-model images of the given per-device buffers (parameters or moments), collective.
+  // Whole-model images of per-device buffers (parameters or moments), collective.
   std::vector<float> assemble(const std::function<std::vector<float>(std::size_t)>& local_image);
-  // The state's buffers back on the host, on this device's layout.
-  std::vector<float> read_buffer(std::size_t d, const models::FloatBuffer& b) const;
+  std::vector<float> read_buffer(std::size_t d, const models::FloatBuffer& b) const;  // on d's layout
 
   StepOptions options_;
   const collectives::ProcessWorld& world_;
   int rank_ = 0;
   std::unique_ptr<models::ParameterLayout> global_layout_;  // the whole model's (images, checkpoints)
-  std::vector<Place> places_;
-  std::vector<std::unique_ptr<models::TensorSplit>> splits_;
+  std::unique_ptr<TensorGroups> tensors_;
+  std::vector<std::unique_ptr<models::TensorSplit>> splits_;          // per local device
   std::vector<std::vector<models::AdamOptimizer::Segment>> counted_;  // per device: its norm's ranges
-  std::vector<std::unique_ptr<collectives::TensorCommunicator>> tensor_comms_;  // per local tensor group
-  std::vector<std::unique_ptr<TensorGroupMember>> members_;                    // per local device
-  std::vector<std::unique_ptr<collectives::GradientAverager>> averagers_;      // per local tensor rank
+  std::vector<std::unique_ptr<collectives::GradientAverager>> averagers_;  // per local data group
   std::vector<int> averager_of_;  // per local device: index into averagers_, -1 without replicas
-  std::unique_ptr<collectives::MpiCommunicator> job_group_;   // every process (whole images)
 };
 
 }  // namespace paxocl::scheduler

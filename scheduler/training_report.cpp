@@ -43,7 +43,9 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
   const int fsdp = job.mesh.along(device::MeshAxis::kFsdp), tensor = job.mesh.along(device::MeshAxis::kTensor),
             data = job.mesh.along(device::MeshAxis::kData);
   std::string layout = "data parallel";
-  if (tensor > 1) {
+  if (tensor > 1 && fsdp > 1) {
+    layout = fmt::format("FSDP and tensor parallel (fsdp {} x tensor {} x data {})", fsdp, tensor, data);
+  } else if (tensor > 1) {
     layout = fmt::format("tensor parallel (tensor {} x data {})", tensor, data);
   } else if (fsdp > 1) {
     layout = fmt::format("FSDP (fsdp {} x data {})", fsdp, data);

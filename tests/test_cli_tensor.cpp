@@ -66,6 +66,20 @@ TEST_F(CliTensor, GptLayoutsMatchOneDevice) {
   train(kMpirun, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,1,2] --fdl.DCN_MESH_SHAPE=[2,1,1]", "hybrid");
   expect_close("hybrid", want, "ICI [1,1,2] x DCN [2,1,1]");
 
+  // All three axes: FSDP shards each tensor rank's parts (its gathers and reduce-scatters along
+  // fsdp, tensor sums along tensor, data-parallel averaging along data).
+  const auto three = train(kFourDevices, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,2,2]", "ici122");
+  EXPECT_NE(three.out.find("FSDP and tensor parallel (fsdp 2 x tensor 2 x data 1) over 4 device(s)"), std::string::npos)
+      << three.out;
+  expect_close("ici122", want, "ICI [1,2,2]");
+  train(kMpirun, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,1,2] --fdl.DCN_MESH_SHAPE=[1,2,1]", "fsdp_dcn");
+  expect_close("fsdp_dcn", want, "ICI [1,1,2] x DCN [1,2,1]");
+  train(kMpirun, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,2,1] --fdl.DCN_MESH_SHAPE=[1,1,2]", "tp_dcn");
+  expect_close("tp_dcn", want, "ICI [1,2,1] x DCN [1,1,2]");
+  train(kMpirun + kFourDevices, kGpt,
+        " --fdl.PERCORE_BATCH_SIZE=1 --fdl.ICI_MESH_SHAPE=[1,2,2] --fdl.DCN_MESH_SHAPE=[2,1,1]", "all8");
+  expect_close("all8", want, "ICI [1,2,2] x DCN [2,1,1]");
+
   // The tensor group's sums are on the trace's communication track.
   std::ifstream in(dir_.path() / "ici2" / "trace.json");
   const nlohmann::json trace = nlohmann::json::parse(in);
@@ -114,6 +128,11 @@ TEST_F(CliTensor, CheckpointsMoveBetweenTensorParallelAndOneDevice) {
         "from_dcn");
   train("", kGpt, ckpt + " --devices=0 --fdl.PERCORE_BATCH_SIZE=8", "from_dcn");
   expect_close("from_dcn", want, "DCN [1,1,2] -> 1 device", 6);
+  // Saved with FSDP sharding every tensor rank's parts, resumed on one device.
+  train(kFourDevices, kGpt, ckpt + " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,2,2] --fdl.MAX_STEPS=5",
+        "from_three");
+  train("", kGpt, ckpt + " --devices=0 --fdl.PERCORE_BATCH_SIZE=8", "from_three");
+  expect_close("from_three", want, "ICI [1,2,2] -> 1 device", 6);
 }
 
 TEST_F(CliTensor, ImpossibleLayoutsAreOneLineErrors) {
