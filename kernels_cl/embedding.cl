@@ -2,14 +2,20 @@
 // weights as read (the step's copy) are act_t (kernels_cl/dtype.cl); gradients of the float32
 // parameters are float and summed in float.
 
-// out[bt, c] = wte[ids[bt], c] + wpe[t, c]                 out: (B*T, C)  wte: (Vp, C)  wpe: (maxT, C)
+// out[bt, c] = wte[ids[bt] - vocab_begin, c] + wpe[t, c]   out: (B*T, C)  wte: (vocab_rows, C)  wpe: (maxT, C)
+// wte holds rows [vocab_begin, vocab_begin + vocab_rows) of the vocabulary (a tensor-parallel
+// shard); a token outside them adds nothing (another device adds its row). The unsigned
+// difference wraps for ids below vocab_begin, so one comparison tests both ends.
 __kernel void embedding_forward(__global act_t* out, __global const int* ids, __global const act_t* wte,
                                 __global const act_t* wpe, const uint T, const uint C, const uint n,
-                                const uint pos0, const uint wpe_row_stride) {
+                                const uint pos0, const uint wpe_row_stride, const uint vocab_begin,
+                                const uint vocab_rows) {
   const uint i = get_global_id(0);
   if (i >= n) return;
   const uint bt = i / C, c = i % C;
-  act_store(out, i, act_load(wte, (size_t)ids[bt] * C + c) + act_load(wpe, (size_t)(bt % T + pos0) * wpe_row_stride + c));
+  const uint row = (uint)ids[bt] - vocab_begin;
+  const float token = row < vocab_rows ? act_load(wte, (size_t)row * C + c) : 0.0f;
+  act_store(out, i, token + act_load(wpe, (size_t)(bt % T + pos0) * wpe_row_stride + c));
 }
 
 // dwpe[t, c] += sum_b dout[b, t, c], summed in order of b (deterministic).   dwpe: (T, C)

@@ -1,17 +1,25 @@
 // CPU variant of embedding.cl (PoCL): rows with float16 vectors; act_t as in embedding.cl.
 
-// One row bt per work-item (n = B*T*C as in the portable kernel).
+// One row bt per work-item (n = B*T*C as in the portable kernel). A token outside wte's rows
+// [vocab_begin, vocab_begin + vocab_rows) gets the position row alone, as in the portable kernel.
 __kernel void embedding_forward(__global act_t* out, __global const int* ids, __global const act_t* wte,
                                 __global const act_t* wpe, const uint T, const uint C, const uint n,
-                                const uint pos0, const uint wpe_row_stride) {
+                                const uint pos0, const uint wpe_row_stride, const uint vocab_begin,
+                                const uint vocab_rows) {
   const uint bt = get_global_id(0);
   if (bt * C >= n) return;
-  __global const act_t* te = wte + (size_t)ids[bt] * C;
+  const uint row = (uint)ids[bt] - vocab_begin;  // wraps for ids below vocab_begin
   __global const act_t* pe = wpe + (size_t)(bt % T + pos0) * wpe_row_stride;
   __global act_t* o = out + (size_t)bt * C;
   uint c = 0;
-  for (; c + 16 <= C; c += 16) act_store16(o + c, act_load16(te + c) + act_load16(pe + c));
-  for (; c < C; ++c) act_store(o, c, act_load(te, c) + act_load(pe, c));
+  if (row < vocab_rows) {
+    __global const act_t* te = wte + (size_t)row * C;
+    for (; c + 16 <= C; c += 16) act_store16(o + c, act_load16(te + c) + act_load16(pe + c));
+    for (; c < C; ++c) act_store(o, c, act_load(te, c) + act_load(pe, c));
+  } else {
+    for (; c + 16 <= C; c += 16) act_store16(o + c, act_load16(pe + c));
+    for (; c < C; ++c) act_store(o, c, act_load(pe, c));
+  }
 }
 
 // dwpe (T*C) += sum over b of dout: 16 consecutive elements per work-item, b in order.

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
+
 namespace paxocl::kernels {
 
 namespace {
@@ -50,12 +53,16 @@ EmbeddingKernels::EmbeddingKernels(device::ProgramCache& cache, device::Device& 
       act_(act) {}
 
 void EmbeddingKernels::forward(ActBuffer& out, const IntBuffer& ids, const ActBuffer& wte, const ActBuffer& wpe,
-                               std::size_t B, std::size_t T, std::size_t C, std::size_t pos0, bool positions) {
+                               std::size_t B, std::size_t T, std::size_t C, std::size_t pos0, bool positions,
+                               std::size_t vocab_begin, std::size_t vocab_rows) {
   require_act(act_, "embedding_forward", out, wte, wpe);
+  if (vocab_rows != SIZE_MAX) require_count("embedding_forward", vocab_rows * C, wte);
   const std::size_t n = B * T * C;
+  // The whole table (SIZE_MAX rows) as the kernel's uint: every non-negative int id is below it.
+  const std::size_t rows = std::min<std::size_t>(vocab_rows, std::numeric_limits<cl_uint>::max());
   // Without positions every row reads wpe's first row (stride 0), which the caller keeps zero.
   set_.launch("embedding_forward", set_.cpu_variant() ? B * T : n, out, ids, wte, wpe, u32(T), u32(C), u32(n),
-              u32(pos0), u32(positions ? C : 0));
+              u32(pos0), u32(positions ? C : 0), u32(vocab_begin), u32(rows));
 }
 
 void EmbeddingKernels::backward_wpe(FloatBuffer& dwpe, const ActBuffer& dout, std::size_t B, std::size_t T,

@@ -10,6 +10,8 @@
 // FloatBuffers, and every kernel computes in float32.
 #pragma once
 
+#include <cstdint>
+
 #include "device/typed_buffer.h"
 #include "kernels_cl/kernel_set.h"
 
@@ -24,8 +26,12 @@ class EmbeddingKernels {
   EmbeddingKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
   // out (B*T, C) = wte[ids] + wpe[pos0 + t]               ids (B*T), wte (Vp, C), wpe (maxT, C)
   // positions = false: wpe[0] for every row instead (a zero row: a model without a position table).
+  // A vocabulary shard (tensor parallelism): wte (vocab_rows, C) holds rows [vocab_begin,
+  // vocab_begin + vocab_rows) of the table, read at ids - vocab_begin; a token outside them adds
+  // nothing (its row is the position part alone). The defaults are the whole table.
   void forward(ActBuffer& out, const IntBuffer& ids, const ActBuffer& wte, const ActBuffer& wpe, std::size_t B,
-               std::size_t T, std::size_t C, std::size_t pos0 = 0, bool positions = true);
+               std::size_t T, std::size_t C, std::size_t pos0 = 0, bool positions = true,
+               std::size_t vocab_begin = 0, std::size_t vocab_rows = SIZE_MAX);
   // dwpe (T, C) += sum over the batch of dout (B, T, C)
   void backward_wpe(FloatBuffer& dwpe, const ActBuffer& dout, std::size_t B, std::size_t T, std::size_t C);
   // dwte[tokens[u]] += sum of dout rows positions[starts[u] .. starts[u+1])   (U unique tokens)

@@ -5,6 +5,7 @@
 // optimizer tests for float32 only.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <numeric>
 
@@ -159,6 +160,44 @@ TEST_P(ActKernelTest, EmbeddingForwardAndDeterministicBackward) {
     if (run == 0) first = got;
     else EXPECT_EQ(got, first) << "embedding backward must be bit-reproducible";
   }
+}
+
+// A tensor-parallel shard of the table: wte's rows [13, 24) of a 41-row vocabulary. Ids at both
+// ends of the range, just outside it on both sides, far outside, repeated; C = 19 takes the CPU
+// twin's 16-wide path and its tail. A token outside the range adds nothing to its row. The shard's
+// buffer runs on with the table's later rows, so reading past the range would add a real row.
+TEST_P(ActKernelTest, EmbeddingForwardReadsOnlyItsVocabularyRange) {
+  const std::size_t B = 3, T = 5, C = 19, Vp = 41, maxT = 7, begin = 13, rows = 11;
+  const std::vector<int> ids = {13, 23, 24, 12, 0, 40, 17, 17, 13, 30, 20, 5, 23, 14, 24};
+  const auto wte = in(random(Vp * C, 71)), wpe = in(random(maxT * C, 72));
+  const std::vector<double> shard(wte.begin() + static_cast<std::ptrdiff_t>(begin * C), wte.end());
+  auto shard_b = act(shard), wpe_b = act(wpe), out = act_zeros(B * T * C);
+  auto ids_b = upload_ints(ids);
+  // out[bt] = (wte[id] if begin <= id < begin + rows, else 0) + table[pos0 + t] (table[0] without
+  // positions), in double.
+  auto reference = [&](const std::vector<double>& table, std::size_t pos0, bool positions) {
+    std::vector<double> want(B * T * C, 0.0);
+    for (std::size_t bt = 0; bt < B * T; ++bt) {
+      const auto id = static_cast<std::size_t>(ids[bt]);
+      const bool held = id >= begin && id < begin + rows;
+      const std::size_t position = positions ? bt % T + pos0 : 0;
+      for (std::size_t c = 0; c < C; ++c) want[bt * C + c] = (held ? wte[id * C + c] : 0.0) + table[position * C + c];
+    }
+    return want;
+  };
+  kernels_->embedding.forward(out, ids_b, shard_b, wpe_b, B, T, C, 0, true, begin, rows);
+  expect_close(download(out, B * T * C), reference(wpe, 0, true), stored({0, 1e-6}), "embedding shard");
+  kernels_->embedding.forward(out, ids_b, shard_b, wpe_b, B, T, C, 2, true, begin, rows);
+  expect_close(download(out, B * T * C), reference(wpe, 2, true), stored({0, 1e-6}),
+               "embedding shard from position 2");
+  // Without positions every row reads wpe's first row, which the caller keeps zero: a row outside
+  // the range is all zeros.
+  std::vector<double> zero_first_row(wpe);
+  std::fill_n(zero_first_row.begin(), C, 0.0);
+  auto zero_first_row_b = act(zero_first_row);
+  kernels_->embedding.forward(out, ids_b, shard_b, zero_first_row_b, B, T, C, 0, false, begin, rows);
+  expect_close(download(out, B * T * C), reference(zero_first_row, 0, false), Tol{0, 0},
+               "embedding shard without positions");
 }
 
 // Plain and with the residual fusion (sum = x + delta normalised; dresidual added to dx).
