@@ -22,6 +22,7 @@ struct KernelLibrary {
         attention(cache, device, act),
         rope(cache, device, act),
         cross_entropy(cache, device, act),
+        vocab_parallel(cache, device, act),
         residual(cache, device, act),
         cast(cache, device, act),
         optimizer(cache, device),
@@ -39,6 +40,7 @@ struct KernelLibrary {
   AttentionKernels attention;
   RopeKernels rope;
   CrossEntropyKernels cross_entropy;
+  VocabParallelKernels vocab_parallel;
   ResidualKernels residual;
   CastKernels cast;
   OptimizerKernels optimizer;

@@ -45,6 +45,13 @@ void require_range(const char* kernel, std::size_t offset, std::size_t count, st
                                   std::min(a, b)));
   }
 }
+
+// A vocabulary block's real columns (the rest padding) cannot outnumber its columns.
+void require_real_columns(const char* kernel, std::size_t real, std::size_t Vl) {
+  if (real > Vl) {
+    throw ConfigError(fmt::format("{}: {} real vocabulary columns exceed the block's {} columns", kernel, real, Vl));
+  }
+}
 }  // namespace
 
 EmbeddingKernels::EmbeddingKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
@@ -262,6 +269,43 @@ void CrossEntropyKernels::softmax_cross_entropy(ActBuffer& logits, FloatBuffer& 
   require_act(act_, "softmax_cross_entropy", logits);
   set_.launch("softmax_cross_entropy", N, logits, losses, correct, targets, weights, u32(N), u32(V), u32(Vp),
               inv_weight_sum);
+}
+
+VocabParallelKernels::VocabParallelKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
+    : set_(act_program(cache, device, "vocab_parallel", {"vocab_parallel_partial_stats", "vocab_parallel_finish"},
+                       act)),
+      act_(act) {}
+
+void VocabParallelKernels::partial_stats(const ActBuffer& logits, FloatBuffer& partials, const IntBuffer& targets,
+                                         std::size_t N, std::size_t Vl, std::size_t real, std::size_t vocab_begin,
+                                         std::size_t rank) {
+  constexpr const char* kKernel = "vocab_parallel_partial_stats";
+  require_act(act_, kKernel, logits);
+  require_real_columns(kKernel, real, Vl);
+  // P is not an argument here: partials' length says how many row blocks it has.
+  const std::size_t blocks = N == 0 ? rank + 1 : partials.count() / (3 * N);
+  if (rank >= blocks) {
+    throw ConfigError(fmt::format("{}: rank {} is past the {} row blocks of partials ({} floats for {} rows)", kKernel,
+                                  rank, blocks, partials.count(), N));
+  }
+  require_count(kKernel, N * Vl, logits);
+  require_count(kKernel, N, targets);
+  set_.launch(kKernel, N, logits, partials, targets, u32(N), u32(Vl), u32(real), u32(vocab_begin), u32(rank));
+}
+
+void VocabParallelKernels::finish(ActBuffer& logits, const FloatBuffer& partials, FloatBuffer& losses,
+                                  FloatBuffer& correct, const IntBuffer& targets, const FloatBuffer& weights,
+                                  std::size_t N, std::size_t Vl, std::size_t real, std::size_t vocab_begin,
+                                  std::size_t P, float inv_weight_sum) {
+  constexpr const char* kKernel = "vocab_parallel_finish";
+  require_act(act_, kKernel, logits);
+  require_real_columns(kKernel, real, Vl);
+  if (P == 0) throw ConfigError(fmt::format("{}: P = 0 devices; the vocabulary needs at least one", kKernel));
+  require_count(kKernel, N * Vl, logits);
+  require_count(kKernel, P * N * 3, partials);
+  require_count(kKernel, N, losses, correct, targets, weights);
+  set_.launch(kKernel, N, logits, partials, losses, correct, targets, weights, u32(N), u32(Vl), u32(real),
+              u32(vocab_begin), u32(P), inv_weight_sum);
 }
 
 ResidualKernels::ResidualKernels(device::ProgramCache& cache, device::Device& device, device::DType act)

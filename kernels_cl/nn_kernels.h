@@ -195,6 +195,39 @@ class CrossEntropyKernels {
   device::DType act_;
 };
 
+// Softmax cross-entropy over a vocabulary split by columns over P devices (tensor parallelism):
+// device `rank` holds the logits of columns [vocab_begin, vocab_begin + Vl) of the padded
+// vocabulary, the first `real` of them real tokens, the rest padding. Two passes around one
+// collective reproduce CrossEntropyKernels::softmax_cross_entropy on the whole row without any
+// device holding it: partial_stats writes this device's (max, sum of exp, target logit) per row
+// into its row block of partials (P, N, 3); the caller sums partials over the P devices (each
+// block is zero elsewhere, so the sum is an all-gather); finish combines them into the logsumexp
+// and turns this device's logits into their gradient. One difference: a target that ties the
+// row's maximum counts as correct (the single-device kernel takes the first maximum).
+// Bad sizes (real > Vl, a rank past partials' row blocks, P = 0) throw ConfigError.
+class VocabParallelKernels {
+ public:
+  VocabParallelKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
+  // logits (N, Vl); partials (P, N, 3) float, only block `rank` written: for each row n
+  //   [rank, n, 0] = max over the real local columns (-FLT_MAX when real == 0)
+  //   [rank, n, 1] = sum over them of exp(logit - that max) (0 when real == 0)
+  //   [rank, n, 2] = the target's logit if vocab_begin <= targets[n] < vocab_begin + real, else 0
+  void partial_stats(const ActBuffer& logits, FloatBuffer& partials, const IntBuffer& targets, std::size_t N,
+                     std::size_t Vl, std::size_t real, std::size_t vocab_begin, std::size_t rank);
+  // With every device's partials (P, N, 3): M = max_r m_r, S = sum_r s_r exp(m_r - M),
+  // lse = M + log S, t = sum_r t_r (the target's logit: exactly one device holds it);
+  //   losses (N)  = w * (lse - t),   correct (N) = w if t >= M, else 0
+  //   logits (N, Vl) <- w * inv_weight_sum * (exp(logit - lse) - [vocab_begin + v == target]) for
+  //   v < real, 0 for v >= real        (in place: dlogits)
+  void finish(ActBuffer& logits, const FloatBuffer& partials, FloatBuffer& losses, FloatBuffer& correct,
+              const IntBuffer& targets, const FloatBuffer& weights, std::size_t N, std::size_t Vl, std::size_t real,
+              std::size_t vocab_begin, std::size_t P, float inv_weight_sum);
+
+ private:
+  KernelSet set_;
+  device::DType act_;
+};
+
 // The residual add of a transformer block: out (n) = a + b, summed in float, rounded once.
 class ResidualKernels {
  public:
