@@ -5,7 +5,9 @@
 // optimizer tests for float32 only.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include "models/layers/causal_attention.h"
@@ -159,6 +161,44 @@ TEST_P(ActKernelTest, EmbeddingForwardAndDeterministicBackward) {
     if (run == 0) first = got;
     else EXPECT_EQ(got, first) << "embedding backward must be bit-reproducible";
   }
+}
+
+// A tensor-parallel shard of the table: wte's rows [13, 24) of a 41-row vocabulary. Ids at both
+// ends of the range, just outside it on both sides, far outside, repeated; C = 19 takes the CPU
+// twin's 16-wide path and its tail. A token outside the range adds nothing to its row. The shard's
+// buffer runs on with the table's later rows, so reading past the range would add a real row.
+TEST_P(ActKernelTest, EmbeddingForwardReadsOnlyItsVocabularyRange) {
+  const std::size_t B = 3, T = 5, C = 19, Vp = 41, maxT = 7, begin = 13, rows = 11;
+  const std::vector<int> ids = {13, 23, 24, 12, 0, 40, 17, 17, 13, 30, 20, 5, 23, 14, 24};
+  const auto wte = in(random(Vp * C, 71)), wpe = in(random(maxT * C, 72));
+  const std::vector<double> shard(wte.begin() + static_cast<std::ptrdiff_t>(begin * C), wte.end());
+  auto shard_b = act(shard), wpe_b = act(wpe), out = act_zeros(B * T * C);
+  auto ids_b = upload_ints(ids);
+  // out[bt] = (wte[id] if begin <= id < begin + rows, else 0) + table[pos0 + t] (table[0] without
+  // positions), in double.
+  auto reference = [&](const std::vector<double>& table, std::size_t pos0, bool positions) {
+    std::vector<double> want(B * T * C, 0.0);
+    for (std::size_t bt = 0; bt < B * T; ++bt) {
+      const auto id = static_cast<std::size_t>(ids[bt]);
+      const bool held = id >= begin && id < begin + rows;
+      const std::size_t position = positions ? bt % T + pos0 : 0;
+      for (std::size_t c = 0; c < C; ++c) want[bt * C + c] = (held ? wte[id * C + c] : 0.0) + table[position * C + c];
+    }
+    return want;
+  };
+  kernels_->embedding.forward(out, ids_b, shard_b, wpe_b, B, T, C, 0, true, begin, rows);
+  expect_close(download(out, B * T * C), reference(wpe, 0, true), stored({0, 1e-6}), "embedding shard");
+  kernels_->embedding.forward(out, ids_b, shard_b, wpe_b, B, T, C, 2, true, begin, rows);
+  expect_close(download(out, B * T * C), reference(wpe, 2, true), stored({0, 1e-6}),
+               "embedding shard from position 2");
+  // Without positions every row reads wpe's first row, which the caller keeps zero: a row outside
+  // the range is all zeros.
+  std::vector<double> zero_first_row(wpe);
+  std::fill_n(zero_first_row.begin(), C, 0.0);
+  auto zero_first_row_b = act(zero_first_row);
+  kernels_->embedding.forward(out, ids_b, shard_b, zero_first_row_b, B, T, C, 0, false, begin, rows);
+  expect_close(download(out, B * T * C), reference(zero_first_row, 0, false), Tol{0, 0},
+               "embedding shard without positions");
 }
 
 // Plain and with the residual fusion (sum = x + delta normalised; dresidual added to dx).
@@ -658,6 +698,197 @@ TEST_P(ActKernelTest, SoftmaxCrossEntropyWithPaddingAndWeights) {
   }
   EXPECT_NEAR(loss / wsum, ref.loss, 1e-5);
   expect_close(download(lb, N * Vp), ref.dlogits, stored({1e-6, 1e-4}), "dlogits");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vocabulary-parallel cross-entropy (kernels_cl/vocab_parallel.cl): one (N, Vp) logits matrix
+// split into P column blocks, as P devices hold it, run through both passes; the partials the
+// devices would all-reduce are one shared buffer here, each block's pass 1 writing its own rows.
+
+struct VocabParallelRun {
+  std::vector<std::vector<double>> losses, correct;  // per rank: (N), (N)
+  std::vector<double> dlogits;                       // (N, Vp), re-assembled from the P blocks
+};
+
+VocabParallelRun run_vocab_parallel(DeviceTest& t, const std::vector<double>& logits, std::size_t N, std::size_t V,
+                                    std::size_t Vp, std::size_t P, const std::vector<int>& targets,
+                                    const std::vector<double>& weights, double inv_weight_sum) {
+  const std::size_t Vl = Vp / P;
+  auto targets_b = t.upload_ints(targets);
+  auto weights_b = t.upload(weights);
+  auto partials = t.zeros(P * N * 3);  // (P, N, 3)
+  std::vector<device::TypedBuffer> blocks;
+  std::vector<std::size_t> reals;
+  for (std::size_t r = 0; r < P; ++r) {
+    std::vector<double> block(N * Vl);  // (N, Vl): columns [r Vl, (r + 1) Vl)
+    for (std::size_t n = 0; n < N; ++n)
+      for (std::size_t v = 0; v < Vl; ++v) block[n * Vl + v] = logits[n * Vp + r * Vl + v];
+    blocks.push_back(t.upload(t.act_dtype(), block));
+    reals.push_back(std::min(Vl, V - std::min(V, r * Vl)));
+    t.kernels_->vocab_parallel.partial_stats(blocks[r], partials, targets_b, N, Vl, reals[r], r * Vl, r);
+  }
+  // Pass 1 against its definition in double: the max and the target's logit are exact.
+  const auto stats = t.download(partials, P * N * 3);
+  for (std::size_t r = 0; r < P; ++r)
+    for (std::size_t n = 0; n < N; ++n) {
+      const double* row = &logits[n * Vp + r * Vl];
+      double mx = -std::numeric_limits<float>::max(), sum = 0, target = 0;
+      for (std::size_t v = 0; v < reals[r]; ++v) mx = std::max(mx, row[v]);
+      for (std::size_t v = 0; v < reals[r]; ++v) sum += std::exp(row[v] - mx);
+      const auto column = static_cast<std::size_t>(targets[n]);
+      if (column >= r * Vl && column < r * Vl + reals[r]) target = row[column - r * Vl];
+      const std::size_t at = (r * N + n) * 3;
+      EXPECT_EQ(stats[at], mx) << "max of rank " << r << " row " << n;
+      EXPECT_NEAR(stats[at + 1], sum, 1e-6 + 1e-5 * sum) << "sum of rank " << r << " row " << n;
+      EXPECT_EQ(stats[at + 2], target) << "target logit of rank " << r << " row " << n;
+    }
+  VocabParallelRun run{{}, {}, std::vector<double>(N * Vp, 0.0)};
+  for (std::size_t r = 0; r < P; ++r) {
+    auto losses = t.zeros(N), correct = t.zeros(N);
+    t.kernels_->vocab_parallel.finish(blocks[r], partials, losses, correct, targets_b, weights_b, N, Vl, reals[r],
+                                      r * Vl, P, static_cast<float>(inv_weight_sum));
+    run.losses.push_back(t.download(losses, N));
+    run.correct.push_back(t.download(correct, N));
+    const auto block = t.download(blocks[r], N * Vl);
+    for (std::size_t n = 0; n < N; ++n)
+      for (std::size_t v = 0; v < Vl; ++v) run.dlogits[n * Vp + r * Vl + v] = block[n * Vl + v];
+  }
+  return run;
+}
+
+// P = 1..4 blocks of Vp = 48 columns, V = 36 real: blocks of 48, 24, 16 and 12 columns, the last
+// one with 12, 4 or no real column (P = 4: a whole block of padding). (Vp itself is a multiple of
+// 16: cross_entropy_cpu.cl's float16 build crashes on PoCL when a row does not start 16-byte aligned.)
+// Against (a) the float64 full-vocabulary reference and (b) the single-device kernel on the
+// whole matrix. N = 1 and N = 19; a weight of 0; a target in the last real column (once the
+// row's maximum); a large logit in a padding column, which must not count; targets tying the
+// maximum with a later column and with an earlier one (the one place the two kernels differ: the
+// vocabulary-parallel one counts a tie as correct, the single-device one the first maximum).
+TEST_P(ActKernelTest, VocabParallelCrossEntropyMatchesTheWholeVocabulary) {
+  const std::size_t V = 36, Vp = 48;
+  for (std::size_t N : {std::size_t{1}, std::size_t{19}}) {
+    SCOPED_TRACE(fmt::format("N = {}", N));
+    auto logits = in(random(N * Vp, 23 + N, 3.0));
+    std::vector<int> targets(N);
+    std::vector<double> weights(N);
+    for (std::size_t n = 0; n < N; ++n) {
+      targets[n] = static_cast<int>((n * 7 + 3) % V);
+      weights[n] = 0.5 + 0.125 * static_cast<double>(n % 5);
+    }
+    targets[0] = V - 1;                     // the last real column
+    logits[Vp - 1] = 30.0;                  // padding: excluded from the softmax and the argmax
+    std::size_t earlier_tie = N;            // the row whose correct flag the kernels disagree on
+    if (N > 6) {
+      weights[1] = 0.0;
+      logits[2 * Vp + static_cast<std::size_t>(targets[2])] = 20.0;  // predicted
+      targets[3] = 10;                                               // ties with column 30 after it
+      logits[3 * Vp + 10] = logits[3 * Vp + 30] = 20.0;
+      logits[4 * Vp + 0] = 20.0;                                     // the maximum at the first column
+      targets[5] = V - 1;                                            // the last real column, predicted
+      logits[5 * Vp + V - 1] = 20.0;
+      earlier_tie = 6;                                               // ties with column 10 before it
+      targets[6] = 30;
+      logits[6 * Vp + 10] = logits[6 * Vp + 30] = 20.0;
+    }
+    double weight_sum = 0;
+    for (double w : weights) weight_sum += w;
+
+    const auto ref = softmax_cross_entropy(logits, static_cast<int>(N), static_cast<int>(Vp), static_cast<int>(V),
+                                           targets, weights);
+    std::vector<double> want_losses(N), want_correct(N);
+    for (std::size_t n = 0; n < N; ++n) {
+      want_losses[n] = weights[n] * ref.row_ce[n];
+      const double* row = &logits[n * Vp];
+      want_correct[n] = row[targets[n]] >= *std::max_element(row, row + V) ? weights[n] : 0.0;
+    }
+    auto whole = act(logits);
+    auto single_losses = zeros(N), single_correct = zeros(N), weights_b = upload(weights);
+    auto targets_b = upload_ints(targets);
+    kernels_->cross_entropy.softmax_cross_entropy(whole, single_losses, single_correct, targets_b, weights_b, N, V, Vp,
+                                                  static_cast<float>(1.0 / weight_sum));
+    const auto single = download(whole, N * Vp), single_loss = download(single_losses, N),
+               single_right = download(single_correct, N);
+
+    // The two kernels' float32 results each lie within the tolerance of the float64 reference.
+    const Tol dlogits_tol = stored({1e-6, 1e-4}), between{2 * dlogits_tol.atol, 2 * dlogits_tol.rtol};
+    for (std::size_t P = 1; P <= 4; ++P) {
+      SCOPED_TRACE(fmt::format("P = {}", P));
+      const auto run = run_vocab_parallel(*this, logits, N, V, Vp, P, targets, weights, 1.0 / weight_sum);
+      for (std::size_t r = 1; r < P; ++r) {  // every device combines the same partials alike
+        EXPECT_EQ(run.losses[r], run.losses[0]) << "losses of rank " << r;
+        EXPECT_EQ(run.correct[r], run.correct[0]) << "correct of rank " << r;
+      }
+      expect_close(run.losses[0], want_losses, Tol{1e-4, 1e-5}, "losses vs float64");
+      expect_close(run.losses[0], single_loss, Tol{1e-5, 1e-5}, "losses vs the single-device kernel");
+      EXPECT_EQ(run.correct[0], want_correct);
+      for (std::size_t n = 0; n < N; ++n) {
+        if (n != earlier_tie) {
+          EXPECT_EQ(run.correct[0][n], single_right[n]) << "correct of row " << n;
+        }
+      }
+      expect_close(run.dlogits, ref.dlogits, dlogits_tol, "dlogits vs float64");
+      expect_close(run.dlogits, single, between, "dlogits vs the single-device kernel");
+    }
+    if (earlier_tie < N) {
+      EXPECT_EQ(single_right[earlier_tie], 0.0) << "the single-device kernel takes the first maximum";
+    }
+  }
+}
+
+// The gradient pass 2 writes is the derivative of the loss pass 2 reports, sum_n losses[n] * inv_weight_sum:
+// central differences through both passes (float32, two blocks, the second with padding).
+TEST_F(KernelTest, VocabParallelGradientMatchesFiniteDifferences) {
+  const std::size_t N = 2, V = 13, Vp = 16, P = 2;
+  auto logits = random(N * Vp, 31);
+  const std::vector<int> targets = {12, 3};
+  const std::vector<double> weights = {1.0, 0.5};
+  const double inv_weight_sum = 1.0 / 1.5;
+  auto loss = [&] {
+    const auto run = run_vocab_parallel(*this, logits, N, V, Vp, P, targets, weights, inv_weight_sum);
+    return (run.losses[0][0] + run.losses[0][1]) * inv_weight_sum;
+  };
+  const auto analytic = run_vocab_parallel(*this, logits, N, V, Vp, P, targets, weights, inv_weight_sum).dlogits;
+  // The moved logits rounded to float, as the device holds them; the quotient by their actual distance.
+  const double h = 1e-2;
+  std::vector<double> numeric(N * Vp);
+  for (std::size_t i = 0; i < N * Vp; ++i) {
+    const double saved = logits[i], above = static_cast<float>(saved + h), below = static_cast<float>(saved - h);
+    logits[i] = above;
+    const double up = loss();
+    logits[i] = below;
+    numeric[i] = (up - loss()) / (above - below);
+    logits[i] = saved;
+  }
+  expect_close(analytic, numeric, Tol{2e-5, 1e-3}, "dlogits vs d loss / d logits");
+}
+
+// A block with more real columns than columns, a rank past the partials' blocks, no devices: a
+// one-line ConfigError naming the numbers.
+TEST_P(ActKernelTest, VocabParallelRefusesBadSizes) {
+  const std::size_t N = 3, Vl = 8, P = 2;
+  auto logits = act_zeros(N * Vl);
+  auto partials = zeros(P * N * 3), losses = zeros(N), correct = zeros(N), weights = zeros(N);
+  auto targets = upload_ints(std::vector<int>(N, 0));
+  auto expect_config_error = [](const std::function<void()>& call, const std::vector<std::string>& named) {
+    try {
+      call();
+      ADD_FAILURE() << "no ConfigError";
+    } catch (const ConfigError& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+      for (const auto& part : named) EXPECT_NE(message.find(part), std::string::npos) << message << " names " << part;
+    }
+  };
+  expect_config_error([&] { kernels_->vocab_parallel.partial_stats(logits, partials, targets, N, Vl, 9, 0, 0); },
+                      {"9 real", "8 columns"});
+  expect_config_error([&] { kernels_->vocab_parallel.partial_stats(logits, partials, targets, N, Vl, Vl, 0, P); },
+                      {"rank 2", "2 row blocks"});
+  expect_config_error([&] {
+    kernels_->vocab_parallel.finish(logits, partials, losses, correct, targets, weights, N, Vl, 9, 0, P, 1.0f);
+  }, {"9 real", "8 columns"});
+  expect_config_error([&] {
+    kernels_->vocab_parallel.finish(logits, partials, losses, correct, targets, weights, N, Vl, Vl, 0, 0, 1.0f);
+  }, {"P = 0"});
 }
 
 // A buffer of another dtype would be read as garbage; the launchers refuse it.
