@@ -26,7 +26,7 @@ struct Accelerator {
   std::string name;               // "NVIDIA H100 SXM5", "this host's CPU (AMD EPYC)"
   double fp32_gflops = 0;         // peak per device
   double sixteen_bit_gflops = 0;  // bfloat16 / float16 peak per device
-  std::string peak_basis;         // "datasheet", or the CPU formula with its numbers
+  std::string peak_basis;         // "datasheet" (its dense BF16 or vector FP32 figure), or the CPU formula
   double memory_bytes = 0;        // per device
   std::size_t max_alloc_bytes = 0;  // the largest single buffer; 0: no limit known
   double ici_gbps = 0, dcn_gbps = 0;  // GB/s each way per device; 0: unknown

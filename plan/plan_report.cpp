@@ -58,8 +58,11 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
                    "FPROP_DTYPE {}",
                    s.global_batch, s.model.max_seq_len(), si(p.tokens_per_step, ""), s.group_sequences(), dtype));
   line(fmt::format("accelerator: {}: {:.4g} TFLOP/s {} ({}), {:.1f} GiB, {} ({})", p.accelerator.name,
-                   p.time.peak_gflops / 1e3, s.fprop == device::DType::kF32 ? "float32" : "16-bit",
-                   p.accelerator.peak_basis, gib(p.accelerator.memory_bytes), links_line(p.time), p.accelerator.links));
+                   p.time.peak_gflops / 1e3, dtype,
+                   p.accelerator.host_cpu ? p.accelerator.peak_basis
+                                          : p.accelerator.peak_basis + (s.fprop == device::DType::kF32 ? " FP32" : " BF16"),
+                   gib(p.accelerator.memory_bytes),
+                   links_line(p.time), p.accelerator.links));
 
   line("");
   line(fmt::format("{:<62} {:>10}", "memory per device", "GiB"));
