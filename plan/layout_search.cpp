@@ -1,5 +1,6 @@
 #include "plan/layout_search.h"
 
+#include <limits>
 #include <numeric>
 #include <tuple>
 #include <vector>
@@ -19,9 +20,16 @@ void assign_mesh(LayoutSpec& spec, int fsdp, int tensor, int devices_per_process
 
 std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const MemoryLimits& limits) {
   const int per_process = device::product(spec.ici);
-  std::vector<int> fsdp_sizes;  // divisors of the global batch: whole sequences per tensor group
-  for (long f = 1; f <= spec.global_batch; ++f) {
-    if (spec.global_batch % f == 0) fsdp_sizes.push_back(static_cast<int>(f));
+  std::vector<int> fsdp_sizes;  // divisors of the global batch (whole sequences per tensor group), ascending
+  std::vector<long> large;
+  for (long f = 1; f * f <= spec.global_batch; ++f) {
+    if (spec.global_batch % f != 0) continue;
+    fsdp_sizes.push_back(static_cast<int>(f));
+    if (f * f != spec.global_batch) large.push_back(spec.global_batch / f);
+  }
+  for (auto it = large.rbegin(); it != large.rend(); ++it) {
+    if (*it > std::numeric_limits<int>::max()) break;  // more devices than a mesh can name
+    fsdp_sizes.push_back(static_cast<int>(*it));
   }
   const int heads = spec.model.visit([](const auto& c) { return c.num_heads; });
 

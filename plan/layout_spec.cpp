@@ -52,7 +52,7 @@ std::string LayoutSpec::describe() const {
 
 std::string LayoutSpec::flags() const {
   const double percore = static_cast<double>(global_batch) / devices();
-  return fmt::format("--fdl.ICI_MESH_SHAPE={} --fdl.DCN_MESH_SHAPE={} --fdl.PERCORE_BATCH_SIZE={:g}{}",
+  return fmt::format("--fdl.ICI_MESH_SHAPE={} --fdl.DCN_MESH_SHAPE={} --fdl.PERCORE_BATCH_SIZE={:.10g}{}",
                      device::to_string(ici), device::to_string(dcn), percore,
                      sequence_parallel && along(MeshAxis::kTensor) > 1 ? " --fdl.SEQUENCE_PARALLEL=true" : "");
 }

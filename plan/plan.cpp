@@ -17,7 +17,11 @@ StepTime step_time(const Plan& p, const PlanOptions& options) {
   t.mfu = options.mfu.value_or(p.accelerator.default_mfu);
   t.ici_gbps = options.ici_gbps.value_or(p.accelerator.ici_gbps);
   t.dcn_gbps = options.dcn_gbps.value_or(p.accelerator.dcn_gbps);
-  t.compute_s = p.flops_per_device / (t.peak_gflops * 1e9 * t.mfu);
+  if (t.peak_gflops > 0) {
+    t.compute_s = p.flops_per_device / (t.peak_gflops * 1e9 * t.mfu);
+  } else {
+    t.unknown.emplace_back("peak FLOP rate");
+  }
   auto seconds = [&](double bytes, double gbps, const char* link) {
     if (bytes <= 0) return 0.0;
     if (gbps <= 0) {
@@ -43,9 +47,6 @@ Plan make_plan(const LayoutSpec& spec, const Accelerator& accelerator, const Pla
   spec.validate();
   if (options.mfu && !(*options.mfu > 0 && *options.mfu <= 1)) {
     throw ConfigError(fmt::format("--mfu={}: must be in (0, 1]", *options.mfu));
-  }
-  if (accelerator.peak_gflops(spec.fprop) <= 0) {
-    throw ConfigError(fmt::format("{}: no peak FLOP rate known for {}", accelerator.name, device::dtype_name(spec.fprop)));
   }
   Plan p;
   p.spec = spec;

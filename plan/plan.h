@@ -44,7 +44,7 @@ struct StepTime {
   double hidden_s = 0;   // communication that overlaps compute
   double exposed_s = 0;  // communication on the critical path
   double step_s = 0;
-  std::vector<std::string> unknown;  // links that carry bytes but have no bandwidth (not in step_s)
+  std::vector<std::string> unknown;  // "ICI", "DCN" (bytes but no bandwidth), "peak FLOP rate": left out of step_s
 };
 
 struct Plan {

@@ -118,10 +118,11 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
                    links_line(t)));
   std::string unknown;
   for (const std::string& u : t.unknown) unknown += (unknown.empty() ? "" : ", ") + u;
-  line(fmt::format("  => {} per step, {} tokens/s{}", seconds(t.step_s), si(p.tokens_per_step / t.step_s, ""),
-                   unknown.empty() ? ""
-                                   : fmt::format(" at least: {} bandwidth unknown (--ici_bandwidth, --dcn_bandwidth)",
-                                                 unknown)));
+  line(fmt::format("  => {} per step{}, {} tokens/s", seconds(t.step_s),
+                   unknown.empty() ? std::string()
+                                   : fmt::format(" or more ({} unknown: --accelerator, --ici_bandwidth, --dcn_bandwidth)",
+                                                 unknown),
+                   t.step_s > 0 ? si(p.tokens_per_step / t.step_s, "") : std::string("?")));
   line("  (step = max(compute, overlapping communication) + exposed communication; the optimizer update, kernel "
        "launches and input are not counted)");
 

@@ -70,6 +70,7 @@ void require_layout_fits(const config::JobConfig& job, const std::vector<device:
     if (info.kind == device::DeviceKind::kCpu) ++cpus;
   }
   if (cpus > 1) limits.memory_bytes /= cpus;
+  if (limits.memory_bytes <= 0) return;  // a driver that reports no memory: nothing to check against
   plan::require_fits(spec, limits, selected.front().name);
 }
 
