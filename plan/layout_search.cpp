@@ -1,6 +1,5 @@
 #include "plan/layout_search.h"
 
-#include <limits>
 #include <numeric>
 #include <tuple>
 #include <vector>
@@ -10,6 +9,11 @@
 namespace paxocl::plan {
 
 using device::MeshAxis;
+
+namespace {
+// Beyond any machine anyone plans for; keeps device counts (fsdp x tensor) far inside int.
+constexpr long kMostDevices = 1L << 24;
+}  // namespace
 
 void assign_mesh(LayoutSpec& spec, int fsdp, int tensor, int devices_per_process) {
   const int tensor_ici = std::gcd(tensor, devices_per_process);
@@ -28,7 +32,7 @@ std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const 
     if (f * f != spec.global_batch) large.push_back(spec.global_batch / f);
   }
   for (auto it = large.rbegin(); it != large.rend(); ++it) {
-    if (*it > std::numeric_limits<int>::max()) break;  // more devices than a mesh can name
+    if (*it > kMostDevices) break;
     fsdp_sizes.push_back(static_cast<int>(*it));
   }
   const int heads = spec.model.visit([](const auto& c) { return c.num_heads; });
@@ -42,6 +46,11 @@ std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const 
     return key(c) < key(*best);
   };
   for (const int t : tensor_sizes(spec.model, heads)) {
+    std::vector<int> sizes;  // fsdp sizes that keep fsdp x tensor within kMostDevices
+    for (const int f : fsdp_sizes) {
+      if (static_cast<long>(f) * t <= kMostDevices) sizes.push_back(f);
+    }
+    if (sizes.empty()) break;
     LayoutSpec shape = spec;
     assign_mesh(shape, 1, t, per_process);
     const models::ParameterLayout layout = device_layout(shape);  // the same for every fsdp size
@@ -58,17 +67,17 @@ std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const 
       int found = 0;
       if (fits(1)) {
         found = 1;
-      } else if (fsdp_sizes.size() > 1 && fits(fsdp_sizes.back())) {
-        std::size_t lo = 1, hi = fsdp_sizes.size() - 1;  // fsdp_sizes[hi] fits; find the first that does
+      } else if (sizes.size() > 1 && fits(sizes.back())) {
+        std::size_t lo = 1, hi = sizes.size() - 1;  // sizes[hi] fits; find the first that does
         while (lo < hi) {
           const std::size_t mid = (lo + hi) / 2;
-          if (fits(fsdp_sizes[mid])) {
+          if (fits(sizes[mid])) {
             hi = mid;
           } else {
             lo = mid + 1;
           }
         }
-        found = fsdp_sizes[hi];
+        found = sizes[hi];
       }
       if (found > 0 && better(candidate(found))) best = candidate(found);
     }
