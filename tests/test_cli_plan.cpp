@@ -1,10 +1,9 @@
-// `pax-ocl plan` as users run it: GPT175B on 256 H100s gets a verdict and a step time in well under
-// a few seconds with no device work; its JSON holds the same figures; bad input is one line and
+// `pax-ocl plan` as users run it: GPT175B on 256 H100s gets a verdict and a step time with no
+// OpenCL platform at all (no device work); its JSON holds the same figures; bad input is one line and
 // exit code 2. And training refuses a layout that cannot fit before it allocates anything: GPT5B
 // on one PoCL device used to die in clCreateBuffer allocating 'parameters' (18.8 GiB).
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -20,13 +19,10 @@ const std::string kBinary = PAXOCL_BINARY;
 TEST(CliPlan, Gpt175bOn256H100sGivesAVerdictAndAStepTime) {
   TempDir dir;
   const auto json_file = dir.path() / "plan.json";
-  const auto start = std::chrono::steady_clock::now();
   // No OpenCL platform at all: plan must not need one.
   const CommandResult r = run_command("OCL_ICD_VENDORS=/nonexistent " + kBinary +
                                       " plan --fdl_config=GPT175B --accelerator=H100 --json=" + json_file.string());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_LT(seconds, 10.0);  // a generous bound for a loaded machine; it takes a fraction of a second
   EXPECT_NE(r.out.find("layout: data 1 x fsdp 256 x tensor 1 = 256 devices (ICI [1,8,1] x DCN [1,32,1]"),
             std::string::npos)
       << r.out;
