@@ -20,5 +20,6 @@ int run_export(const CliArgs& args, const collectives::ProcessWorld& world);
 int run_bench(const CliArgs& args, const collectives::ProcessWorld& world);
 int run_tune(const CliArgs& args, const collectives::ProcessWorld& world);
 int run_sample(const CliArgs& args, const collectives::ProcessWorld& world);
+int run_plan(const CliArgs& args, const collectives::ProcessWorld& world);
 
 }  // namespace paxocl::app

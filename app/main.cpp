@@ -27,6 +27,8 @@ struct Command {
 const Command kCommands[] = {
     {"devices", "list OpenCL devices, the host topology and the device mesh", paxocl::app::run_devices},
     {"train", "train an experiment (default: Default, a small GPT on the KJV)", paxocl::app::run_train},
+    {"plan", "memory, FLOPs, communication and step time of a layout, and whether it fits (no device work)",
+     paxocl::app::run_plan},
     {"eval", "evaluate an experiment on eval_train and eval_test", paxocl::app::run_eval},
     {"data", "prepare a dataset (tokenizer + token shards) or inspect batches", paxocl::app::run_data},
     {"bench", "measure GEMM, memory, launches, FFT, collectives and training; CSV, JSON, plots", paxocl::app::run_bench},

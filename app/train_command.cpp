@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/commands.h"
+#include "app/experiment_flags.h"
 #include "common/errors.h"
 #include "device/device_selection.h"
 #include "kernels_cl/auto_gemm.h"
@@ -38,29 +39,21 @@ void print_help(const char* command) {
                     : "Evaluates an experiment's model on eval_train and eval_test: the newest checkpoint of "
                       "--job_log_dir (the initialisation if there is none).\n")
             << "\nFlags:\n"
-            << format_flags(kJobFlags) << "\nExperiments: ";
-  for (const auto& n : config::Experiment::names()) std::cout << n << " ";
-  std::cout << "\n\nHyper-parameters (--fdl.NAME=VALUE; lists as [8,1,1], strings optionally quoted):\n";
-  for (const auto& s : config::Experiment::schema()) std::cout << fmt::format("  {:<28} {}\n", s.name, s.help);
+            << format_flags(kJobFlags) << "\n"
+            << experiments_help();
 }
 
 // The experiment the flags describe: a named one, a file, or (eval) the job directory's.
 config::Experiment load_experiment(const CliArgs& args, bool from_job_dir) {
-  std::vector<std::string> fields;
-  for (const auto& s : config::Experiment::schema()) fields.push_back(s.name);
-  args.validate(kJobFlags, fields);
-  const auto file = args.flag("fdl_config_file");
-  if (file && args.flag("fdl_config")) throw ConfigError("give --fdl_config or --fdl_config_file, not both");
+  args.validate(kJobFlags, hparam_names());
   // `pax-ocl eval --job_log_dir=runs/x` without an experiment named evaluates that job's resolved
   // experiment; otherwise the experiment named, or Default.
-  std::optional<std::filesystem::path> from = file ? std::optional<std::filesystem::path>(*file) : std::nullopt;
-  if (const auto job = args.flag("job_log_dir"); from_job_dir && !from && !args.flag("fdl_config") && job &&
-                                                   std::filesystem::exists(std::filesystem::path(*job) / "experiment.json")) {
-    from = std::filesystem::path(*job) / "experiment.json";
+  std::optional<std::filesystem::path> job_experiment;
+  if (const auto job = args.flag("job_log_dir");
+      from_job_dir && job && std::filesystem::exists(std::filesystem::path(*job) / "experiment.json")) {
+    job_experiment = std::filesystem::path(*job) / "experiment.json";
   }
-  config::Experiment e = from ? config::Experiment::from_file(*from)
-                              : config::Experiment::named(args.flag("fdl_config").value_or("Default"));
-  for (const auto& [name, value] : args.fdl_overrides()) e.set(name, value);
+  config::Experiment e = experiment_from_flags(args, job_experiment);
   if (const auto saving = args.flag("enable_checkpoint_saving")) e.set("ENABLE_CHECKPOINT_SAVING", *saving);
   return e;
 }

@@ -15,23 +15,27 @@ struct Entry {
   KnownPeak peak;
 };
 
-// Most specific first (H100 PCIe before H100).
+// Most specific first (H100 PCIe before H100). Sources: the vendors' product datasheets (NVIDIA
+// H200, H100, A100, L40S, A10, V100, RTX 4090 and T4; AMD Instinct MI300X, MI250X, MI210; Intel Data
+// Center GPU Max 1550); DCN from NVIDIA's DGX reference systems, one ConnectX adapter per GPU (DGX
+// H100 / H200: 8 x 400 Gb/s ConnectX-7; DGX A100: 8 x 200 Gb/s ConnectX-6): the nodes NVIDIA's Pax
+// GPU results were measured on (../shared/reference/rosetta-pax-gpu-readme.md).
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> table = {
-      {{"h200"}, {"NVIDIA H200 SXM", 67.0, 989.4}},
-      {{"h100", "pcie"}, {"NVIDIA H100 PCIe", 51.2, 756.0}},
-      {{"h100", "nvl"}, {"NVIDIA H100 NVL", 60.0, 835.0}},
-      {{"h100"}, {"NVIDIA H100 SXM5", 67.0, 989.4}},
-      {{"a100"}, {"NVIDIA A100", 19.5, 312.0}},
-      {{"l40s"}, {"NVIDIA L40S", 91.6, 362.1}},
-      {{"a10"}, {"NVIDIA A10", 31.2, 125.0}},
-      {{"v100"}, {"NVIDIA V100 SXM2", 15.7, 125.0}},
-      {{"rtx", "4090"}, {"NVIDIA GeForce RTX 4090", 82.6, 165.2}},
-      {{"t4"}, {"NVIDIA T4", 8.1, 65.0}},
-      {{"mi300x"}, {"AMD Instinct MI300X", 163.4, 1307.4}},
-      {{"mi250x"}, {"AMD Instinct MI250X", 47.9, 383.0}},
-      {{"mi210"}, {"AMD Instinct MI210", 22.6, 181.0}},
-      {{"max 1550"}, {"Intel Data Center GPU Max 1550", 52.4, 838.9}},
+      {{"h200"}, {"NVIDIA H200 SXM", 67.0, 989.4, 141, 450, 50, "NVLink 900 GB/s; DGX H200 400 Gb/s per GPU"}},
+      {{"h100", "pcie"}, {"NVIDIA H100 PCIe", 51.2, 756.0, 80, 64, 0, "PCIe Gen5 x16 128 GB/s"}},
+      {{"h100", "nvl"}, {"NVIDIA H100 NVL", 60.0, 835.0, 94, 64, 0, "PCIe Gen5 x16 128 GB/s"}},
+      {{"h100"}, {"NVIDIA H100 SXM5", 67.0, 989.4, 80, 450, 50, "NVLink 900 GB/s; DGX H100 400 Gb/s per GPU"}},
+      {{"a100"}, {"NVIDIA A100", 19.5, 312.0, 80, 300, 25, "NVLink 600 GB/s; DGX A100 200 Gb/s per GPU"}},
+      {{"l40s"}, {"NVIDIA L40S", 91.6, 362.1, 48, 32, 0, "PCIe Gen4 x16 64 GB/s"}},
+      {{"a10"}, {"NVIDIA A10", 31.2, 125.0, 24, 32, 0, "PCIe Gen4 x16 64 GB/s"}},
+      {{"v100"}, {"NVIDIA V100 SXM2", 15.7, 125.0, 32, 150, 0, "NVLink 300 GB/s"}},
+      {{"rtx", "4090"}, {"NVIDIA GeForce RTX 4090", 82.6, 165.2, 24, 32, 0, "PCIe Gen4 x16 64 GB/s"}},
+      {{"t4"}, {"NVIDIA T4", 8.1, 65.0, 16, 16, 0, "PCIe Gen3 x16 32 GB/s"}},
+      {{"mi300x"}, {"AMD Instinct MI300X", 163.4, 1307.4, 192, 448, 0, "Infinity Fabric 7 x 128 GB/s"}},
+      {{"mi250x"}, {"AMD Instinct MI250X", 47.9, 383.0, 128, 400, 0, "Infinity Fabric 8 x 100 GB/s"}},
+      {{"mi210"}, {"AMD Instinct MI210", 22.6, 181.0, 64, 150, 0, "Infinity Fabric 3 x 100 GB/s"}},
+      {{"max 1550"}, {"Intel Data Center GPU Max 1550", 52.4, 838.9, 128, 0, 0, "no link figure recorded"}},
   };
   return table;
 }

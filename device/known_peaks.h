@@ -1,6 +1,10 @@
-// Vendor peak throughput of known accelerators, for MFU against the datasheet beside MFU against
-// the GEMM peak pax-ocl measures at start-up. Dense (no sparsity) TFLOP/s from the vendors'
-// datasheets; matched on the OpenCL device name, most specific entry first.
+// Vendor datasheet figures of known accelerators: peak throughput, for MFU against the datasheet
+// beside MFU against the GEMM peak pax-ocl measures at start-up, and memory and link bandwidths,
+// for `pax-ocl plan` (plan/). Dense (no sparsity) TFLOP/s; matched on the OpenCL device name (or a
+// name the user types, "H100"), most specific entry first.
+// Bandwidths are per device and per direction, in GB/s (10^9 bytes): a ring collective sends and
+// receives at once, so the datasheets' bidirectional NVLink figures are halved here. 0 = no
+// datasheet figure (a PCIe card has no scale-out network of its own; plan asks for a flag).
 #pragma once
 
 #include <optional>
@@ -14,6 +18,10 @@ struct KnownPeak {
   std::string model;   // "NVIDIA H100 SXM5"
   double fp32_tflops;  // vector (non-tensor) FP32
   double bf16_tflops;  // dense tensor/matrix BF16
+  double memory_gb = 0;  // device memory, GB (10^9 bytes) as the datasheet states it
+  double ici_gbps = 0;   // GB/s each way to the other devices of its node (NVLink, Infinity Fabric, PCIe)
+  double dcn_gbps = 0;   // GB/s each way per device to other nodes, in the vendor's reference system
+  std::string links;     // where the link figures come from, for plan's output
 };
 
 std::optional<KnownPeak> known_peak(std::string_view device_name);

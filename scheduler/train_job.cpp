@@ -19,6 +19,7 @@
 #include "inputs/dataset.h"
 #include "inputs/tokenizer.h"
 #include "models/initial_parameters.h"
+#include "plan/plan.h"
 #include "sampling/generate.h"
 #include "scheduler/evaluation.h"
 #include "scheduler/preemption.h"
@@ -46,6 +47,33 @@ void open_job_dir(const config::JobConfig& job, int rank) {
   spdlog::default_logger()->flush_on(spdlog::level::info);  // a killed job keeps its log
 }
 
+// `pax-ocl plan`'s figures for the job's layout against the process's devices, before any buffer
+// exists: a ConfigError naming what it needs, what a device has and the smallest layout that fits
+// (rather than an allocation failing half-way). CPU devices of a process share their host's memory
+// (PoCL reports the whole pool for each), so each gets its share.
+void require_layout_fits(const config::JobConfig& job, const std::vector<device::DeviceInfo>& selected, int local) {
+  plan::LayoutSpec spec;
+  spec.model = job.model;
+  spec.ici = job.mesh.ici;
+  spec.dcn = job.mesh.dcn;
+  spec.global_batch = static_cast<long>(job.input.batch_size) * job.processes;
+  spec.fprop = job.step.fprop_dtype;
+  spec.fsdp_prefetch_depth = job.step.fsdp_prefetch_depth;
+  spec.overlap = job.step.overlap;
+  spec.base_address_align_bytes = selected.front().base_address_align_bytes;
+  plan::MemoryLimits limits{static_cast<double>(selected.front().global_mem_bytes), selected.front().max_alloc_bytes};
+  int cpus = 0;
+  for (int d = 0; d < local; ++d) {
+    const device::DeviceInfo& info = selected[static_cast<std::size_t>(d)];
+    limits.memory_bytes = std::min(limits.memory_bytes, static_cast<double>(info.global_mem_bytes));
+    limits.max_alloc_bytes = std::min<std::size_t>(limits.max_alloc_bytes, info.max_alloc_bytes);
+    if (info.kind == device::DeviceKind::kCpu) ++cpus;
+  }
+  if (cpus > 1) limits.memory_bytes /= cpus;
+  if (limits.memory_bytes <= 0) return;  // a driver that reports no memory: nothing to check against
+  plan::require_fits(spec, limits, selected.front().name);
+}
+
 // The devices' step program, with its parameters loaded from --init_from or the initialisation.
 struct Runtime {
   Runtime(const config::JobConfig& job, const collectives::ProcessWorld& world) {
@@ -53,6 +81,7 @@ struct Runtime {
     // The job's one mesh; its ConfigError when ICI_MESH_SHAPE's devices are not all available here.
     const device::Mesh mesh(job.mesh.ici, job.mesh.dcn, world.size(),
                             std::min<int>(static_cast<int>(selected.size()), job.mesh.local_devices()));
+    require_layout_fits(job, selected, mesh.devices_per_process());
     program = make_step_program(selected, cache, world, StepOptions::of(job, mesh));
     if (job.init_weights) {
       program->load_parameters(program->model().flat_from_weights(*job.init_weights));

@@ -1,0 +1,149 @@
+#include "plan/activation_memory.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include <cstdint>
+#include "plan/tensor_parallel.h"
+
+namespace paxocl::plan {
+
+namespace {
+
+// Appends buffers of `copies` copies each under `prefix`, sized in elements of the right type.
+class Inventory {
+ public:
+  Inventory(std::vector<BufferSize>& out, device::DType act, std::size_t copies, std::string prefix)
+      : out_(out), act_(act), copies_(copies), prefix_(std::move(prefix)) {}
+  void act(const std::string& name, std::size_t elements) { add(name, elements * device::dtype_size(act_)); }
+  void f32(const std::string& name, std::size_t elements) { add(name, elements * sizeof(float)); }
+  void i32(const std::string& name, std::size_t elements) { add(name, elements * sizeof(std::int32_t)); }
+
+ private:
+  void add(const std::string& name, std::size_t bytes) { out_.push_back({prefix_ + name, bytes, copies_}); }
+  std::vector<BufferSize>& out_;
+  device::DType act_;
+  std::size_t copies_;
+  std::string prefix_;
+};
+
+struct Rows {
+  std::size_t all;      // N = B x T
+  std::size_t outside;  // the rows of norms and residual sums: N, or N / t under sequence parallelism
+};
+
+void norm(Inventory& inv, const std::string& name, Rows rows, std::size_t C, bool layer_norm) {
+  inv.act(name + ".y", rows.outside * C);
+  if (layer_norm) inv.f32(name + ".mean", rows.outside);
+  inv.f32(name + ".rstd", rows.outside);
+  inv.act(name + ".dx", rows.outside * C);
+}
+
+void linear(Inventory& inv, const std::string& name, std::size_t N, std::size_t in, std::size_t out, bool gelu) {
+  inv.act(name + ".z", N * out);
+  inv.act(name + ".dx", N * in);
+  if (gelu) {
+    inv.act(name + ".gelu", N * out);
+    inv.act(name + ".dz", N * out);
+  }
+}
+
+void attention(Inventory& inv, const std::string& name, const ActivationShape& s, std::size_t heads,
+               std::size_t kv_heads, std::size_t hs) {
+  const std::size_t B = s.sequences, T = s.seq_len;
+  constexpr std::size_t kQueryBlock = 256;  // CausalAttention::kQueryBlock
+  const std::size_t Q = s.act == device::DType::kF32 ? std::min(T, kQueryBlock) : T;
+  const std::size_t chunk = std::clamp<std::size_t>(s.attention_workspace_bytes / (2 * Q * T * sizeof(float)), 1, kv_heads);
+  inv.f32(name + ".lse", B * heads * T);
+  inv.act(name + ".out", B * T * heads * hs);
+  inv.f32(name + ".scores", chunk * Q * T);
+  inv.f32(name + ".dscores", chunk * Q * T);
+  inv.f32(name + ".delta", B * heads * T);
+  if (s.act != device::DType::kF32 && heads > kv_heads) inv.f32(name + ".dkv_sums", T * 2 * kv_heads * hs);
+  inv.act(name + ".dqkv", B * T * (heads + 2 * kv_heads) * hs);
+}
+
+void embedding(Inventory& inv, std::size_t N, std::size_t C, bool position_table) {
+  inv.act("embedding.zero_row", position_table ? 1 : C);
+  inv.i32("embedding.ids", N);
+  inv.i32("embedding.tokens", N);
+  inv.i32("embedding.starts", N + 1);
+  inv.i32("embedding.positions", N);
+  inv.act("embedding.x", N * C);
+}
+
+void lm_head(Inventory& inv, const ActivationShape& s, std::size_t N, std::size_t C, std::size_t vocab_rows) {
+  inv.act("lm_head.logits", N * vocab_rows);
+  inv.f32("lm_head.losses", N);
+  inv.f32("lm_head.correct", N);
+  inv.f32("lm_head.weights", N);
+  inv.act("lm_head.dy", N * C);
+  inv.i32("lm_head.targets", N);
+  // Vocabulary-parallel cross-entropy: every rank's (max, sum of exponentials, target logit) per row.
+  if (s.tensor > 1) inv.f32("lm_head.row_stats", static_cast<std::size_t>(s.tensor) * N * 3);
+}
+
+}  // namespace
+
+std::vector<BufferSize> activation_buffers(const models::ModelConfig& model, const ActivationShape& s) {
+  const TensorShard shard = tensor_shard(model, s.tensor);
+  const std::size_t N = s.sequences * s.seq_len;
+  const std::size_t t = static_cast<std::size_t>(s.tensor);
+  const Rows rows{N, s.sequence_parallel ? (N + t - 1) / t : N};
+  const std::size_t heads = static_cast<std::size_t>(shard.heads), kv = static_cast<std::size_t>(shard.kv_heads),
+                    F = static_cast<std::size_t>(shard.hidden), D = static_cast<std::size_t>(shard.attention_dims),
+                    W = static_cast<std::size_t>(shard.qkv_rows), Vp = static_cast<std::size_t>(shard.padded_vocab);
+  std::vector<BufferSize> out;
+  Inventory once(out, s.act, 1, "");
+  Inventory block(out, s.act, static_cast<std::size_t>(model.num_blocks()), "h*.");
+  model.visit([&](const auto& c) {
+    const std::size_t C = static_cast<std::size_t>(c.model_dims), hs = static_cast<std::size_t>(c.dims_per_head);
+    if constexpr (std::is_same_v<std::decay_t<decltype(c)>, models::GptConfig>) {
+      embedding(once, N, C, true);
+      norm(block, "ln1", rows, C, true);
+      linear(block, "qkv", N, C, W, false);
+      attention(block, "attn", s, heads, heads, hs);
+      linear(block, "proj", N, D, C, false);
+      norm(block, "ln2", rows, C, true);
+      linear(block, "fc", N, C, F, true);
+      linear(block, "fcproj", N, F, C, false);
+      block.act("x2", rows.outside * C);
+      block.act("y", rows.outside * C);
+      norm(once, "lnf", rows, C, true);
+    } else {
+      once.f32("rope.cos", s.seq_len * hs / 2);
+      once.f32("rope.sin", s.seq_len * hs / 2);
+      embedding(once, N, C, false);
+      norm(block, "attn_norm", rows, C, false);
+      linear(block, "qkv", N, C, W, false);
+      attention(block, "attn", s, heads, kv, hs);
+      linear(block, "proj", N, D, C, false);
+      norm(block, "mlp_norm", rows, C, false);
+      linear(block, "mlp.gate_up", N, C, 2 * F, false);
+      linear(block, "mlp.down", N, F, C, false);
+      block.act("mlp.h", N * F);
+      block.act("mlp.dgu", N * 2 * F);
+      block.act("x2", rows.outside * C);
+      block.act("y", rows.outside * C);
+      norm(once, "norm", rows, C, false);
+    }
+    lm_head(once, s, N, C, Vp);
+  });
+  return out;
+}
+
+std::size_t total_bytes(const std::vector<BufferSize>& buffers) {
+  std::size_t sum = 0;
+  for (const BufferSize& b : buffers) sum += b.total();
+  return sum;
+}
+
+BufferSize largest(const std::vector<BufferSize>& buffers) {
+  BufferSize best;
+  for (const BufferSize& b : buffers) {
+    if (b.bytes > best.bytes) best = b;
+  }
+  return best;
+}
+
+}  // namespace paxocl::plan

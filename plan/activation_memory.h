@@ -1,0 +1,54 @@
+// The activation buffers one device allocates for a model, derived from the layers' constructors
+// (models/layers/*.cpp): everything a model allocates between BlockModel::begin_layers() and
+// end_layers(), which BlockModel::activation_bytes() reports. Every buffer is sized for the device's
+// largest batch, rows N = B x T (B: its tensor group's sequences, T: MAX_SEQ_LEN), in the activation
+// dtype (a bytes) unless it is float32 or int32 by nature:
+//   Embedding      x (N, C) act; ids, tokens, positions (N) + starts (N+1) int32; a zero row
+//                  (1, or C without a position table) act
+//   LayerNorm      y, dx (N, C) act; mean, rstd (N) f32      RMSNorm: y, dx act; rstd f32
+//   Linear in->out z (N, out), dx (N, in) act; with GELU also gelu (N, out) and dz (N, out)
+//   Attention      (h query heads, g kv heads, hs): out (N, h hs), dqkv (N, (h + 2g) hs) act;
+//                  lse, delta (B, h, T) f32; scores, dscores (chunk, Q, T) f32 with Q = min(T, 256)
+//                  for float32 (else T) and chunk = clamp(workspace / (2 Q T 4), 1, g); 16-bit
+//                  grouped-query attention adds dkv_sums (T, 2 g hs) f32
+//   Block          x2, y (N, C) act, around norm1, attention (qkv Linear, core, proj Linear),
+//                  norm2 and the MLP (GPT: fc with GELU, proj; LLaMA: gate_up, down, h (N, F),
+//                  dgu (N, 2F))
+//   RoPE (LLaMA)   cos, sin (T, hs/2) f32, once for every block
+//   LmHead         logits (N, Vp) act; losses, correct, weights (N) f32; targets (N) int32; dy (N, C)
+// Tensor parallelism (tensor_parallel.h) narrows the split widths (heads, MLP units, Vp) and adds
+// the cross-entropy's gathered row statistics (t, N, 3) f32; sequence parallelism stores the
+// buffers outside attention and the MLP (norms, residual sums x2 and y) for N / t rows.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "device/dtype.h"
+#include "models/model_config.h"
+
+namespace paxocl::plan {
+
+// One allocation, or `copies` alike (one per block).
+struct BufferSize {
+  std::string name;  // the layer's label: "h*.attn.scores" for a block's, "lm_head.logits"
+  std::size_t bytes = 0;
+  std::size_t copies = 1;
+  std::size_t total() const { return bytes * copies; }
+};
+
+struct ActivationShape {
+  std::size_t sequences = 1;  // B
+  std::size_t seq_len = 1;    // T
+  device::DType act = device::DType::kF32;
+  int tensor = 1;
+  bool sequence_parallel = false;
+  std::size_t attention_workspace_bytes = std::size_t{64} << 20;
+};
+
+std::vector<BufferSize> activation_buffers(const models::ModelConfig& model, const ActivationShape& shape);
+std::size_t total_bytes(const std::vector<BufferSize>& buffers);
+BufferSize largest(const std::vector<BufferSize>& buffers);  // by one allocation's bytes
+
+}  // namespace paxocl::plan

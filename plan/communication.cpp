@@ -1,0 +1,57 @@
+#include "plan/communication.h"
+
+#include <algorithm>
+
+namespace paxocl::plan {
+
+using device::MeshAxis;
+
+LinkBytes ring_bytes(CollectiveKind kind, double bytes, int n_ici, int n_dcn) {
+  const double passes = kind == CollectiveKind::kAllReduce ? 2.0 : 1.0;
+  return LinkBytes{passes * (n_ici - 1) / n_ici * bytes, passes * (n_dcn - 1) / n_dcn * bytes / n_ici};
+}
+
+std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::ParameterLayout& layout) {
+  std::vector<Collective> out;
+  auto add = [&](std::string name, CollectiveKind kind, MeshAxis axis, double bytes, long operations, long exposed) {
+    if (operations <= 0 || spec.along(axis) <= 1 || bytes <= 0) return;
+    const LinkBytes b = ring_bytes(kind, bytes, spec.ici_along(axis), spec.dcn_along(axis));
+    out.push_back({std::move(name), kind, axis, bytes, operations, spec.overlap ? std::min(exposed, operations) : operations,
+                   b.ici, b.dcn});
+  };
+  const long L = spec.model.num_blocks();
+  const double rest = static_cast<double>(layout.unit(-1).size) * sizeof(float),
+               block = static_cast<double>(layout.unit(0).size) * sizeof(float);
+  const int f = spec.along(MeshAxis::kFsdp);
+  if (f == 1) {
+    add("DP all-reduce, block gradients", CollectiveKind::kAllReduce, MeshAxis::kData, block, L, 0);
+    add("DP all-reduce, other gradients", CollectiveKind::kAllReduce, MeshAxis::kData, rest, 1, 1);
+  } else {
+    const long slots = 1 + (spec.overlap ? std::min<long>(spec.fsdp_prefetch_depth, L - 1) : 0);
+    const bool prefetch = spec.fsdp_prefetch_depth > 0;
+    add("FSDP all-gather, unit outside the blocks", CollectiveKind::kAllGather, MeshAxis::kFsdp, rest, 1, 1);
+    add("FSDP all-gather, blocks (forward)", CollectiveKind::kAllGather, MeshAxis::kFsdp, block, L, prefetch ? 1 : L);
+    add("FSDP all-gather, blocks (backward)", CollectiveKind::kAllGather, MeshAxis::kFsdp, block, L - slots,
+        prefetch ? 0 : L - slots);
+    add("FSDP reduce-scatter, blocks", CollectiveKind::kReduceScatter, MeshAxis::kFsdp, block, L, 1);
+    add("FSDP reduce-scatter, unit outside the blocks", CollectiveKind::kReduceScatter, MeshAxis::kFsdp, rest, 1, 1);
+    add("DP all-reduce of FSDP gradient shards, blocks", CollectiveKind::kAllReduce, MeshAxis::kData, block / f, L, 1);
+    add("DP all-reduce of FSDP gradient shards, other", CollectiveKind::kAllReduce, MeshAxis::kData, rest / f, 1, 1);
+  }
+  const int t = spec.along(MeshAxis::kTensor);
+  if (t > 1) {
+    const double rows = static_cast<double>(spec.group_sequences()) * spec.model.max_seq_len();
+    const double width = spec.model.visit([](const auto& c) { return static_cast<double>(c.model_dims); });
+    const double activation = rows * width * static_cast<double>(device::dtype_size(spec.fprop));
+    const char* how = spec.sequence_parallel ? "reduce-scatter + all-gather" : "all-reduce";
+    add(std::string("TP ") + how + ", activations (forward)", CollectiveKind::kAllReduce, MeshAxis::kTensor, activation,
+        2 * L + 1, 2 * L + 1);
+    add(std::string("TP ") + how + ", activation gradients (backward)", CollectiveKind::kAllReduce, MeshAxis::kTensor,
+        activation, 2 * L + 1, 2 * L + 1);
+    add("TP all-gather, cross-entropy row statistics", CollectiveKind::kAllGather, MeshAxis::kTensor,
+        static_cast<double>(t) * rows * 3 * sizeof(float), 1, 1);
+  }
+  return out;
+}
+
+}  // namespace paxocl::plan

@@ -1,0 +1,55 @@
+// The collectives of one training step and the bytes each device sends over ICI (the devices of a
+// process) and DCN (between processes), as ring algorithms move them. A collective over a group
+// of n = n_ici x n_dcn devices on S bytes runs hierarchically (collectives/: the ICI ring inside a
+// process, MPI across processes on each device's chunk):
+//   all-gather / reduce-scatter   ICI (n_ici - 1)/n_ici x S        DCN (n_dcn - 1)/n_dcn x S/n_ici
+//   all-reduce                    ICI 2 (n_ici - 1)/n_ici x S      DCN 2 (n_dcn - 1)/n_dcn x S/n_ici
+// (in all (n - 1)/n x S, resp. 2 (n - 1)/n x S, per device). Per step, with P the device's layout
+// and U(-1), U(b) its units in floats, L blocks, N = B x T rows, C the model width, a the
+// activation dtype's bytes, k the FSDP block slots:
+//   data parallel (fsdp 1, data > 1): all-reduce of every gradient, 4 P bytes: L blocks' as the
+//     backward produces them (hidden behind it with OVERLAP_COMMUNICATION), then the rest (exposed);
+//   FSDP (fsdp > 1): all-gather of U(-1) once and of each block in the forward, again in the
+//     backward for the L - k blocks no longer resident (prefetched: hidden but the first);
+//     reduce-scatter of each unit's gradient (hidden but the last), then, with data > 1, an
+//     all-reduce of the gradient shard over the data axis;
+//   tensor (t > 1): per block 2 all-reduces of (N, C) activations forward and 2 of their gradients
+//     backward, the embedding's forward and the LM head's input gradient, a bytes each element,
+//     and an all-gather of the cross-entropy's (t, N, 3) float statistics; all exposed (they sit
+//     on the critical path). With SEQUENCE_PARALLEL each all-reduce is a reduce-scatter plus an
+//     all-gather: the same bytes.
+// Without OVERLAP_COMMUNICATION every collective is exposed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/parameter_layout.h"
+#include "plan/layout_spec.h"
+
+namespace paxocl::plan {
+
+enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter };
+
+struct Collective {
+  std::string name;      // "FSDP all-gather, blocks (forward)"
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  device::MeshAxis axis = device::MeshAxis::kData;  // the group it runs over (data for FSDP's gradient shards)
+  double bytes = 0;      // S: one operation's buffer, bytes
+  long operations = 0;   // per step
+  long exposed = 0;      // operations that no compute hides
+  double ici_bytes = 0;  // sent per device per operation
+  double dcn_bytes = 0;
+};
+
+// Bytes one device sends in a ring collective of `kind` on `bytes` over n_ici x n_dcn devices.
+struct LinkBytes {
+  double ici = 0, dcn = 0;
+};
+LinkBytes ring_bytes(CollectiveKind kind, double bytes, int n_ici, int n_dcn);
+
+// The step's collectives for `spec` on the device's parameter `layout` (device_memory.h's
+// device_layout); none on a single device.
+std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::ParameterLayout& layout);
+
+}  // namespace paxocl::plan

@@ -1,0 +1,63 @@
+// DeviceMemory: what one device of a layout holds during training, in bytes; the device with the
+// most (fsdp shard 0, tensor rank 0: the first shards are the largest, rank 0 keeps the
+// row-parallel biases). The training state is exactly what StepProgram::state_bytes_per_device()
+// reports and the activations what Model::activation_bytes() does:
+//   data parallel (fsdp 1): parameters, gradients, Adam m and v: 4 x P x 4 bytes, P = the floats of
+//     the device's ParameterLayout (tensor rank 0's tensors, aligned);
+//   FSDP (fsdp f > 1, scheduler/fsdp_step.h): 4 x S x 4 bytes of shards, S = ShardPlan::shard_floats
+//     (every unit split over the fsdp axis's DCN parts, then its ICI parts, on alignment blocks),
+//     plus the resident units (FSDP gather buffers) R = unit(-1) + k block slots, parameters and
+//     gradients: 2 x R x 4 bytes, k = 1 + min(FSDP_PREFETCH_DEPTH, L - 1) with
+//     OVERLAP_COMMUNICATION (else 1);
+//   with FPROP_DTYPE bfloat16 / float16 the weights' 16-bit copy: P (or R) x 2 bytes;
+//   Adam's gradient-norm partial sums: ceil(P or S / 4096) floats (not part of the state figure);
+//   activations: activation_memory.h, for the tensor group's sequences.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/parameter_layout.h"
+#include "plan/activation_memory.h"
+#include "plan/layout_spec.h"
+
+namespace paxocl::plan {
+
+struct DeviceMemory {
+  std::size_t layout_floats = 0;    // P: the device's parameter layout (its tensor rank's), padding included
+  std::size_t shard_floats = 0;     // S: FSDP shards (0 without FSDP)
+  std::size_t resident_floats = 0;  // the parameter buffer: P, or R under FSDP
+  std::size_t parameters = 0;       // float32 parameters: P x 4, or the shard S x 4
+  std::size_t gradients = 0;        // likewise
+  std::size_t adam_moments = 0;     // m and v: 2 x parameters
+  std::size_t fsdp_resident = 0;    // FSDP gather buffers, parameters and gradients: 2 x R x 4 (0 without FSDP)
+  std::size_t weight_copy = 0;      // the 16-bit copy of the resident weights (0 for float32)
+  std::size_t optimizer_workspace = 0;  // Adam's norm partial sums
+  std::size_t activations = 0;      // as the layout's SEQUENCE_PARALLEL setting has it
+  std::size_t activations_without_sp = 0, activations_with_sp = 0;  // equal when tensor = 1
+  BufferSize largest;               // the largest single allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE bounds it)
+
+  std::size_t state() const { return parameters + gradients + adam_moments + fsdp_resident + weight_copy; }
+  std::size_t total() const { return state() + optimizer_workspace + activations; }
+};
+
+// The device's parameter layout: tensor rank 0's tensors, aligned as the runtime aligns them.
+models::ParameterLayout device_layout(const LayoutSpec& spec);
+// `layout` must be device_layout(spec) (callers that try many meshes keep it).
+DeviceMemory device_memory(const LayoutSpec& spec, const models::ParameterLayout& layout);
+DeviceMemory device_memory(const LayoutSpec& spec);
+
+// What a device offers: its memory (shared by the CPU devices of a host: their share) and its
+// largest single allocation (0: no limit known).
+struct MemoryLimits {
+  double memory_bytes = 0;
+  std::size_t max_alloc_bytes = 0;
+};
+// Why `memory` does not fit `limits`, in words ("needs 95.3 GiB per device, the device has 11.6 GiB;
+// 'parameters' (18.8 GiB) exceeds the largest allocation, 4.0 GiB"); nothing when it fits.
+std::optional<std::string> misfit(const DeviceMemory& memory, const MemoryLimits& limits);
+double gib(double bytes);  // bytes / 2^30
+
+}  // namespace paxocl::plan

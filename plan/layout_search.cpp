@@ -1,0 +1,88 @@
+#include "plan/layout_search.h"
+
+#include <numeric>
+#include <tuple>
+#include <vector>
+
+#include "plan/tensor_parallel.h"
+
+namespace paxocl::plan {
+
+using device::MeshAxis;
+
+namespace {
+// Beyond any machine anyone plans for; keeps device counts (fsdp x tensor) far inside int.
+constexpr long kMostDevices = 1L << 24;
+}  // namespace
+
+void assign_mesh(LayoutSpec& spec, int fsdp, int tensor, int devices_per_process) {
+  const int tensor_ici = std::gcd(tensor, devices_per_process);
+  const int fsdp_ici = std::gcd(fsdp, devices_per_process / tensor_ici);
+  spec.ici = {1, fsdp_ici, tensor_ici};
+  spec.dcn = {1, fsdp / fsdp_ici, tensor / tensor_ici};
+}
+
+std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const MemoryLimits& limits) {
+  const int per_process = device::product(spec.ici);
+  std::vector<int> fsdp_sizes;  // divisors of the global batch (whole sequences per tensor group), ascending
+  std::vector<long> large;
+  for (long f = 1; f * f <= spec.global_batch; ++f) {
+    if (spec.global_batch % f != 0) continue;
+    fsdp_sizes.push_back(static_cast<int>(f));
+    if (f * f != spec.global_batch) large.push_back(spec.global_batch / f);
+  }
+  for (auto it = large.rbegin(); it != large.rend(); ++it) {
+    if (*it > kMostDevices) break;
+    fsdp_sizes.push_back(static_cast<int>(*it));
+  }
+  const int heads = spec.model.visit([](const auto& c) { return c.num_heads; });
+
+  std::optional<LayoutSpec> best;
+  auto better = [&](const LayoutSpec& c) {
+    if (!best) return true;
+    const auto key = [](const LayoutSpec& s) {
+      return std::make_tuple(s.devices(), s.sequence_parallel, s.along(MeshAxis::kTensor));
+    };
+    return key(c) < key(*best);
+  };
+  for (const int t : tensor_sizes(spec.model, heads)) {
+    std::vector<int> sizes;  // fsdp sizes that keep fsdp x tensor within kMostDevices
+    for (const int f : fsdp_sizes) {
+      if (static_cast<long>(f) * t <= kMostDevices) sizes.push_back(f);
+    }
+    if (sizes.empty()) break;
+    LayoutSpec shape = spec;
+    assign_mesh(shape, 1, t, per_process);
+    const models::ParameterLayout layout = device_layout(shape);  // the same for every fsdp size
+    std::vector<bool> modes = {spec.sequence_parallel};
+    if (!spec.sequence_parallel && t > 1) modes.push_back(true);
+    for (const bool sp : modes) {
+      auto candidate = [&](int f) {
+        LayoutSpec c = spec;
+        c.sequence_parallel = sp;
+        assign_mesh(c, f, t, per_process);
+        return c;
+      };
+      auto fits = [&](int f) { return !misfit(device_memory(candidate(f), layout), limits); };
+      int found = 0;
+      if (fits(1)) {
+        found = 1;
+      } else if (sizes.size() > 1 && fits(sizes.back())) {
+        std::size_t lo = 1, hi = sizes.size() - 1;  // sizes[hi] fits; find the first that does
+        while (lo < hi) {
+          const std::size_t mid = (lo + hi) / 2;
+          if (fits(sizes[mid])) {
+            hi = mid;
+          } else {
+            lo = mid + 1;
+          }
+        }
+        found = sizes[hi];
+      }
+      if (found > 0 && better(candidate(found))) best = candidate(found);
+    }
+  }
+  return best;
+}
+
+}  // namespace paxocl::plan

@@ -1,0 +1,101 @@
+#include "plan/layout_spec.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "common/errors.h"
+#include "plan/tensor_parallel.h"
+
+namespace paxocl::plan {
+
+using device::MeshAxis;
+
+int LayoutSpec::along(MeshAxis axis) const { return ici_along(axis) * dcn_along(axis); }
+
+long LayoutSpec::group_sequences() const {
+  return global_batch / (static_cast<long>(along(MeshAxis::kData)) * along(MeshAxis::kFsdp));
+}
+
+std::size_t LayoutSpec::alignment_floats() const {
+  // BlockModel's rule: sub-buffers of both the float32 tensors and their views in the fprop copy
+  // start on the device's base address alignment; at least 64 elements.
+  const std::size_t smallest = std::min(sizeof(float), device::dtype_size(fprop));
+  return std::max<std::size_t>(64, base_address_align_bytes / smallest);
+}
+
+void LayoutSpec::validate() const {
+  for (std::size_t a = 0; a < device::kNumMeshAxes; ++a) {
+    if (ici[a] < 1 || dcn[a] < 1) {
+      throw ConfigError(fmt::format("ICI_MESH_SHAPE={} x DCN_MESH_SHAPE={}: every mesh dimension must be at least 1",
+                                    device::to_string(ici), device::to_string(dcn)));
+    }
+  }
+  model.validate();
+  const long groups = static_cast<long>(along(MeshAxis::kData)) * along(MeshAxis::kFsdp);
+  if (global_batch < 1 || global_batch % groups != 0) {
+    throw ConfigError(fmt::format("a global batch of {} sequences does not split into {} data x fsdp groups of whole "
+                                  "sequences; choose PERCORE_BATCH_SIZE so that it does",
+                                  global_batch, groups));
+  }
+  if (const auto e = tensor_split_error(model, along(MeshAxis::kTensor))) throw ConfigError(*e);
+  if (fsdp_prefetch_depth < 0) throw ConfigError(fmt::format("FSDP_PREFETCH_DEPTH={}: must be >= 0", fsdp_prefetch_depth));
+}
+
+std::string LayoutSpec::describe() const {
+  return fmt::format("data {} x fsdp {} x tensor {} = {} device{} (ICI {} x DCN {}, {} process{})",
+                     along(MeshAxis::kData), along(MeshAxis::kFsdp), along(MeshAxis::kTensor), devices(),
+                     devices() == 1 ? "" : "s", device::to_string(ici), device::to_string(dcn), processes(),
+                     processes() == 1 ? "" : "es");
+}
+
+std::string LayoutSpec::flags() const {
+  const double percore = static_cast<double>(global_batch) / devices();
+  return fmt::format("--fdl.ICI_MESH_SHAPE={} --fdl.DCN_MESH_SHAPE={} --fdl.PERCORE_BATCH_SIZE={:.10g}{}",
+                     device::to_string(ici), device::to_string(dcn), percore,
+                     sequence_parallel && along(MeshAxis::kTensor) > 1 ? " --fdl.SEQUENCE_PARALLEL=true" : "");
+}
+
+namespace {
+
+device::MeshShape mesh_shape(const config::Experiment& e, const char* field) {
+  const std::vector<long> v = e.get_int_list(field);
+  if (v.size() != device::kNumMeshAxes) {
+    throw ConfigError(fmt::format("{} needs {} dimensions [data, fsdp, tensor]", field, device::kNumMeshAxes));
+  }
+  device::MeshShape s{};
+  for (std::size_t a = 0; a < s.size(); ++a) s[a] = static_cast<int>(v[a]);  // the schema bounds each entry
+  return s;
+}
+
+bool has_field(const std::string& name) {
+  const auto& schema = config::Experiment::schema();
+  return std::any_of(schema.begin(), schema.end(), [&](const config::HParamSpec& s) { return s.name == name; });
+}
+
+}  // namespace
+
+LayoutSpec layout_spec_of(const config::Experiment& e) {
+  LayoutSpec s;
+  s.model = e.model_config();
+  s.ici = mesh_shape(e, "ICI_MESH_SHAPE");
+  s.dcn = mesh_shape(e, "DCN_MESH_SHAPE");
+  const double percore = e.get_float("PERCORE_BATCH_SIZE");
+  const double global = percore * s.devices();
+  if (!(global >= 1) || std::abs(global - std::round(global)) > 1e-6) {
+    throw ConfigError(fmt::format("PERCORE_BATCH_SIZE={} x {} device(s) = {} is not a whole global batch; choose "
+                                  "PERCORE_BATCH_SIZE so that it is",
+                                  percore, s.devices(), global));
+  }
+  s.global_batch = std::lround(global);
+  s.fprop = device::dtype_from_name(e.get_string("FPROP_DTYPE"));
+  s.fsdp_prefetch_depth = static_cast<int>(e.get_int("FSDP_PREFETCH_DEPTH"));
+  s.overlap = e.get_bool("OVERLAP_COMMUNICATION");
+  // Sequence parallelism arrives with tensor parallelism (issue 20); until the experiment has it, off.
+  if (has_field("SEQUENCE_PARALLEL")) s.sequence_parallel = e.get_bool("SEQUENCE_PARALLEL");
+  s.validate();
+  return s;
+}
+
+}  // namespace paxocl::plan

@@ -1,0 +1,60 @@
+// LayoutSpec: what `pax-ocl plan` plans for, resolved once into typed fields: the model, the mesh
+// (ICI_MESH_SHAPE x DCN_MESH_SHAPE over [data, fsdp, tensor]), the global batch and the precision,
+// and the settings of the step programs that change memory (FSDP_PREFETCH_DEPTH,
+// OVERLAP_COMMUNICATION, SEQUENCE_PARALLEL). Nothing here opens a device.
+//   batch: the global batch is PERCORE_BATCH_SIZE x every device of the mesh (config/job_config.cpp);
+//   the data x fsdp groups split it, and the t devices of a tensor group run their group's
+//   sequences together (PERCORE_BATCH_SIZE x t of them), so PERCORE may be fractional under TP.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "config/experiment.h"
+#include "device/dtype.h"
+#include "device/mesh.h"
+#include "models/model_config.h"
+
+namespace paxocl::plan {
+
+struct LayoutSpec {
+  models::ModelConfig model;
+  device::MeshShape ici{1, 1, 1};  // devices of a process along [data, fsdp, tensor]
+  device::MeshShape dcn{1, 1, 1};  // processes along [data, fsdp, tensor]
+  long global_batch = 1;           // sequences per step, the whole mesh
+  device::DType fprop = device::DType::kF32;  // FPROP_DTYPE: activations and the weights' step copy
+  int fsdp_prefetch_depth = 1;     // FSDP_PREFETCH_DEPTH
+  bool overlap = true;             // OVERLAP_COMMUNICATION
+  bool sequence_parallel = false;  // SEQUENCE_PARALLEL (tensor > 1): norms and residuals on sequence shards
+  // The device's CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes, which sets the parameter layout's alignment
+  // (models/block_model.cpp); PoCL reports 128.
+  std::size_t base_address_align_bytes = 128;
+  // The attention score workspace bound each model is built with (scheduler/step_program.cpp).
+  std::size_t attention_workspace_bytes = std::size_t{64} << 20;
+
+  int along(device::MeshAxis axis) const;  // the global mesh's size along `axis`: ici x dcn
+  int ici_along(device::MeshAxis axis) const { return ici[static_cast<std::size_t>(axis)]; }
+  int dcn_along(device::MeshAxis axis) const { return dcn[static_cast<std::size_t>(axis)]; }
+  int devices() const { return device::product(ici) * device::product(dcn); }
+  int processes() const { return device::product(dcn); }
+  // Sequences one tensor group (so each of its devices) runs per step: global_batch / (data x fsdp).
+  long group_sequences() const;
+  // The parameter layout's alignment in floats, as BlockModel computes it for this dtype and device.
+  std::size_t alignment_floats() const;
+  // ConfigError naming the numbers: a mesh dimension below 1, a global batch that is not whole
+  // sequences per tensor group, a tensor size that cannot split the model (tensor_parallel.h).
+  void validate() const;
+  // "data 1 x fsdp 256 x tensor 1 = 256 devices (ICI [1,8,1] x DCN [1,32,1])"
+  std::string describe() const;
+  // The --fdl flags that select this layout: "--fdl.ICI_MESH_SHAPE=[1,8,1] --fdl.DCN_MESH_SHAPE=[1,32,1]
+  // --fdl.PERCORE_BATCH_SIZE=6" (and SEQUENCE_PARALLEL when it is on).
+  std::string flags() const;
+};
+
+// The experiment's layout: its model (validated), ICI_MESH_SHAPE, DCN_MESH_SHAPE,
+// PERCORE_BATCH_SIZE, FPROP_DTYPE, FSDP_PREFETCH_DEPTH, OVERLAP_COMMUNICATION and, when the schema
+// has it, SEQUENCE_PARALLEL. ConfigError (one line) for anything LayoutSpec::validate refuses, or a
+// PERCORE_BATCH_SIZE that is not a whole global batch.
+LayoutSpec layout_spec_of(const config::Experiment& experiment);
+
+}  // namespace paxocl::plan

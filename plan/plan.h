@@ -1,0 +1,69 @@
+// Plan: memory, FLOPs, communication and step time of a layout, before any device work
+// (`pax-ocl plan`, app/plan_command.cpp), and the check training runs before it allocates.
+//   memory per device   device_memory.h: parameters, gradients, Adam moments (float32; shards
+//                       under FSDP), FSDP's resident units, the 16-bit weight copy, activations
+//                       (activation_memory.h) with and without sequence parallelism;
+//   FLOPs per device    ModelConfig::flops_per_token(T) x the global batch's tokens / devices
+//                       (model FLOPs: 6 x matmul parameters + 12 L T x attention width per token);
+//   communication       communication.h: bytes per device per step of each collective, ICI and DCN;
+//   step time           compute = FLOPs per device / (peak x MFU), the peak of the accelerator for
+//                       FPROP_DTYPE (bfloat16 / float16: its BF16 figure) and MFU assumed (default
+//                       the accelerator's: 0.5 for a GPU); each collective operation takes
+//                       ICI bytes / ICI bandwidth + DCN bytes / DCN bandwidth; the operations that
+//                       overlap compute (communication.h: data-parallel block gradients, FSDP's
+//                       prefetched gathers and its reduce-scatters but the first / last) are hidden
+//                       while they take less than the compute:
+//                         step = max(compute, hidden communication) + exposed communication.
+//                       The optimizer update, kernel launches and input are not counted.
+//   verdict             fits when memory.total() <= the device's memory and the largest buffer
+//                       <= its largest allocation; otherwise the smallest layout that fits
+//                       (layout_search.h).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/accelerator.h"
+#include "plan/communication.h"
+#include "plan/device_memory.h"
+#include "plan/layout_spec.h"
+
+namespace paxocl::plan {
+
+struct PlanOptions {
+  std::optional<double> mfu;       // default: the accelerator's
+  std::optional<double> ici_gbps;  // override the accelerator's link figures (GB/s each way)
+  std::optional<double> dcn_gbps;
+};
+
+struct StepTime {
+  double peak_gflops = 0, mfu = 0;
+  double ici_gbps = 0, dcn_gbps = 0;
+  double compute_s = 0;
+  double hidden_s = 0;   // communication that overlaps compute
+  double exposed_s = 0;  // communication on the critical path
+  double step_s = 0;
+  std::vector<std::string> unknown;  // "ICI", "DCN" (bytes but no bandwidth), "peak FLOP rate": left out of step_s
+};
+
+struct Plan {
+  LayoutSpec spec;
+  Accelerator accelerator;
+  DeviceMemory memory;
+  double flops_per_token = 0, tokens_per_step = 0, flops_per_device = 0;
+  std::vector<Collective> collectives;
+  StepTime time;
+  bool fits = false;
+  std::string verdict;                  // one line: "fits: ..." / "does not fit: ..."
+  std::optional<LayoutSpec> smallest;   // when it does not fit: the fewest devices that fit
+  std::optional<DeviceMemory> smallest_memory;
+};
+
+Plan make_plan(const LayoutSpec& spec, const Accelerator& accelerator, const PlanOptions& options = {});
+
+// Training's guard (scheduler/train_job.cpp), before any buffer exists: ConfigError in one line
+// naming what the layout needs, what `device_name` has and the smallest layout that fits.
+void require_fits(const LayoutSpec& spec, const MemoryLimits& limits, const std::string& device_name);
+
+}  // namespace paxocl::plan

@@ -1,0 +1,207 @@
+#include "plan/plan_report.h"
+
+#include <fmt/format.h>
+
+namespace paxocl::plan {
+
+using device::MeshAxis;
+
+namespace {
+
+double gb(std::size_t bytes) { return gib(static_cast<double>(bytes)); }
+
+// "2.06e+15" style figures read badly; FLOP counts with an SI prefix.
+std::string si(double value, const char* unit) {
+  const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  int i = 0;
+  while (value >= 1000 && i < 6) {
+    value /= 1000;
+    ++i;
+  }
+  return *unit == '\0' ? fmt::format("{:.3g}{}", value, prefixes[i]) : fmt::format("{:.3g} {}{}", value, prefixes[i], unit);
+}
+
+std::string seconds(double s) { return s >= 1000 ? fmt::format("{:.0f} s", s) : fmt::format("{:.3g} s", s); }
+
+const char* kind_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::kAllReduce: return "all-reduce";
+    case CollectiveKind::kAllGather: return "all-gather";
+    case CollectiveKind::kReduceScatter: return "reduce-scatter";
+  }
+  return "";
+}
+
+std::string links_line(const StepTime& t) {
+  auto one = [](double gbps) { return gbps > 0 ? fmt::format("{:g} GB/s", gbps) : std::string("unknown"); };
+  return fmt::format("ICI {}, DCN {} each way", one(t.ici_gbps), one(t.dcn_gbps));
+}
+
+}  // namespace
+
+std::string format_plan(const Plan& p, const std::string& experiment) {
+  const LayoutSpec& s = p.spec;
+  const DeviceMemory& m = p.memory;
+  const bool fsdp = s.along(MeshAxis::kFsdp) > 1;
+  const int tensor = s.along(MeshAxis::kTensor);
+  const std::string dtype(device::dtype_name(s.fprop));
+  const models::ParameterLayout full(s.model, 1);
+  std::string out;
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
+
+  const double parameters = static_cast<double>(full.parameter_count());
+  line(fmt::format("plan for {}: {}, {}", experiment, s.model.describe(),
+                   parameters >= 1e9 ? fmt::format("{:.1f}B parameters", parameters / 1e9)
+                                     : fmt::format("{:.2f}M parameters", parameters / 1e6)));
+  line(fmt::format("layout: {}", s.describe()));
+  line(fmt::format("batch: {} sequences x {} tokens per step ({} tokens); each tensor group runs {} sequence(s); "
+                   "FPROP_DTYPE {}",
+                   s.global_batch, s.model.max_seq_len(), si(p.tokens_per_step, ""), s.group_sequences(), dtype));
+  line(fmt::format("accelerator: {}: {:.4g} TFLOP/s {} ({}), {:.1f} GiB, {} ({})", p.accelerator.name,
+                   p.time.peak_gflops / 1e3, dtype,
+                   p.accelerator.host_cpu ? p.accelerator.peak_basis
+                                          : p.accelerator.peak_basis + (s.fprop == device::DType::kF32 ? " FP32" : " BF16"),
+                   gib(p.accelerator.memory_bytes),
+                   links_line(p.time), p.accelerator.links));
+
+  line("");
+  line(fmt::format("{:<62} {:>10}", "memory per device", "GiB"));
+  const std::string owned = fsdp ? ", FSDP shard" : "";
+  line(fmt::format("  {:<60} {:>10.2f}", "parameters (float32" + owned + ")", gb(m.parameters)));
+  line(fmt::format("  {:<60} {:>10.2f}", "gradients (float32" + owned + ")", gb(m.gradients)));
+  line(fmt::format("  {:<60} {:>10.2f}", "Adam moments (2 x float32" + owned + ")", gb(m.adam_moments)));
+  if (fsdp) {
+    line(fmt::format("  {:<60} {:>10.2f}", "FSDP gather buffers (resident units, parameters + gradients)",
+                     gb(m.fsdp_resident)));
+  }
+  if (m.weight_copy > 0) line(fmt::format("  {:<60} {:>10.2f}", dtype + " weight copy", gb(m.weight_copy)));
+  line(fmt::format("  {:<60} {:>10.2f}", "Adam gradient-norm partial sums", gb(m.optimizer_workspace)));
+  line(fmt::format("  {:<60} {:>10.2f}", "activations" + std::string(tensor > 1 && s.sequence_parallel ? " (sequence parallel)" : ""),
+                   gb(m.activations)));
+  if (tensor > 1) {
+    line(fmt::format("    {:<58} {:>10.2f}", "without SEQUENCE_PARALLEL", gb(m.activations_without_sp)));
+    line(fmt::format("    {:<58} {:>10.2f}", "with SEQUENCE_PARALLEL", gb(m.activations_with_sp)));
+  }
+  line(fmt::format("  {:<60} {:>10.2f}", "total", gb(m.total())));
+  line(fmt::format("  largest buffer: '{}' {:.2f} GiB{}", m.largest.name, gb(m.largest.bytes),
+                   p.accelerator.max_alloc_bytes > 0
+                       ? fmt::format(" (largest allocation {:.2f} GiB)", gb(p.accelerator.max_alloc_bytes))
+                       : std::string()));
+
+  line("");
+  line(fmt::format("compute: {} per device per step ({} per token x {} tokens / {} device{})",
+                   si(p.flops_per_device, "FLOP"), si(p.flops_per_token, "FLOP"), si(p.tokens_per_step, ""),
+                   s.devices(), s.devices() == 1 ? "" : "s"));
+
+  line("");
+  if (p.collectives.empty()) {
+    line("communication: none (one device)");
+  } else {
+    line(fmt::format("{:<62} {:>6} {:>8} {:>10} {:>10}", "communication per device per step", "ops", "exposed",
+                     "ICI GiB", "DCN GiB"));
+    double ici = 0, dcn = 0;
+    for (const Collective& c : p.collectives) {
+      const double n = static_cast<double>(c.operations);
+      ici += c.ici_bytes * n;
+      dcn += c.dcn_bytes * n;
+      line(fmt::format("  {:<60} {:>6} {:>8} {:>10.3f} {:>10.3f}", c.name, c.operations, c.exposed,
+                       gib(c.ici_bytes * n), gib(c.dcn_bytes * n)));
+    }
+    line(fmt::format("  {:<60} {:>6} {:>8} {:>10.3f} {:>10.3f}", "total", "", "", gib(ici), gib(dcn)));
+  }
+
+  line("");
+  const StepTime& t = p.time;
+  line(fmt::format("step time: compute {} ({:.4g} TFLOP/s x MFU {:.2f}); communication {} overlapping it, {} exposed "
+                   "({})",
+                   seconds(t.compute_s), t.peak_gflops / 1e3, t.mfu, seconds(t.hidden_s), seconds(t.exposed_s),
+                   links_line(t)));
+  std::string unknown;
+  for (const std::string& u : t.unknown) unknown += (unknown.empty() ? "" : ", ") + u;
+  line(fmt::format("  => {} per step{}, {} tokens/s", seconds(t.step_s),
+                   unknown.empty() ? std::string()
+                                   : fmt::format(" or more ({} unknown: --accelerator, --ici_bandwidth, --dcn_bandwidth)",
+                                                 unknown),
+                   t.step_s > 0 ? si(p.tokens_per_step / t.step_s, "") : std::string("?")));
+  line("  (step = max(compute, overlapping communication) + exposed communication; the optimizer update, kernel "
+       "launches and input are not counted)");
+
+  line("");
+  line("verdict: " + p.verdict);
+  if (!p.fits) {
+    if (p.smallest) {
+      line(fmt::format("smallest layout that fits: {}, {:.1f} GiB per device: {}", p.smallest->describe(),
+                       gb(p.smallest_memory->total()), p.smallest->flags()));
+    } else {
+      line("no data x fsdp x tensor layout of this global batch fits: lower PERCORE_BATCH_SIZE or MAX_SEQ_LEN");
+    }
+  }
+  return out;
+}
+
+nlohmann::json plan_json(const Plan& p, const std::string& experiment) {
+  const LayoutSpec& s = p.spec;
+  const DeviceMemory& m = p.memory;
+  auto layout = [](const LayoutSpec& l) {
+    return nlohmann::json{{"ici_mesh_shape", l.ici},
+                          {"dcn_mesh_shape", l.dcn},
+                          {"devices", l.devices()},
+                          {"processes", l.processes()},
+                          {"global_batch", l.global_batch},
+                          {"sequence_parallel", l.sequence_parallel},
+                          {"flags", l.flags()}};
+  };
+  nlohmann::json j;
+  j["experiment"] = experiment;
+  j["model"] = s.model.describe();
+  j["layout"] = layout(s);
+  j["fprop_dtype"] = device::dtype_name(s.fprop);
+  j["accelerator"] = {{"name", p.accelerator.name},
+                      {"peak_gflops", p.time.peak_gflops},
+                      {"peak_basis", p.accelerator.peak_basis},
+                      {"memory_bytes", p.accelerator.memory_bytes},
+                      {"max_alloc_bytes", p.accelerator.max_alloc_bytes},
+                      {"ici_gbps", p.time.ici_gbps},
+                      {"dcn_gbps", p.time.dcn_gbps},
+                      {"links", p.accelerator.links}};
+  j["memory_bytes"] = {{"parameters", m.parameters},
+                       {"gradients", m.gradients},
+                       {"adam_moments", m.adam_moments},
+                       {"fsdp_resident", m.fsdp_resident},
+                       {"weight_copy", m.weight_copy},
+                       {"optimizer_workspace", m.optimizer_workspace},
+                       {"state", m.state()},
+                       {"activations", m.activations},
+                       {"activations_without_sequence_parallel", m.activations_without_sp},
+                       {"activations_with_sequence_parallel", m.activations_with_sp},
+                       {"total", m.total()},
+                       {"largest_buffer", {{"name", m.largest.name}, {"bytes", m.largest.bytes}}}};
+  j["flops"] = {{"per_token", p.flops_per_token}, {"tokens_per_step", p.tokens_per_step}, {"per_device", p.flops_per_device}};
+  nlohmann::json comms = nlohmann::json::array();
+  for (const Collective& c : p.collectives) {
+    comms.push_back({{"name", c.name},
+                     {"kind", kind_name(c.kind)},
+                     {"axis", device::kMeshAxisNames[static_cast<std::size_t>(c.axis)]},
+                     {"bytes", c.bytes},
+                     {"operations", c.operations},
+                     {"exposed", c.exposed},
+                     {"ici_bytes_per_operation", c.ici_bytes},
+                     {"dcn_bytes_per_operation", c.dcn_bytes}});
+  }
+  j["communication"] = comms;
+  j["step_time"] = {{"mfu", p.time.mfu},
+                    {"compute_s", p.time.compute_s},
+                    {"hidden_communication_s", p.time.hidden_s},
+                    {"exposed_communication_s", p.time.exposed_s},
+                    {"step_s", p.time.step_s},
+                    {"unknown_bandwidths", p.time.unknown}};
+  j["fits"] = p.fits;
+  j["verdict"] = p.verdict;
+  if (p.smallest) {
+    j["smallest_layout"] = layout(*p.smallest);
+    j["smallest_layout"]["total_bytes"] = p.smallest_memory->total();
+  }
+  return j;
+}
+
+}  // namespace paxocl::plan

@@ -1,0 +1,71 @@
+// `pax-ocl plan` as users run it: GPT175B on 256 H100s gets a verdict and a step time with no
+// OpenCL platform at all (no device work); its JSON holds the same figures; bad input is one line and
+// exit code 2. And training refuses a layout that cannot fit before it allocates anything: GPT5B
+// on one PoCL device used to die in clCreateBuffer allocating 'parameters' (18.8 GiB).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.h"
+#include "tests/test_support.h"
+
+namespace paxocl::testing {
+namespace {
+
+const std::string kBinary = PAXOCL_BINARY;
+
+TEST(CliPlan, Gpt175bOn256H100sGivesAVerdictAndAStepTime) {
+  TempDir dir;
+  const auto json_file = dir.path() / "plan.json";
+  // No OpenCL platform at all: plan must not need one.
+  const CommandResult r = run_command("OCL_ICD_VENDORS=/nonexistent " + kBinary +
+                                      " plan --fdl_config=GPT175B --accelerator=H100 --json=" + json_file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("layout: data 1 x fsdp 256 x tensor 1 = 256 devices (ICI [1,8,1] x DCN [1,32,1]"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("accelerator: NVIDIA H100 SXM5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("s per step"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nverdict: "), std::string::npos) << r.out;
+
+  std::ifstream in(json_file);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  const double per_device_parameters = j["memory_bytes"]["parameters"].get<double>();
+  EXPECT_NEAR(per_device_parameters, 175e9 * 4 / 256, 0.02 * 175e9 * 4 / 256);
+  EXPECT_GT(j["step_time"]["step_s"].get<double>(), 0.0);
+  EXPECT_EQ(j["layout"]["devices"].get<int>(), 256);
+  const bool fits = j["fits"].get<bool>();
+  EXPECT_EQ(r.out.find(fits ? "verdict: fits: " : "verdict: does not fit: ") != std::string::npos, true) << r.out;
+  EXPECT_EQ(j.contains("smallest_layout"), !fits) << j.dump(2);
+}
+
+TEST(CliPlan, BadInputIsOneLineAndExitCode2) {
+  for (const std::string& flags : {std::string("--accelerator=Z80"), std::string("--fdl.ICI_MESH_SHAPE=[1,1,3]"),
+                                   std::string("--mfu=1.5"), std::string("--acelerator=H100"),
+                                   std::string("--dcn_bandwidth=-1")}) {
+    const CommandResult r = run_command(kBinary + " plan " + flags);
+    EXPECT_EQ(r.exit_code, kExitUsage) << flags << ": " << r.out << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << flags << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << flags << ": " << r.out;
+  }
+  // The tensor size names the number it does not divide.
+  EXPECT_NE(run_command(kBinary + " plan --fdl.ICI_MESH_SHAPE=[1,1,3]").err.find("NUM_HEADS=4"), std::string::npos);
+}
+
+TEST(CliPlan, TrainingRefusesALayoutThatCannotFitInOneLine) {
+  TempDir dir;
+  const CommandResult r = run_command(kBinary + " train --fdl_config=GPT5B --fdl.ICI_MESH_SHAPE=[1,1,1] "
+                                      "--fdl.DCN_MESH_SHAPE=[1,1,1] --job_log_dir=" + (dir.path() / "job").string());
+  EXPECT_EQ(r.exit_code, kExitUsage) << r.out << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.find("clCreateBuffer"), std::string::npos) << r.err;
+  for (const char* part : {"does not fit", "needs", "the device has", "'parameters' (18.8 GiB)",
+                           "the smallest layout that fits is"}) {
+    EXPECT_NE(r.err.find(part), std::string::npos) << part << " missing from: " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace paxocl::testing

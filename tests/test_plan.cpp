@@ -1,0 +1,372 @@
+// pax-ocl plan (plan/) against what the runtime really allocates and against the formulas worked
+// out by hand:
+//   - real runs: for small GPT and LLaMA experiments on data-parallel and FSDP meshes of the PoCL
+//     devices, in float32, bfloat16 and float16, the plan's training state and activations equal
+//     StepProgram::state_bytes_per_device() and Model::activation_bytes() exactly (the plan uses the
+//     device's base address alignment, as the model does);
+//   - FLOPs: ModelConfig::flops_per_token x the global batch's tokens;
+//   - communication of DP, FSDP (ICI and DCN parts) and tensor layouts, in bytes by hand;
+//   - tensor parallelism: the parameters and activations of one tensor rank, written out here
+//     from the split issue 20 describes (the real-run check of TP comes with the runtime's TP);
+//   - the smallest fitting layout is the smallest (brute force over every candidate);
+//   - GPT175B on 256 H100s gives sane figures and a verdict.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "collectives/process_world.h"
+#include "common/errors.h"
+#include "config/job_config.h"
+#include "device/program_cache.h"
+#include "plan/layout_search.h"
+#include "plan/plan.h"
+#include "plan/plan_report.h"
+#include "plan/tensor_parallel.h"
+#include "scheduler/step_program.h"
+#include "tests/device_fixture.h"
+#include "tests/test_support.h"
+
+namespace paxocl::testing {
+namespace {
+
+using device::DType;
+using device::MeshAxis;
+
+const collectives::ProcessWorld& world() {
+  static int argc = 0;
+  static char** argv = nullptr;
+  static collectives::ProcessWorld w(&argc, &argv);  // no launcher: one process, no MPI
+  return w;
+}
+
+// A small experiment: every override as --fdl would give it.
+config::Experiment experiment(const std::string& base, const std::vector<std::pair<std::string, std::string>>& overrides) {
+  config::Experiment e = config::Experiment::named(base);
+  e.set("DATA", "synthetic");
+  for (const auto& [k, v] : overrides) e.set(k, v);
+  return e;
+}
+
+// A GPT whose sizes are not multiples of 16: C 40, H 100, T 24, V 300 (Vp 384), 2 heads of 20.
+std::vector<std::pair<std::string, std::string>> odd_gpt() {
+  return {{"NUM_LAYERS", "2"},  {"MODEL_DIMS", "40"}, {"HIDDEN_DIMS", "100"}, {"NUM_HEADS", "2"},
+          {"DIMS_PER_HEAD", "20"}, {"MAX_SEQ_LEN", "24"}, {"VOCAB_SIZE", "300"}, {"PERCORE_BATCH_SIZE", "3"}};
+}
+// A grouped-query LLaMA: 4 heads over 2 kv heads of 12, F 80, T 20, V 200.
+std::vector<std::pair<std::string, std::string>> odd_llama() {
+  return {{"ARCHITECTURE", "llama"}, {"NUM_LAYERS", "3"}, {"MODEL_DIMS", "48"}, {"HIDDEN_DIMS", "80"},
+          {"NUM_HEADS", "4"},        {"NUM_KV_HEADS", "2"}, {"DIMS_PER_HEAD", "12"}, {"MAX_SEQ_LEN", "20"},
+          {"VOCAB_SIZE", "200"},     {"PERCORE_BATCH_SIZE", "2"}};
+}
+
+std::vector<std::pair<std::string, std::string>> with(std::vector<std::pair<std::string, std::string>> base,
+                                                      const std::vector<std::pair<std::string, std::string>>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+struct RealRunCase {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> overrides;
+};
+
+void PrintTo(const RealRunCase& c, std::ostream* os) { *os << c.name; }
+
+class PlanAgainstRealRun : public ::testing::TestWithParam<RealRunCase> {};
+
+TEST_P(PlanAgainstRealRun, StateAndActivationBytesAreExactlyWhatTheStepProgramAllocates) {
+  const config::Experiment e = experiment("Default", GetParam().overrides);
+  const auto selected = test_device_selection();
+  const config::JobConfig job = config::resolve_job(e, config::JobFlags{}, 1, 0);
+  if (static_cast<int>(selected.size()) < job.mesh.local_devices()) GTEST_SKIP() << "needs " << job.mesh.local_devices() << " devices";
+  const device::Mesh mesh(job.mesh.ici, job.mesh.dcn, 1, job.mesh.local_devices());
+  device::ProgramCache cache;
+  const auto program = scheduler::make_step_program(selected, cache, world(), scheduler::StepOptions::of(job, mesh));
+
+  plan::LayoutSpec spec = plan::layout_spec_of(e);
+  spec.base_address_align_bytes = selected.front().base_address_align_bytes;
+  const plan::DeviceMemory memory = plan::device_memory(spec);
+  EXPECT_EQ(memory.state(), program->state_bytes_per_device());
+  EXPECT_EQ(memory.activations, program->model().activation_bytes());
+  EXPECT_EQ(memory.activations_without_sp, memory.activations_with_sp);  // tensor 1: nothing to split
+  EXPECT_EQ(memory.resident_floats, program->model().parameter_buffer().count());
+  EXPECT_EQ(memory.layout_floats, program->layout().total());
+  std::printf("[ bytes    ] state %zu, activations %zu\n", memory.state(), memory.activations);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, PlanAgainstRealRun,
+    ::testing::Values(
+        RealRunCase{"GptOneDeviceF32", odd_gpt()},
+        RealRunCase{"GptDataParallelBf16", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1]"}, {"FPROP_DTYPE", "bfloat16"}})},
+        RealRunCase{"GptFsdpF32", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[1,2,1]"}})},
+        RealRunCase{"GptFsdpF16NoOverlap", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[1,2,1]"}, {"FPROP_DTYPE", "float16"},
+                                                            {"OVERLAP_COMMUNICATION", "false"}})},
+        // T = 300 > 256: float32 attention runs in query blocks of 256, 16-bit in one block of T.
+        RealRunCase{"GptLongSequenceF32", with(odd_gpt(), {{"NUM_LAYERS", "1"}, {"MAX_SEQ_LEN", "300"}, {"PERCORE_BATCH_SIZE", "1"}})},
+        RealRunCase{"GptLongSequenceBf16", with(odd_gpt(), {{"NUM_LAYERS", "1"}, {"MAX_SEQ_LEN", "300"},
+                                                            {"PERCORE_BATCH_SIZE", "1"}, {"FPROP_DTYPE", "bfloat16"}})},
+        RealRunCase{"LlamaOneRowF32", with(odd_llama(), {{"PERCORE_BATCH_SIZE", "1"}, {"MAX_SEQ_LEN", "1"}})},
+        RealRunCase{"LlamaDataParallelBf16", with(odd_llama(), {{"ICI_MESH_SHAPE", "[2,1,1]"}, {"FPROP_DTYPE", "bfloat16"}})},
+        RealRunCase{"LlamaFsdpF16Prefetch2", with(odd_llama(), {{"ICI_MESH_SHAPE", "[1,2,1]"}, {"FPROP_DTYPE", "float16"},
+                                                                {"FSDP_PREFETCH_DEPTH", "2"}})},
+        RealRunCase{"LlamaFsdpF32Prefetch0", with(odd_llama(), {{"ICI_MESH_SHAPE", "[1,2,1]"}, {"FSDP_PREFETCH_DEPTH", "0"}})}),
+    [](const ::testing::TestParamInfo<RealRunCase>& c) { return c.param.name; });
+
+plan::LayoutSpec spec_of(const std::vector<std::pair<std::string, std::string>>& overrides, const std::string& base = "Default") {
+  return plan::layout_spec_of(experiment(base, overrides));
+}
+
+TEST(Plan, FlopsAreTheModelsFlopsPerTokenTimesTheGlobalBatchsTokens) {
+  const plan::LayoutSpec spec = spec_of(with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1]"}, {"DCN_MESH_SHAPE", "[1,3,1]"}}));
+  const plan::Plan p = plan::make_plan(spec, plan::known_accelerator("A100"));
+  const double tokens = 3.0 * 6 * 24;  // PERCORE 3 x 6 devices x T
+  EXPECT_EQ(spec.global_batch, 18);
+  EXPECT_DOUBLE_EQ(p.tokens_per_step, tokens);
+  EXPECT_DOUBLE_EQ(p.flops_per_device * 6, spec.model.flops_per_token(24) * tokens);
+  // The compute time is those FLOPs at the datasheet peak (FPROP_DTYPE float32: FP32) x the assumed MFU.
+  EXPECT_NEAR(p.time.compute_s, p.flops_per_device / (19.5e12 * 0.5), 1e-15);
+}
+
+// The bytes one device sends, hierarchical ring: ICI (n_i - 1)/n_i S (x2 for all-reduce), DCN
+// (n_d - 1)/n_d S / n_i (x2).
+TEST(Plan, DataParallelGradientAllReduceBytesByHand) {
+  const plan::LayoutSpec spec = spec_of(with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1]"}, {"DCN_MESH_SHAPE", "[2,1,1]"}}));
+  const models::ParameterLayout layout = plan::device_layout(spec);
+  const std::vector<plan::Collective> c = plan::step_collectives(spec, layout);
+  ASSERT_EQ(c.size(), 2u);
+  const double block = 4.0 * layout.unit(0).size, rest = 4.0 * layout.unit(-1).size;
+  EXPECT_EQ(c[0].operations, 2);  // one per block, hidden behind the backward
+  EXPECT_EQ(c[0].exposed, 0);
+  EXPECT_DOUBLE_EQ(c[0].ici_bytes, 2 * 0.5 * block);
+  EXPECT_DOUBLE_EQ(c[0].dcn_bytes, 2 * 0.5 * block / 2);
+  EXPECT_EQ(c[1].operations, 1);  // embeddings and the final norm, after the backward
+  EXPECT_EQ(c[1].exposed, 1);
+  EXPECT_DOUBLE_EQ(c[1].ici_bytes, rest);
+  EXPECT_DOUBLE_EQ(c[1].dcn_bytes, rest / 2);
+}
+
+TEST(Plan, FsdpGathersReduceScattersAndTheDataAllReduceByHand) {
+  // fsdp 2 (ICI) x 2 (DCN) = 4, data 2 over DCN; 3 blocks, prefetch 1: 2 slots, so the backward
+  // gathers 3 - 2 blocks again.
+  const plan::LayoutSpec spec = spec_of(with(odd_llama(), {{"ICI_MESH_SHAPE", "[1,2,1]"}, {"DCN_MESH_SHAPE", "[2,2,1]"}}));
+  const models::ParameterLayout layout = plan::device_layout(spec);
+  const double U = 4.0 * layout.unit(0).size, R = 4.0 * layout.unit(-1).size;
+  std::map<std::string, plan::Collective> by_name;
+  for (const plan::Collective& c : plan::step_collectives(spec, layout)) by_name[c.name] = c;
+  ASSERT_EQ(by_name.size(), 7u);
+  const plan::Collective& forward = by_name.at("FSDP all-gather, blocks (forward)");
+  EXPECT_EQ(forward.operations, 3);
+  EXPECT_EQ(forward.exposed, 1);  // the first; the others are prefetched
+  EXPECT_DOUBLE_EQ(forward.ici_bytes, 0.5 * U);
+  EXPECT_DOUBLE_EQ(forward.dcn_bytes, 0.5 * U / 2);
+  EXPECT_EQ(by_name.at("FSDP all-gather, blocks (backward)").operations, 1);
+  EXPECT_DOUBLE_EQ(by_name.at("FSDP all-gather, unit outside the blocks").ici_bytes, 0.5 * R);
+  const plan::Collective& rs = by_name.at("FSDP reduce-scatter, blocks");
+  EXPECT_EQ(rs.operations, 3);
+  EXPECT_DOUBLE_EQ(rs.dcn_bytes, 0.5 * U / 2);
+  // The gradient shard (U / 4) is averaged over the 2 data replicas, which are processes.
+  const plan::Collective& data = by_name.at("DP all-reduce of FSDP gradient shards, blocks");
+  EXPECT_DOUBLE_EQ(data.ici_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(data.dcn_bytes, 2 * 0.5 * U / 4);
+}
+
+TEST(Plan, WithoutOverlapEveryCollectiveIsExposed) {
+  const plan::LayoutSpec spec =
+      spec_of(with(odd_gpt(), {{"ICI_MESH_SHAPE", "[1,2,1]"}, {"OVERLAP_COMMUNICATION", "false"}}));
+  for (const plan::Collective& c : plan::step_collectives(spec, plan::device_layout(spec))) {
+    EXPECT_EQ(c.exposed, c.operations) << c.name;
+  }
+}
+
+// One tensor rank's parameters, written out: GPT L=2 C=64 NH=4 hs=16 H=96 T=10 V=500 (Vp=512), t=2.
+TEST(Plan, TensorRankParametersOfGptByHand) {
+  const plan::LayoutSpec spec = spec_of({{"NUM_LAYERS", "2"}, {"MODEL_DIMS", "64"}, {"HIDDEN_DIMS", "96"},
+                                         {"NUM_HEADS", "4"}, {"DIMS_PER_HEAD", "16"}, {"MAX_SEQ_LEN", "10"},
+                                         {"VOCAB_SIZE", "500"}, {"ICI_MESH_SHAPE", "[1,1,2]"}, {"PERCORE_BATCH_SIZE", "0.5"}});
+  const std::int64_t C = 64, D = 64, H = 96, Vp = 512, T = 10, t = 2;
+  const std::int64_t per_block = 3 * D / t * C + 3 * D / t  // qkv rows of 2 heads, and their bias
+                                 + C * (D / t) + C          // attention output columns; its bias on rank 0
+                                 + H / t * C + H / t        // fc rows
+                                 + C * (H / t) + C          // mlp output columns; its bias on rank 0
+                                 + 4 * C;                   // ln1, ln2
+  const std::int64_t want = Vp / t * C + T * C + 2 * per_block + 2 * C;  // wte rows, wpe (rank 0), lnf
+  EXPECT_EQ(plan::device_layout(spec).parameter_count(), want);
+  // Data parallel over tensor groups: 4 x the layout (parameters, gradients, m, v).
+  const plan::DeviceMemory m = plan::device_memory(spec);
+  EXPECT_EQ(m.state(), 16 * plan::device_layout(spec).total());
+  EXPECT_EQ(spec.group_sequences(), 1);  // PERCORE 0.5 x 2 devices: one sequence for the pair
+}
+
+// LLaMA's kv heads: split when t divides NUM_KV_HEADS, one per device (replicated) when
+// NUM_KV_HEADS divides t, refused otherwise.
+TEST(Plan, TensorSplitOfGroupedQueryAttention) {
+  const models::ModelConfig llama = spec_of(with(odd_llama(), {{"NUM_HEADS", "8"}, {"NUM_KV_HEADS", "2"}, {"HIDDEN_DIMS", "96"},
+                                                               {"VOCAB_SIZE", "256"}})).model;
+  const plan::TensorShard two = plan::tensor_shard(llama, 2);
+  EXPECT_EQ(two.heads, 4);
+  EXPECT_EQ(two.kv_heads, 1);
+  EXPECT_EQ(two.qkv_rows, (4 + 2 * 1) * 12);
+  const plan::TensorShard eight = plan::tensor_shard(llama, 8);
+  EXPECT_EQ(eight.heads, 1);
+  EXPECT_EQ(eight.kv_heads, 1);  // 2 kv heads, each on 4 devices
+  EXPECT_EQ(eight.hidden, 12);
+  EXPECT_EQ(eight.padded_vocab, 32);
+  std::map<std::string, std::vector<std::int64_t>> shapes;
+  for (const models::TensorDef& d : plan::tensor_rank_defs(llama, 8)) shapes[d.name] = d.shape;
+  using Shape = std::vector<std::int64_t>;
+  EXPECT_EQ(shapes.at("h0.attn.qkv.w"), (Shape{(1 + 2) * 12, 48}));  // 1 query head, its kv head's k and v
+  EXPECT_EQ(shapes.at("h2.mlp.gate_up.w"), (Shape{2 * 12, 48}));
+  EXPECT_EQ(shapes.at("h0.mlp.down.w"), (Shape{48, 12}));
+  EXPECT_EQ(shapes.at("h1.attn.proj.w"), (Shape{48, 12}));
+  EXPECT_EQ(shapes.at("embed"), (Shape{32, 48}));
+  EXPECT_EQ(shapes.at("lm_head"), (Shape{32, 48}));
+  EXPECT_EQ(shapes.at("norm.scale"), (Shape{48}));
+  EXPECT_EQ(shapes.at("h0.attn_norm.scale"), (Shape{48}));
+  EXPECT_EQ(plan::tensor_sizes(llama, 8), (std::vector<int>{1, 2, 4, 8}));
+  const std::string three = plan::tensor_split_error(llama, 3).value_or("");
+  EXPECT_NE(three.find("NUM_HEADS=8"), std::string::npos) << three;
+  const models::ModelConfig six_heads =
+      spec_of(with(odd_llama(), {{"NUM_HEADS", "12"}, {"NUM_KV_HEADS", "4"}, {"HIDDEN_DIMS", "96"}, {"VOCAB_SIZE", "384"}})).model;
+  const std::string kv = plan::tensor_split_error(six_heads, 6).value_or("");  // 6 and 4: neither divides the other
+  EXPECT_NE(kv.find("NUM_KV_HEADS=4"), std::string::npos) << kv;
+  EXPECT_EQ(count_lines(kv), 0);
+}
+
+// One tensor rank's activations, written out from the layers for GPT with t = 2 (a = 4 bytes):
+// the C-wide buffers stay (N, C), the split ones narrow, sequence parallelism divides the norms'
+// and residuals' rows by t.
+TEST(Plan, TensorRankActivationsOfGptByHand) {
+  const auto overrides = std::vector<std::pair<std::string, std::string>>{
+      {"NUM_LAYERS", "3"}, {"MODEL_DIMS", "32"},  {"HIDDEN_DIMS", "64"},  {"NUM_HEADS", "4"},  {"DIMS_PER_HEAD", "8"},
+      {"MAX_SEQ_LEN", "6"}, {"VOCAB_SIZE", "256"}, {"ICI_MESH_SHAPE", "[1,1,2]"}, {"PERCORE_BATCH_SIZE", "1.5"}};
+  const plan::LayoutSpec spec = spec_of(overrides);
+  const std::size_t L = 3, C = 32, H = 64 / 2, h = 2, hs = 8, D = h * hs, T = 6, B = 3, N = B * T, Vp = 128, t = 2;
+  auto activations = [&](std::size_t outside) {  // rows of the norms and residual sums
+    const std::size_t norm = 2 * outside * C * 4 + 2 * outside * 4;  // y, dx; mean, rstd
+    const std::size_t attention = (B * h * T) * 4 * 2 + N * D * 4 + 2 * (h * T * T) * 4 + N * 3 * D * 4;  // lse, delta; out; scores, dscores (chunk h, Q = T); dqkv
+    const std::size_t block = norm                                    // ln1
+                              + (N * 3 * D + N * C) * 4 + attention   // qkv z, dx
+                              + (N * C + N * D) * 4                   // proj z, dx
+                              + norm                                  // ln2
+                              + (3 * N * H + N * C) * 4               // fc z, gelu, dz; dx
+                              + (N * C + N * H) * 4                   // fcproj z, dx
+                              + 2 * outside * C * 4;                  // x2, y
+    const std::size_t embedding = 4 + 4 * (4 * N + 1) + N * C * 4;   // zero row, ids/tokens/positions/starts, x
+    const std::size_t head = N * Vp * 4 + 3 * N * 4 + N * C * 4 + N * 4 + t * N * 3 * 4;  // logits; losses.. ; dy; targets; row stats
+    return embedding + L * block + norm + head;
+  };
+  const plan::DeviceMemory m = plan::device_memory(spec);
+  EXPECT_EQ(m.activations_without_sp, activations(N));
+  EXPECT_EQ(m.activations_with_sp, activations(N / t));
+  EXPECT_EQ(m.activations, m.activations_without_sp);  // SEQUENCE_PARALLEL is not on
+}
+
+TEST(Plan, TensorCollectivesByHand) {
+  // t = 4: 2 devices of a process x 2 processes; bfloat16 activations; 3 blocks; 1 sequence per group.
+  const plan::LayoutSpec spec = spec_of({{"NUM_LAYERS", "3"}, {"MODEL_DIMS", "32"}, {"HIDDEN_DIMS", "64"},
+                                         {"NUM_HEADS", "4"}, {"DIMS_PER_HEAD", "8"}, {"MAX_SEQ_LEN", "6"},
+                                         {"VOCAB_SIZE", "256"}, {"ICI_MESH_SHAPE", "[1,1,2]"}, {"DCN_MESH_SHAPE", "[1,1,2]"},
+                                         {"PERCORE_BATCH_SIZE", "0.25"}, {"FPROP_DTYPE", "bfloat16"}});
+  const double S = 6.0 * 32 * 2;  // (N, C) bfloat16
+  const std::vector<plan::Collective> c = plan::step_collectives(spec, plan::device_layout(spec));
+  ASSERT_EQ(c.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(c[static_cast<std::size_t>(i)].operations, 2 * 3 + 1);
+    EXPECT_EQ(c[static_cast<std::size_t>(i)].exposed, 2 * 3 + 1);
+    EXPECT_DOUBLE_EQ(c[static_cast<std::size_t>(i)].ici_bytes, 2 * 0.5 * S);
+    EXPECT_DOUBLE_EQ(c[static_cast<std::size_t>(i)].dcn_bytes, 2 * 0.5 * S / 2);
+  }
+  EXPECT_DOUBLE_EQ(c[2].bytes, 4.0 * 6 * 3 * 4);  // (t, N, 3) floats
+}
+
+TEST(Plan, LayoutErrorsAreOneLineNamingTheNumbers) {
+  const std::string heads = error_message<ConfigError>([] { spec_of(with(odd_gpt(), {{"ICI_MESH_SHAPE", "[1,1,3]"}})); });
+  EXPECT_NE(heads.find("NUM_HEADS=2"), std::string::npos) << heads;
+  EXPECT_NE(heads.find("3 devices"), std::string::npos) << heads;
+  const std::string batch = error_message<ConfigError>([] {
+    spec_of(with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1]"}, {"PERCORE_BATCH_SIZE", "0.5"}, {"DCN_MESH_SHAPE", "[3,1,1]"}}));
+  });
+  EXPECT_NE(batch.find("global batch of 3"), std::string::npos) << batch;
+  const std::string accelerator = error_message<ConfigError>([] { plan::known_accelerator("Z80"); });
+  EXPECT_NE(accelerator.find("NVIDIA H100 SXM5"), std::string::npos) << accelerator;
+  for (const std::string& e : {heads, batch, accelerator}) EXPECT_EQ(count_lines(e), 0) << e;
+}
+
+// Nothing with fewer devices fits, and the layout found does: checked over every candidate.
+TEST(Plan, SmallestFittingLayoutHasTheFewestDevices) {
+  plan::LayoutSpec spec = spec_of(with(odd_llama(), {{"NUM_HEADS", "8"}, {"NUM_KV_HEADS", "2"}, {"DIMS_PER_HEAD", "6"},
+                                                     {"VOCAB_SIZE", "256"}, {"PERCORE_BATCH_SIZE", "12"}, {"MAX_SEQ_LEN", "64"}}));
+  const plan::DeviceMemory one = plan::device_memory(spec);
+  const plan::MemoryLimits limits{static_cast<double>(one.total()) / 7, 0};
+  const std::optional<plan::LayoutSpec> found = plan::smallest_fitting_layout(spec, limits);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_FALSE(plan::misfit(plan::device_memory(*found), limits).has_value());
+  EXPECT_EQ(found->global_batch, spec.global_batch);
+  for (const int t : plan::tensor_sizes(spec.model, 64)) {
+    for (long f = 1; f <= spec.global_batch; ++f) {
+      if (spec.global_batch % f != 0 || f * t >= found->devices()) continue;
+      for (const bool sp : {false, true}) {
+        plan::LayoutSpec c = spec;
+        c.sequence_parallel = sp;
+        plan::assign_mesh(c, static_cast<int>(f), t, 1);
+        EXPECT_TRUE(plan::misfit(plan::device_memory(c), limits).has_value()) << c.describe() << " fits too";
+      }
+    }
+  }
+}
+
+TEST(Plan, RequireFitsNamesNeedsHasAndTheSmallestLayout) {
+  const plan::LayoutSpec spec = spec_of(odd_gpt());
+  const plan::DeviceMemory m = plan::device_memory(spec);
+  EXPECT_NO_THROW(plan::require_fits(spec, {static_cast<double>(m.total()), m.largest.bytes}, "dev"));
+  const std::string e = error_message<ConfigError>(
+      [&] { plan::require_fits(spec, {static_cast<double>(m.total()) / 2, 0}, "tiny device"); });
+  EXPECT_NE(e.find("'tiny device'"), std::string::npos) << e;
+  EXPECT_NE(e.find("needs"), std::string::npos) << e;
+  EXPECT_NE(e.find("the device has"), std::string::npos) << e;
+  EXPECT_NE(e.find("the smallest layout that fits is"), std::string::npos) << e;
+  EXPECT_EQ(count_lines(e), 0) << e;
+  const std::string alloc = error_message<ConfigError>(
+      [&] { plan::require_fits(spec, {1e12, m.largest.bytes - 1}, "dev"); });
+  EXPECT_NE(alloc.find("exceeds the largest allocation"), std::string::npos) << alloc;
+}
+
+// "Will GPT175B fit on 256 H100s as ICI [1,8,1] x DCN [1,32,1], and how long is a step?"
+TEST(Plan, Gpt175bOn256H100s) {
+  const config::Experiment e = config::Experiment::named("GPT175B");
+  plan::LayoutSpec spec = plan::layout_spec_of(e);
+  const plan::Accelerator h100 = plan::known_accelerator("H100");
+  spec.base_address_align_bytes = h100.base_address_align_bytes;
+  const plan::Plan p = plan::make_plan(spec, h100);
+  EXPECT_EQ(spec.devices(), 256);
+  EXPECT_EQ(spec.global_batch, 6 * 256);
+  // 175e9 float32 parameters over 256 devices: the shard, within its share of padding.
+  const double params = static_cast<double>(models::ParameterLayout(spec.model, 1).parameter_count());
+  EXPECT_NEAR(params, 175e9, 2e9);
+  EXPECT_NEAR(static_cast<double>(p.memory.parameters), params * 4 / 256, 0.01 * params * 4 / 256);
+  EXPECT_EQ(p.memory.adam_moments, 2 * p.memory.parameters);
+  EXPECT_GT(p.memory.fsdp_resident, 0u);
+  EXPECT_EQ(p.memory.weight_copy, p.memory.resident_floats * 2);  // bfloat16
+  // About 1.08 TFLOP per token (Pax's estimate for 175B), 3.1M tokens a step.
+  EXPECT_NEAR(p.flops_per_token, 1.08e12, 0.03e12);
+  EXPECT_NEAR(p.time.compute_s, p.flops_per_device / (989.4e12 * 0.5), 1e-9);
+  EXPECT_GT(p.time.step_s, p.time.compute_s);
+  EXPECT_LT(p.time.step_s, 2 * p.time.compute_s);
+  EXPECT_TRUE(p.time.unknown.empty());
+  EXPECT_FALSE(p.verdict.empty());
+  EXPECT_EQ(p.fits, p.verdict.rfind("fits:", 0) == 0);
+  if (!p.fits) {
+    ASSERT_TRUE(p.smallest.has_value());
+    EXPECT_LE(static_cast<double>(p.smallest_memory->total()), h100.memory_bytes);
+  }
+  const std::string text = plan::format_plan(p, "GPT175B");
+  EXPECT_NE(text.find("verdict: "), std::string::npos);
+  const nlohmann::json j = plan::plan_json(p, "GPT175B");
+  EXPECT_EQ(j["memory_bytes"]["total"].get<std::size_t>(), p.memory.total());
+  EXPECT_EQ(j["layout"]["devices"].get<int>(), 256);
+}
+
+}  // namespace
+}  // namespace paxocl::testing
