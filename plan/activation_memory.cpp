@@ -79,8 +79,9 @@ void lm_head(Inventory& inv, const ActivationShape& s, std::size_t N, std::size_
   inv.f32("lm_head.weights", N);
   inv.act("lm_head.dy", N * C);
   inv.i32("lm_head.targets", N);
-  // Vocabulary-parallel cross-entropy: every rank's (max, sum of exponentials, target logit) per row.
-  if (s.tensor > 1) inv.f32("lm_head.row_stats", static_cast<std::size_t>(s.tensor) * N * 3);
+  // Vocabulary-parallel cross-entropy: every rank's (max, sum of exponentials, target logit) per row
+  // (one float without a tensor axis).
+  inv.f32("lm_head.partials", s.tensor > 1 ? static_cast<std::size_t>(s.tensor) * N * 3 : 1);
 }
 
 }  // namespace
@@ -116,6 +117,9 @@ std::vector<BufferSize> activation_buffers(const models::ModelConfig& model, con
       embedding(once, N, C, false);
       norm(block, "attn_norm", rows, C, false);
       linear(block, "qkv", N, C, W, false);
+      // kv heads replicated over the tensor axis: each block sums their weight gradient's rows
+      // through a (2 Hkv hs, C) scratch (models/layers/self_attention.h).
+      if (s.tensor > c.num_kv_heads) block.f32("kv_replicas", 2 * static_cast<std::size_t>(c.num_kv_heads) * hs * C);
       attention(block, "attn", s, heads, kv, hs);
       linear(block, "proj", N, D, C, false);
       norm(block, "mlp_norm", rows, C, false);

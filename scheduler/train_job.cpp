@@ -56,7 +56,7 @@ void require_layout_fits(const config::JobConfig& job, const std::vector<device:
   spec.model = job.model;
   spec.ici = job.mesh.ici;
   spec.dcn = job.mesh.dcn;
-  spec.global_batch = static_cast<long>(job.input.batch_size) * job.processes;
+  spec.global_batch = static_cast<long>(job.input.batch_size) * job.input.num_infeed_hosts;
   spec.fprop = job.step.fprop_dtype;
   spec.fsdp_prefetch_depth = job.step.fsdp_prefetch_depth;
   spec.overlap = job.step.overlap;
