@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The training step under data parallelism (DP) and FSDP, overlap of communication with compute
-# on and off, over this process's devices (ICI) and over MPI processes (DCN). For each setup: the
-# last summary's tok/s, the loss (equal across rows: the correctness check; DP and FSDP differ
-# only in fp32 rounding), the device memory of parameters + gradients + Adam state, and, from the
-# step trace, how much of the communication ran hidden behind compute.
+# The training step under data parallelism (DP), FSDP, tensor parallelism (TP) and their
+# combinations, overlap of communication with compute on and off, over this process's devices
+# (ICI) and over MPI processes (DCN). For each setup: the last summary's tok/s and step time, the
+# loss (equal across rows: the correctness check; the layouts differ only in fp32 rounding), the
+# device memory of parameters + gradients + Adam state and of activations, from the step trace how
+# much of the communication ran hidden behind compute, and `pax-ocl plan`'s estimate of the step
+# time on this host for the same layout (plan/plan.h: compute at its MFU, communication at assumed
+# link speeds), beside the measured one.
 # Usage: bench/parallel_steps.sh [CONFIG (default Default)] [STEPS (default 30)]
-# Env:   DEVICES   PoCL devices per process for ICI (default 2); BATCH sequences per replica
+# Env:   DEVICES   PoCL devices per process for ICI (default 2; the rows combining axes use 4);
+#        BATCH sequences per device
 #        (default 4; the 1-device row takes DEVICES x BATCH, the same global batch); MPIEXEC
 #        (default mpirun). DCN uses 2 processes of 1 device: its loss matches when DEVICES=2.
 set -euo pipefail
@@ -22,6 +26,7 @@ trap 'rm -rf "$work"' EXIT
 
 common="--fdl_config=$config --fdl.MAX_STEPS=$steps --fdl.SUMMARY_INTERVAL_STEPS=$steps --fdl.EVAL_INTERVAL_STEPS=0
         --fdl.TRACE_STEPS=[$((steps - 5)),$((steps - 4))]"
+common_plan="--fdl_config=$config"
 pocl_devices=$(printf 'pthread %.0s' $(seq "$devices"))
 
 # run NAME LAUNCHER ARGS...: one training run, one result row.
@@ -32,13 +37,19 @@ run() {
   # shellcheck disable=SC2086
   POCL_DEVICES=${POCL_DEVICES_OVERRIDE:-$pocl_devices} $launcher build/pax-ocl train $common "$@" \
     --job_log_dir="$work/$name" >"$out" 2>&1 || { echo "$name: failed, log follows" >&2; cat "$out" >&2; exit 1; }
-  local summary hidden memory
+  local summary hidden memory activations tokens tok_s planned fdl=()
   summary=$(grep -E "step +$steps/$steps  loss" "$out" | tail -1)
   memory=$(grep -oE 'state: [0-9.]+ MiB per device' "$out" | head -1 | grep -oE '[0-9.]+ MiB')
+  activations=$(grep -oE 'activations: [0-9.]+ MiB per device' "$out" | head -1 | grep -oE '[0-9.]+ MiB')
   hidden=$(grep -oE '[0-9]+% hidden' "$out" | tr -d '% hidden' | paste -sd/ - || true)
   if [[ -n $hidden ]]; then hidden="$hidden%"; else hidden=n/a; fi
-  printf '%-34s loss %s  %6s tok/s  %10s/device  hidden %s\n' "$name" \
-    "$(awk '{print $4}' <<<"$summary")" "$(grep -oE '[0-9]+ tok/s' <<<"$summary" | cut -d' ' -f1)" "$memory" "$hidden"
+  tokens=$(grep -oE '[0-9]+ x [0-9]+ tokens per step' "$out" | head -1 | awk '{print $1 * $3}')
+  tok_s=$(grep -oE '[0-9]+ tok/s' <<<"$summary" | cut -d' ' -f1)
+  for a in "$@"; do [[ $a == --fdl.* ]] && fdl+=("$a"); done
+  planned=$(build/pax-ocl plan $common_plan "${fdl[@]}" 2>/dev/null | grep -oE '=> [0-9.e+-]+ s per step' | awk '{print $2}')
+  printf '%-34s loss %s  %6s tok/s  %6.0f ms/step (plan %6.0f)  state %10s  activations %10s  hidden %s\n' "$name" \
+    "$(awk '{print $4}' <<<"$summary")" "$tok_s" "$(awk -v t="$tokens" -v r="$tok_s" 'BEGIN {print 1000 * t / r}')" \
+    "$(awk -v p="${planned:-0}" 'BEGIN {print 1000 * p}')" "$memory" "$activations" "$hidden"
 }
 
 echo "# host: $(nproc) cores; config $config, $steps steps; hidden: per traced step (and per rank under MPI)"
@@ -60,3 +71,13 @@ for overlap in true false; do
   POCL_DEVICES_OVERRIDE=pthread run "FSDP DCN [1,2,1] overlap=$overlap" "$mpiexec --oversubscribe -np 2" \
     --devices=0 --fdl.PERCORE_BATCH_SIZE=$batch --fdl.DCN_MESH_SHAPE=[1,2,1] --fdl.OVERLAP_COMMUNICATION=$overlap
 done
+for overlap in true false; do
+  run "TP ICI [1,1,$devices] overlap=$overlap" "" --fdl.PERCORE_BATCH_SIZE=$batch --fdl.ICI_MESH_SHAPE=[1,1,$devices] --fdl.OVERLAP_COMMUNICATION=$overlap
+done
+POCL_DEVICES_OVERRIDE=pthread run "TP DCN [1,1,2]" "$mpiexec --oversubscribe -np 2" \
+  --devices=0 --fdl.PERCORE_BATCH_SIZE=$batch --fdl.DCN_MESH_SHAPE=[1,1,2]
+# Two axes at once on 4 devices: half the batch per device keeps the global batch of the rows above.
+POCL_DEVICES_OVERRIDE="pthread pthread pthread pthread" run "TP x DP ICI [2,1,2]" "" \
+  --fdl.PERCORE_BATCH_SIZE=$((batch * devices / 4)) --fdl.ICI_MESH_SHAPE=[2,1,2]
+POCL_DEVICES_OVERRIDE="pthread pthread pthread pthread" run "TP x FSDP ICI [1,2,2]" "" \
+  --fdl.PERCORE_BATCH_SIZE=$((batch * devices / 4)) --fdl.ICI_MESH_SHAPE=[1,2,2]

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -91,6 +92,11 @@ TEST_F(CliTensor, GptLayoutsMatchOneDevice) {
   // Per block 2 in the forward and 2 in the backward; the embedding, the cross-entropy's statistics
   // and the head's input gradient.
   EXPECT_EQ(sums, 2 * 4 + 3);
+  // ... and in the step's overlap report (communication time, and how much compute hid).
+  const std::regex report(R"(step 3 trace: \d+ events; communication ([0-9.]+) ms, exposed [0-9.]+ ms \(\d+% hidden)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(two.err, m, report)) << two.err;
+  EXPECT_GT(std::stod(m[1].str()), 0.0);
 }
 
 TEST_F(CliTensor, LlamaKvHeadsSplitAndReplicatedMatchOneDevice) {
