@@ -162,15 +162,6 @@ TEST(CliJob, TraceOfChosenStepsShowsKernelsAndCommunication) {
 }
 
 // The weights of an llm.c file (after its 256-int header).
-std::vector<float> weights_of(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  in.seekg(256 * 4);
-  std::vector<float> w;
-  float v = 0;
-  while (in.read(reinterpret_cast<char*>(&v), sizeof v)) w.push_back(v);
-  return w;
-}
-
 TEST(CliJob, FsdpOverDevicesAndProcessesMatchesDataParallel) {
   TempDir dir;
   // One GEMM implementation for every shape: auto may pick another for a device's smaller batch

@@ -1,16 +1,15 @@
 #include "tests/test_support.h"
 
 #include <algorithm>
+#include <fstream>
+#include <random>
 #include <regex>
+#include <sstream>
 
 #include <unistd.h>
 
-#include <fstream>
-
 #include "common/rng.h"
 #include "proto/tensorboard.pb.h"
-#include <random>
-#include <sstream>
 
 namespace paxocl::testing {
 
@@ -129,6 +128,15 @@ std::vector<float> train_losses(const std::filesystem::path& job_dir, long first
 std::string file_bytes(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<float> weights_of(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  in.seekg(256 * 4);
+  std::vector<float> w;
+  float v = 0;
+  while (in.read(reinterpret_cast<char*>(&v), sizeof v)) w.push_back(v);
+  return w;
 }
 
 }  // namespace paxocl::testing

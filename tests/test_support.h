@@ -35,6 +35,8 @@ std::map<std::string, std::vector<ScalarPoint>> read_scalars(const std::filesyst
 // as TensorBoard stores it (float32, bit for bit: compare with ==, not with printed text). A step
 // summarised by several runs (a resume that repeats steps) has the latest run's value.
 std::vector<float> train_losses(const std::filesystem::path& job_dir, long first_step = 1);
+// The parameters of an llm.c weight file (--save_weights), after its 256-int header.
+std::vector<float> weights_of(const std::filesystem::path& file);
 
 // A file's bytes ("" when it cannot be read), for byte-for-byte comparisons of written files.
 std::string file_bytes(const std::filesystem::path& file);
