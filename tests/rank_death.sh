@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# When one rank of a data-parallel or FSDP job dies (SIGKILL, as on a lost node), the launcher
+# When one rank of a data-parallel, FSDP or tensor-parallel job dies (SIGKILL, as on a lost node), the launcher
 # must end the whole job with a non-zero status within a bounded time instead of leaving the others
 # hanging in a collective. Usage: rank_death.sh MPIEXEC PAX_OCL [DCN_MESH_SHAPE (default [2,1,1])]
 set -u
