@@ -61,8 +61,10 @@ class IciCommunicator {
   // `pending`: a Pending the caller already handed out (collectives/tensor_communicator.h); else a new one.
   Pending all_reduce(Buffers buffers, std::size_t n, Events wait_for = {}, HostStage across = {},
                      Pending pending = Pending());  // sum, in place
-  Pending all_gather(Buffers shards, Buffers outputs, std::size_t n, Events wait_for = {});  // outputs: n each
-  Pending reduce_scatter(Buffers inputs, Buffers shards, std::size_t n, Events wait_for = {});  // sum
+  Pending all_gather(Buffers shards, Buffers outputs, std::size_t n, Events wait_for = {},
+                     Pending pending = Pending());  // outputs: n each
+  Pending reduce_scatter(Buffers inputs, Buffers shards, std::size_t n, Events wait_for = {},
+                         Pending pending = Pending());  // sum
   Pending broadcast(Buffers buffers, std::size_t n, int root, Events wait_for = {});
 
   // Any operation (the collectives above, or composites such as collectives/fsdp_communicator.h):
