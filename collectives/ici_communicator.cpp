@@ -172,13 +172,19 @@ Pending IciCommunicator::all_gather(Buffers shards, Buffers outputs, std::size_t
   }, std::move(wait_for), "all_gather", std::move(pending));
 }
 
-Pending IciCommunicator::reduce_scatter(Buffers inputs, Buffers shards, std::size_t n, Events wait_for, Pending pending) {
+Pending IciCommunicator::reduce_scatter(Buffers inputs, Buffers shards, std::size_t n, Events wait_for, Pending pending,
+                                       Inputs use) {
   require(inputs, size(), "reduce_scatter");
   require(shards, size(), "reduce_scatter");
-  return stage([this, inputs = std::move(inputs), shards = std::move(shards), n] {
-    if (ring_) {  // on copies: the inputs stay as they are
-      const Buffers work = ring_->scratch(n);
-      for (int m = 0; m < size(); ++m) ring_->copy(m, inputs[static_cast<std::size_t>(m)], 0, work[static_cast<std::size_t>(m)], 0, n);
+  return stage([this, inputs = std::move(inputs), shards = std::move(shards), n, use] {
+    if (ring_) {  // in place on the inputs if they may be consumed, else on copies of them
+      Buffers work = inputs;
+      if (use == Inputs::kKept) {
+        work = ring_->scratch(n);
+        for (int m = 0; m < size(); ++m) {
+          ring_->copy(m, inputs[static_cast<std::size_t>(m)], 0, work[static_cast<std::size_t>(m)], 0, n);
+        }
+      }
       ring_->reduce_scatter_in_place(work, n);
       for (int m = 0; m < size(); ++m) {
         const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);

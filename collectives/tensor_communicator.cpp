@@ -70,7 +70,7 @@ void TensorCommunicator::issue(Round& r) {
     case Kind::kReduceScatter:
       if (!across) {
         ici_.reduce_scatter(std::move(r.inputs), std::move(r.outputs), static_cast<std::size_t>(size()) * r.n,
-                            std::move(r.ready), r.pending);
+                            std::move(r.ready), r.pending, IciCommunicator::Inputs::kConsumed);
       } else {
         ici_.stage([this, in = r.inputs, out = r.outputs, n = r.n] { reduce_scatter_across(in, out, n); }, std::move(r.ready), "reduce_scatter", r.pending);
       }

@@ -42,7 +42,8 @@ class TensorCommunicator {
   // completes when every member holds the result. They throw DeviceError after abort().
   // buffer[0, n) <- the sum of every member's.
   Pending sum(int member, device::Buffer<float> buffer, std::size_t n, device::Event ready);
-  // shard[0, n) <- this member's n floats of the sum of every member's full[0, size() n).
+  // shard[0, n) <- this member's n floats of the sum of every member's full[0, size() n), which
+  // is the collective's workspace (its contents are lost).
   Pending reduce_scatter(int member, device::Buffer<float> full, device::Buffer<float> shard, std::size_t n,
                          device::Event ready);
   // full[0, size() n) <- every member's shard[0, n), in tensor-rank order.
