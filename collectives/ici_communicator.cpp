@@ -151,7 +151,7 @@ Pending IciCommunicator::all_reduce(Buffers buffers, std::size_t n, Events wait_
   }, std::move(wait_for), "all_reduce", std::move(pending));
 }
 
-Pending IciCommunicator::all_gather(Buffers shards, Buffers outputs, std::size_t n, Events wait_for) {
+Pending IciCommunicator::all_gather(Buffers shards, Buffers outputs, std::size_t n, Events wait_for, Pending pending) {
   require(shards, size(), "all_gather");
   require(outputs, size(), "all_gather");
   return stage([this, shards = std::move(shards), outputs = std::move(outputs), n] {
@@ -169,16 +169,22 @@ Pending IciCommunicator::all_gather(Buffers shards, Buffers outputs, std::size_t
       read(m, shards[static_cast<std::size_t>(m)], 0, std::span<float>(all).subspan(b, e - b));
     }
     for (int m = 0; m < size(); ++m) write(m, outputs[static_cast<std::size_t>(m)], 0, all);
-  }, std::move(wait_for), "all_gather");
+  }, std::move(wait_for), "all_gather", std::move(pending));
 }
 
-Pending IciCommunicator::reduce_scatter(Buffers inputs, Buffers shards, std::size_t n, Events wait_for) {
+Pending IciCommunicator::reduce_scatter(Buffers inputs, Buffers shards, std::size_t n, Events wait_for, Pending pending,
+                                       Inputs use) {
   require(inputs, size(), "reduce_scatter");
   require(shards, size(), "reduce_scatter");
-  return stage([this, inputs = std::move(inputs), shards = std::move(shards), n] {
-    if (ring_) {  // on copies: the inputs stay as they are
-      const Buffers work = ring_->scratch(n);
-      for (int m = 0; m < size(); ++m) ring_->copy(m, inputs[static_cast<std::size_t>(m)], 0, work[static_cast<std::size_t>(m)], 0, n);
+  return stage([this, inputs = std::move(inputs), shards = std::move(shards), n, use] {
+    if (ring_) {  // in place on the inputs if they may be consumed, else on copies of them
+      Buffers work = inputs;
+      if (use == Inputs::kKept) {
+        work = ring_->scratch(n);
+        for (int m = 0; m < size(); ++m) {
+          ring_->copy(m, inputs[static_cast<std::size_t>(m)], 0, work[static_cast<std::size_t>(m)], 0, n);
+        }
+      }
       ring_->reduce_scatter_in_place(work, n);
       for (int m = 0; m < size(); ++m) {
         const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
@@ -191,7 +197,7 @@ Pending IciCommunicator::reduce_scatter(Buffers inputs, Buffers shards, std::siz
       const auto [b, e] = MpiCommunicator::shard_range(n, size(), m);
       write(m, shards[static_cast<std::size_t>(m)], 0, std::span<const float>(sum).subspan(b, e - b));
     }
-  }, std::move(wait_for), "reduce_scatter");
+  }, std::move(wait_for), "reduce_scatter", std::move(pending));
 }
 
 Pending IciCommunicator::broadcast(Buffers buffers, std::size_t n, int root, Events wait_for) {

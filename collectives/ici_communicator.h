@@ -61,8 +61,12 @@ class IciCommunicator {
   // `pending`: a Pending the caller already handed out (collectives/tensor_communicator.h); else a new one.
   Pending all_reduce(Buffers buffers, std::size_t n, Events wait_for = {}, HostStage across = {},
                      Pending pending = Pending());  // sum, in place
-  Pending all_gather(Buffers shards, Buffers outputs, std::size_t n, Events wait_for = {});  // outputs: n each
-  Pending reduce_scatter(Buffers inputs, Buffers shards, std::size_t n, Events wait_for = {});  // sum
+  Pending all_gather(Buffers shards, Buffers outputs, std::size_t n, Events wait_for = {},
+                     Pending pending = Pending());  // outputs: n each
+  // Whether a reduce-scatter may use its inputs as the ring's workspace (their contents are then lost).
+  enum class Inputs { kKept, kConsumed };
+  Pending reduce_scatter(Buffers inputs, Buffers shards, std::size_t n, Events wait_for = {},
+                         Pending pending = Pending(), Inputs use = Inputs::kKept);  // sum
   Pending broadcast(Buffers buffers, std::size_t n, int root, Events wait_for = {});
 
   // Any operation (the collectives above, or composites such as collectives/fsdp_communicator.h):

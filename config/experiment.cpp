@@ -100,6 +100,9 @@ const std::vector<HParamSpec>& Experiment::schema() {
        .help = "collectives among this process's devices: ring (devices of a platform share a context; device-to-device "
                "copies) or host (staged through host memory)",
        .choices = {"ring", "host"}},
+      {.name = "SEQUENCE_PARALLEL", .type = T::kBool,
+       .help = "with a tensor axis > 1: Megatron-LM's sequence parallelism: norms and residual adds on each tensor "
+               "rank's rows of the batch (activation memory), reduce-scatter + all-gather instead of all-reduces"},
       {.name = "FSDP_PREFETCH_DEPTH", .type = T::kInt,
        .help = "FSDP: blocks whose all-gather is in flight ahead of the block computing (each costs a block of device memory)",
        .min = 0, .max = 1 << 16},
@@ -163,6 +166,7 @@ Values defaults() {
           {"TOKENIZER", std::string("")},
           {"PREFETCH_DEPTH", 2L},
           {"OVERLAP_COMMUNICATION", true},
+          {"SEQUENCE_PARALLEL", false},
           {"FSDP_PREFETCH_DEPTH", 1L},
           {"ICI_ALGORITHM", std::string("ring")},
           {"GRADIENT_BUCKET_BYTES", 0L},

@@ -49,6 +49,7 @@ StepConfig resolve_step(const Experiment& e, const JobFlags& flags) {
   const std::string algorithm = e.get_string("ICI_ALGORITHM");
   if (algorithm != "ring" && algorithm != "host") throw ConfigError(fmt::format("ICI_ALGORITHM={}: use ring or host", algorithm));
   s.ici_ring = algorithm == "ring";
+  s.sequence_parallel = e.get_bool("SEQUENCE_PARALLEL");
   s.fprop_dtype = device::dtype_from_name(e.get_string("FPROP_DTYPE"));
   s.loss_scale = models::DynamicLossScaler::Config{s.fprop_dtype == device::DType::kF16, e.get_float("LOSS_SCALE_INITIAL"),
                                                    e.get_int("LOSS_SCALE_GROWTH_INTERVAL")};
@@ -62,6 +63,31 @@ void check_counts(const Experiment& e) {
                         "PREEMPTION_GRACE_SECONDS"}) {
     const long least = std::string(f) == "SUMMARY_INTERVAL_STEPS" ? 1 : 0;
     if (e.get_int(f) < least) throw ConfigError(fmt::format("{}={}: must be >= {}", f, e.get_int(f), least));
+  }
+}
+
+// Sequence parallelism splits the rows of every batch a tensor group runs (N = B*T) over the
+// tensor axis: a training step's (the group's sequences) and an evaluation's (one device's batch).
+void check_sequence_parallel(const JobConfig& j) {
+  if (!j.step.sequence_parallel) return;
+  const int tensor = j.mesh.along(device::MeshAxis::kTensor);
+  if (tensor == 1) {
+    throw ConfigError(fmt::format("SEQUENCE_PARALLEL=True needs a tensor axis > 1 (ICI_MESH_SHAPE={} x "
+                                  "DCN_MESH_SHAPE={} has tensor 1): it splits the tensor group's rows",
+                                  device::to_string(j.mesh.ici), device::to_string(j.mesh.dcn)));
+  }
+  const long T = j.model.max_seq_len();
+  const long group = long{j.step.device_batch} * j.mesh.ici[static_cast<std::size_t>(device::MeshAxis::kTensor)];
+  const struct {
+    long batch;
+    const char* what;
+  } batches[] = {{group, "a tensor group's training batch"}, {j.step.device_batch, "an evaluation batch"}};
+  for (const auto& b : batches) {
+    if (b.batch * T % tensor != 0) {
+      throw ConfigError(fmt::format("SEQUENCE_PARALLEL: {} has {} x {} = {} rows (sequences x MAX_SEQ_LEN), which "
+                                    "the tensor axis {} does not divide; choose a batch or MAX_SEQ_LEN that it does",
+                                    b.what, b.batch, T, b.batch * T, tensor));
+    }
   }
 }
 
@@ -122,6 +148,7 @@ JobConfig resolve_job(Experiment experiment, JobFlags flags, int processes, int 
   in.tokenizer_model = e.get_string("TOKENIZER");
   in.eval_loop_num_batches = j.eval_batches;
   in.validate();
+  check_sequence_parallel(j);
   return j;
 }
 

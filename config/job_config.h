@@ -52,6 +52,7 @@ struct StepConfig {
   std::size_t bucket_bytes = 0;                      // GRADIENT_BUCKET_BYTES
   int fsdp_prefetch_depth = 1;                       // FSDP_PREFETCH_DEPTH
   bool ici_ring = true;                              // ICI_ALGORITHM == ring
+  bool sequence_parallel = false;                    // SEQUENCE_PARALLEL (tensor axis > 1)
   device::DType fprop_dtype = device::DType::kF32;   // FPROP_DTYPE
   models::DynamicLossScaler::Config loss_scale;      // LOSS_SCALE_*; enabled for float16
 };

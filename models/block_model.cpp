@@ -46,12 +46,28 @@ BlockModel::BlockModel(kernels::DeviceRuntime& runtime, ModelConfig config, Mode
                    ? ActBuffer::sharing(params_)
                    : make_buffer(runtime.device(), runtime.act_dtype(), resident_floats(), "parameters.compute")) {
   if (options_.max_seq_len == 0) options_.max_seq_len = static_cast<std::size_t>(config_.max_seq_len());
+  if (options_.sequence_parallel && !options_.tensor.split()) {
+    throw ConfigError("SEQUENCE_PARALLEL splits the tensor axis's activations by rows: it needs a tensor axis > 1");
+  }
   if (options_.tensor.split()) {
     global_layout_ = std::make_unique<ParameterLayout>(config_, layout_.alignment());
     split_ = std::make_unique<TensorSplit>(config_, options_.tensor, *global_layout_, layout_);
   }
   runtime.kernels().elementwise.fill(params_, 0.0f);  // padding between tensors stays zero
   runtime.kernels().elementwise.fill(grads_, 0.0f);
+}
+
+std::size_t BlockModel::stream_rows() const {
+  return options_.sequence_parallel ? SequenceParallel::shard_rows(max_rows(), options_.tensor.size) : max_rows();
+}
+
+void BlockModel::begin_layers() {
+  allocated_before_layers_ = runtime_.device().context().bytes_allocated();
+  if (options_.sequence_parallel) {
+    const std::size_t dims = config_.visit([](const auto& c) { return static_cast<std::size_t>(c.model_dims); });
+    sequence_ = std::make_unique<SequenceParallel>(runtime_.device(), runtime_.act_dtype(), max_rows(), dims,
+                                                   options_.tensor.size);
+  }
 }
 
 // Full residency: the layout's offset. FSDP residency: unit(-1) at 0, then slot s of block units
@@ -183,8 +199,13 @@ LayerContext BlockModel::start_pass(const inputs::Batch& batch, bool gradients) 
   if (split_ && tensor_group_ == nullptr) {
     throw std::logic_error("a tensor-parallel model's pass needs its tensor group (Model::set_tensor_group)");
   }
+  const auto rows = static_cast<std::size_t>(batch.batch) * static_cast<std::size_t>(batch.seq_len);
+  if (sequence_ && rows % static_cast<std::size_t>(options_.tensor.size) != 0) {
+    throw ConfigError(fmt::format("SEQUENCE_PARALLEL splits a batch's {} x {} = {} rows over the tensor axis {}, "
+                                  "which does not divide them", batch.batch, batch.seq_len, rows, options_.tensor.size));
+  }
   return LayerContext{runtime_.device(), runtime_.kernels(), runtime_.gemm(), static_cast<std::size_t>(batch.batch),
-                      static_cast<std::size_t>(batch.seq_len), split_ ? tensor_group_ : nullptr};
+                      static_cast<std::size_t>(batch.seq_len), split_ ? tensor_group_ : nullptr, sequence_.get()};
 }
 
 LayerContext BlockModel::start_decode(const std::vector<int>& tokens, std::size_t batch, std::size_t n,

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels_cl/device_runtime.h"
+#include "models/layers/sequence_parallel.h"
 #include "models/model.h"
 #include "models/model_config.h"
 #include "models/parameter_layout.h"
@@ -76,8 +77,12 @@ class BlockModel : public Model {
   // Views of a tensor of the layout, for a layer.
   Param param(std::string_view name) const;
   std::size_t max_rows() const { return options_.max_batch * options_.max_seq_len; }
-  // Call around the layers' construction: what they allocate is activation_bytes().
-  void begin_layers() { allocated_before_layers_ = runtime_.device().context().bytes_allocated(); }
+  // The rows of the residual stream this device holds, for the blocks' and the norms' buffers:
+  // max_rows(), or under sequence parallelism its shard.
+  std::size_t stream_rows() const;
+  // Call around the layers' construction: what they allocate is activation_bytes() (with sequence
+  // parallelism's workspaces, which begin_layers allocates).
+  void begin_layers();
   void end_layers() { activation_bytes_ = runtime_.device().context().bytes_allocated() - allocated_before_layers_; }
 
   // The phases' shared parts. start_pass checks the batch against the model (DataError), zeroes the
@@ -105,6 +110,7 @@ class BlockModel : public Model {
   std::unique_ptr<ParameterLayout> global_layout_;  // tensor parallelism: the whole model's, and the split
   std::unique_ptr<TensorSplit> split_;
   TensorGroup* tensor_group_ = nullptr;
+  std::unique_ptr<SequenceParallel> sequence_;  // sequence parallelism's workspaces
   ParameterLayout::Unit rest_unit_, block_unit_;  // unit(-1), unit(0): sizes of FSDP residency
   FloatBuffer params_, grads_;
   ActBuffer compute_;  // params_ in the activation dtype; shares params_' memory for float32

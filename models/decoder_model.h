@@ -5,6 +5,10 @@
 // implements nothing else: the phases below are the Model interface's (model.h).
 // Tensor parallelism (pass.ctx.tensor): the vocabulary-parallel embedding's output and the LM
 // head's input gradient are partial sums, summed here; the blocks and the head sum their own.
+// Sequence parallelism (pass.ctx.sequence, layers/sequence_parallel.h): those sums are
+// reduce-scattered into the device's rows instead, which the blocks and the final norm run on;
+// the final norm's output is all-gathered for the head, and the blocks' input gradient for the
+// embedding's backward. pass.x is then the device's rows (N/t, C).
 #pragma once
 
 #include <memory>
@@ -13,6 +17,7 @@
 #include "models/block_model.h"
 #include "models/layers/embedding.h"
 #include "models/layers/lm_head.h"
+#include "models/layers/sequence_parallel.h"
 
 namespace paxocl::models {
 
@@ -21,8 +26,14 @@ class DecoderModel : public BlockModel {
  public:
   Pass begin_pass(const inputs::Batch& batch, bool gradients) override {
     Pass pass{start_pass(batch, gradients), &batch, nullptr};
-    ActBuffer& x = embedding_->forward(pass.ctx, batch.ids);
-    if (pass.ctx.tensor) pass.ctx.tensor->sum(x, pass.ctx.rows() * dims());
+    LayerContext& ctx = pass.ctx;
+    ActBuffer& x = embedding_->forward(ctx, batch.ids);
+    if (ctx.sequence) {
+      ctx.tensor->reduce_scatter(x, ctx.sequence->stream_input, ctx.stream_rows() * dims());
+      pass.x = &ctx.sequence->stream_input;
+      return pass;
+    }
+    if (ctx.tensor) ctx.tensor->sum(x, ctx.rows() * dims());
     pass.x = &x;
     return pass;
   }
@@ -31,19 +42,38 @@ class DecoderModel : public BlockModel {
     pass.x = &blocks_.at(static_cast<std::size_t>(block)).forward(pass.ctx, *pass.x);
   }
   LossStats forward_loss(Pass& pass) override {
-    return head_->forward(pass.ctx, final_norm_->forward(pass.ctx, *pass.x), pass.batch->targets, pass.batch->weights,
-                          loss_scale());
+    LayerContext& ctx = pass.ctx;
+    const ActBuffer* y = &final_norm_->forward(ctx, *pass.x);
+    if (ctx.sequence) {  // the head's input stays in the workspace until begin_backward's dW
+      ctx.tensor->all_gather(*y, ctx.sequence->gathered_input, ctx.stream_rows() * dims());
+      y = &ctx.sequence->gathered_input;
+    }
+    return head_->forward(ctx, *y, pass.batch->targets, pass.batch->weights, loss_scale());
   }
   void begin_backward(Pass& pass) override {
-    ActBuffer& dy = head_->backward(pass.ctx);
-    if (pass.ctx.tensor) pass.ctx.tensor->sum(dy, pass.ctx.rows() * dims());
-    pass.x = &final_norm_->backward(pass.ctx, dy);
+    LayerContext& ctx = pass.ctx;
+    ActBuffer& dy = head_->backward(ctx);
+    if (ctx.sequence) {
+      ctx.tensor->reduce_scatter(dy, ctx.sequence->delta, ctx.stream_rows() * dims());
+      pass.x = &final_norm_->backward(ctx, ctx.sequence->delta);
+      ctx.sequence->sum_gradients(ctx, final_norm_->parameter_gradients());
+      return;
+    }
+    if (ctx.tensor) ctx.tensor->sum(dy, ctx.rows() * dims());
+    pass.x = &final_norm_->backward(ctx, dy);
   }
   void backward_block(Pass& pass, int block) override {
     prepare_block(block);  // under FSDP the slot may hold another block's weights by now
     pass.x = &blocks_.at(static_cast<std::size_t>(block)).backward(pass.ctx, *pass.x);
   }
-  void finish_backward(Pass& pass) override { embedding_->backward(pass.ctx, *pass.x); }
+  void finish_backward(Pass& pass) override {
+    LayerContext& ctx = pass.ctx;
+    if (ctx.sequence) {
+      ctx.tensor->all_gather(*pass.x, ctx.sequence->gathered_gradient, ctx.stream_rows() * dims());
+      pass.x = &ctx.sequence->gathered_gradient;
+    }
+    embedding_->backward(ctx, *pass.x);
+  }
 
   void begin_decode(std::size_t batch) override {
     decode_batch_ = batch;

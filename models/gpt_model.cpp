@@ -11,7 +11,9 @@ namespace names = tensor_names;
 GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, ModelOptions options)
     : DecoderModel(runtime, config, options, static_cast<std::size_t>(config.model_dims)), config_(config) {
   const device::Device& device = runtime.device();
-  const std::size_t rows = max_rows();
+  // rows: every layer's; stream: the blocks' residual stream and the norms' (under sequence
+  // parallelism the device's shard of the rows).
+  const std::size_t rows = max_rows(), stream = stream_rows();
   // Under tensor parallelism this device's heads, hidden units and vocabulary rows (tensor_split.h);
   // the row-parallel biases and wpe exist on rank 0 only.
   const TensorLocalDims local = tensor_local_dims(config, options.tensor);
@@ -33,20 +35,20 @@ GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, Mod
     const std::string prefix = fmt::format("{}{}", names::kBlockPrefix, l);  // its layers' labels
     blocks_.emplace_back(
         device, act,
-        LayerNorm(device, act, param(name(names::kLn1Scale)), param(name(names::kLn1Bias)), C, rows, prefix + ".ln1"),
+        LayerNorm(device, act, param(name(names::kLn1Scale)), param(name(names::kLn1Bias)), C, stream, prefix + ".ln1"),
         SelfAttention(
             Linear(device, act, param(name(names::kQkvWeight)), param(name(names::kQkvBias)), C, 3 * D, rows, prefix + ".qkv"),
             CausalAttention(device, act, NH, NH,  // GPT: multi-head, no kv-head sharing
                             static_cast<std::size_t>(config.dims_per_head), options_.max_batch, options_.max_seq_len,
                             options_.attention_workspace_bytes, prefix + ".attn"),
             Linear(device, act, param(name(names::kAttnProjWeight)), rank0_param(name(names::kAttnProjBias)), D, C, rows, prefix + ".proj")),
-        LayerNorm(device, act, param(name(names::kLn2Scale)), param(name(names::kLn2Bias)), C, rows, prefix + ".ln2"),
+        LayerNorm(device, act, param(name(names::kLn2Scale)), param(name(names::kLn2Bias)), C, stream, prefix + ".ln2"),
         Mlp(Linear(device, act, param(name(names::kFcWeight)), param(name(names::kFcBias)), C, H, rows, prefix + ".fc",
                    Linear::Activation::kGelu),
             Linear(device, act, param(name(names::kFcProjWeight)), rank0_param(name(names::kFcProjBias)), H, C, rows, prefix + ".fcproj")),
-        C, rows, prefix);
+        C, stream, prefix);
   }
-  final_norm_ = std::make_unique<LayerNorm>(device, act, param(names::kFinalNormScale), param(names::kFinalNormBias), C, rows, "lnf");
+  final_norm_ = std::make_unique<LayerNorm>(device, act, param(names::kFinalNormScale), param(names::kFinalNormBias), C, stream, "lnf");
   head_ = std::make_unique<LmHead>(device, act, param(names::kTokenEmbedding), C, static_cast<std::size_t>(local.vocab_real),
                                    static_cast<std::size_t>(local.vocab_rows), rows, "lm_head",
                                    VocabShard{static_cast<std::size_t>(local.vocab_begin), options.tensor.size,

@@ -11,7 +11,9 @@ namespace names = tensor_names::llama;
 LlamaModel::LlamaModel(kernels::DeviceRuntime& runtime, const LlamaConfig& config, ModelOptions options)
     : DecoderModel(runtime, config, options, static_cast<std::size_t>(config.model_dims)), config_(config) {
   const device::Device& device = runtime.device();
-  const std::size_t rows = max_rows();
+  // rows: every layer's; stream: the blocks' residual stream and the norms' (under sequence
+  // parallelism the device's shard of the rows).
+  const std::size_t rows = max_rows(), stream = stream_rows();
   // Under tensor parallelism this device's heads, hidden units and vocabulary rows (tensor_split.h).
   const TensorLocalDims local = tensor_local_dims(config, options.tensor);
   const std::size_t C = config.model_dims, F = static_cast<std::size_t>(local.hidden),
@@ -37,19 +39,19 @@ LlamaModel::LlamaModel(kernels::DeviceRuntime& runtime, const LlamaConfig& confi
                                            prefix + ".kv_replicas")};
     }
     blocks_.emplace_back(
-        device, act, RmsNorm(device, act, param(name(names::kAttnNormScale)), C, rows, eps, prefix + ".attn_norm"),
+        device, act, RmsNorm(device, act, param(name(names::kAttnNormScale)), C, stream, eps, prefix + ".attn_norm"),
         SelfAttention(
             Linear(device, act, param(name(names::kQkvWeight)), std::nullopt, C, (H + 2 * Hkv) * hs, rows, prefix + ".qkv"),
             CausalAttention(device, act, H, Hkv, hs, options_.max_batch, options_.max_seq_len,
                             options_.attention_workspace_bytes, prefix + ".attn"),
             Linear(device, act, param(name(names::kAttnProjWeight)), std::nullopt, H * hs, C, rows, prefix + ".proj"),
             rope, std::move(kv_replicas)),
-        RmsNorm(device, act, param(name(names::kMlpNormScale)), C, rows, eps, prefix + ".mlp_norm"),
+        RmsNorm(device, act, param(name(names::kMlpNormScale)), C, stream, eps, prefix + ".mlp_norm"),
         SwigluMlp(device, act, param(name(names::kGateUpWeight)), param(name(names::kDownWeight)), C, F, rows,
                   prefix + ".mlp"),
-        C, rows, prefix);
+        C, stream, prefix);
   }
-  final_norm_ = std::make_unique<RmsNorm>(device, act, param(names::kFinalNormScale), C, rows, eps, "norm");
+  final_norm_ = std::make_unique<RmsNorm>(device, act, param(names::kFinalNormScale), C, stream, eps, "norm");
   head_ = std::make_unique<LmHead>(device, act, param(names::kLmHead), C, static_cast<std::size_t>(local.vocab_real),
                                    static_cast<std::size_t>(local.vocab_rows), rows, "lm_head",
                                    VocabShard{vocab.begin, options.tensor.size, options.tensor.rank});

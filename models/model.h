@@ -37,6 +37,10 @@ struct ModelOptions {
   // Tensor parallelism (models/tensor_split.h): this instance holds rank's part of every tensor
   // and, during a pass, sums partial results through the TensorGroup given to set_tensor_group.
   TensorShard tensor{};
+  // With tensor.split(): Megatron-LM's sequence parallelism (layers/sequence_parallel.h): the
+  // residual stream and the norms on this rank's rows, N / tensor.size of them (t must divide every
+  // batch's N = B*T: ConfigError at the pass otherwise).
+  bool sequence_parallel = false;
 };
 
 class Model {

@@ -63,6 +63,14 @@ void attention(Inventory& inv, const std::string& name, const ActivationShape& s
   inv.act(name + ".dqkv", B * T * (heads + 2 * kv_heads) * hs);
 }
 
+void sequence_parallel(Inventory& inv, Rows rows, std::size_t C) {
+  inv.act("sequence.gathered_input", rows.all * C);
+  inv.act("sequence.gathered_gradient", rows.all * C);
+  inv.act("sequence.stream_input", rows.outside * C);
+  inv.act("sequence.delta", rows.outside * C);
+  inv.f32("sequence.packed_gradients", 4 * C);
+}
+
 void embedding(Inventory& inv, std::size_t N, std::size_t C, bool position_table) {
   inv.act("embedding.zero_row", position_table ? 1 : C);
   inv.i32("embedding.ids", N);
@@ -99,6 +107,7 @@ std::vector<BufferSize> activation_buffers(const models::ModelConfig& model, con
   Inventory block(out, s.act, static_cast<std::size_t>(model.num_blocks()), "h*.");
   model.visit([&](const auto& c) {
     const std::size_t C = static_cast<std::size_t>(c.model_dims), hs = static_cast<std::size_t>(c.dims_per_head);
+    if (s.sequence_parallel) sequence_parallel(once, rows, C);
     if constexpr (std::is_same_v<std::decay_t<decltype(c)>, models::GptConfig>) {
       embedding(once, N, C, true);
       norm(block, "ln1", rows, C, true);

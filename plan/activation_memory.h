@@ -18,7 +18,10 @@
 //   LmHead         logits (N, Vp) act; losses, correct, weights (N) f32; targets (N) int32; dy (N, C)
 // Tensor parallelism (tensor_parallel.h) narrows the split widths (heads, MLP units, Vp) and adds
 // the cross-entropy's gathered row statistics (t, N, 3) f32; sequence parallelism stores the
-// buffers outside attention and the MLP (norms, residual sums x2 and y) for N / t rows.
+// buffers outside attention and the MLP (norms, residual sums x2 and y) for N / t rows (rounded
+// up) and adds its workspaces (models/layers/sequence_parallel.h), once for every block: the
+// gathered input and gradient (N, C) act, the first block's input and a reduce-scattered delta
+// (N / t, C) act, and the norms' gradients packed for their sum (4 C) f32.
 #pragma once
 
 #include <cstddef>

@@ -43,11 +43,25 @@ std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::P
     const double rows = static_cast<double>(spec.group_sequences()) * spec.model.max_seq_len();
     const double width = spec.model.visit([](const auto& c) { return static_cast<double>(c.model_dims); });
     const double activation = rows * width * static_cast<double>(device::dtype_size(spec.fprop));
-    const char* how = spec.sequence_parallel ? "reduce-scatter + all-gather" : "all-reduce";
-    add(std::string("TP ") + how + ", activations (forward)", CollectiveKind::kAllReduce, MeshAxis::kTensor, activation,
-        2 * L + 1, 2 * L + 1);
-    add(std::string("TP ") + how + ", activation gradients (backward)", CollectiveKind::kAllReduce, MeshAxis::kTensor,
-        activation, 2 * L + 1, 2 * L + 1);
+    if (spec.sequence_parallel) {
+      const bool gpt = spec.model.is_gpt();  // LayerNorm: scale and bias; RMSNorm: scale
+      const double norm = (gpt ? 2.0 : 1.0) * width * sizeof(float);
+      add("TP reduce-scatter, activations (forward)", CollectiveKind::kReduceScatter, MeshAxis::kTensor, activation,
+          2 * L + 1, 2 * L + 1);
+      add("TP all-gather, activations (forward)", CollectiveKind::kAllGather, MeshAxis::kTensor, activation, 2 * L + 1,
+          2 * L + 1);
+      add("TP reduce-scatter, activation gradients (backward)", CollectiveKind::kReduceScatter, MeshAxis::kTensor,
+          activation, 2 * L + 1, 2 * L + 1);
+      add("TP all-gather, activation gradients and norm outputs (backward)", CollectiveKind::kAllGather,
+          MeshAxis::kTensor, activation, 4 * L + 1, 4 * L + 1);
+      add("TP all-reduce, the blocks' norm gradients", CollectiveKind::kAllReduce, MeshAxis::kTensor, 2 * norm, L, L);
+      add("TP all-reduce, the final norm's gradients", CollectiveKind::kAllReduce, MeshAxis::kTensor, norm, 1, 1);
+    } else {
+      add("TP all-reduce, activations (forward)", CollectiveKind::kAllReduce, MeshAxis::kTensor, activation, 2 * L + 1,
+          2 * L + 1);
+      add("TP all-reduce, activation gradients (backward)", CollectiveKind::kAllReduce, MeshAxis::kTensor, activation,
+          2 * L + 1, 2 * L + 1);
+    }
     add("TP all-gather, cross-entropy row statistics", CollectiveKind::kAllGather, MeshAxis::kTensor,
         static_cast<double>(t) * rows * 3 * sizeof(float), 1, 1);
   }

@@ -16,8 +16,11 @@
 //   tensor (t > 1): per block 2 all-reduces of (N, C) activations forward and 2 of their gradients
 //     backward, the embedding's forward and the LM head's input gradient, a bytes each element,
 //     and an all-gather of the cross-entropy's (t, N, 3) float statistics; all exposed (they sit
-//     on the critical path). With SEQUENCE_PARALLEL each all-reduce is a reduce-scatter plus an
-//     all-gather: the same bytes.
+//     on the critical path). With SEQUENCE_PARALLEL (models/layers/sequence_parallel.h) each of
+//     those all-reduces is a reduce-scatter plus an all-gather (the same bytes), the backward
+//     all-gathers the norms' outputs again (2 per block: L x 2 more all-gathers of (N, C)), and the
+//     norms' replicated gradients are all-reduced in float32: per block 4 C (GPT) or 2 C (LLaMA),
+//     and 2 C or C of the final norm.
 // Without OVERLAP_COMMUNICATION every collective is exposed.
 #pragma once
 

@@ -63,7 +63,8 @@ std::unique_ptr<models::Model> StepProgram::build_model(kernels::DeviceRuntime& 
   const int rows = options.step.device_batch * options.mesh.ici_size(device::MeshAxis::kTensor);
   return models::build_model(
       runtime, options.model,
-      models::ModelOptions{static_cast<std::size_t>(rows), 0, 64u << 20, resident_block_slots, shard});
+      models::ModelOptions{static_cast<std::size_t>(rows), 0, 64u << 20, resident_block_slots, shard,
+                           shard.split() && options.step.sequence_parallel});
 }
 
 std::vector<kernels::DeviceRuntime*> StepProgram::runtimes() const {

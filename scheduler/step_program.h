@@ -107,7 +107,7 @@ class StepProgram {
   void trace_queues(bool on, collectives::IciCommunicator* communicator);
   // The model of the options' architecture on `runtime` (FSDP residency: `resident_block_slots`;
   // tensor parallelism: the shard's parts, for the rows of a tensor group: device_batch x the
-  // tensor axis's devices in this process).
+  // tensor axis's devices in this process; and with SEQUENCE_PARALLEL, sequence parallelism).
   static std::unique_ptr<models::Model> build_model(kernels::DeviceRuntime& runtime, const StepOptions& options,
                                                     int resident_block_slots = 0, models::TensorShard shard = {});
   std::vector<kernels::DeviceRuntime*> runtimes() const;

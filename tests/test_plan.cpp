@@ -118,7 +118,16 @@ INSTANTIATE_TEST_SUITE_P(
         RealRunCase{"GptTensor2F32", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[1,1,2]"}})},
         RealRunCase{"GptTensor2Bf16", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[1,1,2]"}, {"FPROP_DTYPE", "bfloat16"}})},
         RealRunCase{"LlamaTensor2KvSplit", with(odd_llama(), {{"ICI_MESH_SHAPE", "[1,1,2]"}})},
-        RealRunCase{"LlamaTensor2KvReplicated", with(odd_llama(), {{"ICI_MESH_SHAPE", "[1,1,2]"}, {"NUM_KV_HEADS", "1"}})}),
+        RealRunCase{"LlamaTensor2KvReplicated", with(odd_llama(), {{"ICI_MESH_SHAPE", "[1,1,2]"}, {"NUM_KV_HEADS", "1"}})},
+        // Sequence parallelism: the stream's buffers on N / t rows, and its workspaces.
+        RealRunCase{"GptTensor2SequenceParallelF32", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[1,1,2]"},
+                                                                      {"SEQUENCE_PARALLEL", "true"}})},
+        RealRunCase{"GptTensor2SequenceParallelBf16", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[1,1,2]"},
+                                                                       {"SEQUENCE_PARALLEL", "true"},
+                                                                       {"FPROP_DTYPE", "bfloat16"}})},
+        RealRunCase{"LlamaTensor2SequenceParallelKvReplicatedF16",
+                    with(odd_llama(), {{"ICI_MESH_SHAPE", "[1,1,2]"}, {"NUM_KV_HEADS", "1"}, {"SEQUENCE_PARALLEL", "true"},
+                                       {"FPROP_DTYPE", "float16"}})}),
     [](const ::testing::TestParamInfo<RealRunCase>& c) { return c.param.name; });
 
 plan::LayoutSpec spec_of(const std::vector<std::pair<std::string, std::string>>& overrides, const std::string& base = "Default") {
@@ -243,7 +252,7 @@ TEST(Plan, TensorSplitOfGroupedQueryAttention) {
 
 // One tensor rank's activations, written out from the layers for GPT with t = 2 (a = 4 bytes):
 // the C-wide buffers stay (N, C), the split ones narrow, sequence parallelism divides the norms'
-// and residuals' rows by t.
+// and residuals' rows by t and adds its workspaces.
 TEST(Plan, TensorRankActivationsOfGptByHand) {
   const auto overrides = std::vector<std::pair<std::string, std::string>>{
       {"NUM_LAYERS", "3"}, {"MODEL_DIMS", "32"},  {"HIDDEN_DIMS", "64"},  {"NUM_HEADS", "4"},  {"DIMS_PER_HEAD", "8"},
@@ -266,8 +275,41 @@ TEST(Plan, TensorRankActivationsOfGptByHand) {
   };
   const plan::DeviceMemory m = plan::device_memory(spec);
   EXPECT_EQ(m.activations_without_sp, activations(N));
-  EXPECT_EQ(m.activations_with_sp, activations(N / t));
+  // gathered input and gradient (N, C), first block's input and delta (N/t, C), 4 C packed norm gradients
+  const std::size_t workspaces = 2 * N * C * 4 + 2 * (N / t) * C * 4 + 4 * C * 4;
+  EXPECT_EQ(m.activations_with_sp, activations(N / t) + workspaces);
   EXPECT_EQ(m.activations, m.activations_without_sp);  // SEQUENCE_PARALLEL is not on
+}
+
+TEST(Plan, SequenceParallelCollectivesByHand) {
+  // t = 2 in a process; float32; 3 blocks; 2 sequences of 6 per group; GPT (LayerNorm: scale and bias).
+  const plan::LayoutSpec spec = spec_of({{"NUM_LAYERS", "3"}, {"MODEL_DIMS", "32"}, {"HIDDEN_DIMS", "64"},
+                                         {"NUM_HEADS", "4"}, {"DIMS_PER_HEAD", "8"}, {"MAX_SEQ_LEN", "6"},
+                                         {"VOCAB_SIZE", "256"}, {"ICI_MESH_SHAPE", "[1,1,2]"},
+                                         {"PERCORE_BATCH_SIZE", "1"}, {"SEQUENCE_PARALLEL", "true"}});
+  const double S = 2.0 * 6 * 32 * 4;  // (N, C) float32
+  const std::vector<plan::Collective> c = plan::step_collectives(spec, plan::device_layout(spec));
+  ASSERT_EQ(c.size(), 7u);
+  const struct {
+    plan::CollectiveKind kind;
+    double bytes;
+    long operations;
+  } want[] = {
+      {plan::CollectiveKind::kReduceScatter, S, 2 * 3 + 1},  // attention's and the MLP's outputs; the embedding's
+      {plan::CollectiveKind::kAllGather, S, 2 * 3 + 1},      // the norms' outputs; the final norm's
+      {plan::CollectiveKind::kReduceScatter, S, 2 * 3 + 1},  // the column-parallel input gradients; the head's
+      {plan::CollectiveKind::kAllGather, S, 4 * 3 + 1},      // gradients at both outputs, norms' outputs again; embedding's
+      {plan::CollectiveKind::kAllReduce, 4.0 * 32 * 4, 3},   // ln1 and ln2 scale and bias gradients
+      {plan::CollectiveKind::kAllReduce, 2.0 * 32 * 4, 1},   // lnf's
+  };
+  for (std::size_t i = 0; i < 6; ++i) {
+    SCOPED_TRACE(c[i].name);
+    EXPECT_EQ(c[i].kind, want[i].kind);
+    EXPECT_DOUBLE_EQ(c[i].bytes, want[i].bytes);
+    EXPECT_EQ(c[i].operations, want[i].operations);
+    const double passes = want[i].kind == plan::CollectiveKind::kAllReduce ? 2.0 : 1.0;
+    EXPECT_DOUBLE_EQ(c[i].ici_bytes, passes * 0.5 * want[i].bytes);
+  }
 }
 
 TEST(Plan, TensorCollectivesByHand) {

@@ -19,6 +19,8 @@ namespace paxocl::models {
 using FloatBuffer = device::Buffer<float>;
 using ActBuffer = device::TypedBuffer;
 
+class SequenceParallel;  // sequence_parallel.h
+
 struct LayerContext {
   device::Device& device;
   kernels::KernelLibrary& kernels;
@@ -26,7 +28,15 @@ struct LayerContext {
   std::size_t batch = 0;    // B of the current step
   std::size_t seq_len = 0;  // T of the current step
   TensorGroup* tensor = nullptr;  // tensor parallelism: the other holders of this replica; null: none
+  // Sequence parallelism (with `tensor`): the residual stream is split by rows over the group and
+  // these are the gathered workspaces; null: every member holds all rows.
+  SequenceParallel* sequence = nullptr;
   std::size_t rows() const { return batch * seq_len; }  // N = B * T
+  // The residual stream's rows this device holds (the norms and residual adds run on them): N, or
+  // its sequence shard N / t. The model checks that t divides N.
+  std::size_t stream_rows() const {
+    return sequence != nullptr ? rows() / static_cast<std::size_t>(tensor->size()) : rows();
+  }
 };
 
 // One parameter tensor: its float32 value and gradient (views into the model's flat buffers),

@@ -15,21 +15,21 @@ LayerNorm::LayerNorm(const device::Device& device, device::DType act, Param scal
 
 const ActBuffer& LayerNorm::forward(LayerContext& ctx, const ActBuffer& x) {
   x_ = &x;
-  ctx.kernels.layernorm.forward(y_, mean_, rstd_, x, scale_.compute, bias_.compute, ctx.rows(), dims_, kEpsilon);
+  ctx.kernels.layernorm.forward(y_, mean_, rstd_, x, scale_.compute, bias_.compute, ctx.stream_rows(), dims_, kEpsilon);
   return y_;
 }
 
 const ActBuffer& LayerNorm::forward_residual(LayerContext& ctx, const ActBuffer& x, const ActBuffer& delta,
                                              ActBuffer& sum) {
   x_ = &sum;
-  ctx.kernels.layernorm.forward_residual(y_, mean_, rstd_, sum, x, delta, scale_.compute, bias_.compute, ctx.rows(),
+  ctx.kernels.layernorm.forward_residual(y_, mean_, rstd_, sum, x, delta, scale_.compute, bias_.compute, ctx.stream_rows(),
                                          dims_, kEpsilon);
   return y_;
 }
 
 const ActBuffer& LayerNorm::backward(LayerContext& ctx, const ActBuffer& dy, const ActBuffer* dresidual) {
   ctx.kernels.layernorm.backward(dx_, scale_.grad, bias_.grad, dy, *x_, scale_.compute, mean_, rstd_, dresidual,
-                                 ctx.rows(), dims_);
+                                 ctx.stream_rows(), dims_);
   return dx_;
 }
 

@@ -2,8 +2,11 @@
 //   x (N, C) -> y (N, C) = (x - mean) * rstd * scale + bias;  mean, rstd (N) kept for backward.
 // forward remembers its input (x, or the residual sum); backward returns dx (N, C) and
 // accumulates dscale, dbias (C). x, y, dx are in the activation dtype `act`; mean, rstd and the
-// parameter gradients are float32.
+// parameter gradients are float32. N is LayerContext::stream_rows(): under sequence parallelism the
+// device's shard of the rows.
 #pragma once
+
+#include <vector>
 
 #include "models/layers/layer_context.h"
 
@@ -20,6 +23,8 @@ class LayerNorm {
   const ActBuffer& forward_residual(LayerContext& ctx, const ActBuffer& x, const ActBuffer& delta, ActBuffer& sum);
   // dx = d LN(dy), plus `dresidual` when given (the gradient arriving through a residual branch).
   const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy, const ActBuffer* dresidual = nullptr);
+  // dscale, dbias: what sequence parallelism sums over the tensor group (each device saw its rows).
+  std::vector<FloatBuffer> parameter_gradients() const { return {scale_.grad, bias_.grad}; }
 
  private:
   Param scale_, bias_;

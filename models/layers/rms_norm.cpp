@@ -29,19 +29,19 @@ RmsNorm::RmsNorm(const device::Device& device, device::DType act, Param scale, s
 
 const ActBuffer& RmsNorm::forward(LayerContext& ctx, const ActBuffer& x) {
   x_ = &x;
-  ctx.kernels.rmsnorm.forward(y_, rstd_, x, scale_.compute, ctx.rows(), dims_, eps_);
+  ctx.kernels.rmsnorm.forward(y_, rstd_, x, scale_.compute, ctx.stream_rows(), dims_, eps_);
   return y_;
 }
 
 const ActBuffer& RmsNorm::forward_residual(LayerContext& ctx, const ActBuffer& x, const ActBuffer& delta,
                                            ActBuffer& sum) {
   x_ = &sum;
-  ctx.kernels.rmsnorm.forward_residual(y_, rstd_, sum, x, delta, scale_.compute, ctx.rows(), dims_, eps_);
+  ctx.kernels.rmsnorm.forward_residual(y_, rstd_, sum, x, delta, scale_.compute, ctx.stream_rows(), dims_, eps_);
   return y_;
 }
 
 const ActBuffer& RmsNorm::backward(LayerContext& ctx, const ActBuffer& dy, const ActBuffer* dresidual) {
-  ctx.kernels.rmsnorm.backward(dx_, scale_.grad, dy, *x_, scale_.compute, rstd_, dresidual, ctx.rows(), dims_);
+  ctx.kernels.rmsnorm.backward(dx_, scale_.grad, dy, *x_, scale_.compute, rstd_, dresidual, ctx.stream_rows(), dims_);
   return dx_;
 }
 

@@ -2,8 +2,11 @@
 //   x (N, C) -> y (N, C) = x * rstd * scale,  rstd = 1 / sqrt(mean_c(x^2) + eps);  rstd (N) kept for backward.
 // LayerNorm's interface without the mean and the bias: forward remembers its input (x, or the
 // residual sum); backward returns dx (N, C) and accumulates dscale (C). x, y, dx are in the
-// activation dtype `act`; rstd and the parameter gradient are float32.
+// activation dtype `act`; rstd and the parameter gradient are float32. N is
+// LayerContext::stream_rows(): under sequence parallelism the device's shard of the rows.
 #pragma once
+
+#include <vector>
 
 #include "models/layers/layer_context.h"
 
@@ -22,6 +25,8 @@ class RmsNorm {
   // dx = d RMSNorm(dy), plus `dresidual` when given (the gradient arriving through a residual branch);
   // dscale (C) += the parameter gradient (float32, accumulates).
   const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy, const ActBuffer* dresidual = nullptr);
+  // dscale: what sequence parallelism sums over the tensor group (each device saw its rows).
+  std::vector<FloatBuffer> parameter_gradients() const { return {scale_.grad}; }
 
  private:
   Param scale_;

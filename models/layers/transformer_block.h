@@ -2,6 +2,10 @@
 //   x2 = x + Attention(Norm1(x));   y = x2 + Mlp(Norm2(x2))        x, x2, y: (N, C)
 // backward(dy) returns dx (N, C); the residual branches add their gradients. x, x2, y and the
 // gradients are in the activation dtype `act`.
+// Sequence parallelism (ctx.sequence, layers/sequence_parallel.h): x, x2, y, their gradients and
+// the norms hold this device's rows (N/t, C) (`max_rows` is then the shard's); the norms' outputs
+// are all-gathered into the shared workspace before attention and the MLP, whose partial outputs
+// are reduce-scattered back into rows. The backward mirrors it and gathers the norms' outputs again.
 // GptBlock: LayerNorm, SelfAttention (fused QKV with bias), GELU Mlp. LlamaBlock: RMSNorm,
 // SelfAttention with rotary embeddings and grouped key/value heads (no biases), SwiGLU MLP.
 // Norm must offer forward, forward_residual(ctx, x, delta, sum) and backward(ctx, dy, dresidual)
@@ -15,6 +19,7 @@
 #include "models/layers/mlp.h"
 #include "models/layers/rms_norm.h"
 #include "models/layers/self_attention.h"
+#include "models/layers/sequence_parallel.h"
 #include "models/layers/swiglu_mlp.h"
 
 namespace paxocl::models {
@@ -36,6 +41,7 @@ class TransformerBlock {
   // Tensor parallelism (ctx.tensor): the attention's and the MLP's outputs are partial sums over
   // the group (row-parallel projections), summed before the residual adds.
   const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x, std::optional<std::size_t> decode_position = {}) {
+    if (ctx.sequence) return forward_sequence_parallel(ctx, x);
     const std::size_t n = ctx.rows() * dims_;
     ActBuffer& a = attention_.forward(ctx, norm1_.forward(ctx, x), decode_position);
     if (ctx.tensor) ctx.tensor->sum(a, n);
@@ -50,12 +56,13 @@ class TransformerBlock {
   // Tensor parallelism: the input gradients of the column-parallel projections are partial sums;
   // their sums start as soon as each is computed and run while the weight gradient's GEMM does.
   const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy) {
+    if (ctx.sequence) return backward_sequence_parallel(ctx, dy);
     const std::size_t n = ctx.rows() * dims_;
     int ticket = -1;
     std::function<void(ActBuffer&)> start_sum;
     if (ctx.tensor) start_sum = [&](ActBuffer& dx) { ticket = ctx.tensor->start_sum(dx, n); };
     auto finish_sum = [&] {
-      if (ctx.tensor) ctx.tensor->finish_sum(ticket);
+      if (ctx.tensor) ctx.tensor->finish(ticket);
     };
     // dx2 = dy + norm2'(mlp'(dy));  dx = dx2 + norm1'(attention'(dx2)): the residual adds are fused
     // into the norms' backward kernels.
@@ -68,12 +75,59 @@ class TransformerBlock {
   }
 
  private:
+  // x (N/t, C) -> norm1 -> all-gather (N, C) -> attention -> partial (N, C) -> reduce-scatter ->
+  // x2 = x + that (norm2's residual fusion) -> norm2 -> all-gather -> MLP -> reduce-scatter -> y = x2 + that.
+  const ActBuffer& forward_sequence_parallel(LayerContext& ctx, const ActBuffer& x) {
+    SequenceParallel& sp = *ctx.sequence;
+    TensorGroup& group = *ctx.tensor;
+    const std::size_t shard = ctx.stream_rows() * dims_;
+    normed1_ = &norm1_.forward(ctx, x);
+    group.all_gather(*normed1_, sp.gathered_input, shard);
+    group.reduce_scatter(attention_.forward(ctx, sp.gathered_input), sp.delta, shard);
+    normed2_ = &norm2_.forward_residual(ctx, x, sp.delta, x2_);
+    group.all_gather(*normed2_, sp.gathered_input, shard);
+    group.reduce_scatter(mlp_.forward(ctx, sp.gathered_input), sp.delta, shard);
+    ctx.kernels.residual.add(y_, x2_, sp.delta, shard);
+    return y_;
+  }
+
+  // The gradient of a reduce-scattered partial sum is the all-gathered gradient of the shard; the
+  // column-parallel layers' input gradients (partial sums) are reduce-scattered, each started as
+  // soon as it is computed so that it runs while the weight gradient's GEMM does. The layers'
+  // inputs were the shared workspace, so norm2's and norm1's outputs are gathered into it again,
+  // each while the work before its use runs.
+  const ActBuffer& backward_sequence_parallel(LayerContext& ctx, const ActBuffer& dy) {
+    SequenceParallel& sp = *ctx.sequence;
+    TensorGroup& group = *ctx.tensor;
+    const std::size_t shard = ctx.stream_rows() * dims_;
+    int scatter = -1;
+    auto start_scatter = [&](ActBuffer& dx) { scatter = group.start_reduce_scatter(dx, sp.delta, shard); };
+    const int mlp_input = group.start_all_gather(*normed2_, sp.gathered_input, shard);
+    group.all_gather(dy, sp.gathered_gradient, shard);
+    group.finish(mlp_input);
+    mlp_.backward(ctx, sp.gathered_gradient, start_scatter);
+    const int attention_input = group.start_all_gather(*normed1_, sp.gathered_input, shard);
+    group.finish(scatter);
+    const ActBuffer& dx2 = norm2_.backward(ctx, sp.delta, &dy);
+    group.all_gather(dx2, sp.gathered_gradient, shard);
+    group.finish(attention_input);
+    attention_.backward(ctx, sp.gathered_gradient, start_scatter);
+    group.finish(scatter);
+    const ActBuffer& dx = norm1_.backward(ctx, sp.delta, &dx2);
+    std::vector<FloatBuffer> norm_gradients = norm1_.parameter_gradients();
+    for (FloatBuffer& g : norm2_.parameter_gradients()) norm_gradients.push_back(std::move(g));
+    sp.sum_gradients(ctx, norm_gradients);
+    return dx;
+  }
+
   Norm norm1_;
   Attention attention_;
   Norm norm2_;
   MlpLayer mlp_;
   std::size_t dims_;
   ActBuffer x2_, y_;
+  const ActBuffer* normed1_ = nullptr;  // sequence parallelism: the norms' outputs (N/t, C), gathered
+  const ActBuffer* normed2_ = nullptr;  // again in the backward
 };
 
 using GptBlock = TransformerBlock<LayerNorm, SelfAttention, Mlp>;

@@ -1,0 +1,38 @@
+#include "models/layers/sequence_parallel.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace paxocl::models {
+
+SequenceParallel::SequenceParallel(const device::Device& device, device::DType act, std::size_t max_rows,
+                                   std::size_t dims, int size)
+    : gathered_input(make_buffer(device, act, max_rows * dims, "sequence.gathered_input")),
+      gathered_gradient(make_buffer(device, act, max_rows * dims, "sequence.gathered_gradient")),
+      stream_input(make_buffer(device, act, shard_rows(max_rows, size) * dims, "sequence.stream_input")),
+      delta(make_buffer(device, act, shard_rows(max_rows, size) * dims, "sequence.delta")),
+      packed_gradients_(make_buffer(device, 4 * dims, "sequence.packed_gradients")) {}
+
+void SequenceParallel::sum_gradients(LayerContext& ctx, const std::vector<FloatBuffer>& gradients) {
+  device::Queue& q = ctx.device.queue();
+  std::size_t n = 0;
+  for (const FloatBuffer& g : gradients) n += g.count();
+  if (n > packed_gradients_.count()) {
+    throw std::logic_error(fmt::format("SequenceParallel::sum_gradients: {} floats, room for {}", n,
+                                       packed_gradients_.count()));
+  }
+  std::size_t at = 0;
+  for (const FloatBuffer& g : gradients) {
+    q.copy(g, 0, packed_gradients_, at, g.count());
+    at += g.count();
+  }
+  ctx.tensor->sum(packed_gradients_, n);
+  at = 0;
+  for (const FloatBuffer& g : gradients) {
+    q.copy(packed_gradients_, at, g, 0, g.count());
+    at += g.count();
+  }
+}
+
+}  // namespace paxocl::models
