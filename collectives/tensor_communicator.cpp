@@ -11,7 +11,8 @@ TensorCommunicator::TensorCommunicator(std::vector<device::Device*> local, const
     : mpi_(world, std::move(process_ranks)), ici_(std::move(local)), next_round_(static_cast<std::size_t>(ici_.size()), 0) {}
 
 TensorCommunicator::~TensorCommunicator() {
-  abort(std::make_exception_ptr(DeviceError("the tensor group was shut down before every member reached its collective")));
+  abort(std::make_exception_ptr(
+      DeviceError("the tensor group was shut down before every member reached its collective")));
   mpi_.shutdown();
 }
 
@@ -25,8 +26,8 @@ Pending TensorCommunicator::reduce_scatter(int member, device::Buffer<float> ful
   return arrive(member, Kind::kReduceScatter, std::move(full), std::move(shard), n, std::move(ready));
 }
 
-Pending TensorCommunicator::all_gather(int member, device::Buffer<float> shard, device::Buffer<float> full, std::size_t n,
-                                       device::Event ready) {
+Pending TensorCommunicator::all_gather(int member, device::Buffer<float> shard, device::Buffer<float> full,
+                                       std::size_t n, device::Event ready) {
   return arrive(member, Kind::kAllGather, std::move(shard), std::move(full), n, std::move(ready));
 }
 
@@ -72,7 +73,8 @@ void TensorCommunicator::issue(Round& r) {
         ici_.reduce_scatter(std::move(r.inputs), std::move(r.outputs), static_cast<std::size_t>(size()) * r.n,
                             std::move(r.ready), r.pending, IciCommunicator::Inputs::kConsumed);
       } else {
-        ici_.stage([this, in = r.inputs, out = r.outputs, n = r.n] { reduce_scatter_across(in, out, n); }, std::move(r.ready), "reduce_scatter", r.pending);
+        ici_.stage([this, in = r.inputs, out = r.outputs, n = r.n] { reduce_scatter_across(in, out, n); },
+                   std::move(r.ready), "reduce_scatter", r.pending);
       }
       return;
     case Kind::kAllGather:
@@ -80,7 +82,8 @@ void TensorCommunicator::issue(Round& r) {
         ici_.all_gather(std::move(r.inputs), std::move(r.outputs), static_cast<std::size_t>(size()) * r.n,
                         std::move(r.ready), r.pending);
       } else {
-        ici_.stage([this, in = r.inputs, out = r.outputs, n = r.n] { all_gather_across(in, out, n); }, std::move(r.ready), "all_gather", r.pending);
+        ici_.stage([this, in = r.inputs, out = r.outputs, n = r.n] { all_gather_across(in, out, n); },
+                   std::move(r.ready), "all_gather", r.pending);
       }
       return;
   }

@@ -71,7 +71,8 @@ class TensorCommunicator {
                  device::Event ready);
   void issue(Round& round);
   // The host-staged forms across processes, run on the ICI worker.
-  void reduce_scatter_across(const IciCommunicator::Buffers& full, const IciCommunicator::Buffers& shards, std::size_t n);
+  void reduce_scatter_across(const IciCommunicator::Buffers& full, const IciCommunicator::Buffers& shards,
+                             std::size_t n);
   void all_gather_across(const IciCommunicator::Buffers& shards, const IciCommunicator::Buffers& full, std::size_t n);
 
   MpiCommunicator mpi_;

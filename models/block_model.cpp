@@ -202,7 +202,8 @@ LayerContext BlockModel::start_pass(const inputs::Batch& batch, bool gradients) 
   const auto rows = static_cast<std::size_t>(batch.batch) * static_cast<std::size_t>(batch.seq_len);
   if (sequence_ && rows % static_cast<std::size_t>(options_.tensor.size) != 0) {
     throw ConfigError(fmt::format("SEQUENCE_PARALLEL splits a batch's {} x {} = {} rows over the tensor axis {}, "
-                                  "which does not divide them", batch.batch, batch.seq_len, rows, options_.tensor.size));
+                                  "which does not divide them",
+                                  batch.batch, batch.seq_len, rows, options_.tensor.size));
   }
   return LayerContext{runtime_.device(), runtime_.kernels(), runtime_.gemm(), static_cast<std::size_t>(batch.batch),
                       static_cast<std::size_t>(batch.seq_len), split_ ? tensor_group_ : nullptr, sequence_.get()};

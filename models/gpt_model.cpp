@@ -48,7 +48,8 @@ GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, Mod
             Linear(device, act, param(name(names::kFcProjWeight)), rank0_param(name(names::kFcProjBias)), H, C, rows, prefix + ".fcproj")),
         C, stream, prefix);
   }
-  final_norm_ = std::make_unique<LayerNorm>(device, act, param(names::kFinalNormScale), param(names::kFinalNormBias), C, stream, "lnf");
+  final_norm_ = std::make_unique<LayerNorm>(device, act, param(names::kFinalNormScale), param(names::kFinalNormBias), C,
+                                            stream, "lnf");
   head_ = std::make_unique<LmHead>(device, act, param(names::kTokenEmbedding), C, static_cast<std::size_t>(local.vocab_real),
                                    static_cast<std::size_t>(local.vocab_rows), rows, "lm_head",
                                    VocabShard{static_cast<std::size_t>(local.vocab_begin), options.tensor.size,

@@ -52,7 +52,7 @@ std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::P
           2 * L + 1);
       add("TP reduce-scatter, activation gradients (backward)", CollectiveKind::kReduceScatter, MeshAxis::kTensor,
           activation, 2 * L + 1, 2 * L + 1);
-      add("TP all-gather, activation gradients and norm outputs (backward)", CollectiveKind::kAllGather,
+      add("TP all-gather, gradients and norm outputs (backward)", CollectiveKind::kAllGather,
           MeshAxis::kTensor, activation, 4 * L + 1, 4 * L + 1);
       add("TP all-reduce, the blocks' norm gradients", CollectiveKind::kAllReduce, MeshAxis::kTensor, 2 * norm, L, L);
       add("TP all-reduce, the final norm's gradients", CollectiveKind::kAllReduce, MeshAxis::kTensor, norm, 1, 1);

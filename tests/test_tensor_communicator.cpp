@@ -113,14 +113,18 @@ TEST_P(TensorCommunicatorTest, AllGatherConcatenatesTheShardsInRankOrder) {
       Pending pending;
       for (int m = 0; m < L; ++m) {
         std::vector<float> shard(n);  // rank r's shard: the elements r n + j
-        for (std::size_t j = 0; j < n; ++j) shard[j] = static_cast<float>(static_cast<std::size_t>(first_rank + m) * n + j) + 0.5f;
+        for (std::size_t j = 0; j < n; ++j) {
+          shard[j] = static_cast<float>(static_cast<std::size_t>(first_rank + m) * n + j) + 0.5f;
+        }
         outputs.push_back(upload(m, std::vector<float>(full, -1.0f)));
         pending = comm.all_gather(m, upload(m, shard), outputs.back(), n, ready(m));
       }
       pending.wait();
       for (int m = 0; m < L; ++m) {
         const std::vector<float> got = download(m, outputs[static_cast<std::size_t>(m)]);
-        for (std::size_t i = 0; i < full; ++i) ASSERT_EQ(got[i], static_cast<float>(i) + 0.5f) << "member " << m << " element " << i;
+        for (std::size_t i = 0; i < full; ++i) {
+          ASSERT_EQ(got[i], static_cast<float>(i) + 0.5f) << "member " << m << " element " << i;
+        }
       }
     }
   });

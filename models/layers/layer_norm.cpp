@@ -22,8 +22,8 @@ const ActBuffer& LayerNorm::forward(LayerContext& ctx, const ActBuffer& x) {
 const ActBuffer& LayerNorm::forward_residual(LayerContext& ctx, const ActBuffer& x, const ActBuffer& delta,
                                              ActBuffer& sum) {
   x_ = &sum;
-  ctx.kernels.layernorm.forward_residual(y_, mean_, rstd_, sum, x, delta, scale_.compute, bias_.compute, ctx.stream_rows(),
-                                         dims_, kEpsilon);
+  ctx.kernels.layernorm.forward_residual(y_, mean_, rstd_, sum, x, delta, scale_.compute, bias_.compute,
+                                         ctx.stream_rows(), dims_, kEpsilon);
   return y_;
 }
 

@@ -34,7 +34,7 @@ class SequenceParallel {
   }
 
   ActBuffer gathered_input;     // (N, C): a column-parallel layer's (or the LM head's) input, all-gathered
-  ActBuffer gathered_gradient;  // (N, C): the gradient at a row-parallel layer's (or the embedding's) output, all-gathered
+  ActBuffer gathered_gradient;  // (N, C): the gradient at a row-parallel layer's (or embedding's) output, gathered
   ActBuffer stream_input;       // (N/t, C): the first block's input, the embedding's sum reduce-scattered
   ActBuffer delta;              // (N/t, C): a reduce-scattered partial sum, consumed at once
 
