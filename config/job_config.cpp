@@ -77,17 +77,12 @@ void check_sequence_parallel(const JobConfig& j) {
                                   device::to_string(j.mesh.ici), device::to_string(j.mesh.dcn)));
   }
   const long T = j.model.max_seq_len();
-  const long group = long{j.step.device_batch} * j.mesh.ici[static_cast<std::size_t>(device::MeshAxis::kTensor)];
-  const struct {
-    long batch;
-    const char* what;
-  } batches[] = {{group, "a tensor group's training batch"}, {j.step.device_batch, "an evaluation batch"}};
-  for (const auto& b : batches) {
-    if (b.batch * T % tensor != 0) {
-      throw ConfigError(fmt::format("SEQUENCE_PARALLEL: {} has {} x {} = {} rows (sequences x MAX_SEQ_LEN), which "
-                                    "the tensor axis {} does not divide; choose a batch or MAX_SEQ_LEN that it does",
-                                    b.what, b.batch, T, b.batch * T, tensor));
-    }
+  const long group = j.step.replica_batch;  // a tensor group's training and evaluation batch
+  if (group * T % tensor != 0) {
+    throw ConfigError(fmt::format("SEQUENCE_PARALLEL: a tensor group's batch has {} x {} = {} rows (sequences x "
+                                  "MAX_SEQ_LEN), which the tensor axis {} does not divide; choose a batch or "
+                                  "MAX_SEQ_LEN that it does",
+                                  group, T, group * T, tensor));
   }
 }
 
@@ -137,12 +132,16 @@ JobConfig resolve_job(Experiment experiment, JobFlags flags, int processes, int 
   in.infeed_host_index = rank / tensor_processes;  // ranks unravel row-major, the tensor axis last
   in.batch_size = inputs::per_host_batch_size(e.get_float("PERCORE_BATCH_SIZE"), j.mesh.replicas(processes),
                                               in.num_infeed_hosts);
-  if (in.batch_size % local != 0) {
-    throw ConfigError(fmt::format("PERCORE_BATCH_SIZE={} is not a whole number of sequences per device; data "
-                                  "and fsdp parallelism need whole sequences on every device",
-                                  e.get_float("PERCORE_BATCH_SIZE")));
+  // Model replicas here: every device, or under tensor parallelism every tensor group (whose
+  // devices share its sequences, so PERCORE_BATCH_SIZE may be a fraction, as in Pax).
+  const int replicas = local / j.mesh.ici[static_cast<std::size_t>(device::MeshAxis::kTensor)];
+  if (in.batch_size % replicas != 0) {
+    throw ConfigError(fmt::format("PERCORE_BATCH_SIZE={} gives {} sequences per process, not a whole number for each "
+                                  "of its {} model replica(s) (devices, or tensor groups); data and fsdp parallelism "
+                                  "need whole sequences on every replica",
+                                  e.get_float("PERCORE_BATCH_SIZE"), in.batch_size, replicas));
   }
-  j.step.device_batch = in.batch_size / local;
+  j.step.replica_batch = in.batch_size / replicas;
   in.seed = j.seed;
   in.prefetch_depth = static_cast<int>(e.get_int("PREFETCH_DEPTH"));
   in.tokenizer_model = e.get_string("TOKENIZER");

@@ -46,7 +46,7 @@ struct MeshConfig {
 
 // How one training step runs on the devices (scheduler/step_program.h).
 struct StepConfig {
-  int device_batch = 1;                              // sequences per device: PERCORE_BATCH_SIZE's share
+  int replica_batch = 1;  // sequences per model replica: a device, or a tensor group (its devices share them)
   std::string gemm_policy = "auto";                  // --gemm
   bool overlap = true;                               // OVERLAP_COMMUNICATION
   std::size_t bucket_bytes = 0;                      // GRADIENT_BUCKET_BYTES

@@ -62,7 +62,7 @@ models::LossStats DataParallelStep::run_step(const inputs::Batch& batch, double 
   };
   std::vector<device::Event> ready;  // markers of the replicas whose backward is complete
   for (std::size_t r = 0; r < locals_.size(); ++r) {
-    const inputs::Batch part = device_rows(batch, static_cast<int>(r), options_.step.device_batch);
+    const inputs::Batch part = device_rows(batch, static_cast<int>(r), options_.step.replica_batch);
     device::Queue& queue = locals_[r].device->queue();
     std::function<void(int)> block_done;
     if (options_.step.overlap && averager_ && r + 1 == locals_.size()) {

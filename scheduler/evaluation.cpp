@@ -13,7 +13,7 @@ namespace paxocl::scheduler {
 
 EvalInputs make_eval_inputs(const config::JobConfig& job) {
   inputs::InputParams p = job.input;
-  p.batch_size = job.step.device_batch;  // evaluated on one device per process
+  p.batch_size = job.step.replica_batch;  // evaluated on one model replica per process
   p.is_training = false;
   p.prefetch_depth = 0;
   EvalInputs e;

@@ -56,7 +56,7 @@ class StepProgram {
                           OptimizerCounts counts) = 0;
   // The full parameters as a flat image. Collective: every process calls it.
   virtual std::vector<float> parameters() = 0;
-  // One step on this process's rows of the global batch (local devices x device_batch rows), at
+  // One step on this process's rows of the global batch (its model replicas x replica_batch rows), at
   // the loss scale of the scaler, which then learns whether the step overflowed.
   models::LossStats train_step(const inputs::Batch& batch, double lr, models::OptimizerStepStats& opt);
   models::DynamicLossScaler& loss_scaler() { return loss_scaler_; }
@@ -106,13 +106,13 @@ class StepProgram {
                                         collectives::IciCommunicator* communicator, const std::string& prefix = "");
   void trace_queues(bool on, collectives::IciCommunicator* communicator);
   // The model of the options' architecture on `runtime` (FSDP residency: `resident_block_slots`;
-  // tensor parallelism: the shard's parts, for the rows of a tensor group: device_batch x the
-  // tensor axis's devices in this process; and with SEQUENCE_PARALLEL, sequence parallelism).
+  // tensor parallelism: the shard's parts, and with SEQUENCE_PARALLEL sequence parallelism), for
+  // replica_batch rows.
   static std::unique_ptr<models::Model> build_model(kernels::DeviceRuntime& runtime, const StepOptions& options,
                                                     int resident_block_slots = 0, models::TensorShard shard = {});
   std::vector<kernels::DeviceRuntime*> runtimes() const;
-  // Rows [device * device_batch, +device_batch) of this process's batch.
-  static inputs::Batch device_rows(const inputs::Batch& batch, int device, int device_batch);
+  // Rows [replica * replica_batch, +replica_batch) of this process's batch.
+  static inputs::Batch device_rows(const inputs::Batch& batch, int replica, int replica_batch);
 
   std::vector<Local> locals_;
 

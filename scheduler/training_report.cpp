@@ -64,7 +64,7 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
                    layout,
                    replicas, job.mesh.local_devices(), program.device().info().name, mib(program.state_bytes_per_device()),
                    job.step.fprop_dtype == device::DType::kF32 ? "" : ", " + dtype + " weight copy",
-                   mib(model.activation_bytes()), dtype, job.step.device_batch, job.model.max_seq_len(), peaks_.measured(),
+                   mib(model.activation_bytes()), dtype, job.step.replica_batch, job.model.max_seq_len(), peaks_.measured(),
                    peaks_.measured_now(),
                    peaks_.theoretical() > 0
                        ? fmt::format("{:.1f} GFLOP/s ({})", peaks_.theoretical(), peaks_.theoretical_basis())

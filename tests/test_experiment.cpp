@@ -154,7 +154,7 @@ TEST(JobConfig, ResolvesEachProcesssShareOrRefusesWhatCannotRun) {
   e.set("PERCORE_BATCH_SIZE", "2");
   const config::JobConfig j = config::resolve_job(e, {}, 2, 1);
   EXPECT_EQ(j.input.batch_size, 4);  // 2 per device x 4 devices / 2 processes
-  EXPECT_EQ(j.step.device_batch, 2);
+  EXPECT_EQ(j.step.replica_batch, 2);
   EXPECT_EQ(j.input.num_infeed_hosts, 2);
   EXPECT_EQ(j.input.infeed_host_index, 1);
   EXPECT_EQ(j.sharding(), "data 4 x fsdp 1 (ICI [2,1,1] x DCN [2,1,1])");
@@ -162,8 +162,16 @@ TEST(JobConfig, ResolvesEachProcesssShareOrRefusesWhatCannotRun) {
   // 1.5 per device is 6 sequences in the job, 3 per process: whole per process, not per device.
   e.set("PERCORE_BATCH_SIZE", "1.5");
   EXPECT_NE(config_error([&] { config::resolve_job(e, {}, 2, 0); })
-                .find("PERCORE_BATCH_SIZE=1.5 is not a whole number of sequences per device"),
+                .find("PERCORE_BATCH_SIZE=1.5 gives 3 sequences per process, not a whole number for each of its 2 "
+                      "model replica(s)"),
             std::string::npos);
+  // Under tensor parallelism a tensor group's devices share its sequences: 0.5 per device is one
+  // sequence for each group of 2.
+  e.set("ICI_MESH_SHAPE", "[1,1,2]");
+  e.set("PERCORE_BATCH_SIZE", "0.5");
+  const config::JobConfig tp = config::resolve_job(e, {}, 2, 1);
+  EXPECT_EQ(tp.step.replica_batch, 1);
+  EXPECT_EQ(tp.input.batch_size, 1);
 }
 
 // ---- TensorBoard event files ----------------------------------------------------------------
