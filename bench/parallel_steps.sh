@@ -75,6 +75,7 @@ done
 for overlap in true false; do
   run "TP ICI [1,1,$devices] overlap=$overlap" "" --fdl.PERCORE_BATCH_SIZE=$batch --fdl.ICI_MESH_SHAPE=[1,1,$devices] --fdl.OVERLAP_COMMUNICATION=$overlap
 done
+run "TP+SP ICI [1,1,$devices]" "" --fdl.PERCORE_BATCH_SIZE=$batch --fdl.ICI_MESH_SHAPE=[1,1,$devices] --fdl.SEQUENCE_PARALLEL=True
 POCL_DEVICES_OVERRIDE=pthread run "TP DCN [1,1,2]" "$mpiexec --oversubscribe -np 2" \
   --devices=0 --fdl.PERCORE_BATCH_SIZE=$batch --fdl.DCN_MESH_SHAPE=[1,1,2]
 # Two axes at once on 4 devices: half the batch per device keeps the global batch of the rows above.
