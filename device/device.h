@@ -5,6 +5,7 @@
 // move data device to device (collectives/ici_communicator.h: ring) rather than through the host.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -14,13 +15,43 @@
 
 namespace paxocl::device {
 
+// Counts the CPU devices open in this process: they share the host's cores (PoCL reports every
+// core as each one's compute units), so host-threaded work on one of them (BLIS GEMMs) takes its
+// share rather than every core: oversubscribed, BLIS's threads spin at their barriers.
+class OpenCpuDevice {
+ public:
+  explicit OpenCpuDevice(bool cpu) : cpu_(cpu) { add(1); }
+  OpenCpuDevice(const OpenCpuDevice& other) : cpu_(other.cpu_) { add(1); }
+  OpenCpuDevice& operator=(const OpenCpuDevice& other) {
+    add(-1);
+    cpu_ = other.cpu_;
+    add(1);
+    return *this;
+  }
+  ~OpenCpuDevice() { add(-1); }
+  static unsigned count() { return counter().load(); }
+
+ private:
+  void add(int delta) {
+    if (cpu_) counter() += static_cast<unsigned>(delta);
+  }
+  static std::atomic<unsigned>& counter() {
+    static std::atomic<unsigned> c{0};
+    return c;
+  }
+  bool cpu_;
+};
+
 class Device {
  public:
   explicit Device(DeviceInfo info)
-      : info_(std::move(info)), context_(std::span<const cl_device_id>(&info_.id, 1)), queue_(context_, info_.id) {}
+      : info_(std::move(info)),
+        context_(std::span<const cl_device_id>(&info_.id, 1)),
+        queue_(context_, info_.id),
+        open_cpu_(info_.kind == DeviceKind::kCpu) {}
   // In `shared`, a context that holds this device among others.
   Device(DeviceInfo info, Context shared)
-      : info_(std::move(info)), context_(std::move(shared)), queue_(context_, info_.id) {}
+      : info_(std::move(info)), context_(std::move(shared)), queue_(context_, info_.id), open_cpu_(info_.kind == DeviceKind::kCpu) {}
 
   const DeviceInfo& info() const { return info_; }
   const Context& context() const { return context_; }
@@ -32,6 +63,7 @@ class Device {
   DeviceInfo info_;
   Context context_;
   Queue queue_;
+  OpenCpuDevice open_cpu_;
 };
 
 // Opens `devices` in order. With `share_contexts`, the devices of each platform share one context.

@@ -122,7 +122,7 @@ class BlisGemm final : public CountedGemm {
                          .a_stride = a.batch_stride, .b_stride = b.batch_stride, .c_stride = c.batch_stride,
                          .m = s.m, .n = s.n, .k = s.k, .batch = s.batch,
                          .a_transposed = at, .b_transposed = bt,
-                         .alpha = alpha, .beta = beta, .threads = threads_};
+                         .alpha = alpha, .beta = beta, .threads = threads()};
       queue.native("blis_sgemm", run_native_gemm, &g, sizeof g);
       mc.unmap();
       if (mb) mb->unmap();
@@ -136,6 +136,8 @@ class BlisGemm final : public CountedGemm {
 
  private:
   device::Device& device_;
+  // The device's compute units, shared with the process's other open CPU devices (they run at once).
+  unsigned threads() const { return std::max(1u, threads_ / std::max(1u, device::OpenCpuDevice::count())); }
   unsigned threads_;
 };
 
