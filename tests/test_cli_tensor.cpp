@@ -278,8 +278,8 @@ TEST_F(CliTensor, ImpossibleLayoutsAreOneLineErrors) {
       {kLlama + " --fdl.NUM_HEADS=6 --fdl.NUM_KV_HEADS=3 --fdl.HIDDEN_DIMS=192 --fdl.ICI_MESH_SHAPE=[1,1,2]",
        "tensor axis 2 and NUM_KV_HEADS=3: one must divide the other"},
       {kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1]" + kSequenceParallel, "SEQUENCE_PARALLEL=True needs a tensor axis > 1"},
-      {kGpt + " --fdl.PERCORE_BATCH_SIZE=1 --fdl.MAX_SEQ_LEN=31 --fdl.ICI_MESH_SHAPE=[1,1,2]" + kSequenceParallel,
-       "an evaluation batch has 1 x 31 = 31 rows (sequences x MAX_SEQ_LEN), which the tensor axis 2 does not divide"},
+      {kGpt + " --fdl.PERCORE_BATCH_SIZE=0.5 --fdl.MAX_SEQ_LEN=31 --fdl.ICI_MESH_SHAPE=[1,1,2]" + kSequenceParallel,
+       "a tensor group's batch has 1 x 31 = 31 rows (sequences x MAX_SEQ_LEN), which the tensor axis 2 does not divide"},
   };
   for (const auto& c : cases) {
     const auto r = run_command(kBinary + c.args + " --job_log_dir=" + (dir_.path() / "bad").string());
@@ -292,7 +292,7 @@ TEST_F(CliTensor, ImpossibleLayoutsAreOneLineErrors) {
                              " --fdl.DCN_MESH_SHAPE=[1,1,2]" + kSequenceParallel + " --job_log_dir=" +
                              (dir_.path() / "bad").string());
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("a tensor group's training batch has 1 x 31 = 31 rows"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a tensor group's batch has 1 x 31 = 31 rows"), std::string::npos) << r.err;
 }
 
 }  // namespace
