@@ -12,6 +12,7 @@
 #include "app/commands.h"
 #include "app/logging.h"
 #include "collectives/process_world.h"
+#include "device/device.h"
 #include "common/errors.h"
 
 namespace {
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
       return paxocl::kExitOk;
     }
     world->check_slurm_agrees();
+    paxocl::device::OpenCpuDevice::set_processes_on_host(static_cast<unsigned>(world->local_size()));
     paxocl::app::init_logging(args.flag("log_level"), world->rank(), world->size());
     return dispatch(args, *world);
   } catch (const paxocl::app::AgreedError& e) {

@@ -5,6 +5,7 @@
 // move data device to device (collectives/ici_communicator.h: ring) rather than through the host.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <vector>
@@ -17,7 +18,8 @@ namespace paxocl::device {
 
 // Counts the CPU devices open in this process: they share the host's cores (PoCL reports every
 // core as each one's compute units), so host-threaded work on one of them (BLIS GEMMs) takes its
-// share rather than every core: oversubscribed, BLIS's threads spin at their barriers.
+// share rather than every core: oversubscribed, BLIS's threads spin at their barriers. The other
+// processes of the job on this host (MPI ranks, set once at start-up) share the cores as well.
 class OpenCpuDevice {
  public:
   explicit OpenCpuDevice(bool cpu) : cpu_(cpu) { add(1); }
@@ -30,6 +32,9 @@ class OpenCpuDevice {
   }
   ~OpenCpuDevice() { add(-1); }
   static unsigned count() { return counter().load(); }
+  static void set_processes_on_host(unsigned n) { processes_on_host() = n < 1 ? 1 : n; }
+  // How many ways the host's cores are divided: open CPU devices here x the job's processes on this host.
+  static unsigned sharers() { return std::max(1u, count()) * processes_on_host().load(); }
 
  private:
   void add(int delta) {
@@ -38,6 +43,10 @@ class OpenCpuDevice {
   static std::atomic<unsigned>& counter() {
     static std::atomic<unsigned> c{0};
     return c;
+  }
+  static std::atomic<unsigned>& processes_on_host() {
+    static std::atomic<unsigned> n{1};
+    return n;
   }
   bool cpu_;
 };

@@ -136,8 +136,9 @@ class BlisGemm final : public CountedGemm {
 
  private:
   device::Device& device_;
-  // The device's compute units, shared with the process's other open CPU devices (they run at once).
-  unsigned threads() const { return std::max(1u, threads_ / std::max(1u, device::OpenCpuDevice::count())); }
+  // The device's compute units, shared with the process's other open CPU devices and the job's
+  // other processes on this host (they run at once).
+  unsigned threads() const { return std::max(1u, threads_ / device::OpenCpuDevice::sharers()); }
   unsigned threads_;
 };
 
