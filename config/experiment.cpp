@@ -41,6 +41,22 @@ const std::vector<HParamSpec>& Experiment::schema() {
        .max = kInf, .min_exclusive = true},
       {.name = "NORM_EPSILON", .type = T::kFloat, .help = "llama: RMSNorm epsilon (Hugging Face rms_norm_eps)", .min = 0,
        .max = 1, .min_exclusive = true},
+      {.name = "BLOCK_KINDS", .type = T::kString,
+       .help = "gpt: each block's token mixer, attention or ssm (praxis's S4D SSM layer in place of attention), a "
+               "comma-separated pattern repeated over NUM_LAYERS, e.g. attention,ssm"},
+      {.name = "SSM_NHEADS", .type = T::kInt, .help = "SSM blocks: state size N per channel (praxis SSM nheads)", .min = 1,
+       .max = 1 << 16},
+      {.name = "SSM_STEP_SIZE", .type = T::kFloat, .help = "SSM blocks: the frozen discretization step dt", .min = 0,
+       .max = kInf, .min_exclusive = true},
+      {.name = "SSM_HIPPO_TYPE", .type = T::kString,
+       .help = "SSM blocks: the frozen diagonal A: ss4d-1d (a = -0.5 + i pi-spaced), ss4d-legs or ss4d-lagt (HiPPO "
+               "eigenvalues)",
+       .choices = {"ss4d-1d", "ss4d-legs", "ss4d-lagt"}},
+      {.name = "SSM_L_MAX", .type = T::kInt, .help = "SSM blocks: longest sequence the kernel covers (0: MAX_SEQ_LEN)",
+       .min = 0, .max = kDim},
+      {.name = "SSM_CONVOLUTION", .type = T::kString,
+       .help = "SSM blocks: fft (clFFT; the direct kernel where clFFT fails its self-check) or direct (O(T^2))",
+       .choices = {"fft", "direct"}},
       {.name = "MAX_SEQ_LEN", .type = T::kInt, .help = "tokens per sequence", .min = 1, .max = kDim},
       {.name = "VOCAB_SIZE", .type = T::kInt, .help = "vocabulary size (must equal the tokenizer's)", .min = 1, .max = kDim},
       {.name = "INIT_STD", .type = T::kFloat, .help = "Gaussian init std of every matrix", .min = 0, .max = kInf, .min_exclusive = true},
@@ -131,6 +147,12 @@ Values defaults() {
           {"DIMS_PER_HEAD", 64L},
           {"ROPE_BASE", 10000.0},
           {"NORM_EPSILON", 1e-5},
+          {"BLOCK_KINDS", std::string("attention")},
+          {"SSM_NHEADS", 64L},
+          {"SSM_STEP_SIZE", 0.01},
+          {"SSM_HIPPO_TYPE", std::string("ss4d-1d")},
+          {"SSM_L_MAX", 0L},
+          {"SSM_CONVOLUTION", std::string("fft")},
           {"MAX_SEQ_LEN", 128L},
           {"VOCAB_SIZE", 4096L},
           {"INIT_STD", 0.023},
@@ -259,6 +281,19 @@ const std::map<std::string, std::function<void(Values&)>>& registry() {
          v["HIDDEN_DIMS"] = 688L;
          v["NUM_KV_HEADS"] = 2L;
          v["INIT_STD"] = 0.02;
+       }},
+      // praxis's SSMTransformer on the Default's data: every block's attention replaced by the S4D SSM;
+      // the MLP widened (HIDDEN_DIMS 1024 -> 1472) to the Default's parameter count (within 0.1%).
+      {"SsmKJV",
+       [](Values& v) {
+         v["BLOCK_KINDS"] = std::string("ssm");
+         v["HIDDEN_DIMS"] = 1472L;
+       }},
+      // Attention and SSM blocks alternating, at the Default's parameter count (HIDDEN_DIMS 1248).
+      {"HybridKJV",
+       [](Values& v) {
+         v["BLOCK_KINDS"] = std::string("attention,ssm");
+         v["HIDDEN_DIMS"] = 1248L;
        }},
       {"LLaMA2_7B", [](Values& v) { llama_gpu(v, 32, 4096, 11008, 32, 32, 16, {1, 8, 1}, {1, 1, 1}); }},
       {"LLaMA2_70B", [](Values& v) { llama_gpu(v, 80, 8192, 28672, 64, 8, 4, {1, 8, 1}, {1, 2, 1}); }},
@@ -447,6 +482,16 @@ void Experiment::set_model(const models::ModelConfig& model) {
     set_json("MAX_SEQ_LEN", c.max_seq_len);
     set_json("VOCAB_SIZE", c.vocab_size);
   });
+  if (model.is_gpt() && model.gpt().ssm_blocks() > 0) {
+    const models::GptConfig& c = model.gpt();
+    set_json("BLOCK_KINDS", models::block_kinds_text(c.block_kinds));
+    set_json("SSM_NHEADS", c.ssm.state_size);
+    set_json("SSM_STEP_SIZE", c.ssm.step_size);
+    set_json("SSM_HIPPO_TYPE", c.ssm.hippo_type);
+    set_json("SSM_L_MAX", c.ssm.l_max);
+  } else {
+    set_json("BLOCK_KINDS", std::string("attention"));
+  }
   if (model.is_llama()) {
     const models::LlamaConfig& c = model.llama();
     set_json("NUM_KV_HEADS", c.num_kv_heads);
@@ -459,7 +504,14 @@ void Experiment::set_model(const models::ModelConfig& model) {
 
 models::ModelConfig Experiment::model_config() const {
   // Every field was range-checked when set, so the narrowing casts below are exact.
+  std::vector<models::BlockKind> kinds = models::parse_block_kinds(get_string("BLOCK_KINDS"));
+  const bool any_ssm = std::count(kinds.begin(), kinds.end(), models::BlockKind::kSsm) > 0;
+  if (!any_ssm) kinds.clear();  // all attention: the plain GPT
   if (get_string("ARCHITECTURE") == "llama") {
+    if (any_ssm) {
+      throw ConfigError(fmt::format("BLOCK_KINDS={}: SSM blocks are built on the gpt architecture; use "
+                                    "ARCHITECTURE=gpt", get_string("BLOCK_KINDS")));
+    }
     models::LlamaConfig c;
     c.num_layers = static_cast<int>(get_int("NUM_LAYERS"));
     c.model_dims = static_cast<int>(get_int("MODEL_DIMS"));
@@ -489,6 +541,12 @@ models::ModelConfig Experiment::model_config() const {
   c.max_seq_len = static_cast<int>(get_int("MAX_SEQ_LEN"));
   c.vocab_size = static_cast<int>(get_int("VOCAB_SIZE"));
   c.init_std = static_cast<float>(get_float("INIT_STD"));
+  c.block_kinds = std::move(kinds);
+  c.ssm.state_size = static_cast<int>(get_int("SSM_NHEADS"));
+  c.ssm.step_size = static_cast<float>(get_float("SSM_STEP_SIZE"));
+  c.ssm.hippo_type = get_string("SSM_HIPPO_TYPE");
+  c.ssm.l_max = static_cast<int>(get_int("SSM_L_MAX"));
+  c.ssm.convolution = get_string("SSM_CONVOLUTION");
   c.validate();
   return c;
 }

@@ -30,6 +30,7 @@ class TypedBuffer {
   TypedBuffer view(std::size_t offset, std::size_t count, const std::string& name) const;
 
   cl_mem get() const { return storage_.get(); }
+  const Buffer<std::byte>& storage() const { return storage_; }  // the raw bytes (device-side copies)
   DType dtype() const { return dtype_; }
   std::size_t count() const { return count_; }
   std::size_t bytes() const { return storage_.bytes(); }

@@ -20,6 +20,12 @@ std::size_t layout_alignment(const device::DeviceInfo& info, device::DType fprop
 
 std::size_t align_up(std::size_t n, std::size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 
+std::vector<std::size_t> unit_sizes(const ParameterLayout& layout) {
+  std::vector<std::size_t> sizes;
+  for (int b = -1; b < layout.num_blocks(); ++b) sizes.push_back(layout.unit(b).size);
+  return sizes;
+}
+
 // The same architecture with the same tensors (names and shapes) and vocabulary: INIT_STD aside,
 // what a weight file must agree on.
 bool same_shapes(const ModelConfig& a, const ModelConfig& b) {
@@ -38,8 +44,7 @@ BlockModel::BlockModel(kernels::DeviceRuntime& runtime, ModelConfig config, Mode
       config_((config.validate(), std::move(config))),
       layout_(local_tensor_defs(config_, options.tensor), config_.num_blocks(),
               layout_alignment(runtime.device().info(), runtime.act_dtype())),
-      rest_unit_(layout_.unit(-1)),
-      block_unit_(layout_.unit(0)),
+      unit_floats_(unit_sizes(layout_)),
       params_(make_buffer(runtime.device(), resident_floats(), "parameters")),
       grads_(make_buffer(runtime.device(), resident_floats(), "gradients")),
       compute_(runtime.act_dtype() == device::DType::kF32
@@ -79,15 +84,19 @@ std::size_t BlockModel::unit_device_offset(int block) const {
     throw std::logic_error(fmt::format("BlockModel: block {}'s FSDP slot asked for without FSDP residency", block));
   }
   const int slot = block % options_.resident_block_slots;
-  return align_up(rest_unit_.size, a) + static_cast<std::size_t>(slot) * align_up(block_unit_.size, a);
+  return align_up(unit_floats(-1), a) + static_cast<std::size_t>(slot) * align_up(slot_floats(), a);
+}
+
+std::size_t BlockModel::slot_floats() const {
+  return *std::max_element(unit_floats_.begin() + 1, unit_floats_.end());
 }
 
 std::size_t BlockModel::resident_floats() const {
   const int slots = options_.resident_block_slots;
   if (slots < 0) throw ConfigError(fmt::format("resident_block_slots={}: must be >= 0", slots));
   if (slots == 0) return layout_.total();
-  return align_up(rest_unit_.size, layout_.alignment()) +
-         static_cast<std::size_t>(slots) * align_up(block_unit_.size, layout_.alignment());
+  return align_up(unit_floats(-1), layout_.alignment()) +
+         static_cast<std::size_t>(slots) * align_up(slot_floats(), layout_.alignment());
 }
 
 std::size_t BlockModel::device_offset(const TensorSpec& t) const {
@@ -96,17 +105,17 @@ std::size_t BlockModel::device_offset(const TensorSpec& t) const {
 }
 
 FloatBuffer BlockModel::unit_parameters(int block) const {
-  const std::size_t size = block < 0 ? rest_unit_.size : block_unit_.size;
+  const std::size_t size = unit_floats(block);
   return params_.view(unit_device_offset(block), size, fmt::format("unit {} parameters", block));
 }
 
 FloatBuffer BlockModel::unit_gradients(int block) const {
-  const std::size_t size = block < 0 ? rest_unit_.size : block_unit_.size;
+  const std::size_t size = unit_floats(block);
   return grads_.view(unit_device_offset(block), size, fmt::format("unit {} gradients", block));
 }
 
 void BlockModel::cast_unit(int block) {
-  const std::size_t size = block < 0 ? rest_unit_.size : block_unit_.size;
+  const std::size_t size = unit_floats(block);
   runtime_.kernels().cast.to_act(compute_, params_, unit_device_offset(block), size);
 }
 

@@ -5,7 +5,8 @@
 //
 // Residency: with ModelOptions::resident_block_slots = 0 the buffers are the flat layout; with k > 0
 // they hold unit(-1) then k block slots (each ParameterLayout::Unit-packed) and block l lives in slot
-// l % k, filled by the scheduler's all-gathers (scheduler/fsdp_step.h).
+// l % k, filled by the scheduler's all-gathers (scheduler/fsdp_step.h). A slot is as large as the
+// largest block's unit (a hybrid's attention and SSM blocks differ); a smaller one uses its prefix.
 // Mixed precision: with bfloat16 or float16 activations every weight is read from compute_buffer(),
 // a copy of the parameters in that dtype, cast at the start of each pass (FSDP residency: each unit
 // when it is used); parameters, gradients and the optimizer stay float32.
@@ -111,7 +112,10 @@ class BlockModel : public Model {
   std::unique_ptr<TensorSplit> split_;
   TensorGroup* tensor_group_ = nullptr;
   std::unique_ptr<SequenceParallel> sequence_;  // sequence parallelism's workspaces
-  ParameterLayout::Unit rest_unit_, block_unit_;  // unit(-1), unit(0): sizes of FSDP residency
+  // Sizes of FSDP residency: unit(-1), unit(0), ... (blocks of different kinds differ; a slot holds the largest).
+  std::vector<std::size_t> unit_floats_;
+  std::size_t unit_floats(int block) const { return unit_floats_.at(static_cast<std::size_t>(block + 1)); }
+  std::size_t slot_floats() const;
   FloatBuffer params_, grads_;
   ActBuffer compute_;  // params_ in the activation dtype; shares params_' memory for float32
   std::size_t allocated_before_layers_ = 0, activation_bytes_ = 0;

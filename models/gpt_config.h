@@ -3,11 +3,20 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "models/ssm_config.h"
 #include "models/tensor_def.h"
 
 namespace paxocl::models {
+
+// A block's token mixer: self-attention (the GPT's) or the S4D state-space layer (praxis's
+// SSMTransformer: the SSM in place of attention, the rest of the block unchanged).
+enum class BlockKind { kAttention, kSsm };
+// BLOCK_KINDS: "attention", "ssm", "attention,ssm" (or "[attention, ssm]"): ConfigError naming an unknown kind.
+std::vector<BlockKind> parse_block_kinds(std::string_view text);
+std::string block_kinds_text(const std::vector<BlockKind>& kinds);  // "attention,ssm"
 
 // ConfigError "NAME=VALUE: must be at least 1" / "... at most kMaxDimension" unless 1 <= value <= max.
 void check_dimension(const char* name, int value, int max);
@@ -28,6 +37,16 @@ struct GptConfig {
   // masked out of the softmax (as llm.c's Vp). 0 means VOCAB_SIZE rounded up to a multiple of 128.
   int padded_vocab_size = 0;
   float init_std = 0.023f;  // INIT_STD: Gaussian init of every matrix
+  // BLOCK_KINDS: the blocks' token mixers, a pattern repeated over the layers (its length divides
+  // NUM_LAYERS): {kSsm} is praxis's SSMTransformer, {kAttention, kSsm} a hybrid alternating them.
+  // Empty: every block attention (the GPT).
+  std::vector<BlockKind> block_kinds;
+  SsmConfig ssm;  // the SSM blocks' hyper-parameters (SSM_*), read only when there are some
+
+  BlockKind block_kind(int layer) const {
+    return block_kinds.empty() ? BlockKind::kAttention : block_kinds[static_cast<std::size_t>(layer) % block_kinds.size()];
+  }
+  int ssm_blocks() const;  // blocks whose mixer is the SSM
 
   int attention_dims() const { return num_heads * dims_per_head; }  // D
   int padded_vocab() const {
@@ -36,9 +55,11 @@ struct GptConfig {
   // Throws ConfigError naming the first bad field and the rule it breaks (each field in [1, kMaxDimension]).
   void validate() const;
   // Parameters in matmuls, the tied LM head included (for FLOP counts): per layer
-  // C*3D + D*C + 2*C*H, plus Vp*C for the LM head.
+  // C*3D + D*C (attention blocks) + 2*C*H, plus Vp*C for the LM head.
   std::int64_t matmul_parameters() const;
-  // Model FLOPs per token of a training step: 6 * matmul parameters + 12 * L * T * C.
+  // Model FLOPs per token of a training step: 6 * matmul parameters + 12 * La * T * C over the La
+  // attention blocks. SSM blocks count their MLP only: their convolutions (FFT, O(C log T) per
+  // token) and kernel generation are not matmul FLOPs, as MFU conventions count them.
   double flops_per_token(int seq_len) const;
   // "L=2 C=128 H=512 NH=4 hs=32 T=128 V=4096 (Vp=4096)": for messages.
   std::string describe() const;
@@ -52,6 +73,9 @@ struct GptConfig {
 //   h{l}.ln1.scale (C) h{l}.ln1.bias (C) h{l}.attn.qkv.b (3D) h{l}.attn.proj.b (C)
 //   h{l}.ln2.scale (C) h{l}.ln2.bias (C) h{l}.mlp.fc.b (H)     h{l}.mlp.proj.b (C)
 //   lnf.scale (C) lnf.bias (C)
+// An SSM block (BLOCK_KINDS) has, in place of attn.qkv and attn.proj (weights and biases), praxis's
+//   h{l}.ssm.c_re (N, C) h{l}.ssm.c_im (N, C)   (Gaussian, std sqrt(0.5))   h{l}.ssm.d (C) (ones)
+// all without weight decay.
 std::vector<TensorDef> tensor_defs_of(const GptConfig& config);
 
 }  // namespace paxocl::models

@@ -1,5 +1,6 @@
 // GptModel: Pax's GPT decoder on one OpenCL device; the first models::Model (model.h).
-//   ids (B, T) -> Embedding (wte + wpe) -> NUM_LAYERS x GptBlock (transformer_block.h) -> final
+//   ids (B, T) -> Embedding (wte + wpe) -> NUM_LAYERS x GptBlock (transformer_block.h; each block's
+//   mixer attention or the S4D SSM, BLOCK_KINDS) -> final
 //   LayerNorm -> LmHead (logits = y wte^T, weighted mean softmax cross-entropy)
 // The pass is DecoderModel's; parameters, gradients, FSDP residency and the activation-dtype copy of
 // the weights are BlockModel's (block_model.h). Each layer receives views of its own tensors and

@@ -49,6 +49,7 @@ ParameterLayout::ParameterLayout(const std::vector<TensorDef>& defs, int num_blo
     t.shape = d.shape;
     t.decay = d.decay;
     t.init = d.init;
+    t.init_std = d.init_std;
     t.block = d.block;
     t.offset = aligned(total_, d.name);
     total_ = checked_add(t.offset, t.count, d.name);

@@ -57,7 +57,7 @@ class ParameterLayout {
   // everything outside the blocks (block -1: wte, wpe, lnf; used at both ends of the pass). Its
   // ranges are packed one after another, each starting on an alignment boundary, into `size`
   // floats, matrices first, so weight decay applies to the prefix [0, decayed) (aligned).
-  // Every block's unit has the same size and internal offsets.
+  // Blocks of one kind have the same size and internal offsets (a hybrid's attention and SSM blocks differ).
   struct Unit {
     int block = -1;
     std::vector<Range> ranges;               // in the flat layout

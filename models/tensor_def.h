@@ -9,7 +9,8 @@
 
 namespace paxocl::models {
 
-enum class TensorInit { kGaussian, kZero, kOne };  // Gaussian: N(0, INIT_STD); kOne: norm scales
+// Gaussian: N(0, INIT_STD), or N(0, the tensor's own init_std when it has one); kOne: norm scales.
+enum class TensorInit { kGaussian, kZero, kOne };
 
 // A model architecture's parameter: shape row-major (weights as (out, in)), every entry >= 1;
 // `block` numbers the transformer block it belongs to (0 .. num_blocks - 1), -1 outside the blocks.
@@ -19,6 +20,7 @@ struct TensorDef {
   bool decay = false;  // weight decay applies (matrices)
   TensorInit init = TensorInit::kZero;
   int block = -1;
+  float init_std = 0.0f;  // kGaussian: this std instead of INIT_STD (0: INIT_STD), e.g. the SSM's C
 };
 
 // A TensorDef placed in the layout: [offset, offset + count) floats of the flat array.
@@ -31,6 +33,7 @@ struct TensorSpec {
   bool decay = false;
   Init init = Init::kZero;
   int block = -1;
+  float init_std = 0.0f;  // as TensorDef's
 };
 
 }  // namespace paxocl::models

@@ -30,6 +30,10 @@ inline constexpr std::string_view kFcWeight = "mlp.fc.w";
 inline constexpr std::string_view kFcBias = "mlp.fc.b";
 inline constexpr std::string_view kFcProjWeight = "mlp.proj.w";
 inline constexpr std::string_view kFcProjBias = "mlp.proj.b";
+// An SSM block's mixer (praxis's SSM variables C_re, C_im, D) in place of attn.*.
+inline constexpr std::string_view kSsmCRe = "ssm.c_re";
+inline constexpr std::string_view kSsmCIm = "ssm.c_im";
+inline constexpr std::string_view kSsmD = "ssm.d";
 
 // Hugging Face GPT-2 (models/weights_io.h): GPT2LMHeadModel prefixes every name with kHfPrefix,
 // GPT2Model does not; a block's tensors are "<kBlockPrefix><l>.<suffix>", e.g. "h.3.mlp.c_fc.bias".
@@ -56,6 +60,16 @@ inline constexpr std::array<BlockTensor, 12> kBlockTensors{{
     {kMlpFcWeight, kFcWeight, true},          {"mlp.c_fc.bias", kFcBias, false},
     {"mlp.c_proj.weight", kFcProjWeight, true}, {"mlp.c_proj.bias", kFcProjBias, false},
 }};
+// An SSM block (BLOCK_KINDS) stores, in place of attn.c_attn and attn.c_proj, praxis's variables
+// (Hugging Face has no S4D block; pax-ocl and any safetensors reader read them):
+// "h.{l}.ssm.C_re" (N, C), "h.{l}.ssm.C_im" (N, C), "h.{l}.ssm.D" (C). The frozen hyper-parameters
+// go into the file's __metadata__ under these keys.
+inline constexpr std::array<BlockTensor, 3> kSsmTensors{{
+    {"ssm.C_re", kSsmCRe, false}, {"ssm.C_im", kSsmCIm, false}, {"ssm.D", kSsmD, false}}};
+inline constexpr std::string_view kMetaBlockKinds = "pax_ocl.block_kinds";
+inline constexpr std::string_view kMetaSsmStepSize = "pax_ocl.ssm_step_size";
+inline constexpr std::string_view kMetaSsmHippoType = "pax_ocl.ssm_hippo_type";
+inline constexpr std::string_view kMetaSsmLMax = "pax_ocl.ssm_l_max";
 }  // namespace hf
 
 // The LLaMA family (llama_config.h). Blocks use the same prefix and layer_name scheme.

@@ -58,7 +58,12 @@ Rules gpt_rules(const GptConfig& c, const TensorLocalDims& d, int rank) {
                {std::string(n::kFcWeight), fc},
                {std::string(n::kFcBias), fc},
                {std::string(n::kFcProjWeight), columns(rank * Hl, Hl)},
-               {std::string(n::kFcProjBias), kRankZero}};
+               {std::string(n::kFcProjBias), kRankZero},
+               // The SSM is per channel and cheap beside the MLP: every rank runs it whole on the
+               // replicated residual stream, so its output and input gradient need no sum.
+               {std::string(n::kSsmCRe), kReplicated},
+               {std::string(n::kSsmCIm), kReplicated},
+               {std::string(n::kSsmD), kReplicated}};
 }
 
 Rules llama_rules(const LlamaConfig& c, const TensorLocalDims& d, int rank, int size) {

@@ -7,7 +7,8 @@
 //   row-parallel (split input columns): the attention output projection (D/t columns) and the MLP's
 //     second matrix (H/t or F/t columns); their outputs are partial sums, all-reduced;
 //   vocabulary-parallel: the token embedding and the LM head (GPT: the same tied table), Vp/t rows;
-//   replicated: the norms' scales and biases (every device the same values and gradients);
+//   replicated: the norms' scales and biases, and the SSM blocks' c_re, c_im and d (every device the
+//     same values and gradients: each runs the SSM whole);
 //   rank 0 only: the row-parallel biases and GPT's position table, added once before the
 //     all-reduce that follows them (the sum then holds them once).
 // A device's model is built over its local tensors (same names, local shapes) and laid out as any

@@ -158,7 +158,15 @@ std::vector<HfTensor> hf_tensors(const ParameterLayout& layout, const GptConfig&
   out.back().shape[0] = c.vocab_size;  // the padding rows are not stored
   add(std::string(names::hf::kPositionEmbedding), names::kPositionEmbedding, false);
   for (int l = 0; l < c.num_layers; ++l) {
+    const bool ssm = c.block_kind(l) == BlockKind::kSsm;
     for (const names::hf::BlockTensor& t : names::hf::kBlockTensors) {
+      if (ssm && t.ours.starts_with("attn.")) {  // the SSM's variables where attention's would be
+        if (t.ours != names::kQkvWeight) continue;
+        for (const names::hf::BlockTensor& v : names::hf::kSsmTensors) {
+          add(hf_block_name(l, v.hf), ParameterLayout::layer_name(l, v.ours), false);
+        }
+        continue;
+      }
       add(hf_block_name(l, t.hf), ParameterLayout::layer_name(l, t.ours), t.conv1d);
     }
   }
@@ -169,12 +177,60 @@ std::vector<HfTensor> hf_tensors(const ParameterLayout& layout, const GptConfig&
 
 // Floats of the tensors a Hugging Face GPT-2 file of config c stores (saturating): wte's V rows,
 // wpe, per layer 2 LayerNorms, c_attn, c_proj, c_fc, mlp c_proj with biases, then ln_f.
+// An SSM block stores 2 N C + C in place of attention's 4 C^2 + 4 C.
 std::uint64_t hf_floats(const GptConfig& c) {
   const auto C = static_cast<std::uint64_t>(c.model_dims), H = static_cast<std::uint64_t>(c.hidden_dims);
-  const std::uint64_t per_layer = add_sat(add_sat(mul_sat(4 * C, C), mul_sat(2 * C, H)), add_sat(9 * C, H));
+  const auto N = static_cast<std::uint64_t>(c.ssm.state_size);
+  const std::uint64_t rest = add_sat(mul_sat(2 * C, H), add_sat(5 * C, H));
+  const std::uint64_t attention = add_sat(mul_sat(4 * C, C), 4 * C), ssm = add_sat(mul_sat(2 * N, C), C);
+  const auto ssm_layers = static_cast<std::uint64_t>(c.ssm_blocks());
   std::uint64_t n = mul_sat(static_cast<std::uint64_t>(c.vocab_size) + static_cast<std::uint64_t>(c.max_seq_len), C);
-  n = add_sat(n, mul_sat(static_cast<std::uint64_t>(c.num_layers), per_layer));
+  n = add_sat(n, mul_sat(static_cast<std::uint64_t>(c.num_layers), rest));
+  n = add_sat(n, mul_sat(static_cast<std::uint64_t>(c.num_layers) - ssm_layers, attention));
+  n = add_sat(n, mul_sat(ssm_layers, ssm));
   return add_sat(n, 2 * C);
+}
+
+// The SSM blocks of a file (those holding "h.{l}.ssm.C_re") and the hyper-parameters pax-ocl wrote
+// into its metadata; c.block_kinds stays empty when there are none.
+void read_ssm_blocks(const fs::path& file, const SafetensorsReader& in, const std::string& prefix, GptConfig& c) {
+  std::vector<BlockKind> kinds;
+  for (int l = 0; l < c.num_layers; ++l) {
+    const bool ssm = in.entries().contains(prefix + hf_block_name(l, names::hf::kSsmTensors[0].hf));
+    kinds.push_back(ssm ? BlockKind::kSsm : BlockKind::kAttention);
+  }
+  const auto first_ssm = std::find(kinds.begin(), kinds.end(), BlockKind::kSsm);
+  if (first_ssm == kinds.end()) return;
+  const nlohmann::json& meta = in.metadata();
+  auto field = [&](std::string_view key) -> std::string {
+    if (!meta.is_object() || !meta.contains(key) || !meta[std::string(key)].is_string()) {
+      fail(file, fmt::format("has SSM blocks but no __metadata__ \"{}\": pax-ocl writes the SSM's frozen "
+                             "hyper-parameters there; re-export the model with pax-ocl export", key));
+    }
+    return meta[std::string(key)].get<std::string>();
+  };
+  // The shortest period of the per-layer kinds is the BLOCK_KINDS pattern.
+  std::size_t period = 1;
+  while (period < kinds.size() &&
+         (kinds.size() % period != 0 ||
+          !std::equal(kinds.begin() + static_cast<std::ptrdiff_t>(period), kinds.end(), kinds.begin()))) {
+    ++period;
+  }
+  c.block_kinds.assign(kinds.begin(), kinds.begin() + static_cast<std::ptrdiff_t>(period));
+  const std::string& c_re = prefix + hf_block_name(static_cast<int>(first_ssm - kinds.begin()), names::hf::kSsmTensors[0].hf);
+  const Shape& shape = in.entries().at(c_re).shape;
+  if (shape.size() != 2 || shape[0] < 1 || shape[0] > 1 << 16) {
+    fail(file, fmt::format("tensor {} has shape [{}], expected (SSM_NHEADS, MODEL_DIMS)", c_re, fmt::join(shape, ", ")));
+  }
+  c.ssm.state_size = static_cast<int>(shape[0]);
+  c.ssm.hippo_type = field(names::hf::kMetaSsmHippoType);
+  const std::string step = field(names::hf::kMetaSsmStepSize), l_max = field(names::hf::kMetaSsmLMax);
+  try {
+    c.ssm.step_size = std::stof(step);
+    c.ssm.l_max = std::stoi(l_max);
+  } catch (const std::exception&) {
+    fail(file, fmt::format("__metadata__ SSM step size \"{}\" or l_max \"{}\" is not a number", step, l_max));
+  }
 }
 
 // dst (cols, rows) = transpose of src (rows, cols).
@@ -236,6 +292,10 @@ HostWeights load_llmc(const fs::path& file, std::size_t alignment) {
 void save_llmc(const fs::path& file, const HostWeights& w) {
   const GptConfig& c = w.config.gpt();
   c.validate();
+  if (c.ssm_blocks() > 0) {
+    throw ConfigError(fmt::format("an llm.c checkpoint holds attention blocks only; this model has SSM blocks "
+                                  "(BLOCK_KINDS={}): save as .safetensors instead", block_kinds_text(c.block_kinds)));
+  }
   if (c.hidden_dims != 4 * c.model_dims || c.attention_dims() != c.model_dims) {
     throw ConfigError(fmt::format(
         "an llm.c checkpoint needs HIDDEN_DIMS=4*MODEL_DIMS and NUM_HEADS*DIMS_PER_HEAD=MODEL_DIMS; got "
@@ -296,6 +356,7 @@ HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t al
   }
   c.num_heads = num_heads;
   c.dims_per_head = c.model_dims / num_heads;
+  read_ssm_blocks(file, in, prefix, c);
   validate_from_file(file, c);
   w.config = c;
   // Every tensor the config implies must be in the file with its full shape (checked below), so the
@@ -347,7 +408,14 @@ void save_safetensors(const fs::path& file, const HostWeights& w) {
 
   std::vector<std::pair<std::string, Shape>> names;
   for (const HfTensor& t : tensors) names.emplace_back(kHfPrefix + t.name, t.shape);
-  SafetensorsWriter out(file, names, {{"format", "pt"}});
+  nlohmann::ordered_json metadata = {{"format", "pt"}};
+  if (c.ssm_blocks() > 0) {  // safetensors metadata values are strings
+    metadata[std::string(names::hf::kMetaBlockKinds)] = block_kinds_text(c.block_kinds);
+    metadata[std::string(names::hf::kMetaSsmStepSize)] = fmt::format("{}", c.ssm.step_size);
+    metadata[std::string(names::hf::kMetaSsmHippoType)] = c.ssm.hippo_type;
+    metadata[std::string(names::hf::kMetaSsmLMax)] = fmt::format("{}", c.ssm.l_max);
+  }
+  SafetensorsWriter out(file, names, metadata);
   std::vector<float> staged;
   for (const HfTensor& t : tensors) {
     const std::size_t count = element_count(t.shape);

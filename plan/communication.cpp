@@ -20,8 +20,10 @@ std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::P
                    b.ici, b.dcn});
   };
   const long L = spec.model.num_blocks();
+  double blocks = 0;  // every block's unit, so a hybrid's differing blocks count as they are
+  for (int b = 0; b < L; ++b) blocks += static_cast<double>(layout.unit(b).size);
   const double rest = static_cast<double>(layout.unit(-1).size) * sizeof(float),
-               block = static_cast<double>(layout.unit(0).size) * sizeof(float);
+               block = blocks / static_cast<double>(L) * sizeof(float);  // the mean block
   const int f = spec.along(MeshAxis::kFsdp);
   if (f == 1) {
     add("DP all-reduce, block gradients", CollectiveKind::kAllReduce, MeshAxis::kData, block, L, 0);
@@ -43,24 +45,27 @@ std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::P
     const double rows = static_cast<double>(spec.group_sequences()) * spec.model.max_seq_len();
     const double width = spec.model.visit([](const auto& c) { return static_cast<double>(c.model_dims); });
     const double activation = rows * width * static_cast<double>(device::dtype_size(spec.fprop));
+    // Partial sums per pass: each attention block's two (attention, MLP), an SSM block's one (the
+    // SSM runs whole on every rank), the embedding's (forward) or the LM head's (backward).
+    const long ssm_blocks = spec.model.is_gpt() ? spec.model.gpt().ssm_blocks() : 0;
+    const long sums = 2 * L - ssm_blocks + 1;
     if (spec.sequence_parallel) {
       const bool gpt = spec.model.is_gpt();  // LayerNorm: scale and bias; RMSNorm: scale
       const double norm = (gpt ? 2.0 : 1.0) * width * sizeof(float);
       add("TP reduce-scatter, activations (forward)", CollectiveKind::kReduceScatter, MeshAxis::kTensor, activation,
-          2 * L + 1, 2 * L + 1);
+          sums, sums);
       add("TP all-gather, activations (forward)", CollectiveKind::kAllGather, MeshAxis::kTensor, activation, 2 * L + 1,
           2 * L + 1);
       add("TP reduce-scatter, activation gradients (backward)", CollectiveKind::kReduceScatter, MeshAxis::kTensor,
-          activation, 2 * L + 1, 2 * L + 1);
+          activation, sums, sums);
       add("TP all-gather, gradients and norm outputs (backward)", CollectiveKind::kAllGather,
           MeshAxis::kTensor, activation, 4 * L + 1, 4 * L + 1);
       add("TP all-reduce, the blocks' norm gradients", CollectiveKind::kAllReduce, MeshAxis::kTensor, 2 * norm, L, L);
       add("TP all-reduce, the final norm's gradients", CollectiveKind::kAllReduce, MeshAxis::kTensor, norm, 1, 1);
     } else {
-      add("TP all-reduce, activations (forward)", CollectiveKind::kAllReduce, MeshAxis::kTensor, activation, 2 * L + 1,
-          2 * L + 1);
+      add("TP all-reduce, activations (forward)", CollectiveKind::kAllReduce, MeshAxis::kTensor, activation, sums, sums);
       add("TP all-reduce, activation gradients (backward)", CollectiveKind::kAllReduce, MeshAxis::kTensor, activation,
-          2 * L + 1, 2 * L + 1);
+          sums, sums);
     }
     add("TP all-gather, cross-entropy row statistics", CollectiveKind::kAllGather, MeshAxis::kTensor,
         static_cast<double>(t) * rows * 3 * sizeof(float), 1, 1);

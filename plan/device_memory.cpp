@@ -49,7 +49,9 @@ DeviceMemory device_memory(const LayoutSpec& spec, const models::ParameterLayout
     owned = m.shard_floats;
     const int L = spec.model.num_blocks();
     const int slots = 1 + (spec.overlap ? std::min(spec.fsdp_prefetch_depth, L - 1) : 0);
-    m.resident_floats = align_up(layout.unit(-1).size, a) + static_cast<std::size_t>(slots) * align_up(layout.unit(0).size, a);
+    std::size_t slot = 0;  // the largest block's unit (a hybrid's attention and SSM blocks differ)
+    for (int b = 0; b < L; ++b) slot = std::max(slot, layout.unit(b).size);
+    m.resident_floats = align_up(layout.unit(-1).size, a) + static_cast<std::size_t>(slots) * align_up(slot, a);
     m.fsdp_resident = 2 * m.resident_floats * sizeof(float);
   } else {
     m.resident_floats = m.layout_floats;

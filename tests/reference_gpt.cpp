@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "tests/reference_common.h"
+#include "tests/reference_ssm.h"
 
 namespace paxocl::testing {
 using namespace reference;  // Vec, require*, sz, add_into, Params, accumulate_grad
@@ -462,18 +463,36 @@ struct Dims {
 };
 
 struct LayerWeights {
+  bool ssm = false;  // the mixer: the S4D SSM (ssm_*) instead of attention (qkv_*, proj_*)
   Vec ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, mproj_w, mproj_b;
+  Vec ssm_c_re, ssm_c_im, ssm_d;  // (N, C), (N, C), (C)
 };
 
-LayerWeights layer_weights(const Params& p, const Dims& d, int l) {
+LayerWeights layer_weights(const Params& p, const Dims& d, const models::GptConfig& config, int l) {
   using models::ParameterLayout;
   auto n = [l](const char* suffix) { return ParameterLayout::layer_name(l, suffix); };
-  return LayerWeights{p.get(n("ln1.scale"), {d.C}),        p.get(n("ln1.bias"), {d.C}),
-                      p.get(n("attn.qkv.w"), {3 * d.D, d.C}), p.get(n("attn.qkv.b"), {3 * d.D}),
-                      p.get(n("attn.proj.w"), {d.C, d.D}),    p.get(n("attn.proj.b"), {d.C}),
-                      p.get(n("ln2.scale"), {d.C}),        p.get(n("ln2.bias"), {d.C}),
-                      p.get(n("mlp.fc.w"), {d.H, d.C}),       p.get(n("mlp.fc.b"), {d.H}),
-                      p.get(n("mlp.proj.w"), {d.C, d.H}),     p.get(n("mlp.proj.b"), {d.C})};
+  LayerWeights w;
+  w.ln1_w = p.get(n("ln1.scale"), {d.C});
+  w.ln1_b = p.get(n("ln1.bias"), {d.C});
+  if (config.block_kind(l) == models::BlockKind::kSsm) {
+    const int N = config.ssm.state_size;
+    w.ssm = true;
+    w.ssm_c_re = p.get(n("ssm.c_re"), {N, d.C});
+    w.ssm_c_im = p.get(n("ssm.c_im"), {N, d.C});
+    w.ssm_d = p.get(n("ssm.d"), {d.C});
+  } else {
+    w.qkv_w = p.get(n("attn.qkv.w"), {3 * d.D, d.C});
+    w.qkv_b = p.get(n("attn.qkv.b"), {3 * d.D});
+    w.proj_w = p.get(n("attn.proj.w"), {d.C, d.D});
+    w.proj_b = p.get(n("attn.proj.b"), {d.C});
+  }
+  w.ln2_w = p.get(n("ln2.scale"), {d.C});
+  w.ln2_b = p.get(n("ln2.bias"), {d.C});
+  w.fc_w = p.get(n("mlp.fc.w"), {d.H, d.C});
+  w.fc_b = p.get(n("mlp.fc.b"), {d.H});
+  w.mproj_w = p.get(n("mlp.proj.w"), {d.C, d.H});
+  w.mproj_b = p.get(n("mlp.proj.b"), {d.C});
+  return w;
 }
 
 // What one layer's forward keeps for its backward.
@@ -515,7 +534,7 @@ ReferenceResult run_model(const models::GptConfig& config, const models::Paramet
   const Vec wte = p.get("wte", {d.Vp, d.C});
   const Vec wpe = p.get("wpe", {d.maxT, d.C});
   std::vector<LayerWeights> weights;
-  for (int l = 0; l < d.L; ++l) weights.push_back(layer_weights(p, d, l));
+  for (int l = 0; l < d.L; ++l) weights.push_back(layer_weights(p, d, config, l));
   const Vec lnf_w = p.get("lnf.scale", {d.C}), lnf_b = p.get("lnf.bias", {d.C});
 
   // Forward.
@@ -526,11 +545,15 @@ ReferenceResult run_model(const models::GptConfig& config, const models::Paramet
     LayerActs& a = acts[sz(l)];
     a.x_in = x;
     a.ln1 = layernorm_forward(x, w.ln1_w, w.ln1_b, d.N, d.C);
-    const Vec qkv = linear_forward(a.ln1.out, w.qkv_w, w.qkv_b, d.N, d.C, 3 * d.D);
-    a.heads = split_qkv(qkv, d.B, d.T, d.NH, d.hs);
-    a.att = attention_forward(a.heads.q, a.heads.k, a.heads.v, d.B, d.NH, d.T, d.hs);
+    if (w.ssm) {
+      add_into(x, ssm_forward(a.ln1.out, w.ssm_c_re, w.ssm_c_im, w.ssm_d, config.ssm, d.B, d.T, d.C));
+    } else {
+      const Vec qkv = linear_forward(a.ln1.out, w.qkv_w, w.qkv_b, d.N, d.C, 3 * d.D);
+      a.heads = split_qkv(qkv, d.B, d.T, d.NH, d.hs);
+      a.att = attention_forward(a.heads.q, a.heads.k, a.heads.v, d.B, d.NH, d.T, d.hs);
     a.o = merge_heads(a.att.out, d.B, d.T, d.NH, d.hs);
-    add_into(x, linear_forward(a.o, w.proj_w, w.proj_b, d.N, d.D, d.C));
+      add_into(x, linear_forward(a.o, w.proj_w, w.proj_b, d.N, d.D, d.C));
+    }
     a.x_mid = x;
     a.ln2 = layernorm_forward(x, w.ln2_w, w.ln2_b, d.N, d.C);
     a.f = linear_forward(a.ln2.out, w.fc_w, w.fc_b, d.N, d.C, d.H);
@@ -570,6 +593,17 @@ ReferenceResult run_model(const models::GptConfig& config, const models::Paramet
     accumulate_grad(result.grads, layout, name("mlp.fc.b"), dfc.db);
     accumulate_grad(result.grads, layout, name("ln2.scale"), dln2.dw);
     accumulate_grad(result.grads, layout, name("ln2.bias"), dln2.db);
+    if (w.ssm) {  // x_mid = x_in + SSM(LN1(x_in))
+      const SsmGrads dssm = ssm_backward(a.ln1.out, w.ssm_c_re, w.ssm_c_im, w.ssm_d, dx, config.ssm, d.B, d.T, d.C);
+      const LayerNormGrads dln1 = layernorm_backward(dssm.du, a.x_in, w.ln1_w, a.ln1.mean, a.ln1.rstd, d.N, d.C);
+      add_into(dx, dln1.dx);
+      accumulate_grad(result.grads, layout, name("ssm.c_re"), dssm.dc_re);
+      accumulate_grad(result.grads, layout, name("ssm.c_im"), dssm.dc_im);
+      accumulate_grad(result.grads, layout, name("ssm.d"), dssm.dd);
+      accumulate_grad(result.grads, layout, name("ln1.scale"), dln1.dw);
+      accumulate_grad(result.grads, layout, name("ln1.bias"), dln1.db);
+      continue;
+    }
     // x_mid = x_in + proj(attention(split(qkv(LN1(x_in))))).
     const LinearGrads dproj = linear_backward(a.o, w.proj_w, dx, d.N, d.D, d.C);
     const Vec dheads = split_heads(dproj.dx, d.B, d.T, d.NH, d.hs);

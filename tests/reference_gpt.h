@@ -11,6 +11,7 @@
 //     x = x + o · Wproj^T + bproj
 //     m = LN2(x); g = GELU_tanh(m · Wfc^T + bfc)          (B*T, H)
 //     x = x + g · Wmproj^T + bmproj
+//   (an SSM block, BLOCK_KINDS: x = x + SSM(LN1(x)) in place of the attention lines, tests/reference_ssm.h)
 //   logits = LNf(x) · wte^T                                (B*T, Vp); columns [V, Vp) are padding,
 //                                                          excluded from the softmax
 //   loss = sum_n w_n * (logsumexp(logits[n, 0..V)) - logits[n, target_n]) / sum_n w_n

@@ -1,5 +1,6 @@
 // Decoding with the key/value cache (Model::begin_decode / decode) against full recomputation
-// (Model::last_logits, no cache), for both families on random weights: greedy decoding gives the
+// (Model::last_logits, no cache), for both families and a GPT with an SSM block (its recurrent
+// state against its convolution) on random weights: greedy decoding gives the
 // same tokens step for step and logits equal to float32 rounding; a prompt fed in pieces equals
 // the prompt fed whole; positions past MAX_SEQ_LEN are a one-line error.
 #include <algorithm>
@@ -29,11 +30,30 @@ models::ModelConfig llama_config() {
 
 models::ModelConfig gpt_config_for_decoding() { return gpt_config(2, 24, 40, 4, 6, 20, 37); }
 
+// praxis's SSMTransformer block after an attention block: the SSM decodes by its recurrent form
+// (complex state per channel), which must equal its convolutional form over the whole sequence.
+models::ModelConfig hybrid_config_for_decoding() {
+  models::GptConfig c = gpt_config(2, 24, 40, 4, 6, 20, 37);
+  c.block_kinds = {models::BlockKind::kSsm, models::BlockKind::kAttention};
+  c.ssm.state_size = 6;
+  c.ssm.step_size = 0.1f;
+  return c;
+}
+
+enum class Family { kGpt, kLlama, kHybrid };
+
 int argmax(const float* row, int V) { return static_cast<int>(std::max_element(row, row + V) - row); }
 
-class DecodeTest : public DeviceTest, public ::testing::WithParamInterface<bool> {
+class DecodeTest : public DeviceTest, public ::testing::WithParamInterface<Family> {
  public:
-  models::ModelConfig config() const { return GetParam() ? llama_config() : gpt_config_for_decoding(); }
+  models::ModelConfig config() const {
+    switch (GetParam()) {
+      case Family::kLlama: return llama_config();
+      case Family::kHybrid: return hybrid_config_for_decoding();
+      case Family::kGpt: break;
+    }
+    return gpt_config_for_decoding();
+  }
   std::unique_ptr<models::Model> make_model(std::size_t max_batch) {
     runtime_ = std::make_unique<kernels::DeviceRuntime>(*device_, cache_, device::DType::kF32, "auto");
     auto model = models::build_model(*runtime_, config(), models::ModelOptions{max_batch, 0, 64u << 20, 0});
@@ -100,8 +120,10 @@ TEST_P(DecodeTest, PositionsPastMaxSeqLenAreRefused) {
   EXPECT_THROW(model->decode({99}, 1), DataError);  // outside the vocabulary
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, DecodeTest, ::testing::Values(false, true),
-                         [](const auto& p) { return std::string(p.param ? "llama" : "gpt"); });
+INSTANTIATE_TEST_SUITE_P(Families, DecodeTest, ::testing::Values(Family::kGpt, Family::kLlama, Family::kHybrid),
+                         [](const auto& p) {
+                           return std::string(p.param == Family::kLlama ? "llama" : p.param == Family::kHybrid ? "hybrid_ssm" : "gpt");
+                         });
 
 }  // namespace
 }  // namespace paxocl::testing

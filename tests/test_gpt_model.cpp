@@ -27,6 +27,21 @@ using models::GptModel;
 
 GptConfig tiny_config() { return gpt_config(2, 12, 20, 3, 4, 7, 23); }  // vocabulary padded to 128
 
+// The tiny GPT with praxis's SSM in place of attention in `kinds` (BLOCK_KINDS), its convolution
+// through clFFT or the direct kernel; dt = 0.1 so the convolution carries weight at T = 6.
+GptConfig tiny_ssm_config(std::vector<models::BlockKind> kinds, const std::string& convolution = "fft",
+                          int layers = 2) {
+  GptConfig c = gpt_config(layers, 12, 20, 3, 4, 7, 23);
+  c.block_kinds = std::move(kinds);
+  c.ssm.state_size = 5;
+  c.ssm.step_size = 0.1f;
+  c.ssm.convolution = convolution;
+  return c;
+}
+GptConfig tiny_hybrid_config(const std::string& convolution = "fft") {
+  return tiny_ssm_config({models::BlockKind::kAttention, models::BlockKind::kSsm}, convolution);
+}
+
 inputs::Batch random_batch(const GptConfig& c, int B, int T, std::uint64_t seed) {
   Rng rng(seed);
   inputs::Batch b{B, T, {}, {}, {}};
@@ -55,9 +70,8 @@ class GptModelTest : public DeviceTest {
   std::vector<std::unique_ptr<kernels::DeviceRuntime>> runtimes_;
 };
 
-TEST_F(GptModelTest, LossAndEveryGradientMatchTheFloat64Reference) {
-  const GptConfig c = tiny_config();
-  auto model = make_model(c, 2);
+void expect_loss_and_every_gradient_match_the_reference(GptModelTest& test, const GptConfig& c) {
+  auto model = test.make_model(c, 2);
   const auto params = random_parameters(model->layout(), 1);
   model->set_parameters(params);
   const inputs::Batch batch = random_batch(c, 2, 6, 2);
@@ -75,8 +89,22 @@ TEST_F(GptModelTest, LossAndEveryGradientMatchTheFloat64Reference) {
   EXPECT_NEAR(model->loss(batch), loss, 1e-6 * loss);
 }
 
+TEST_F(GptModelTest, LossAndEveryGradientMatchTheFloat64Reference) {
+  expect_loss_and_every_gradient_match_the_reference(*this, tiny_config());
+}
+
+// praxis's SSMTransformer blocks (every block the SSM) and a hybrid, with either convolution.
+TEST_F(GptModelTest, SsmAndHybridModelsMatchTheFloat64Reference) {
+  for (const std::string convolution : {"fft", "direct"}) {
+    SCOPED_TRACE(convolution);
+    expect_loss_and_every_gradient_match_the_reference(*this, tiny_hybrid_config(convolution));
+    expect_loss_and_every_gradient_match_the_reference(*this, tiny_ssm_config({models::BlockKind::kSsm}, convolution));
+  }
+}
+
 TEST_F(GptModelTest, FiniteDifferencesCoverEveryParameterTensor) {
-  const GptConfig c = tiny_config();
+  for (const GptConfig& c : {tiny_config(), tiny_hybrid_config()}) {
+  SCOPED_TRACE(c.describe());
   auto model = make_model(c, 2);
   std::vector<float> params = random_parameters(model->layout(), 3);
   model->set_parameters(params);
@@ -105,6 +133,7 @@ TEST_F(GptModelTest, FiniteDifferencesCoverEveryParameterTensor) {
       const double fd = (up - down) / (2 * h), g = grads[at];
       EXPECT_LE(std::abs(fd - g), 5e-4 + 2e-2 * std::abs(g)) << t.name << "[" << i << "] fd " << fd << " analytic " << g;
     }
+  }
   }
 }
 
@@ -409,8 +438,8 @@ TEST_P(GptModelMixedPrecisionTest, LossAndGradientsMatchTheFloat64Reference) {
   const device::DType dtype = GetParam();
   const double u = device::dtype_unit_roundoff(dtype);
   // tiny: dimensions below one 16-wide vector; small: whole vectors (the CPU kernels' main loops).
-  for (const GptConfig& c : {tiny_config(), small_config()}) {
-    SCOPED_TRACE(::testing::Message() << "C=" << c.model_dims);
+  for (const GptConfig& c : {tiny_config(), small_config(), tiny_hybrid_config()}) {
+    SCOPED_TRACE(c.describe());
     auto model = make_model(c, 2, "auto", dtype);
     const auto params = random_parameters(model->layout(), 1);
     model->set_parameters(params);
@@ -465,7 +494,11 @@ TEST_P(GptModelMixedPrecisionTest, MasterParametersStayFloat32AndTheCopyIsTheirR
 // for bit.
 TEST_P(GptModelMixedPrecisionTest, FsdpResidencyCastsEachBlockWhenItRuns) {
   const device::DType dtype = GetParam();
-  const GptConfig c = gpt_config(3, 12, 20, 3, 4, 7, 23);
+  // A hybrid's SSM and attention blocks have units of different sizes sharing the slots.
+  using models::BlockKind;
+  for (const GptConfig& c : {gpt_config(3, 12, 20, 3, 4, 7, 23),
+                             tiny_ssm_config({BlockKind::kSsm, BlockKind::kAttention, BlockKind::kSsm}, "fft", 3)}) {
+  SCOPED_TRACE(c.describe());
   auto full = make_model(c, 2, "auto", dtype);
   const models::ParameterLayout& layout = full->layout();
   const auto params = random_parameters(layout, 9);
@@ -520,6 +553,7 @@ TEST_P(GptModelMixedPrecisionTest, FsdpResidencyCastsEachBlockWhenItRuns) {
     for (const models::TensorSpec& t : layout.tensors()) {
       for (std::size_t i = t.offset; i < t.offset + t.count; ++i) ASSERT_EQ(grads[i], want_grads[i]) << t.name;
     }
+  }
   }
 }
 

@@ -448,29 +448,27 @@ ReferenceBatch tiny_batch() {
 }
 
 struct TinyModel {
-  models::GptConfig config = tiny_config();
+  explicit TinyModel(models::GptConfig c = tiny_config()) : config(std::move(c)) {}
+  models::GptConfig config;
   models::ParameterLayout layout{config, 16};  // gaps between tensors
   std::vector<float> params = random_params(layout, 42);
   ReferenceBatch batch = tiny_batch();
 };
 
-TEST(ReferenceGpt, TinyConfigIsAsIntended) {
-  TinyModel m;
-  EXPECT_EQ(m.config.padded_vocab(), 128);
-  EXPECT_EQ(m.layout.at("wte").shape, (std::vector<std::int64_t>{128, 8}));
-  EXPECT_GT(m.layout.total(), static_cast<std::size_t>(m.layout.parameter_count()));  // there are gaps
+// Praxis's SSMTransformer block after an attention block: a hybrid (BLOCK_KINDS=attention,ssm).
+// dt = 0.1 so the convolution, not just D u, carries weight at T = 5.
+models::GptConfig tiny_hybrid_config() {
+  models::GptConfig c = tiny_config();
+  c.block_kinds = {models::BlockKind::kAttention, models::BlockKind::kSsm};
+  c.ssm.state_size = 4;
+  c.ssm.step_size = 0.1f;
+  return c;
 }
 
-TEST(ReferenceGpt, GradientsMatchFiniteDifferencesForEveryTensor) {
-  const FdTally tally;
-  TinyModel m;
-  const ReferenceResult ref = reference_forward_backward(m.config, m.layout, m.params, m.batch);
+// Central differences of the reference loss at 12 coordinates of every tensor (and wte's and
+// wpe's telling rows) against the reference's analytic gradient; every tensor must take part.
+void expect_every_tensor_matches_finite_differences(const TinyModel& m, const ReferenceResult& ref) {
   const Vec params(m.params.begin(), m.params.end());
-  ASSERT_EQ(ref.grads.size(), m.layout.total());
-  EXPECT_EQ(reference_loss(m.config, m.layout, params, m.batch), ref.loss);  // one computation
-  EXPECT_TRUE(std::isfinite(ref.loss));
-  EXPECT_GT(ref.loss, 0.0);
-
   auto loss_at = [&](const Vec& p) { return reference_loss(m.config, m.layout, p, m.batch); };
   std::mt19937_64 rng(123);
   const int C = m.config.model_dims;
@@ -500,6 +498,27 @@ TEST(ReferenceGpt, GradientsMatchFiniteDifferencesForEveryTensor) {
     // Every tensor takes part in the loss: its sampled gradients are not all (near) zero.
     EXPECT_GT(max_abs_grad, 1e-4) << t.name;
   }
+}
+
+TEST(ReferenceGpt, TinyConfigIsAsIntended) {
+  TinyModel m;
+  EXPECT_EQ(m.config.padded_vocab(), 128);
+  EXPECT_EQ(m.layout.at("wte").shape, (std::vector<std::int64_t>{128, 8}));
+  EXPECT_GT(m.layout.total(), static_cast<std::size_t>(m.layout.parameter_count()));  // there are gaps
+}
+
+TEST(ReferenceGpt, GradientsMatchFiniteDifferencesForEveryTensor) {
+  const FdTally tally;
+  TinyModel m;
+  const ReferenceResult ref = reference_forward_backward(m.config, m.layout, m.params, m.batch);
+  const Vec params(m.params.begin(), m.params.end());
+  ASSERT_EQ(ref.grads.size(), m.layout.total());
+  EXPECT_EQ(reference_loss(m.config, m.layout, params, m.batch), ref.loss);  // one computation
+  EXPECT_TRUE(std::isfinite(ref.loss));
+  EXPECT_GT(ref.loss, 0.0);
+
+  expect_every_tensor_matches_finite_differences(m, ref);
+  const int C = m.config.model_dims;
   // Gradients that must be exactly 0: wte's padding rows, wpe rows >= T, and the layout's gaps.
   const models::TensorSpec& wte = m.layout.at("wte");
   for (std::size_t i = static_cast<std::size_t>(m.config.vocab_size * C); i < wte.count; ++i)
@@ -529,6 +548,18 @@ TEST(ReferenceGpt, GradientsMatchFiniteDifferencesForEveryTensor) {
     EXPECT_GT(q_part, 1e-4) << b.name;
     EXPECT_GT(v_part, 1e-4) << b.name;
   }
+}
+
+TEST(ReferenceGpt, HybridGradientsMatchFiniteDifferencesForEveryTensor) {
+  const FdTally tally;
+  const TinyModel m(tiny_hybrid_config());
+  ASSERT_TRUE(m.layout.tensors().end() !=
+              std::find_if(m.layout.tensors().begin(), m.layout.tensors().end(),
+                           [](const models::TensorSpec& t) { return t.name == "h1.ssm.c_re"; }));
+  EXPECT_THROW(m.layout.at("h1.attn.qkv.w"), std::out_of_range);  // the SSM block has no attention
+  const ReferenceResult ref = reference_forward_backward(m.config, m.layout, m.params, m.batch);
+  EXPECT_EQ(reference_loss(m.config, m.layout, Vec(m.params.begin(), m.params.end()), m.batch), ref.loss);
+  expect_every_tensor_matches_finite_differences(m, ref);
 }
 
 TEST(ReferenceGpt, PaddingColumnsNeverGetProbability) {

@@ -386,6 +386,72 @@ TEST(WeightsIo, SafetensorsSaveIsCanonicalAndRoundTrips) {
   EXPECT_EQ(header.at("transformer.wte.weight")["shape"], (std::vector<int>{kPadded.V, kPadded.C}));
 }
 
+// A GPT with SSM blocks (BLOCK_KINDS): praxis's SSM variables in place of attention's, and the
+// frozen hyper-parameters in the metadata, so the file alone rebuilds the model.
+TEST(WeightsIo, SsmBlocksRoundTripThroughSafetensorsWithTheirHyperParameters) {
+  TempDir dir;
+  GptConfig c;
+  c.num_layers = 4;
+  c.model_dims = 16;
+  c.hidden_dims = 24;
+  c.num_heads = 2;
+  c.dims_per_head = 8;
+  c.max_seq_len = 12;
+  c.vocab_size = 50;
+  c.block_kinds = {BlockKind::kSsm, BlockKind::kAttention};
+  c.ssm.state_size = 6;
+  c.ssm.step_size = 0.02f;
+  c.ssm.hippo_type = "ss4d-legs";
+  c.ssm.l_max = 40;
+  const ParameterLayout layout(c, 16);
+  HostWeights w{c, layout.alignment(), std::vector<float>(layout.total(), 0.0f)};
+  for (const TensorSpec& t : layout.tensors()) {
+    for (std::size_t i = 0; i < t.count; ++i) w.data[t.offset + i] = static_cast<float>((t.offset + i) % 97) / 97.0f;
+  }
+  for (std::size_t i = c.vocab_size * 16; i < layout.at("wte").count; ++i) w.data[layout.at("wte").offset + i] = 0.0f;
+  save_safetensors(dir.path() / "ssm.safetensors", w);
+  const HostWeights back = load_safetensors(dir.path() / "ssm.safetensors", c.num_heads, 16);
+  const GptConfig& b = back.config.gpt();
+  EXPECT_EQ(block_kinds_text(b.block_kinds), "ssm,attention");  // the per-layer kinds' shortest period
+  EXPECT_EQ(b.ssm.state_size, 6);
+  EXPECT_EQ(b.ssm.step_size, 0.02f);
+  EXPECT_EQ(b.ssm.hippo_type, "ss4d-legs");
+  EXPECT_EQ(b.ssm.l_max, 40);
+  EXPECT_EQ(back.data, w.data);
+  const std::string bytes = read_bytes(dir.path() / "ssm.safetensors");
+  EXPECT_NE(bytes.find("\"transformer.h.2.ssm.C_im\""), std::string::npos);
+  EXPECT_EQ(bytes.find("transformer.h.0.attn"), std::string::npos);
+  // Without pax-ocl's metadata the step size is unknown: a one-line error naming the key.
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  auto header = nlohmann::json::parse(bytes.substr(8, n));
+  header["__metadata__"].erase("pax_ocl.ssm_step_size");
+  std::string stripped = header.dump();
+  stripped.append((8 - stripped.size() % 8) % 8, ' ');
+  write_safetensors_raw(dir.path() / "stripped.safetensors", stripped.size(), stripped, bytes.substr(8 + n));
+  expect_file_error([&] { load_safetensors(dir.path() / "stripped.safetensors", 2, 16); },
+                    dir.path() / "stripped.safetensors", {"pax_ocl.ssm_step_size", "re-export"});
+  // llm.c's format cannot hold an SSM block.
+  EXPECT_THROW(save_llmc(dir.path() / "ssm.bin", w), ConfigError);
+  EXPECT_FALSE(fs::exists(dir.path() / "ssm.bin"));
+}
+
+TEST(WeightsIo, BlockKindsParseAsAPattern) {
+  EXPECT_EQ(parse_block_kinds("attention,ssm"), (std::vector<BlockKind>{BlockKind::kAttention, BlockKind::kSsm}));
+  EXPECT_EQ(parse_block_kinds("[ssm, 'attention']"), (std::vector<BlockKind>{BlockKind::kSsm, BlockKind::kAttention}));
+  EXPECT_EQ(parse_block_kinds("ssm"), (std::vector<BlockKind>{BlockKind::kSsm}));
+  EXPECT_THROW(parse_block_kinds("attention,,ssm"), ConfigError);
+  EXPECT_THROW(parse_block_kinds("mamba"), ConfigError);
+  GptConfig c;
+  c.num_layers = 3;
+  c.block_kinds = {BlockKind::kAttention, BlockKind::kSsm};
+  EXPECT_THROW(c.validate(), ConfigError);  // 2 kinds do not repeat over 3 layers
+  c.num_layers = 4;
+  EXPECT_EQ(c.block_kind(2), BlockKind::kAttention);
+  EXPECT_EQ(c.block_kind(3), BlockKind::kSsm);
+  EXPECT_EQ(c.ssm_blocks(), 2);
+}
+
 TEST(WeightsIo, LlmcThroughSafetensorsKeepsEveryRealParameter) {
   TempDir dir;
   write_llmc(dir.path() / "in.bin", kPadded);

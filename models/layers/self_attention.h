@@ -45,6 +45,8 @@ class SelfAttention {
     if (rope_) rope_->forward(ctx, qkv, decode_position.value_or(0));
     return proj_.forward(ctx, decode_position ? core_.decode(ctx, qkv, *decode_position) : core_.forward(ctx, qkv));
   }
+  // Under tensor parallelism the output and the input gradient are partial sums (the block sums them).
+  static constexpr bool tensor_partial() { return true; }
   // after_dx: as Linear::backward's, for the input gradient.
   ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy, const std::function<void(ActBuffer&)>& after_dx = {}) {
     ActBuffer& dqkv = core_.backward(ctx, proj_.backward(ctx, dy));

@@ -35,4 +35,10 @@ void SequenceParallel::sum_gradients(LayerContext& ctx, const std::vector<FloatB
   }
 }
 
+void SequenceParallel::take_own_rows(LayerContext& ctx, const ActBuffer& full, ActBuffer& shard, std::size_t n) {
+  const std::size_t element = device::dtype_size(full.dtype());
+  ctx.device.queue().copy(full.storage(), static_cast<std::size_t>(ctx.tensor->rank()) * n * element, shard.storage(), 0,
+                          n * element);
+}
+
 }  // namespace paxocl::models

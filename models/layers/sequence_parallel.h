@@ -41,6 +41,9 @@ class SequenceParallel {
   // Every member's gradients of replicated parameters (float32 views) summed over the tensor
   // group in one collective: packed into a scratch buffer, summed, copied back.
   void sum_gradients(LayerContext& ctx, const std::vector<FloatBuffer>& gradients);
+  // shard[0, n) <- full[rank n, (rank + 1) n): this member's rows of a whole (not partial) result
+  // every member computed alike (a replicated layer's output, e.g. the SSM's).
+  static void take_own_rows(LayerContext& ctx, const ActBuffer& full, ActBuffer& shard, std::size_t n);
 
  private:
   FloatBuffer packed_gradients_;  // (4 C)

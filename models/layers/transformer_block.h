@@ -6,10 +6,12 @@
 // the norms hold this device's rows (N/t, C) (`max_rows` is then the shard's); the norms' outputs
 // are all-gathered into the shared workspace before attention and the MLP, whose partial outputs
 // are reduce-scattered back into rows. The backward mirrors it and gathers the norms' outputs again.
-// GptBlock: LayerNorm, SelfAttention (fused QKV with bias), GELU Mlp. LlamaBlock: RMSNorm,
-// SelfAttention with rotary embeddings and grouped key/value heads (no biases), SwiGLU MLP.
+// GptBlock: LayerNorm, a TokenMixer (SelfAttention with fused QKV and bias, or the S4D SSM:
+// BLOCK_KINDS), GELU Mlp. LlamaBlock: RMSNorm, SelfAttention with rotary embeddings and grouped
+// key/value heads (no biases), SwiGLU MLP.
 // Norm must offer forward, forward_residual(ctx, x, delta, sum) and backward(ctx, dy, dresidual)
-// (layer_norm.h, rms_norm.h); Attention and Mlp forward(ctx, x) and backward(ctx, dy).
+// (layer_norm.h, rms_norm.h); Attention and Mlp forward(ctx, x) and backward(ctx, dy), and
+// Attention tensor_partial(): whether its results are partial sums over a tensor group (the SSM's are whole).
 #pragma once
 
 #include <functional>
@@ -21,6 +23,7 @@
 #include "models/layers/self_attention.h"
 #include "models/layers/sequence_parallel.h"
 #include "models/layers/swiglu_mlp.h"
+#include "models/layers/token_mixer.h"
 
 namespace paxocl::models {
 
@@ -44,7 +47,7 @@ class TransformerBlock {
     if (ctx.sequence) return forward_sequence_parallel(ctx, x);
     const std::size_t n = ctx.rows() * dims_;
     ActBuffer& a = attention_.forward(ctx, norm1_.forward(ctx, x), decode_position);
-    if (ctx.tensor) ctx.tensor->sum(a, n);
+    if (ctx.tensor && attention_.tensor_partial()) ctx.tensor->sum(a, n);
     // x2 = x + attention(...) is formed inside norm2 (residual fusion).
     const ActBuffer& m = norm2_.forward_residual(ctx, x, a, x2_);
     ActBuffer& h = mlp_.forward(ctx, m);
@@ -69,6 +72,7 @@ class TransformerBlock {
     const ActBuffer& dm = mlp_.backward(ctx, dy, start_sum);
     finish_sum();
     const ActBuffer& dx2 = norm2_.backward(ctx, dm, &dy);
+    if (!attention_.tensor_partial()) return norm1_.backward(ctx, attention_.backward(ctx, dx2), &dx2);
     const ActBuffer& da = attention_.backward(ctx, dx2, start_sum);
     finish_sum();
     return norm1_.backward(ctx, da, &dx2);
@@ -83,7 +87,12 @@ class TransformerBlock {
     const std::size_t shard = ctx.stream_rows() * dims_;
     normed1_ = &norm1_.forward(ctx, x);
     group.all_gather(*normed1_, sp.gathered_input, shard);
-    group.reduce_scatter(attention_.forward(ctx, sp.gathered_input), sp.delta, shard);
+    ActBuffer& a = attention_.forward(ctx, sp.gathered_input);
+    if (attention_.tensor_partial()) {
+      group.reduce_scatter(a, sp.delta, shard);
+    } else {  // whole on every member: its own rows
+      SequenceParallel::take_own_rows(ctx, a, sp.delta, shard);
+    }
     normed2_ = &norm2_.forward_residual(ctx, x, sp.delta, x2_);
     group.all_gather(*normed2_, sp.gathered_input, shard);
     group.reduce_scatter(mlp_.forward(ctx, sp.gathered_input), sp.delta, shard);
@@ -111,8 +120,12 @@ class TransformerBlock {
     const ActBuffer& dx2 = norm2_.backward(ctx, sp.delta, &dy);
     group.all_gather(dx2, sp.gathered_gradient, shard);
     group.finish(attention_input);
-    attention_.backward(ctx, sp.gathered_gradient, start_scatter);
-    group.finish(scatter);
+    if (attention_.tensor_partial()) {
+      attention_.backward(ctx, sp.gathered_gradient, start_scatter);
+      group.finish(scatter);
+    } else {
+      SequenceParallel::take_own_rows(ctx, attention_.backward(ctx, sp.gathered_gradient), sp.delta, shard);
+    }
     const ActBuffer& dx = norm1_.backward(ctx, sp.delta, &dx2);
     std::vector<FloatBuffer> norm_gradients = norm1_.parameter_gradients();
     for (FloatBuffer& g : norm2_.parameter_gradients()) norm_gradients.push_back(std::move(g));
@@ -130,7 +143,7 @@ class TransformerBlock {
   const ActBuffer* normed2_ = nullptr;  // again in the backward
 };
 
-using GptBlock = TransformerBlock<LayerNorm, SelfAttention, Mlp>;
+using GptBlock = TransformerBlock<LayerNorm, TokenMixer, Mlp>;
 using LlamaBlock = TransformerBlock<RmsNorm, SelfAttention, SwigluMlp>;
 
 }  // namespace paxocl::models
