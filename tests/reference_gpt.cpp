@@ -546,7 +546,7 @@ ReferenceResult run_model(const models::GptConfig& config, const models::Paramet
     a.x_in = x;
     a.ln1 = layernorm_forward(x, w.ln1_w, w.ln1_b, d.N, d.C);
     if (w.ssm) {
-      add_into(x, ssm_forward(a.ln1.out, w.ssm_c_re, w.ssm_c_im, w.ssm_d, config.ssm, d.B, d.T, d.C));
+      add_into(x, ssm_forward(config.ssm, a.ln1.out, w.ssm_c_re, w.ssm_c_im, w.ssm_d, d.B, d.T, d.C));
     } else {
       const Vec qkv = linear_forward(a.ln1.out, w.qkv_w, w.qkv_b, d.N, d.C, 3 * d.D);
       a.heads = split_qkv(qkv, d.B, d.T, d.NH, d.hs);
@@ -594,7 +594,7 @@ ReferenceResult run_model(const models::GptConfig& config, const models::Paramet
     accumulate_grad(result.grads, layout, name("ln2.scale"), dln2.dw);
     accumulate_grad(result.grads, layout, name("ln2.bias"), dln2.db);
     if (w.ssm) {  // x_mid = x_in + SSM(LN1(x_in))
-      const SsmGrads dssm = ssm_backward(a.ln1.out, w.ssm_c_re, w.ssm_c_im, w.ssm_d, dx, config.ssm, d.B, d.T, d.C);
+      const SsmGrads dssm = ssm_backward(config.ssm, a.ln1.out, dx, w.ssm_c_re, w.ssm_c_im, w.ssm_d, d.B, d.T, d.C);
       const LayerNormGrads dln1 = layernorm_backward(dssm.du, a.x_in, w.ln1_w, a.ln1.mean, a.ln1.rstd, d.N, d.C);
       add_into(dx, dln1.dx);
       accumulate_grad(result.grads, layout, name("ssm.c_re"), dssm.dc_re);
