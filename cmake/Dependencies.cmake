@@ -4,6 +4,7 @@ find_package(Protobuf REQUIRED)                    # libprotobuf-dev + protobuf-
 find_package(fmt CONFIG REQUIRED)                  # libfmt-dev
 find_package(spdlog CONFIG REQUIRED)               # libspdlog-dev
 find_package(nlohmann_json 3.10 CONFIG REQUIRED)   # nlohmann-json3-dev
+find_package(Eigen3 3.3 REQUIRED NO_MODULE)       # libeigen3-dev (header-only): the SSM's HiPPO eigenvalues
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 if(NOT Protobuf_PROTOC_EXECUTABLE)

@@ -7,6 +7,7 @@
 #include "device/dtype.h"
 #include "kernels_cl/elementwise.h"
 #include "kernels_cl/nn_kernels.h"
+#include "kernels_cl/ssm_kernels.h"
 
 namespace paxocl::kernels {
 
@@ -25,6 +26,7 @@ struct KernelLibrary {
         vocab_parallel(cache, device, act),
         residual(cache, device, act),
         cast(cache, device, act),
+        ssm(cache, device, act),
         optimizer(cache, device),
         act_(act) {}
 
@@ -43,6 +45,7 @@ struct KernelLibrary {
   VocabParallelKernels vocab_parallel;
   ResidualKernels residual;
   CastKernels cast;
+  SsmKernels ssm;
   OptimizerKernels optimizer;
 
  private:

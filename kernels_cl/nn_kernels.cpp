@@ -5,39 +5,11 @@
 #include <algorithm>
 #include <limits>
 
+#include "kernels_cl/launch_checks.h"
+
 namespace paxocl::kernels {
 
 namespace {
-// A program whose act_t is `act`.
-KernelSet act_program(device::ProgramCache& cache, device::Device& device, std::string_view program,
-                      std::initializer_list<const char*> kernel_names, device::DType act) {
-  return KernelSet(cache, device, program, kernel_names, device::dtype_build_option(act));
-}
-
-// Every act buffer handed to `kernel` must hold the dtype its program was built for: another
-// would be read as garbage, not converted.
-template <typename... Buffers>
-void require_act(device::DType act, std::string_view kernel, const Buffers&... buffers) {
-  for (const ActBuffer* b : {&buffers...}) {
-    if (b->dtype() != act) {
-      throw DeviceError(fmt::format("{}: an activation buffer holds {} but the kernels were built for {}", kernel,
-                                    device::dtype_name(b->dtype()), device::dtype_name(act)));
-    }
-  }
-}
-
-// Every buffer handed to `kernel` must hold at least `count` elements (a shape beyond a buffer
-// would read or write past its end).
-template <typename... Buffers>
-void require_count(std::string_view kernel, std::size_t count, const Buffers&... buffers) {
-  for (std::size_t have : {buffers.count()...}) {
-    if (have < count) {
-      throw DeviceError(fmt::format("{}: a buffer of {} elements is shorter than the {} the shape needs", kernel, have,
-                                    count));
-    }
-  }
-}
-
 // Elements [offset, offset + count) must lie inside both buffers of a cast.
 void require_range(const char* kernel, std::size_t offset, std::size_t count, std::size_t a, std::size_t b) {
   if (offset + count > a || offset + count > b) {

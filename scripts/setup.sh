@@ -18,6 +18,7 @@ PACKAGES=(
   hwloc libhwloc-dev
   libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libeigen3-dev                       # header-only linear algebra: the SSM layer's HiPPO eigenvalues
   libsentencepiece-dev sentencepiece   # tokenizer library; spm_encode / spm_decode tools
   gnuplot-nox                          # pax-ocl bench: PNG plots
   bible-kjv                           # the default corpus (the King James Bible)

@@ -120,4 +120,35 @@ inline void expect_close(const std::vector<double>& got, const std::vector<doubl
   }
 }
 
+// |got - want| <= atol + rtol |want|, element-wise.
+struct Tol {
+  double atol, rtol;
+};
+
+// Tolerances of the 16-bit variants. Inputs are rounded to the dtype before both the device and
+// the reference see them, so the reference computes on exactly what the device holds; every
+// kernel computes in float32 as before, so it keeps the float32 tolerance `f32` — except that a
+// result STORED in the dtype is rounded once more. One rounding to nearest costs at most
+// |fl(y) - y| <= u |y|, u = dtype_unit_roundoff (2^-8 bfloat16, 2^-11 float16), and the float32
+// result y is itself within atol + rtol |want|, hence
+//   |got - want| <= atol + rtol |want| + u (|want| + atol + rtol |want|)
+//                 = (1 + u) atol + ((1 + u) rtol + u) |want|.
+// Stored intermediates that a kernel reads back (the residual sum LayerNorm normalises, the
+// attention output whose row dot with dO is the softmax backward's delta) cost nothing here: the
+// reference is given the same stored values (bit-exact for the residual sum, which is
+// float32(x + delta) rounded once; the attention output downloaded from the device). Results kept
+// in float32 (LayerNorm statistics, losses, every parameter gradient: float sums of exact inputs)
+// keep `f32` unchanged: a kernel that summed in 16 bits would miss them by ~u |sum| >> 1e-4.
+// Float32 results are stored as computed, so for float32 this is `f32` itself.
+inline Tol stored(device::DType dtype, Tol f32) {
+  if (dtype == device::DType::kF32) return f32;
+  const double u = device::dtype_unit_roundoff(dtype);
+  return Tol{(1 + u) * f32.atol, (1 + u) * f32.rtol + u};
+}
+
+inline void expect_close(const std::vector<double>& got, const std::vector<double>& want, Tol tol,
+                         const char* what) {
+  expect_close(got, want, tol.atol, tol.rtol, what);
+}
+
 }  // namespace paxocl::testing
