@@ -10,6 +10,7 @@
 
 #include "kernels_cl/clfft.h"
 #include "kernels_cl/launch_checks.h"
+#include "kernels_cl/ssm_fft_shape.h"
 
 namespace paxocl::kernels {
 
@@ -19,13 +20,6 @@ std::mutex self_check_mutex;
 std::map<cl_device_id, bool>& self_checks() {
   static std::map<cl_device_id, bool> verdicts;
   return verdicts;
-}
-
-bool is_7_smooth(std::size_t m) {
-  for (std::size_t p : {2, 3, 5, 7}) {
-    while (m % p == 0) m /= p;
-  }
-  return m == 1;
 }
 
 void grow(device::Buffer<float>& buffer, const device::Context& context, std::size_t count, const char* name) {
@@ -44,6 +38,7 @@ struct SsmKernels::Fft {
   FloatBuffer kernel_spectrum;  // (C, F) complex: K's
   FloatBuffer grad_spectrum;    // (C, F) complex: dK's
 
+  // ssm_fft_scratch_floats (ssm_fft_shape.h) counts these for `pax-ocl plan`.
   void reserve(const device::Context& context, std::size_t B, std::size_t C, std::size_t n) {
     const std::size_t F = n / 2 + 1;
     grow(time, context, B * C * n, "ssm.fft.time");
@@ -68,11 +63,7 @@ SsmKernels::SsmKernels(device::ProgramCache& cache, device::Device& device, devi
 
 SsmKernels::~SsmKernels() = default;
 
-std::size_t SsmKernels::fft_length(std::size_t T) {
-  std::size_t m = std::max<std::size_t>(T, 1);
-  while (!is_7_smooth(m)) ++m;
-  return 2 * m;
-}
+std::size_t SsmKernels::fft_length(std::size_t T) { return ssm_fft_length(T); }
 
 std::size_t SsmKernels::fft_scratch_bytes() const {
   if (!fft_) return 0;

@@ -63,6 +63,19 @@ void attention(Inventory& inv, const std::string& name, const ActivationShape& s
   inv.act(name + ".dqkv", B * T * (heads + 2 * kv_heads) * hs);
 }
 
+// models/layers/ssm.h: output and input gradient, K and dK, the frozen table W z^l, the recurrence's
+// coefficients and the decoding state (allocated with the layer).
+void ssm(Inventory& inv, const std::string& name, const ActivationShape& s, std::size_t C, std::size_t N) {
+  const std::size_t B = s.sequences, T = s.seq_len;
+  inv.f32(name + ".K", T * C);
+  inv.f32(name + ".dK", T * C);
+  inv.f32(name + ".state", 2 * B * N * C);
+  inv.act(name + ".y", B * T * C);
+  inv.act(name + ".du", B * T * C);
+  inv.f32(name + ".powers", 2 * T * N);
+  inv.f32(name + ".steps", 4 * N);
+}
+
 void sequence_parallel(Inventory& inv, Rows rows, std::size_t C) {
   inv.act("sequence.gathered_input", rows.all * C);
   inv.act("sequence.gathered_gradient", rows.all * C);
@@ -110,10 +123,17 @@ std::vector<BufferSize> activation_buffers(const models::ModelConfig& model, con
     if (s.sequence_parallel) sequence_parallel(once, rows, C);
     if constexpr (std::is_same_v<std::decay_t<decltype(c)>, models::GptConfig>) {
       embedding(once, N, C, true);
+      // A hybrid's blocks (BLOCK_KINDS): the SSM's buffers in some, attention's in the others.
+      const auto ssm_blocks = static_cast<std::size_t>(c.ssm_blocks());
+      Inventory attention_block(out, s.act, static_cast<std::size_t>(c.num_layers) - ssm_blocks, "h*.");
+      Inventory ssm_block(out, s.act, ssm_blocks, "h*.");
       norm(block, "ln1", rows, C, true);
-      linear(block, "qkv", N, C, W, false);
-      attention(block, "attn", s, heads, heads, hs);
-      linear(block, "proj", N, D, C, false);
+      if (ssm_blocks < static_cast<std::size_t>(c.num_layers)) {
+        linear(attention_block, "qkv", N, C, W, false);
+        attention(attention_block, "attn", s, heads, heads, hs);
+        linear(attention_block, "proj", N, D, C, false);
+      }
+      if (ssm_blocks > 0) ssm(ssm_block, "ssm", s, C, static_cast<std::size_t>(c.ssm.state_size));
       norm(block, "ln2", rows, C, true);
       linear(block, "fc", N, C, F, true);
       linear(block, "fcproj", N, F, C, false);

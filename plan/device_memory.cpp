@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels_cl/ssm_fft_shape.h"
 #include "models/shard_plan.h"
 #include "plan/tensor_parallel.h"
 
@@ -67,6 +68,12 @@ DeviceMemory device_memory(const LayoutSpec& spec, const models::ParameterLayout
   m.activations_with_sp = total_bytes(with_sp);
   const bool sp = spec.sequence_parallel && spec.along(MeshAxis::kTensor) > 1;
   m.activations = sp ? m.activations_with_sp : m.activations_without_sp;
+  if (spec.model.is_gpt() && spec.model.gpt().ssm_blocks() > 0 && spec.model.gpt().ssm.convolution == "fft") {
+    const ActivationShape shape = activation_shape(spec, false);
+    m.ssm_fft_workspace = kernels::ssm_fft_scratch_floats(shape.sequences, shape.seq_len,
+                                                          static_cast<std::size_t>(spec.model.gpt().model_dims)) *
+                          sizeof(float);
+  }
 
   // The largest allocation: a state buffer (the model's parameter buffer first, as it is allocated
   // first and is what the runtime names when it fails) or an activation.

@@ -11,7 +11,8 @@
 //     OVERLAP_COMMUNICATION (else 1);
 //   with FPROP_DTYPE bfloat16 / float16 the weights' 16-bit copy: P (or R) x 2 bytes;
 //   Adam's gradient-norm partial sums: ceil(P or S / 4096) floats (not part of the state figure);
-//   activations: activation_memory.h, for the tensor group's sequences.
+//   activations: activation_memory.h, for the tensor group's sequences;
+//   SSM blocks (FFT convolution): the device's FFT workspace, ssm_fft_scratch_floats x 4 bytes.
 #pragma once
 
 #include <cstddef>
@@ -37,10 +38,13 @@ struct DeviceMemory {
   std::size_t optimizer_workspace = 0;  // Adam's norm partial sums
   std::size_t activations = 0;      // as the layout's SEQUENCE_PARALLEL setting has it
   std::size_t activations_without_sp = 0, activations_with_sp = 0;  // equal when tensor = 1
+  // SSM blocks with SSM_CONVOLUTION=fft: the device's FFT workspace (kernels_cl/ssm_fft_shape.h),
+  // shared by its SSM layers and allocated at the first step, so not among the activations.
+  std::size_t ssm_fft_workspace = 0;
   BufferSize largest;               // the largest single allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE bounds it)
 
   std::size_t state() const { return parameters + gradients + adam_moments + fsdp_resident + weight_copy; }
-  std::size_t total() const { return state() + optimizer_workspace + activations; }
+  std::size_t total() const { return state() + optimizer_workspace + activations + ssm_fft_workspace; }
 };
 
 // The device's parameter layout: tensor rank 0's tensors, aligned as the runtime aligns them.

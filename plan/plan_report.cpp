@@ -82,6 +82,9 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
     line(fmt::format("    {:<58} {:>10.2f}", "without SEQUENCE_PARALLEL", gb(m.activations_without_sp)));
     line(fmt::format("    {:<58} {:>10.2f}", "with SEQUENCE_PARALLEL", gb(m.activations_with_sp)));
   }
+  if (m.ssm_fft_workspace > 0) {
+    line(fmt::format("  {:<60} {:>10.2f}", "SSM FFT workspace (shared by the SSM blocks)", gb(m.ssm_fft_workspace)));
+  }
   line(fmt::format("  {:<60} {:>10.2f}", "total", gb(m.total())));
   line(fmt::format("  largest buffer: '{}' {:.2f} GiB{}", m.largest.name, gb(m.largest.bytes),
                    p.accelerator.max_alloc_bytes > 0
@@ -174,6 +177,7 @@ nlohmann::json plan_json(const Plan& p, const std::string& experiment) {
                        {"activations", m.activations},
                        {"activations_without_sequence_parallel", m.activations_without_sp},
                        {"activations_with_sequence_parallel", m.activations_with_sp},
+                       {"ssm_fft_workspace", m.ssm_fft_workspace},
                        {"total", m.total()},
                        {"largest_buffer", {{"name", m.largest.name}, {"bytes", m.largest.bytes}}}};
   j["flops"] = {{"per_token", p.flops_per_token}, {"tokens_per_step", p.tokens_per_step}, {"per_device", p.flops_per_device}};

@@ -54,6 +54,7 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
   std::cout << fmt::format(
                    "experiment {}: {:.2f}M parameters, {} x {} tokens per step, {} steps, {} over {} "
                    "device(s) ({} per process) on {}\n"
+                   "model: {}\n"
                    "training state: {:.1f} MiB per device (parameters, gradients, Adam moments{})\n"
                    "activations: {:.1f} MiB per device ({}, {} x {} tokens)\n"
                    "MFU is measured against the best GEMM peak measured on these devices: {:.1f} GFLOP/s in all (now: "
@@ -62,7 +63,8 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
                    job.experiment.name(), static_cast<double>(program.layout().parameter_count()) / 1e6,
                    job.input.batch_size * job.input.num_infeed_hosts, job.model.max_seq_len(), job.cadence.max_steps,
                    layout,
-                   replicas, job.mesh.local_devices(), program.device().info().name, mib(program.state_bytes_per_device()),
+                   replicas, job.mesh.local_devices(), program.device().info().name, job.model.describe(),
+                   mib(program.state_bytes_per_device()),
                    job.step.fprop_dtype == device::DType::kF32 ? "" : ", " + dtype + " weight copy",
                    mib(model.activation_bytes()), dtype, job.step.replica_batch, job.model.max_seq_len(), peaks_.measured(),
                    peaks_.measured_now(),

@@ -125,6 +125,12 @@ INSTANTIATE_TEST_SUITE_P(
         RealRunCase{"GptTensor2SequenceParallelBf16", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[1,1,2]"},
                                                                        {"SEQUENCE_PARALLEL", "true"},
                                                                        {"FPROP_DTYPE", "bfloat16"}})},
+        // SSM blocks (BLOCK_KINDS): a hybrid's units of two sizes in FSDP's slots, the SSM replicated over the tensor axis.
+        RealRunCase{"HybridOneDeviceF32", with(odd_gpt(), {{"BLOCK_KINDS", "attention,ssm"}, {"SSM_NHEADS", "6"}})},
+        RealRunCase{"HybridFsdpBf16", with(odd_gpt(), {{"BLOCK_KINDS", "ssm,attention"}, {"NUM_LAYERS", "4"},
+                                                       {"ICI_MESH_SHAPE", "[1,2,1]"}, {"FPROP_DTYPE", "bfloat16"}})},
+        RealRunCase{"SsmTensor2SequenceParallelF32", with(odd_gpt(), {{"BLOCK_KINDS", "ssm"}, {"ICI_MESH_SHAPE", "[1,1,2]"},
+                                                                      {"SEQUENCE_PARALLEL", "true"}})},
         RealRunCase{"LlamaTensor2SequenceParallelKvReplicatedF16",
                     with(odd_llama(), {{"ICI_MESH_SHAPE", "[1,1,2]"}, {"NUM_KV_HEADS", "1"}, {"SEQUENCE_PARALLEL", "true"},
                                        {"FPROP_DTYPE", "float16"}})}),

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "kernels_cl/ssm_fft_shape.h"
 #include "models/layers/ssm.h"
 #include "tests/device_fixture.h"
 #include "tests/reference_ssm.h"
@@ -308,6 +309,16 @@ TEST_P(SsmLayerTest, ClfftIsUsedWhereItWorks) {
   EXPECT_EQ(kernels::SsmKernels::fft_length(11), 24u);
   EXPECT_EQ(kernels::SsmKernels::fft_length(128), 256u);
   EXPECT_EQ(kernels::SsmKernels::fft_length(300), 600u);
+  // The FFT workspace after the largest shape these tests run is what `pax-ocl plan` counts for it.
+  SsmConfig config;
+  config.state_size = kN;
+  Parameters p = parameters(11, 0.0);
+  models::Ssm ssm = layer(config, p);
+  models::LayerContext ctx = context(kMaxBatch, kMaxSeq);
+  const auto u = upload(GetParam(), random(kMaxBatch * kMaxSeq * kC, 12));
+  ssm.backward(ctx, ssm.forward(ctx, u));
+  device_->queue().finish();
+  EXPECT_EQ(kernels_->ssm.fft_scratch_bytes(), kernels::ssm_fft_scratch_floats(kMaxBatch, kMaxSeq, kC) * sizeof(float));
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, SsmLayerTest, ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
