@@ -104,36 +104,36 @@ TEST_F(GptModelTest, SsmAndHybridModelsMatchTheFloat64Reference) {
 
 TEST_F(GptModelTest, FiniteDifferencesCoverEveryParameterTensor) {
   for (const GptConfig& c : {tiny_config(), tiny_hybrid_config()}) {
-  SCOPED_TRACE(c.describe());
-  auto model = make_model(c, 2);
-  std::vector<float> params = random_parameters(model->layout(), 3);
-  model->set_parameters(params);
-  const inputs::Batch batch = random_batch(c, 2, 5, 4);
-  model->forward_backward(batch);
-  const std::vector<float> grads = model->gradients();
-  Rng pick(5);
-  const double h = 1e-2;
-  for (const auto& t : model->layout().tensors()) {
-    // The coordinate with the largest gradient, plus two random ones.
-    std::size_t largest = 0;
-    for (std::size_t i = 1; i < t.count; ++i) {
-      if (std::abs(grads[t.offset + i]) > std::abs(grads[t.offset + largest])) largest = i;
+    SCOPED_TRACE(c.describe());
+    auto model = make_model(c, 2);
+    std::vector<float> params = random_parameters(model->layout(), 3);
+    model->set_parameters(params);
+    const inputs::Batch batch = random_batch(c, 2, 5, 4);
+    model->forward_backward(batch);
+    const std::vector<float> grads = model->gradients();
+    Rng pick(5);
+    const double h = 1e-2;
+    for (const auto& t : model->layout().tensors()) {
+      // The coordinate with the largest gradient, plus two random ones.
+      std::size_t largest = 0;
+      for (std::size_t i = 1; i < t.count; ++i) {
+        if (std::abs(grads[t.offset + i]) > std::abs(grads[t.offset + largest])) largest = i;
+      }
+      for (std::size_t i : {largest, static_cast<std::size_t>(pick.next_u64() % t.count),
+                            static_cast<std::size_t>(pick.next_u64() % t.count)}) {
+        const std::size_t at = t.offset + i;
+        const float saved = params[at];
+        params[at] = saved + static_cast<float>(h);
+        model->set_parameters(params);
+        const double up = model->loss(batch);
+        params[at] = saved - static_cast<float>(h);
+        model->set_parameters(params);
+        const double down = model->loss(batch);
+        params[at] = saved;
+        const double fd = (up - down) / (2 * h), g = grads[at];
+        EXPECT_LE(std::abs(fd - g), 5e-4 + 2e-2 * std::abs(g)) << t.name << "[" << i << "] fd " << fd << " analytic " << g;
+      }
     }
-    for (std::size_t i : {largest, static_cast<std::size_t>(pick.next_u64() % t.count),
-                          static_cast<std::size_t>(pick.next_u64() % t.count)}) {
-      const std::size_t at = t.offset + i;
-      const float saved = params[at];
-      params[at] = saved + static_cast<float>(h);
-      model->set_parameters(params);
-      const double up = model->loss(batch);
-      params[at] = saved - static_cast<float>(h);
-      model->set_parameters(params);
-      const double down = model->loss(batch);
-      params[at] = saved;
-      const double fd = (up - down) / (2 * h), g = grads[at];
-      EXPECT_LE(std::abs(fd - g), 5e-4 + 2e-2 * std::abs(g)) << t.name << "[" << i << "] fd " << fd << " analytic " << g;
-    }
-  }
   }
 }
 
@@ -498,62 +498,62 @@ TEST_P(GptModelMixedPrecisionTest, FsdpResidencyCastsEachBlockWhenItRuns) {
   using models::BlockKind;
   for (const GptConfig& c : {gpt_config(3, 12, 20, 3, 4, 7, 23),
                              tiny_ssm_config({BlockKind::kSsm, BlockKind::kAttention, BlockKind::kSsm}, "fft", 3)}) {
-  SCOPED_TRACE(c.describe());
-  auto full = make_model(c, 2, "auto", dtype);
-  const models::ParameterLayout& layout = full->layout();
-  const auto params = random_parameters(layout, 9);
-  full->set_parameters(params);
-  const inputs::Batch batch = random_batch(c, 2, 6, 10);
-  const double want_loss = full->forward_backward(batch);
-  const std::vector<float> want_grads = full->gradients();
+    SCOPED_TRACE(c.describe());
+    auto full = make_model(c, 2, "auto", dtype);
+    const models::ParameterLayout& layout = full->layout();
+    const auto params = random_parameters(layout, 9);
+    full->set_parameters(params);
+    const inputs::Batch batch = random_batch(c, 2, 6, 10);
+    const double want_loss = full->forward_backward(batch);
+    const std::vector<float> want_grads = full->gradients();
 
-  for (int slots : {1, 2}) {
-    SCOPED_TRACE(::testing::Message() << slots << " slot(s)");
-    auto fsdp = make_model(c, 2, "auto", dtype, slots);
-    auto& queue = device_->queue();
-    auto fill_unit = [&](int block) {
-      std::vector<float> image(layout.unit(block).size, 0.0f);
-      for (const models::TensorSpec& t : layout.tensors()) {
-        if (models::ParameterLayout::block_of(t) != block) continue;
-        std::copy_n(params.begin() + static_cast<std::ptrdiff_t>(t.offset), t.count,
-                    image.begin() + static_cast<std::ptrdiff_t>(layout.packed_offset(t)));
+    for (int slots : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << slots << " slot(s)");
+      auto fsdp = make_model(c, 2, "auto", dtype, slots);
+      auto& queue = device_->queue();
+      auto fill_unit = [&](int block) {
+        std::vector<float> image(layout.unit(block).size, 0.0f);
+        for (const models::TensorSpec& t : layout.tensors()) {
+          if (models::ParameterLayout::block_of(t) != block) continue;
+          std::copy_n(params.begin() + static_cast<std::ptrdiff_t>(t.offset), t.count,
+                      image.begin() + static_cast<std::ptrdiff_t>(layout.packed_offset(t)));
+        }
+        queue.write(fsdp->unit_parameters(block), std::span<const float>(image));
+      };
+      std::vector<float> grads(layout.total(), 0.0f);
+      auto take_gradients = [&](int block) {
+        std::vector<float> image(layout.unit(block).size);
+        queue.read(fsdp->unit_gradients(block), std::span<float>(image));
+        for (const models::TensorSpec& t : layout.tensors()) {
+          if (models::ParameterLayout::block_of(t) != block) continue;
+          std::copy_n(image.begin() + static_cast<std::ptrdiff_t>(layout.packed_offset(t)), t.count,
+                      grads.begin() + static_cast<std::ptrdiff_t>(t.offset));
+        }
+        models::FloatBuffer slot = fsdp->unit_gradients(block);
+        fsdp->runtime().kernels().elementwise.fill(slot, 0.0f);  // a later block accumulates into the same slot
+      };
+      fill_unit(-1);
+      GptModel::Pass pass = fsdp->begin_pass(batch, true);
+      int next = 0;  // the next block to write: up to slots - 1 ahead of the one that runs
+      for (int l = 0; l < c.num_layers; ++l) {
+        while (next <= std::min(l + slots - 1, c.num_layers - 1)) fill_unit(next++);
+        fsdp->forward_block(pass, l);
       }
-      queue.write(fsdp->unit_parameters(block), std::span<const float>(image));
-    };
-    std::vector<float> grads(layout.total(), 0.0f);
-    auto take_gradients = [&](int block) {
-      std::vector<float> image(layout.unit(block).size);
-      queue.read(fsdp->unit_gradients(block), std::span<float>(image));
-      for (const models::TensorSpec& t : layout.tensors()) {
-        if (models::ParameterLayout::block_of(t) != block) continue;
-        std::copy_n(image.begin() + static_cast<std::ptrdiff_t>(layout.packed_offset(t)), t.count,
-                    grads.begin() + static_cast<std::ptrdiff_t>(t.offset));
+      const double loss = fsdp->forward_loss(pass).mean_loss();
+      fsdp->begin_backward(pass);
+      next = c.num_layers - 1;
+      for (int l = c.num_layers - 1; l >= 0; --l) {
+        while (next >= std::max(l - slots + 1, 0)) fill_unit(next--);
+        fsdp->backward_block(pass, l);
+        take_gradients(l);
       }
-      models::FloatBuffer slot = fsdp->unit_gradients(block);
-      fsdp->runtime().kernels().elementwise.fill(slot, 0.0f);  // a later block accumulates into the same slot
-    };
-    fill_unit(-1);
-    GptModel::Pass pass = fsdp->begin_pass(batch, true);
-    int next = 0;  // the next block to write: up to slots - 1 ahead of the one that runs
-    for (int l = 0; l < c.num_layers; ++l) {
-      while (next <= std::min(l + slots - 1, c.num_layers - 1)) fill_unit(next++);
-      fsdp->forward_block(pass, l);
+      fsdp->finish_backward(pass);
+      take_gradients(-1);
+      EXPECT_EQ(loss, want_loss);
+      for (const models::TensorSpec& t : layout.tensors()) {
+        for (std::size_t i = t.offset; i < t.offset + t.count; ++i) ASSERT_EQ(grads[i], want_grads[i]) << t.name;
+      }
     }
-    const double loss = fsdp->forward_loss(pass).mean_loss();
-    fsdp->begin_backward(pass);
-    next = c.num_layers - 1;
-    for (int l = c.num_layers - 1; l >= 0; --l) {
-      while (next >= std::max(l - slots + 1, 0)) fill_unit(next--);
-      fsdp->backward_block(pass, l);
-      take_gradients(l);
-    }
-    fsdp->finish_backward(pass);
-    take_gradients(-1);
-    EXPECT_EQ(loss, want_loss);
-    for (const models::TensorSpec& t : layout.tensors()) {
-      for (std::size_t i = t.offset; i < t.offset + t.count; ++i) ASSERT_EQ(grads[i], want_grads[i]) << t.name;
-    }
-  }
   }
 }
 
