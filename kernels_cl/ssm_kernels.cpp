@@ -186,17 +186,26 @@ void SsmKernels::conv_backward(SsmConvolution method, ActBuffer& du, FloatBuffer
   set_.launch("ssm_skip_grad", C, dd, dy, u, u32(B * T), u32(C));
 }
 
-void SsmKernels::fft_forward(ActBuffer& y, const ActBuffer& u, const FloatBuffer& K, const FloatBuffer& d,
-                             std::size_t B, std::size_t T, std::size_t C) {
-  const std::size_t n = fft_length(T), F = n / 2 + 1;
-  Fft& f = fft();
+// The prologue both directions share: the scratch reserved for the shape; K (T, C) zero-padded and
+// transformed into kernel_spectrum (C, F); u (B*T, C) likewise into spectrum (B*C, F).
+void SsmKernels::transform_kernel_and_input(Fft& f, const FloatBuffer& K, const ActBuffer& u, std::size_t B,
+                                            std::size_t T, std::size_t C) {
+  const std::size_t n = fft_length(T);
   f.reserve(device_->context(), B, C, n);
   device::Queue& q = device_->queue();
-  // K (T, C) -> its spectrum (C, F); u (B*T, C) -> (B*C, F); their product; back to (B*C, n) reals.
   set_.launch("ssm_pack_kernel", C * n, f.time, K, u32(T), u32(C), u32(n));
   f.plan(*device_, FftKind::kRealToComplex, n, C).enqueue(q, f.time.get(), f.kernel_spectrum.get());
   set_.launch("ssm_pack", B * C * n, f.time, u, u32(B), u32(T), u32(C), u32(n));
   f.plan(*device_, FftKind::kRealToComplex, n, B * C).enqueue(q, f.time.get(), f.spectrum.get());
+}
+
+void SsmKernels::fft_forward(ActBuffer& y, const ActBuffer& u, const FloatBuffer& K, const FloatBuffer& d,
+                             std::size_t B, std::size_t T, std::size_t C) {
+  const std::size_t n = fft_length(T), F = n / 2 + 1;
+  Fft& f = fft();
+  device::Queue& q = device_->queue();
+  // K's and u's spectra; their product; back to (B*C, n) reals.
+  transform_kernel_and_input(f, K, u, B, T, C);
   set_.launch("ssm_spectrum_product", B * C * F, f.spectrum, f.kernel_spectrum, u32(B * C), u32(C), u32(F),
               cl_uint{0});
   f.plan(*device_, FftKind::kComplexToReal, n, B * C).enqueue(q, f.spectrum.get(), f.time.get());
@@ -208,13 +217,9 @@ void SsmKernels::fft_backward(ActBuffer& du, FloatBuffer& dK, const ActBuffer& d
                               const std::function<void(ActBuffer&)>& after_du) {
   const std::size_t n = fft_length(T), F = n / 2 + 1;
   Fft& f = fft();
-  f.reserve(device_->context(), B, C, n);
   device::Queue& q = device_->queue();
   // The spectra of K, u and dy (recomputed rather than kept from the forward: the scratch is shared).
-  set_.launch("ssm_pack_kernel", C * n, f.time, K, u32(T), u32(C), u32(n));
-  f.plan(*device_, FftKind::kRealToComplex, n, C).enqueue(q, f.time.get(), f.kernel_spectrum.get());
-  set_.launch("ssm_pack", B * C * n, f.time, u, u32(B), u32(T), u32(C), u32(n));
-  f.plan(*device_, FftKind::kRealToComplex, n, B * C).enqueue(q, f.time.get(), f.spectrum.get());
+  transform_kernel_and_input(f, K, u, B, T, C);
   set_.launch("ssm_pack", B * C * n, f.time, dy, u32(B), u32(T), u32(C), u32(n));
   f.plan(*device_, FftKind::kRealToComplex, n, B * C).enqueue(q, f.time.get(), f.work.get());
   // dK's spectrum, summed over the batch, before dy's spectrum is overwritten by du's.

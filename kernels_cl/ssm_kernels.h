@@ -71,6 +71,8 @@ class SsmKernels {
   struct Fft;  // clFFT plans and scratch, made on the first FFT request
   Fft& fft();
   bool fft_passes_self_check();
+  void transform_kernel_and_input(Fft& f, const FloatBuffer& K, const ActBuffer& u, std::size_t B, std::size_t T,
+                                  std::size_t C);
   void fft_forward(ActBuffer& y, const ActBuffer& u, const FloatBuffer& K, const FloatBuffer& d, std::size_t B,
                    std::size_t T, std::size_t C);
   void fft_backward(ActBuffer& du, FloatBuffer& dK, const ActBuffer& dy, const ActBuffer& u, const FloatBuffer& K,

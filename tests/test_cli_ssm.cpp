@@ -5,9 +5,6 @@
 // is refused; `pax-ocl sample` decodes it; bad SSM hyper-parameters are one-line errors.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "tests/test_support.h"
 
 namespace paxocl::testing {
@@ -24,13 +21,6 @@ const std::string kHybrid =
     " --fdl.SSM_NHEADS=8 --fdl.MAX_STEPS=10 --fdl.SUMMARY_INTERVAL_STEPS=1 --fdl.EVAL_INTERVAL_STEPS=0"
     " --fdl.EVAL_LOOP_NUM_BATCHES=1 --fdl.LR_COS_WARMUP=2 --fdl.LR_COS_DECAY_START=3 --fdl.LR_COS_DECAY_END=10"
     " --gemm=cpu-12x32";
-
-std::string file_bytes(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class CliSsm : public ::testing::Test {
  protected:
