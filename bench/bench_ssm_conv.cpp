@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "bench/suite/timing.h"
 #include "common/rng.h"
 #include "device/device_selection.h"
@@ -61,6 +63,7 @@ int main(int argc, char** argv) {
   const std::size_t C = argc > 3 ? std::stoul(argv[3]) : 32;
   const int N = argc > 4 ? std::stoi(argv[4]) : 64;
   const device::DType act = argc > 5 ? device::dtype_from_name(argv[5]) : device::DType::kF32;
+  spdlog::set_level(spdlog::level::warn);  // stdout is the table (a clFFT fallback still warns)
   const auto selected = device::select_devices(device::enumerate_devices(),
                                                device::parse_device_selection(device::device_spec_from(std::nullopt)));
   device::Device dev(selected.front());
