@@ -1,7 +1,9 @@
 #include "kernels_cl/kernel_set.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
-#include <cstring>
+#include <string>
 
 #include "kernels_cl/embedded_sources.h"
 #include "kernels_cl/program_loader.h"
@@ -9,23 +11,81 @@
 namespace paxocl::kernels {
 
 namespace {
-bool use_cpu_variant(const device::Device& device, std::string_view program) {
-  if (device.info().kind != device::DeviceKind::kCpu) return false;
-  if (const char* v = std::getenv(kKernelVariantEnvVar); v != nullptr && std::strcmp(v, "portable") == 0) return false;
-  const std::string twin = std::string(program) + "_cpu";
+bool has_twin(std::string_view program, KernelVariant variant) {
+  const std::string twin = std::string(program) + (variant == KernelVariant::kCpu ? "_cpu" : "_gpu");
   for (const EmbeddedSource& s : embedded_sources()) {
     if (s.name == twin) return true;
   }
   return false;
 }
+
+KernelVariant variant_for(const device::Device& device, std::string_view program) {
+  const KernelVariant wanted = requested_variant(device);
+  if (wanted == KernelVariant::kPortable || !has_twin(program, wanted)) return KernelVariant::kPortable;
+  return wanted;
+}
+
+std::string program_name(std::string_view program, KernelVariant variant) {
+  switch (variant) {
+    case KernelVariant::kCpu: return std::string(program) + "_cpu";
+    case KernelVariant::kGpu: return std::string(program) + "_gpu";
+    case KernelVariant::kPortable: break;
+  }
+  return std::string(program);
+}
+
+std::string build_options(const device::Device& device, KernelVariant variant, std::string_view extra) {
+  std::string options(extra);
+  if (variant == KernelVariant::kGpu) {
+    options += fmt::format("{}-DPAX_WG={}", options.empty() ? "" : " ", gpu_group_size(device));
+  }
+  return options;
+}
 }  // namespace
+
+const char* to_string(KernelVariant variant) {
+  switch (variant) {
+    case KernelVariant::kCpu: return "cpu";
+    case KernelVariant::kGpu: return "gpu";
+    case KernelVariant::kPortable: break;
+  }
+  return "portable";
+}
+
+KernelVariant requested_variant(const device::Device& device) {
+  const char* v = std::getenv(kKernelVariantEnvVar);
+  const std::string value = v == nullptr ? "" : v;
+  if (value.empty() || value == "auto") {
+    return device.info().kind == device::DeviceKind::kCpu ? KernelVariant::kCpu : KernelVariant::kGpu;
+  }
+  if (value == "portable") return KernelVariant::kPortable;
+  if (value == "cpu") return KernelVariant::kCpu;
+  if (value == "gpu") return KernelVariant::kGpu;
+  throw ConfigError(fmt::format("{}={} is not a kernel set; use auto, portable, cpu or gpu", kKernelVariantEnvVar, value));
+}
+
+std::size_t gpu_group_size(const device::Device& device) {
+  const std::size_t device_max = std::max<std::size_t>(1, device.info().max_work_group_size);
+  const std::size_t limit = std::min<std::size_t>(1024, device_max);
+  const char* v = std::getenv(kGpuGroupSizeEnvVar);
+  if (v == nullptr || *v == '\0') return std::min<std::size_t>(256, device_max);
+  char* end = nullptr;
+  const unsigned long long size = std::strtoull(v, &end, 10);
+  if (*end != '\0' || size < 32 || size > limit || (size & (size - 1)) != 0) {
+    throw ConfigError(fmt::format("{}={}: the GPU kernels' work-group size must be a power of two from 32 to {} "
+                                  "(this device's limit)",
+                                  kGpuGroupSizeEnvVar, v, limit));
+  }
+  return static_cast<std::size_t>(size);
+}
 
 KernelSet::KernelSet(device::ProgramCache& cache, device::Device& device, std::string_view program,
                      std::initializer_list<const char*> kernel_names, std::string_view extra_options)
     : device_(device),
-      cpu_variant_(use_cpu_variant(device, program)),
-      program_(load_program(cache, device, cpu_variant_ ? std::string(program) + "_cpu" : std::string(program),
-                            extra_options)) {
+      variant_(variant_for(device, program)),
+      group_size_(variant_ == KernelVariant::kGpu ? gpu_group_size(device) : 0),
+      program_(load_program(cache, device, program_name(program, variant_),
+                            build_options(device, variant_, extra_options))) {
   for (const char* name : kernel_names) kernels_.emplace_back(program_, name);
 }
 
@@ -38,7 +98,9 @@ device::Kernel& KernelSet::find(std::string_view name) {
   for (device::Kernel& k : kernels_) {
     if (k.name() == name) return k;
   }
-  throw DeviceError("kernel '" + std::string(name) + "' is not part of program '" + program_.name() + "'");
+  // A kernel only one variant has (a GPU twin's second pass): created on its first launch.
+  // device::Kernel throws DeviceError naming the kernel when the program lacks it.
+  return kernels_.emplace_back(program_, std::string(name));
 }
 
 }  // namespace paxocl::kernels

@@ -1,4 +1,4 @@
-// KernelSet: the kernels of one embedded program on one device, and a 1-D launcher. The typed
+// KernelSet: the kernels of one embedded program on one device, and its launchers. The typed
 // launcher classes (Elementwise, LayerNormKernels, ...) hold one each and state shapes.
 #pragma once
 
@@ -22,25 +22,48 @@ inline cl_uint u32(std::size_t n) {
   return static_cast<cl_uint>(n);
 }
 
-// Kernel variants per device class: a program "x" may have a CPU-shaped twin "x_cpu" (explicit
-// vectors, a row or 16 elements per work-item, for PoCL) with the same kernels and arguments.
-// CPU devices use it unless PAX_OCL_KERNELS=portable; every other device uses the portable one.
+// Kernel variants per device class. A program "x" (the portable set: one work-item per element or
+// per row) may have twins with the same kernels and arguments but another launch geometry:
+//   x_cpu.cl  CPU-shaped (explicit vectors, a row or 16 elements per work-item, for PoCL);
+//   x_gpu.cl  GPU-shaped (a work-group of group_size() work-items per row or per block of rows,
+//             reductions in local memory in a fixed order), built with -DPAX_WG=<group size>.
+// PAX_OCL_KERNELS picks the set: auto (default: CPU devices the CPU twins, every other device the
+// GPU twins), portable, cpu or gpu, on any device; a program without the chosen twin is built
+// portable. PAX_OCL_GPU_GROUP_SIZE sets the GPU twins' work-group size (a power of two from 32 to
+// 1024 that the device allows; default min(256, the device's maximum)).
+enum class KernelVariant { kPortable, kCpu, kGpu };
 inline constexpr const char* kKernelVariantEnvVar = "PAX_OCL_KERNELS";
+inline constexpr const char* kGpuGroupSizeEnvVar = "PAX_OCL_GPU_GROUP_SIZE";
 inline constexpr std::size_t kCpuElementsPerItem = 16;  // element-wise CPU kernels: float16 per item
+inline constexpr std::size_t kGpuElementsPerItem = 4;   // element-wise GPU kernels: float4 per item
+
+// The variant set PAX_OCL_KERNELS asks for on `device` (before falling back to portable where a
+// program has no such twin); ConfigError naming the valid values for anything else.
+KernelVariant requested_variant(const device::Device& device);
+// The GPU twins' work-group size on `device` (PAX_OCL_GPU_GROUP_SIZE or the default); ConfigError
+// for a value that is not a power of two in [32, min(1024, the device's maximum)].
+std::size_t gpu_group_size(const device::Device& device);
+const char* to_string(KernelVariant variant);  // "portable", "cpu", "gpu"
 
 class KernelSet {
  public:
   KernelSet(device::ProgramCache& cache, device::Device& device, std::string_view program,
             std::initializer_list<const char*> kernel_names, std::string_view extra_options = "");
-  // The kernels of a program built elsewhere (load_ptx_program); never the CPU variant.
+  // The kernels of a program built elsewhere (load_ptx_program); always the portable variant.
   KernelSet(device::Device& device, device::Program program, std::initializer_list<const char*> kernel_names);
 
-  bool cpu_variant() const { return cpu_variant_; }
+  KernelVariant variant() const { return variant_; }
+  bool cpu_variant() const { return variant_ == KernelVariant::kCpu; }
+  bool gpu_variant() const { return variant_ == KernelVariant::kGpu; }
+  // Work-items per group of the GPU twin (its PAX_WG); 0 for the other variants.
+  std::size_t group_size() const { return group_size_; }
 
-  // Element-wise kernels: `n` elements, 16 per work-item in the CPU variant, 1 otherwise.
+  // Element-wise kernels: `n` elements, 16 per work-item in the CPU variant, 4 in the GPU one, 1
+  // in the portable one.
   template <typename... Args>
   device::Event launch_elements(std::string_view kernel, std::size_t n, const Args&... args) {
-    return launch(kernel, cpu_variant_ ? (n + kCpuElementsPerItem - 1) / kCpuElementsPerItem : n, args...);
+    const std::size_t per_item = cpu_variant() ? kCpuElementsPerItem : gpu_variant() ? kGpuElementsPerItem : 1;
+    return launch(kernel, (n + per_item - 1) / per_item, args...);
   }
 
   // Runs `kernel` over `items` work-items (rounded up to whole groups; kernels guard the tail).
@@ -48,9 +71,21 @@ class KernelSet {
   device::Event launch(std::string_view kernel, std::size_t items, const Args&... args) {
     device::Kernel& k = find(kernel);
     k.set_args(args...);
-    constexpr std::size_t kGroup = 64;
-    const std::array<std::size_t, 1> global = {std::max<std::size_t>(1, (items + kGroup - 1) / kGroup) * kGroup};
-    return device_.queue().launch(k, global);
+    const std::size_t group = gpu_variant() ? group_size_ : 64;
+    const std::array<std::size_t, 1> global = {std::max<std::size_t>(1, (items + group - 1) / group) * group};
+    if (!gpu_variant()) return device_.queue().launch(k, global);
+    const std::array<std::size_t, 1> local = {group};
+    return device_.queue().launch(k, global, local);
+  }
+
+  // GPU twin: `groups` work-groups of group_size() work-items each (a group per row, or per block).
+  template <typename... Args>
+  device::Event launch_groups(std::string_view kernel, std::size_t groups, const Args&... args) {
+    device::Kernel& k = find(kernel);
+    k.set_args(args...);
+    const std::array<std::size_t, 1> global = {std::max<std::size_t>(1, groups) * group_size_};
+    const std::array<std::size_t, 1> local = {group_size_};
+    return device_.queue().launch(k, global, local);
   }
 
   // Runs `kernel` over an explicit N-D range with an explicit work-group shape.
@@ -68,7 +103,8 @@ class KernelSet {
   device::Kernel& find(std::string_view name);
 
   device::Device& device_;
-  bool cpu_variant_ = false;
+  KernelVariant variant_ = KernelVariant::kPortable;
+  std::size_t group_size_ = 0;
   device::Program program_;
   std::vector<device::Kernel> kernels_;
 };
