@@ -1,6 +1,7 @@
 #include "kernels_cl/device_runtime.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "common/errors.h"
 #include "kernels_cl/auto_gemm.h"
@@ -25,6 +26,10 @@ DeviceRuntime::DeviceRuntime(device::Device& device, device::ProgramCache& cache
                              const std::string& gemm_policy)
     : device_(device), kernels_(cache, device, act), gemm_(make_gemm(device, cache, gemm_policy)) {
   require_gemm_dtypes(*gemm_, act);
+  const KernelVariant set = requested_variant(device);
+  spdlog::info("Kernels on {}: the {} set{}", device.info().name, to_string(set),
+               set == KernelVariant::kGpu ? fmt::format(" (work-groups of {}, flash attention)", gpu_group_size(device))
+                                          : std::string());
 }
 
 }  // namespace paxocl::kernels
