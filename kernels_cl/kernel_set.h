@@ -78,7 +78,8 @@ class KernelSet {
     return device_.queue().launch(k, global, local);
   }
 
-  // GPU twin: `groups` work-groups of group_size() work-items each (a group per row, or per block).
+  // GPU twin: `groups` work-groups of group_size() work-items each (a group per row, or per block);
+  // at least one, so kernels guard their group index (uniformly, before any barrier).
   template <typename... Args>
   device::Event launch_groups(std::string_view kernel, std::size_t groups, const Args&... args) {
     device::Kernel& k = find(kernel);
@@ -86,6 +87,12 @@ class KernelSet {
     const std::array<std::size_t, 1> global = {std::max<std::size_t>(1, groups) * group_size_};
     const std::array<std::size_t, 1> local = {group_size_};
     return device_.queue().launch(k, global, local);
+  }
+
+  // A kernel with a work-item per row in the portable and CPU sets and a work-group per row in the GPU set.
+  template <typename... Args>
+  device::Event launch_rows(std::string_view kernel, std::size_t rows, const Args&... args) {
+    return gpu_variant() ? launch_groups(kernel, rows, args...) : launch(kernel, rows, args...);
   }
 
   // Runs `kernel` over an explicit N-D range with an explicit work-group shape.

@@ -26,6 +26,21 @@ void require_real_columns(const char* kernel, std::size_t real, std::size_t Vl) 
 }
 }  // namespace
 
+std::size_t RowBlockSums::rows_per_block(std::size_t N) {
+  // At least 32 rows per block (stage 2 stays short), at most 256 blocks (stage 1 fills a big GPU).
+  return std::max<std::size_t>(32, (N + 255) / 256);
+}
+
+FloatBuffer& RowBlockSums::partials(const device::Device& device, std::size_t planes, std::size_t N, std::size_t C) {
+  const std::size_t count = std::max<std::size_t>(1, planes * blocks(N) * C);
+  if (partials_.count() < count) partials_ = FloatBuffer(device.context(), count, "row-block partial sums");
+  return partials_;
+}
+
+void RowBlockSums::add_into(KernelSet& set, FloatBuffer& dst, std::size_t plane, std::size_t N, std::size_t C) {
+  set.launch("pax_add_block_sums", C, dst, partials_, u32(plane * blocks(N) * C), u32(blocks(N)), u32(C));
+}
+
 EmbeddingKernels::EmbeddingKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
     : set_(act_program(cache, device, "embedding",
                        {"embedding_forward", "embedding_backward_wpe", "embedding_backward_wte"}, act)),
@@ -67,14 +82,14 @@ void LayerNormKernels::forward(ActBuffer& out, FloatBuffer& mean, FloatBuffer& r
                                const ActBuffer& w, const ActBuffer& b, std::size_t N, std::size_t C, float eps) {
   require_act(act_, "layernorm_forward", out, x, w, b);
   // No residual: x stands in for the unused delta and sum buffers.
-  set_.launch("layernorm_forward", N, out, mean, rstd, x, x, x, w, b, u32(N), u32(C), eps, cl_uint{0});
+  set_.launch_rows("layernorm_forward", N, out, mean, rstd, x, x, x, w, b, u32(N), u32(C), eps, cl_uint{0});
 }
 
 void LayerNormKernels::forward_residual(ActBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, ActBuffer& sum,
                                         const ActBuffer& x, const ActBuffer& delta, const ActBuffer& w,
                                         const ActBuffer& b, std::size_t N, std::size_t C, float eps) {
   require_act(act_, "layernorm_forward", out, sum, x, delta, w, b);
-  set_.launch("layernorm_forward", N, out, mean, rstd, sum, x, delta, w, b, u32(N), u32(C), eps, cl_uint{1});
+  set_.launch_rows("layernorm_forward", N, out, mean, rstd, sum, x, delta, w, b, u32(N), u32(C), eps, cl_uint{1});
 }
 
 void LayerNormKernels::backward(ActBuffer& dx, FloatBuffer& dw, FloatBuffer& db, const ActBuffer& dout,
@@ -82,8 +97,16 @@ void LayerNormKernels::backward(ActBuffer& dx, FloatBuffer& dw, FloatBuffer& db,
                                 const FloatBuffer& rstd, const ActBuffer* dresidual, std::size_t N, std::size_t C) {
   const ActBuffer& resid = dresidual != nullptr ? *dresidual : dout;
   require_act(act_, "layernorm_backward", dx, dout, x, w, resid);
-  set_.launch("layernorm_backward_dx", N, dx, dout, x, w, mean, rstd, resid, u32(N), u32(C),
+  set_.launch_rows("layernorm_backward_dx", N, dx, dout, x, w, mean, rstd, resid, u32(N), u32(C),
               cl_uint{dresidual != nullptr});
+  if (set_.gpu_variant()) {
+    if (N == 0 || C == 0) return;
+    FloatBuffer& partials = block_sums_.partials(set_.device(), 2, N, C);
+    RowBlockSums::run_stage1(set_, "layernorm_backward_params", N, C, partials, dout, x, mean, rstd, u32(N), u32(C));
+    block_sums_.add_into(set_, dw, 0, N, C);
+    block_sums_.add_into(set_, db, 1, N, C);
+    return;
+  }
   set_.launch("layernorm_backward_params", set_.cpu_variant() ? (C + 15) / 16 : C, dw, db, dout, x, mean, rstd, u32(N),
               u32(C));
 }
@@ -100,7 +123,7 @@ void RmsNormKernels::forward(ActBuffer& out, FloatBuffer& rstd, const ActBuffer&
   require_count("rmsnorm_forward", C, w);
   require_count("rmsnorm_forward", N, rstd);
   // No residual: x stands in for the unused delta and sum buffers.
-  set_.launch("rmsnorm_forward", N, out, rstd, x, x, x, w, u32(N), u32(C), eps, cl_uint{0});
+  set_.launch_rows("rmsnorm_forward", N, out, rstd, x, x, x, w, u32(N), u32(C), eps, cl_uint{0});
 }
 
 void RmsNormKernels::forward_residual(ActBuffer& out, FloatBuffer& rstd, ActBuffer& sum, const ActBuffer& x,
@@ -110,7 +133,7 @@ void RmsNormKernels::forward_residual(ActBuffer& out, FloatBuffer& rstd, ActBuff
   require_count("rmsnorm_forward", N * C, out, sum, x, delta);
   require_count("rmsnorm_forward", C, w);
   require_count("rmsnorm_forward", N, rstd);
-  set_.launch("rmsnorm_forward", N, out, rstd, sum, x, delta, w, u32(N), u32(C), eps, cl_uint{1});
+  set_.launch_rows("rmsnorm_forward", N, out, rstd, sum, x, delta, w, u32(N), u32(C), eps, cl_uint{1});
 }
 
 void RmsNormKernels::backward(ActBuffer& dx, FloatBuffer& dw, const ActBuffer& dout, const ActBuffer& x,
@@ -121,7 +144,14 @@ void RmsNormKernels::backward(ActBuffer& dx, FloatBuffer& dw, const ActBuffer& d
   require_count("rmsnorm_backward", N * C, dx, dout, x, resid);
   require_count("rmsnorm_backward", C, w, dw);
   require_count("rmsnorm_backward", N, rstd);
-  set_.launch("rmsnorm_backward_dx", N, dx, dout, x, w, rstd, resid, u32(N), u32(C), cl_uint{dresidual != nullptr});
+  set_.launch_rows("rmsnorm_backward_dx", N, dx, dout, x, w, rstd, resid, u32(N), u32(C), cl_uint{dresidual != nullptr});
+  if (set_.gpu_variant()) {
+    if (N == 0 || C == 0) return;
+    FloatBuffer& partials = block_sums_.partials(set_.device(), 1, N, C);
+    RowBlockSums::run_stage1(set_, "rmsnorm_backward_scale", N, C, partials, dout, x, rstd, u32(N), u32(C));
+    block_sums_.add_into(set_, dw, 0, N, C);
+    return;
+  }
   set_.launch("rmsnorm_backward_scale", set_.cpu_variant() ? (C + 15) / 16 : C, dw, dout, x, rstd, u32(N), u32(C));
 }
 
@@ -135,6 +165,13 @@ void BiasKernels::add(ActBuffer& out, const ActBuffer& bias, std::size_t N, std:
 
 void BiasKernels::grad(FloatBuffer& dbias, const ActBuffer& dout, std::size_t N, std::size_t C) {
   require_act(act_, "bias_grad", dout);
+  if (set_.gpu_variant()) {
+    if (N == 0 || C == 0) return;
+    FloatBuffer& partials = block_sums_.partials(set_.device(), 1, N, C);
+    RowBlockSums::run_stage1(set_, "bias_grad", N, C, partials, dout, u32(N), u32(C));
+    block_sums_.add_into(set_, dbias, 0, N, C);
+    return;
+  }
   set_.launch("bias_grad", set_.cpu_variant() ? (C + 15) / 16 : C, dbias, dout, u32(N), u32(C));
 }
 

@@ -21,6 +21,30 @@ using FloatBuffer = device::Buffer<float>;
 using IntBuffer = device::Buffer<cl_int>;
 using ActBuffer = device::TypedBuffer;
 
+// The GPU twins' parameter gradients as two-stage column sums (kernels_cl/group_reduce.cl): the
+// rows are cut into blocks of rows_per_block(N) (a function of N alone, so results never depend on
+// the device or the group size); stage 1 writes each block's column sums into `partials`
+// (planes x blocks x C floats, a scratch buffer grown to the largest request and kept: at N = 8192,
+// C = 768, two planes, 1.5 MiB), stage 2 adds each plane's blocks, in order, into its gradient.
+class RowBlockSums {
+ public:
+  static std::size_t rows_per_block(std::size_t N);
+  static std::size_t blocks(std::size_t N) { return N == 0 ? 0 : (N + rows_per_block(N) - 1) / rows_per_block(N); }
+  // Stage 1: `kernel` over groups (column strip of group-size columns, row block), then its args.
+  template <typename... Args>
+  static void run_stage1(KernelSet& set, std::string_view kernel, std::size_t N, std::size_t C, const Args&... args) {
+    const std::size_t g = set.group_size();
+    const std::array<std::size_t, 2> global = {(C + g - 1) / g * g, blocks(N)}, local = {g, 1};
+    set.launch_nd(kernel, global, local, args..., u32(rows_per_block(N)));
+  }
+  FloatBuffer& partials(const device::Device& device, std::size_t planes, std::size_t N, std::size_t C);
+  // dst (C) += the sums of plane `plane`'s blocks.
+  void add_into(KernelSet& set, FloatBuffer& dst, std::size_t plane, std::size_t N, std::size_t C);
+
+ private:
+  FloatBuffer partials_;
+};
+
 class EmbeddingKernels {
  public:
   EmbeddingKernels(device::ProgramCache& cache, device::Device& device, device::DType act);
@@ -62,6 +86,7 @@ class LayerNormKernels {
  private:
   KernelSet set_;
   device::DType act_;
+  RowBlockSums block_sums_;  // GPU set: the parameter gradients' stage-1 partials
 };
 
 // RMSNorm (LLaMA): out = v * rstd * w, rstd = 1 / sqrt(mean_c(v^2) + eps), v = x (+ delta);
@@ -83,6 +108,7 @@ class RmsNormKernels {
  private:
   KernelSet set_;
   device::DType act_;
+  RowBlockSums block_sums_;  // GPU set: the parameter gradients' stage-1 partials
 };
 
 class BiasKernels {
@@ -94,6 +120,7 @@ class BiasKernels {
  private:
   KernelSet set_;
   device::DType act_;
+  RowBlockSums block_sums_;  // GPU set: the parameter gradients' stage-1 partials
 };
 
 class GeluKernels {

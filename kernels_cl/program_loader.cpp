@@ -13,7 +13,10 @@ device::Program load_program(device::ProgramCache& cache, const device::Device& 
   // Every program starts with the storage-type helpers; #line keeps compiler messages' line numbers.
   // The source comes from program_source(): the embedded copy, or PAX_OCL_KERNEL_SOURCE_DIR's file.
   // The program cache keys on this full text, so an edited source never reuses an old binary.
-  const std::string source = program_source("dtype") + "\n#line 1\n" + program_source(name);
+  // GPU twins (built with -DPAX_WG, kernel_set.cpp) also get the work-group reductions (group_reduce.cl).
+  const bool gpu_twin = options.find("-DPAX_WG=") != std::string::npos;
+  const std::string source = program_source("dtype") + "\n" + (gpu_twin ? program_source("group_reduce") + "\n" : "") +
+                             "#line 1\n" + program_source(name);
   return cache.build(device.context(), device.info(), name, source, options);
 }
 

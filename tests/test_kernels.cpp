@@ -85,7 +85,106 @@ class ActKernelTest : public DeviceTest, public ::testing::WithParamInterface<DT
   device::TypedBuffer act(const std::vector<double>& values) { return upload(GetParam(), values); }
   device::TypedBuffer act_zeros(std::size_t n) { return act(std::vector<double>(n, 0.0)); }
   Tol stored(Tol f32) const { return testing::stored(GetParam(), f32); }
+  // One shape (N rows of C) of each norm's forward and backward, plain and residual, and of the
+  // bias add and gradient, against the float64 references.
+  void check_layernorm(int N, int C);
+  void check_rmsnorm(int N, int C);
+  void check_bias(int N, int C);
 };
+
+void ActKernelTest::check_layernorm(int N, int C) {
+  for (bool residual : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "N=" << N << " C=" << C << (residual ? " residual" : ""));
+    const auto x = in(random(N * C, 9, 2.0)), delta = in(random(N * C, 29)), w = in(random(C, 10)),
+               b = in(random(C, 11)), dout = in(random(N * C, 12)), dresid = in(random(N * C, 30));
+    auto xb = act(x), deltab = act(delta), wb = act(w), bb = act(b), out = act_zeros(N * C), sum = act_zeros(N * C);
+    auto mean = zeros(N), rstd = zeros(N);
+    // The LN's input: x, or the sum as the kernel stores it and normalises it (float32(x + delta)
+    // rounded to the dtype once), which must come out bit for bit.
+    std::vector<double> v = x;
+    if (residual) {
+      for (int i = 0; i < N * C; ++i) v[i] = x[i] + delta[i];
+      v = in(v);
+      kernels_->layernorm.forward_residual(out, mean, rstd, sum, xb, deltab, wb, bb, N, C, 1e-5f);
+      expect_close(download(sum, N * C), v, Tol{0, 0}, "ln residual sum");
+    } else {
+      kernels_->layernorm.forward(out, mean, rstd, xb, wb, bb, N, C, 1e-5f);
+    }
+    const auto ref = layernorm_forward(v, w, b, N, C);
+    expect_close(download(out, N * C), ref.out, stored({1e-5, 1e-4}), "ln out");
+    expect_close(download(mean, N), ref.mean, Tol{1e-6, 1e-5}, "ln mean");
+    expect_close(download(rstd, N), ref.rstd, Tol{1e-6, 1e-4}, "ln rstd");
+    auto dx = act_zeros(N * C);
+    auto dw = upload(std::vector<double>(C, 1.0)), db = upload(std::vector<double>(C, 1.0));
+    auto dout_b = act(dout), dresid_b = act(dresid);
+    kernels_->layernorm.backward(dx, dw, db, dout_b, residual ? sum : xb, wb, mean, rstd,
+                                 residual ? &dresid_b : nullptr, N, C);
+    const auto g = layernorm_backward(dout, v, w, ref.mean, ref.rstd, N, C);
+    std::vector<double> want_dx(g.dx), want_dw(g.dw), want_db(g.db);
+    if (residual) {
+      for (int i = 0; i < N * C; ++i) want_dx[i] += dresid[i];
+    }
+    for (double& e : want_dw) e += 1.0;
+    for (double& e : want_db) e += 1.0;
+    expect_close(download(dx, N * C), want_dx, stored({1e-4, 1e-3}), "ln dx");
+    expect_close(download(dw, C), want_dw, Tol{1e-4, 1e-4}, "ln dw");
+    expect_close(download(db, C), want_db, Tol{1e-4, 1e-4}, "ln db");
+  }
+}
+void ActKernelTest::check_rmsnorm(int N, int C) {
+  for (bool residual : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "N=" << N << " C=" << C << (residual ? " residual" : ""));
+    const auto x = in(random(N * C, 41, 2.0)), delta = in(random(N * C, 42)), w = in(random(C, 43)),
+               dout = in(random(N * C, 44)), dresid = in(random(N * C, 45));
+    auto xb = act(x), deltab = act(delta), wb = act(w), out = act_zeros(N * C), sum = act_zeros(N * C);
+    auto rstd = zeros(N);
+    // The norm's input: x, or the sum as the kernel stores it (float32(x + delta) rounded once).
+    std::vector<double> v = x;
+    if (residual) {
+      for (int i = 0; i < N * C; ++i) v[i] = x[i] + delta[i];
+      v = in(v);
+      kernels_->rmsnorm.forward_residual(out, rstd, sum, xb, deltab, wb, N, C, 1e-5f);
+      expect_close(download(sum, N * C), v, Tol{0, 0}, "rmsnorm residual sum");
+    } else {
+      kernels_->rmsnorm.forward(out, rstd, xb, wb, N, C, 1e-5f);
+    }
+    const auto ref = rmsnorm_forward(v, w, N, C);
+    expect_close(download(out, N * C), ref.out, stored({1e-5, 1e-4}), "rmsnorm out");
+    expect_close(download(rstd, N), ref.rstd, Tol{1e-6, 1e-5}, "rmsnorm rstd");
+    const auto g = rmsnorm_backward(dout, v, w, ref.rstd, N, C);
+    std::vector<double> want_dx(g.dx), want_dw(g.dw);
+    if (residual) {
+      for (int i = 0; i < N * C; ++i) want_dx[i] += dresid[i];
+    }
+    for (double& e : want_dw) e = 1.0 + 2.0 * e;
+    auto dx = act_zeros(N * C);
+    auto dw = upload(std::vector<double>(C, 1.0));
+    auto dout_b = act(dout), dresid_b = act(dresid);
+    for (int call = 0; call < 2; ++call) {
+      kernels_->rmsnorm.backward(dx, dw, dout_b, residual ? sum : xb, wb, rstd, residual ? &dresid_b : nullptr, N, C);
+      expect_close(download(dx, N * C), want_dx, stored({1e-4, 1e-3}), "rmsnorm dx");
+    }
+    expect_close(download(dw, C), want_dw, Tol{1e-4, 1e-4}, "rmsnorm dscale, accumulated twice");
+  }
+}
+void ActKernelTest::check_bias(int N, int C) {
+  const auto x = in(random(N * C, 13)), bias = in(random(C, 14));
+  auto out = act(x), bb = act(bias);
+  kernels_->bias.add(out, bb, N, C);
+  std::vector<double> want(x);
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c) want[n * C + c] += bias[c];
+  const auto got = download(out, N * C);
+  expect_close(got, want, stored({1e-6, 1e-6}), "bias add");
+  // The gradient of what `out` holds now (the stored sums), into a float32 accumulator.
+  auto dbias = upload(std::vector<double>(C, 0.5));
+  kernels_->bias.grad(dbias, out, N, C);
+  std::vector<double> colsum(C, 0.5);
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c) colsum[c] += got[n * C + c];
+  expect_close(download(dbias, C), colsum, Tol{1e-5, 1e-5}, "bias grad");
+}
+
 
 TEST_P(ActKernelTest, EmbeddingForwardAndDeterministicBackward) {
   const int B = 3, T = 5, C = 19, Vp = 41, maxT = 7;
@@ -197,87 +296,13 @@ TEST_P(ActKernelTest, EmbeddingLayerAddsEachTokensPositionsInOrder) {
 }
 
 TEST_P(ActKernelTest, LayerNormForwardBackward) {
-  for (auto [N, C] : {std::pair{7, 37}, std::pair{1, 5}, std::pair{33, 128}}) {
-    for (bool residual : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << "N=" << N << " C=" << C << (residual ? " residual" : ""));
-      const auto x = in(random(N * C, 9, 2.0)), delta = in(random(N * C, 29)), w = in(random(C, 10)),
-                 b = in(random(C, 11)), dout = in(random(N * C, 12)), dresid = in(random(N * C, 30));
-      auto xb = act(x), deltab = act(delta), wb = act(w), bb = act(b), out = act_zeros(N * C), sum = act_zeros(N * C);
-      auto mean = zeros(N), rstd = zeros(N);
-      // The LN's input: x, or the sum as the kernel stores it and normalises it (float32(x + delta)
-      // rounded to the dtype once), which must come out bit for bit.
-      std::vector<double> v = x;
-      if (residual) {
-        for (int i = 0; i < N * C; ++i) v[i] = x[i] + delta[i];
-        v = in(v);
-        kernels_->layernorm.forward_residual(out, mean, rstd, sum, xb, deltab, wb, bb, N, C, 1e-5f);
-        expect_close(download(sum, N * C), v, Tol{0, 0}, "ln residual sum");
-      } else {
-        kernels_->layernorm.forward(out, mean, rstd, xb, wb, bb, N, C, 1e-5f);
-      }
-      const auto ref = layernorm_forward(v, w, b, N, C);
-      expect_close(download(out, N * C), ref.out, stored({1e-5, 1e-4}), "ln out");
-      expect_close(download(mean, N), ref.mean, Tol{1e-6, 1e-5}, "ln mean");
-      expect_close(download(rstd, N), ref.rstd, Tol{1e-6, 1e-4}, "ln rstd");
-      auto dx = act_zeros(N * C);
-      auto dw = upload(std::vector<double>(C, 1.0)), db = upload(std::vector<double>(C, 1.0));
-      auto dout_b = act(dout), dresid_b = act(dresid);
-      kernels_->layernorm.backward(dx, dw, db, dout_b, residual ? sum : xb, wb, mean, rstd,
-                                   residual ? &dresid_b : nullptr, N, C);
-      const auto g = layernorm_backward(dout, v, w, ref.mean, ref.rstd, N, C);
-      std::vector<double> want_dx(g.dx), want_dw(g.dw), want_db(g.db);
-      if (residual) {
-        for (int i = 0; i < N * C; ++i) want_dx[i] += dresid[i];
-      }
-      for (double& e : want_dw) e += 1.0;
-      for (double& e : want_db) e += 1.0;
-      expect_close(download(dx, N * C), want_dx, stored({1e-4, 1e-3}), "ln dx");
-      expect_close(download(dw, C), want_dw, Tol{1e-4, 1e-4}, "ln dw");
-      expect_close(download(db, C), want_db, Tol{1e-4, 1e-4}, "ln db");
-    }
-  }
+  for (auto [N, C] : {std::pair{7, 37}, std::pair{1, 5}, std::pair{33, 128}}) check_layernorm(N, C);
 }
 
 // Plain and with the residual fusion, as LayerNorm; the weight gradient accumulates, so the
 // backward runs twice and dscale must hold its initial value plus twice the gradient.
 TEST_P(ActKernelTest, RmsNormForwardBackward) {
-  for (auto [N, C] : {std::pair{67, 37}, std::pair{1, 37}, std::pair{67, 256}, std::pair{1, 256}}) {
-    for (bool residual : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << "N=" << N << " C=" << C << (residual ? " residual" : ""));
-      const auto x = in(random(N * C, 41, 2.0)), delta = in(random(N * C, 42)), w = in(random(C, 43)),
-                 dout = in(random(N * C, 44)), dresid = in(random(N * C, 45));
-      auto xb = act(x), deltab = act(delta), wb = act(w), out = act_zeros(N * C), sum = act_zeros(N * C);
-      auto rstd = zeros(N);
-      // The norm's input: x, or the sum as the kernel stores it (float32(x + delta) rounded once).
-      std::vector<double> v = x;
-      if (residual) {
-        for (int i = 0; i < N * C; ++i) v[i] = x[i] + delta[i];
-        v = in(v);
-        kernels_->rmsnorm.forward_residual(out, rstd, sum, xb, deltab, wb, N, C, 1e-5f);
-        expect_close(download(sum, N * C), v, Tol{0, 0}, "rmsnorm residual sum");
-      } else {
-        kernels_->rmsnorm.forward(out, rstd, xb, wb, N, C, 1e-5f);
-      }
-      const auto ref = rmsnorm_forward(v, w, N, C);
-      expect_close(download(out, N * C), ref.out, stored({1e-5, 1e-4}), "rmsnorm out");
-      expect_close(download(rstd, N), ref.rstd, Tol{1e-6, 1e-5}, "rmsnorm rstd");
-
-      const auto g = rmsnorm_backward(dout, v, w, ref.rstd, N, C);
-      std::vector<double> want_dx(g.dx), want_dw(g.dw);
-      if (residual) {
-        for (int i = 0; i < N * C; ++i) want_dx[i] += dresid[i];
-      }
-      for (double& e : want_dw) e = 1.0 + 2.0 * e;
-      auto dx = act_zeros(N * C);
-      auto dw = upload(std::vector<double>(C, 1.0));
-      auto dout_b = act(dout), dresid_b = act(dresid);
-      for (int call = 0; call < 2; ++call) {
-        kernels_->rmsnorm.backward(dx, dw, dout_b, residual ? sum : xb, wb, rstd, residual ? &dresid_b : nullptr, N, C);
-        expect_close(download(dx, N * C), want_dx, stored({1e-4, 1e-3}), "rmsnorm dx");
-      }
-      expect_close(download(dw, C), want_dw, Tol{1e-4, 1e-4}, "rmsnorm dscale, accumulated twice");
-    }
-  }
+  for (auto [N, C] : {std::pair{67, 37}, std::pair{1, 37}, std::pair{67, 256}, std::pair{1, 256}}) check_rmsnorm(N, C);
 }
 
 // A shape beyond a buffer, or a norm without dimensions or epsilon, is a one-line error naming it.
@@ -292,22 +317,19 @@ TEST_P(ActKernelTest, RmsNormRefusesBadShapes) {
 }
 
 TEST_P(ActKernelTest, BiasAddAndGrad) {
-  for (auto [N, C] : {std::pair{13, 21}, std::pair{5, 48}}) {
-    const auto x = in(random(N * C, 13)), bias = in(random(C, 14));
-    auto out = act(x), bb = act(bias);
-    kernels_->bias.add(out, bb, N, C);
-    std::vector<double> want(x);
-    for (int n = 0; n < N; ++n)
-      for (int c = 0; c < C; ++c) want[n * C + c] += bias[c];
-    const auto got = download(out, N * C);
-    expect_close(got, want, stored({1e-6, 1e-6}), "bias add");
-    // The gradient of what `out` holds now (the stored sums), into a float32 accumulator.
-    auto dbias = upload(std::vector<double>(C, 0.5));
-    kernels_->bias.grad(dbias, out, N, C);
-    std::vector<double> colsum(C, 0.5);
-    for (int n = 0; n < N; ++n)
-      for (int c = 0; c < C; ++c) colsum[c] += got[n * C + c];
-    expect_close(download(dbias, C), colsum, Tol{1e-5, 1e-5}, "bias grad");
+  for (auto [N, C] : {std::pair{13, 21}, std::pair{5, 48}}) check_bias(N, C);
+}
+
+// The shapes the GPU twins find awkward (a work-group per row, 8 columns per work-item in
+// registers, row blocks of at least 32): one element, rows not a multiple of 4 wide, rows longer
+// than a group's registers hold (1000 and 4100 columns), one row, and 10,000 rows (313 row blocks).
+TEST_P(ActKernelTest, NormsAndBiasAtAwkwardShapes) {
+  for (auto [N, C] : {std::pair{1, 1}, std::pair{3, 3}, std::pair{2, 7}, std::pair{2, 1000}, std::pair{1, 4100},
+                      std::pair{10000, 5}}) {
+    SCOPED_TRACE(::testing::Message() << "N=" << N << " C=" << C);
+    check_layernorm(N, C);
+    check_rmsnorm(N, C);
+    check_bias(N, C);
   }
 }
 

@@ -1,0 +1,99 @@
+// Work-group helpers of the GPU twins (x_gpu.cl), prepended after dtype.cl to every program whose
+// name ends in _gpu (program_loader.cpp). PAX_WG work-items per group (a power of two). Sums are
+// trees over the group in one fixed order, so a result never depends on timing: bit-reproducible.
+// Every work-item of the group must call them (they hold barriers); `scratch` is __local float[PAX_WG]
+// and is free again when they return.
+
+#ifndef PAX_WG
+#error "GPU twins are built with -DPAX_WG=<work-group size>"
+#endif
+#define PAX_GPU_KERNEL __kernel __attribute__((reqd_work_group_size(PAX_WG, 1, 1)))
+
+// The sum of every work-item's v, returned to all of them.
+inline float pax_group_sum(float v, __local float* scratch) {
+  const uint lid = get_local_id(0);
+  scratch[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = PAX_WG / 2; s > 0; s >>= 1) {
+    if (lid < s) scratch[lid] += scratch[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float total = scratch[0];
+  barrier(CLK_LOCAL_MEM_FENCE);  // scratch may be reused at once
+  return total;
+}
+
+// Two sums at once (one tree): (sum of a, sum of b).
+inline float2 pax_group_sum2(float2 v, __local float2* scratch) {
+  const uint lid = get_local_id(0);
+  scratch[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = PAX_WG / 2; s > 0; s >>= 1) {
+    if (lid < s) scratch[lid] += scratch[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float2 total = scratch[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return total;
+}
+
+// A running softmax state: m the maximum seen, s the sum of exp(x - m), i the first index of m.
+typedef struct {
+  float m, s;
+  uint i;
+} pax_softmax_state;
+
+inline pax_softmax_state pax_softmax_empty(void) {
+  pax_softmax_state r = {-INFINITY, 0.0f, UINT_MAX};
+  return r;
+}
+
+// Folds one element x at index i (indices arrive in increasing order per work-item).
+inline pax_softmax_state pax_softmax_push(pax_softmax_state a, float x, uint i) {
+  if (x > a.m) {
+    a.s = a.s * exp(a.m - x) + 1.0f;  // exp(-inf) = 0 for the empty state
+    a.m = x;
+    a.i = i;
+  } else {
+    a.s += exp(x - a.m);
+  }
+  return a;
+}
+
+// Merges two states; equal maxima keep the smaller index (the first argmax).
+inline pax_softmax_state pax_softmax_merge(pax_softmax_state a, pax_softmax_state b) {
+  if (b.s == 0.0f) return a;
+  if (a.s == 0.0f) return b;
+  pax_softmax_state r;
+  r.m = fmax(a.m, b.m);
+  r.s = a.s * exp(a.m - r.m) + b.s * exp(b.m - r.m);
+  r.i = a.m == b.m ? min(a.i, b.i) : (a.m > b.m ? a.i : b.i);
+  return r;
+}
+
+// The merge of every work-item's state, returned to all of them (tree in a fixed order).
+inline pax_softmax_state pax_group_softmax(pax_softmax_state v, __local pax_softmax_state* scratch) {
+  const uint lid = get_local_id(0);
+  scratch[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = PAX_WG / 2; s > 0; s >>= 1) {
+    if (lid < s) scratch[lid] = pax_softmax_merge(scratch[lid], scratch[lid + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const pax_softmax_state total = scratch[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return total;
+}
+
+// Row-block column sums, stage 2 (the GPU twins' parameter gradients: stage 1 wrote one partial
+// row per block of rows, from element `first` of partials): dst[c] += sum over b of
+// partials[first + b * C + c], blocks in order.
+PAX_GPU_KERNEL void pax_add_block_sums(__global float* dst, __global const float* partials, const uint first,
+                                       const uint blocks, const uint C) {
+  const uint c = get_global_id(0);
+  if (c >= C) return;
+  partials += first;
+  float acc = 0.0f;
+  for (uint b = 0; b < blocks; ++b) acc += partials[(size_t)b * C + c];
+  dst[c] += acc;
+}
