@@ -1,5 +1,5 @@
-// Work-group helpers of the GPU twins (x_gpu.cl), prepended after dtype.cl to every program whose
-// name ends in _gpu (program_loader.cpp). PAX_WG work-items per group (a power of two). Sums are
+// Work-group helpers of the GPU twins (x_gpu.cl), and the kernels several twins share, prepended
+// after dtype.cl to every program built with -DPAX_WG (program_loader.cpp). PAX_WG work-items per group (a power of two). Sums are
 // trees over the group in one fixed order, so a result never depends on timing: bit-reproducible.
 // Every work-item of the group must call them (they hold barriers); `scratch` is __local float[PAX_WG]
 // and is free again when they return.
@@ -96,4 +96,47 @@ PAX_GPU_KERNEL void pax_add_block_sums(__global float* dst, __global const float
   float acc = 0.0f;
   for (uint b = 0; b < blocks; ++b) acc += partials[(size_t)b * C + c];
   dst[c] += acc;
+}
+
+// Softmax statistics of a row split into chunks of PAX_SOFTMAX_CHUNK columns (the cross-entropy
+// twins' first pass): group (j, n) folds columns [j * chunk, (j + 1) * chunk) of row n that are
+// below `real` (the rest is padding) and writes stats (N, chunks, 4) for (n, j):
+//   [0] the chunk's max, [1] the sum of exp(logit - that max), [2] as_float(first argmax column),
+//   [3] the logit of column target[n] - target_offset if it lies in the chunk, else 0.
+// A chunk with no real column writes (-FLT_MAX, 0, UINT_MAX, 0).    logits: (N, row_stride) act_t
+#define PAX_SOFTMAX_CHUNK (PAX_WG * 8)
+PAX_GPU_KERNEL void pax_softmax_chunk_stats(__global const act_t* logits, __global float* stats,
+                                            __global const int* targets, const uint N, const uint row_stride,
+                                            const uint real, const uint target_offset) {
+  __local pax_softmax_state scratch[PAX_WG];
+  const uint j = get_group_id(0), n = get_group_id(1), chunks = get_num_groups(0), lid = get_local_id(0);
+  if (n >= N) return;  // the whole group
+  __global const act_t* row = logits + (size_t)n * row_stride;
+  const uint begin = j * PAX_SOFTMAX_CHUNK, end = min(real, begin + PAX_SOFTMAX_CHUNK);
+  pax_softmax_state state = pax_softmax_empty();
+  for (uint v = begin + lid; v < end; v += PAX_WG) state = pax_softmax_push(state, act_load(row, v), v);
+  state = pax_group_softmax(state, scratch);
+  if (lid != 0) return;
+  const uint target = (uint)targets[n] - target_offset;  // wraps below the offset: then >= real
+  __global float* out = stats + ((size_t)n * chunks + j) * 4;
+  out[0] = state.s == 0.0f ? -FLT_MAX : state.m;
+  out[1] = state.s;
+  out[2] = as_float(state.i);
+  out[3] = target >= begin && target < end ? act_load(row, target) : 0.0f;
+}
+
+// Row n's chunk statistics combined in chunk order: (max, sum of exp(logit - max), first argmax,
+// target logit). Every work-item reads them (a few dozen floats, from cache).
+inline pax_softmax_state pax_softmax_row_stats(__global const float* stats, const uint n, const uint chunks,
+                                               float* target_logit) {
+  pax_softmax_state row = pax_softmax_empty();
+  float t = 0.0f;
+  for (uint j = 0; j < chunks; ++j) {
+    __global const float* c = stats + ((size_t)n * chunks + j) * 4;
+    const pax_softmax_state chunk = {c[0], c[1], as_uint(c[2])};
+    row = pax_softmax_merge(row, chunk);
+    t += c[3];
+  }
+  *target_logit = t;
+  return row;
 }

@@ -24,6 +24,25 @@ void require_real_columns(const char* kernel, std::size_t real, std::size_t Vl) 
     throw ConfigError(fmt::format("{}: {} real vocabulary columns exceed the block's {} columns", kernel, real, Vl));
   }
 }
+// A scratch buffer of the GPU twins, grown to the largest request and kept.
+FloatBuffer& grown(FloatBuffer& buffer, const device::Device& device, std::size_t count, const char* name) {
+  count = std::max<std::size_t>(1, count);
+  if (buffer.count() < count) buffer = FloatBuffer(device.context(), count, name);
+  return buffer;
+}
+
+// The GPU twins' softmax chunks (group_reduce.cl's PAX_SOFTMAX_CHUNK columns) over `cols` columns.
+std::size_t softmax_chunks(const KernelSet& set, std::size_t cols) {
+  const std::size_t chunk = set.group_size() * 8;
+  return std::max<std::size_t>(1, (cols + chunk - 1) / chunk);
+}
+
+// A kernel over work-groups (chunk j, row n): `chunks` x N groups of group_size() work-items.
+template <typename... Args>
+void launch_row_chunks(KernelSet& set, std::string_view kernel, std::size_t chunks, std::size_t N, const Args&... args) {
+  const std::array<std::size_t, 2> global = {chunks * set.group_size(), N}, local = {set.group_size(), 1};
+  set.launch_nd(kernel, global, local, args...);
+}
 }  // namespace
 
 std::size_t RowBlockSums::rows_per_block(std::size_t N) {
@@ -32,9 +51,7 @@ std::size_t RowBlockSums::rows_per_block(std::size_t N) {
 }
 
 FloatBuffer& RowBlockSums::partials(const device::Device& device, std::size_t planes, std::size_t N, std::size_t C) {
-  const std::size_t count = std::max<std::size_t>(1, planes * blocks(N) * C);
-  if (partials_.count() < count) partials_ = FloatBuffer(device.context(), count, "row-block partial sums");
-  return partials_;
+  return grown(partials_, device, planes * blocks(N) * C, "row-block partial sums");
 }
 
 void RowBlockSums::add_into(KernelSet& set, FloatBuffer& dst, std::size_t plane, std::size_t N, std::size_t C) {
@@ -276,6 +293,16 @@ void CrossEntropyKernels::softmax_cross_entropy(ActBuffer& logits, FloatBuffer& 
                                                 const IntBuffer& targets, const FloatBuffer& weights, std::size_t N,
                                                 std::size_t V, std::size_t Vp, float inv_weight_sum) {
   require_act(act_, "softmax_cross_entropy", logits);
+  if (set_.gpu_variant()) {
+    if (N == 0) return;
+    const std::size_t chunks = softmax_chunks(set_, Vp);
+    FloatBuffer& stats = grown(stats_, set_.device(), N * chunks * 4, "cross-entropy chunk statistics");
+    launch_row_chunks(set_, "pax_softmax_chunk_stats", chunks, N, logits, stats, targets, u32(N), u32(Vp), u32(V),
+                      cl_uint{0});
+    launch_row_chunks(set_, "softmax_cross_entropy", chunks, N, logits, stats, losses, correct, targets, weights,
+                      u32(N), u32(V), u32(Vp), inv_weight_sum);
+    return;
+  }
   set_.launch("softmax_cross_entropy", N, logits, losses, correct, targets, weights, u32(N), u32(V), u32(Vp),
               inv_weight_sum);
 }
@@ -299,6 +326,15 @@ void VocabParallelKernels::partial_stats(const ActBuffer& logits, FloatBuffer& p
   }
   require_count(kKernel, N * Vl, logits);
   require_count(kKernel, N, targets);
+  if (set_.gpu_variant()) {
+    if (N == 0) return;
+    const std::size_t chunks = softmax_chunks(set_, real);
+    FloatBuffer& stats = grown(stats_, set_.device(), N * chunks * 4, "vocabulary-parallel chunk statistics");
+    launch_row_chunks(set_, "pax_softmax_chunk_stats", chunks, N, logits, stats, targets, u32(N), u32(Vl), u32(real),
+                      u32(vocab_begin));
+    set_.launch(kKernel, N, stats, partials, u32(N), u32(chunks), u32(rank));
+    return;
+  }
   set_.launch(kKernel, N, logits, partials, targets, u32(N), u32(Vl), u32(real), u32(vocab_begin), u32(rank));
 }
 
@@ -313,6 +349,12 @@ void VocabParallelKernels::finish(ActBuffer& logits, const FloatBuffer& partials
   require_count(kKernel, N * Vl, logits);
   require_count(kKernel, P * N * 3, partials);
   require_count(kKernel, N, losses, correct, targets, weights);
+  if (set_.gpu_variant()) {
+    if (N == 0) return;
+    launch_row_chunks(set_, kKernel, softmax_chunks(set_, Vl), N, logits, partials, losses, correct, targets, weights,
+                      u32(N), u32(Vl), u32(real), u32(vocab_begin), u32(P), inv_weight_sum);
+    return;
+  }
   set_.launch(kKernel, N, logits, partials, losses, correct, targets, weights, u32(N), u32(Vl), u32(real),
               u32(vocab_begin), u32(P), inv_weight_sum);
 }
