@@ -28,7 +28,10 @@ DeviceRuntime::DeviceRuntime(device::Device& device, device::ProgramCache& cache
   require_gemm_dtypes(*gemm_, act);
   const KernelVariant set = requested_variant(device);
   spdlog::info("Kernels on {}: the {} set{}", device.info().name, to_string(set),
-               set == KernelVariant::kGpu ? fmt::format(" (work-groups of {}, flash attention)", gpu_group_size(device))
+               set == KernelVariant::kGpu ? fmt::format(" (work-groups of {}, flash attention in {} KiB of local memory)",
+                                                        gpu_group_size(device),
+                                                        std::min<std::uint64_t>(device.info().local_mem_bytes,
+                                                                                kFlashLocalBudget) / 1024)
                                           : std::string());
 }
 

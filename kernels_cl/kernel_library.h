@@ -2,10 +2,15 @@
 // program cache) and shared by all layers on that device. The activation kernels are built for
 // one activation dtype (act_dtype(): float32 unless mixed precision asks for 16 bits, see
 // kernels_cl/nn_kernels.h); elementwise and optimizer kernels work on float32 buffers always.
+// Flash attention's programs depend on the head size: built on first request, one per size.
 #pragma once
+
+#include <map>
+#include <memory>
 
 #include "device/dtype.h"
 #include "kernels_cl/elementwise.h"
+#include "kernels_cl/flash_attention.h"
 #include "kernels_cl/nn_kernels.h"
 #include "kernels_cl/ssm_kernels.h"
 
@@ -28,9 +33,20 @@ struct KernelLibrary {
         cast(cache, device, act),
         ssm(cache, device, act),
         optimizer(cache, device),
+        cache_(cache),
+        device_(device),
         act_(act) {}
 
   device::DType act_dtype() const { return act_; }
+
+  // The flash attention kernels for this head size; null where the device does not run attention
+  // that way (uses_flash_attention).
+  FlashAttentionKernels* flash_attention(std::size_t head_size) {
+    if (!uses_flash_attention(device_, head_size)) return nullptr;
+    auto& kernels = flash_attention_[head_size];
+    if (!kernels) kernels = std::make_unique<FlashAttentionKernels>(cache_, device_, act_, head_size);
+    return kernels.get();
+  }
 
   Elementwise elementwise;
   EmbeddingKernels embedding;
@@ -49,7 +65,10 @@ struct KernelLibrary {
   OptimizerKernels optimizer;
 
  private:
+  device::ProgramCache& cache_;
+  device::Device& device_;
   device::DType act_;
+  std::map<std::size_t, std::unique_ptr<FlashAttentionKernels>> flash_attention_;
 };
 
 }  // namespace paxocl::kernels

@@ -517,6 +517,61 @@ TEST_P(ActKernelTest, AttentionGroupedQueryHeadsWithAShortLastBlock) {
   check_attention(*this, 1, 4, 1, 300, 8, 64u << 20, 81);
 }
 
+// Head size 64 (GPT-2's and LLaMA's), grouped and not, T = 1, 7 and 300: on the GPU set flash
+// attention's real tiles, several query and key tiles with a short last one.
+TEST_P(ActKernelTest, AttentionHeadSize64) {
+  std::uint64_t seed = 90;
+  for (const int T : {1, 7, 300}) {
+    check_attention(*this, 2, 2, 2, T, 64, 64u << 20, seed += 2);
+    check_attention(*this, 1, 4, 2, T, 64, 64u << 20, seed += 2);
+  }
+}
+
+// The GPU set runs the layer as flash attention, the others as GEMMs and softmax kernels; both
+// give the same bits on a second run (fixed-order sums only).
+TEST_P(ActKernelTest, AttentionIsReproducibleAndFlashExactlyOnTheGpuSet) {
+  const std::size_t B = 2, H = 4, Hkv = 2, T = 77, hs = 16, N = B * T;
+  models::CausalAttention core(*device_, GetParam(), H, Hkv, hs, B, T, 64u << 20, "attn");
+  EXPECT_EQ(core.flash(), kernels::requested_variant(*device_) == kernels::KernelVariant::kGpu);
+  models::LayerContext ctx{*device_, *kernels_, *gemm_, B, T};
+  auto qkv = act(in(random(N * core.qkv_width(), 95))), dout = act(in(random(N * H * hs, 96)));
+  std::vector<double> first_out, first_dqkv;
+  for (int run = 0; run < 2; ++run) {
+    const auto out = download(core.forward(ctx, qkv), N * H * hs);
+    const auto dqkv = download(core.backward(ctx, dout), N * core.qkv_width());
+    if (run == 0) {
+      first_out = out;
+      first_dqkv = dqkv;
+    } else {
+      EXPECT_EQ(out, first_out);
+      EXPECT_EQ(dqkv, first_dqkv);
+    }
+  }
+}
+
+// Flash attention's tiles: the largest that fit the local memory (at most 48 KiB) with 4
+// work-items or more per row; none for a head too large for any.
+TEST(FlashAttentionTiles, FitTheLocalMemory) {
+  for (const std::size_t hs : {4, 64, 80, 128, 256})
+    for (const std::size_t group : {32, 64, 128, 256, 1024})
+      for (const std::size_t local : {std::size_t{16} << 10, std::size_t{32} << 10, std::size_t{2} << 20}) {
+        SCOPED_TRACE(fmt::format("hs {} group {} local {}", hs, group, local));
+        const auto tiles = kernels::flash_tiles(hs, group, local);
+        if (local == std::size_t{16} << 10) {  // hs 256, or hs 128 in groups of 1024, fit no tile in 16 KiB
+          EXPECT_EQ(tiles.has_value(), hs < 128 || (hs == 128 && group < 1024));
+          if (!tiles) continue;
+        }
+        ASSERT_TRUE(tiles.has_value());
+        EXPECT_LE(tiles->local_bytes, std::min(local, kernels::kFlashLocalBudget));
+        EXPECT_GE(group / tiles->rows, 4u);
+        EXPECT_EQ(group % tiles->rows, 0u);
+      }
+  const auto h100 = kernels::flash_tiles(64, 256, 228u << 10);
+  ASSERT_TRUE(h100.has_value());
+  EXPECT_EQ(h100->rows * h100->cols, 32u * 32u);  // the largest area under 48 KiB at hs 64
+  EXPECT_FALSE(kernels::flash_tiles(4096, 256, 48u << 10).has_value());
+}
+
 TEST_P(ActKernelTest, AttentionRefusesKvHeadsThatDoNotDivideTheHeads) {
   for (const auto& [H, Hkv] : {std::pair{6, 4}, std::pair{4, 0}}) {
     const std::string message = error_message<ConfigError>(

@@ -32,19 +32,21 @@ CausalAttention::CausalAttention(const device::Device& device, device::DType act
       hs_(dims_per_head),
       query_block_(act == device::DType::kF32 ? std::min(max_seq_len, kQueryBlock) : max_seq_len),
       max_batch_(max_batch),
-      max_seq_len_(max_seq_len) {
+      max_seq_len_(max_seq_len),
+      flash_(kernels::uses_flash_attention(device, dims_per_head)) {
   const std::size_t T = max_seq_len, D = num_heads * dims_per_head;
   const std::size_t per_head = 2 * query_block_ * T * sizeof(float);  // scores + their gradient
   chunk_ = std::clamp<std::size_t>(workspace_bytes / per_head, 1, num_kv_heads);
   auto buffer = [&](std::size_t count, const char* what) { return make_buffer(device, count, name + "." + what); };
   lse_ = buffer(max_batch * num_heads * T, "lse");
   out_ = make_buffer(device, act, max_batch * T * D, name + ".out");
+  delta_ = buffer(max_batch * num_heads * T, "delta");
+  dqkv_ = make_buffer(device, act, max_batch * T * qkv_width(), name + ".dqkv");
+  if (flash_) return;  // flash attention needs no score workspace
   scores_ = buffer(chunk_ * query_block_ * T, "scores");
   dscores_ = buffer(chunk_ * query_block_ * T, "dscores");
-  delta_ = buffer(max_batch * num_heads * T, "delta");
   // Summing g GEMM results in a 16-bit dqkv would round dk and dv g times.
   if (act != device::DType::kF32 && group_ > 1) dkv_sums_ = buffer(T * 2 * num_kv_heads * dims_per_head, "dkv_sums");
-  dqkv_ = make_buffer(device, act, max_batch * T * qkv_width(), name + ".dqkv");
 }
 
 // A strided batch of heads of sequence b from its row t0 on, inside a row-major (B*T, width)
@@ -96,6 +98,11 @@ void CausalAttention::attend(LayerContext& ctx, std::size_t b, const SequenceRow
 const ActBuffer& CausalAttention::forward(LayerContext& ctx, const ActBuffer& qkv) {
   qkv_ = &qkv;
   const std::size_t T = ctx.seq_len, D = heads_ * hs_, W = qkv_width();
+  if (flash_) {
+    ctx.kernels.flash_attention(hs_)->forward(qkv, W, kernels::KeyValueRows{&qkv, T, W, D, D + kv_heads_ * hs_}, out_,
+                                              D, lse_, T, heads(), ctx.batch, T, 0);
+    return out_;
+  }
   for (std::size_t b = 0; b < ctx.batch; ++b) {
     const SequenceRows rows{&qkv, b * T, W};
     attend(ctx, b, rows, rows, D, D + kv_heads_ * hs_, T, 0, T, b * T);
@@ -115,8 +122,13 @@ const ActBuffer& CausalAttention::decode(LayerContext& ctx, const ActBuffer& qkv
     // The new rows' keys and values (columns D .. W) join the cache at rows p .. p+n-1.
     ctx.device.queue().copy_rows({qkv.get(), b * n, D * elem, W * elem},
                                  {kv_cache_.get(), b * max_seq_len_ + position, 0, KV * elem}, KV * elem, n);
+    if (flash_) continue;
     attend(ctx, b, SequenceRows{&qkv, b * n, W}, SequenceRows{&kv_cache_, b * max_seq_len_, KV}, 0, kv_heads_ * hs_, n,
            position, max_seq_len_, b * n);
+  }
+  if (flash_) {
+    ctx.kernels.flash_attention(hs_)->forward(qkv, W, kernels::KeyValueRows{&kv_cache_, max_seq_len_, KV, 0, kv_heads_ * hs_},
+                                              out_, D, lse_, max_seq_len_, heads(), ctx.batch, n, position);
   }
   return out_;
 }
@@ -128,6 +140,10 @@ ActBuffer& CausalAttention::backward(LayerContext& ctx, const ActBuffer& dout) {
   const ActBuffer& qkv = *qkv_;
   const bool sums_in_float = dkv_sums_.get() != nullptr;
   ctx.kernels.attention.row_dot(delta_, out_, dout, B, T, heads_, hs_);  // delta = rowwise dO . O per head
+  if (flash_) {
+    ctx.kernels.flash_attention(hs_)->backward(qkv, W, k_col, v_col, dout, lse_, delta_, dqkv_, heads(), B, T);
+    return dqkv_;
+  }
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t c0 = 0; c0 < kv_heads_; c0 += chunk_) {
       const std::size_t n = std::min(chunk_, kv_heads_ - c0);

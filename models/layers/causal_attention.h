@@ -22,6 +22,9 @@
 // over the g query heads of a group in a float32 workspace (T, 2*Hkv*hs), rounded into dqkv once.
 // Forward keeps only the row logsumexp (B, H, T); backward recomputes the probabilities
 // (FlashAttention's trade). forward remembers qkv: the caller keeps it alive.
+// On a device that runs the GPU kernel set (kernels::uses_flash_attention) the same computation
+// runs as fused flash attention kernels instead (kernels_cl/flash_attention.h): no score
+// workspace, no GEMMs, the same layouts and row statistics.
 // qkv, out, dout, dqkv are in the activation dtype `act`; the score workspace, lse and delta are
 // float32 whatever it is (Pax computes attention logits and softmax in float32).
 #pragma once
@@ -49,6 +52,7 @@ class CausalAttention {
   std::size_t chunk() const { return chunk_; }  // query heads per workspace pass (one per kv head)
   std::size_t query_block() const { return query_block_; }
   std::size_t qkv_width() const { return (heads_ + 2 * kv_heads_) * hs_; }  // W
+  bool flash() const { return flash_; }  // runs as flash attention
 
   static constexpr std::size_t kQueryBlock = 256;  // queries per score block (float32 activations)
 
@@ -65,7 +69,10 @@ class CausalAttention {
               std::size_t v_col, std::size_t queries, std::size_t first_position, std::size_t stats_stride,
               std::size_t out_row);
 
+  kernels::AttentionHeads heads() const { return {heads_, kv_heads_, hs_}; }
+
   std::size_t heads_, kv_heads_, group_, hs_, query_block_, max_batch_, max_seq_len_, chunk_;
+  bool flash_;
   const ActBuffer* qkv_ = nullptr;
   FloatBuffer lse_;                   // forward state: (B, H, T)
   ActBuffer out_;                     // (N, H*hs)

@@ -1,0 +1,82 @@
+// FlashAttentionKernels: causal attention of the GPU kernel set as three fused kernels
+// (kernels_cl/flash_attention_gpu.cl, FlashAttention-2's scheme): a forward that keeps only the
+// log-sum-exp, and a backward in two deterministic passes (dq per query block; dk and dv per key
+// block, summed over the query heads of a grouped-query group inside the kernel), so no (T, T)
+// score tensor and no float atomics. models/layers/causal_attention.cpp uses it when the device
+// runs the GPU set and the tiles fit its local memory, and its GEMM + softmax path otherwise.
+// Layouts (as CausalAttention's): H query heads, Hkv kv heads (Hkv divides H), hs dims each;
+//   q, out, dout: rows of sequences, head h at columns h*hs of the row (row strides given);
+//   k, v: rows of `rows_per_sequence` per sequence, kv head c at columns k_col + c*hs, v_col + c*hs;
+//   lse, delta: float (B, H, stats_stride), query t of sequence b at (b*H + h)*stats_stride + p0 + t.
+// Programs are built per (act dtype, hs, tiles); one per head size in use.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+
+#include "device/typed_buffer.h"
+#include "kernels_cl/kernel_set.h"
+
+namespace paxocl::kernels {
+
+using ActBuffer = device::TypedBuffer;
+using FloatBuffer = device::Buffer<float>;
+
+// A work-group's tiles: `rows` owned rows (PAX_WG / rows work-items each), `cols` rows of the
+// other side streamed per step; `local_bytes`, the largest of the three kernels' local memory.
+struct FlashTiles {
+  std::size_t rows = 0, cols = 0, local_bytes = 0;
+};
+
+// Local memory a group may use: the device's, capped at 48 KiB (NVIDIA's OpenCL limit per group).
+inline constexpr std::size_t kFlashLocalBudget = 48 * 1024;
+
+// The largest tiles (rows x cols, then more rows) for head size `head_size` in groups of
+// `group_size` that fit `local_bytes` (capped at kFlashLocalBudget); nullopt when none does.
+std::optional<FlashTiles> flash_tiles(std::size_t head_size, std::size_t group_size, std::size_t local_bytes);
+// Whether `device` runs attention as flash attention at this head size: its kernel set is the GPU
+// one and flash_tiles finds tiles for it.
+bool uses_flash_attention(const device::Device& device, std::size_t head_size);
+
+struct AttentionHeads {
+  std::size_t heads = 0, kv_heads = 0, head_size = 0;  // H, Hkv, hs
+  std::size_t group() const { return heads / kv_heads; }
+};
+
+// Keys and values: sequence b's key u, kv head c at element (b*rows_per_sequence + u)*stride +
+// k_col + c*hs (values at v_col).
+struct KeyValueRows {
+  const ActBuffer* buffer = nullptr;
+  std::size_t rows_per_sequence = 0, stride = 0, k_col = 0, v_col = 0;
+};
+
+class FlashAttentionKernels {
+ public:
+  // ConfigError when uses_flash_attention(device, head_size) is false.
+  FlashAttentionKernels(device::ProgramCache& cache, device::Device& device, device::DType act, std::size_t head_size);
+
+  const FlashTiles& tiles() const { return tiles_; }
+
+  // B sequences of `queries` queries at positions p0 .. p0+queries-1 (q: (B*queries, q_stride))
+  // against keys 0 .. p0+t each -> out (B*queries, out_stride), lse at stats_stride per head.
+  void forward(const ActBuffer& q, std::size_t q_stride, const KeyValueRows& kv, ActBuffer& out,
+               std::size_t out_stride, FloatBuffer& lse, std::size_t stats_stride, const AttentionHeads& heads,
+               std::size_t B, std::size_t queries, std::size_t p0);
+  // Training backward over B sequences of T tokens, q, k, v in qkv (B*T, width) at columns 0,
+  // k_col, v_col; dout (B*T, H*hs); lse and delta (B, H, T) -> dqkv (B*T, width), every column written.
+  void backward(const ActBuffer& qkv, std::size_t width, std::size_t k_col, std::size_t v_col, const ActBuffer& dout,
+                const FloatBuffer& lse, const FloatBuffer& delta, ActBuffer& dqkv, const AttentionHeads& heads,
+                std::size_t B, std::size_t T);
+
+ private:
+  // (blocks, heads, B) groups of group_size() work-items.
+  template <typename... Args>
+  void launch(const char* kernel, std::size_t blocks, std::size_t heads, std::size_t B, const Args&... args);
+
+  device::DType act_;
+  std::size_t head_size_;
+  FlashTiles tiles_;
+  KernelSet set_;
+};
+
+}  // namespace paxocl::kernels
