@@ -1,67 +1,251 @@
 #!/bin/bash
-# Offline check of the NVIDIA-only OpenCL programs (kernels_cl/gemm_mma.cl, tensor_core_probe.cl)
-# without a GPU: each build variant the host requests is compiled to PTX with clang (OpenCL C 1.2,
-# the dtype prelude prepended as program_loader.cpp does) and assembled by NVIDIA's ptxas for
-# sm_90, which validates the inline PTX and reports registers, shared memory and spills per kernel.
-# A dev tool, not a build dependency. ptxas: `pip install nvidia-cuda-nvcc-cu12` (a virtual
-# environment will do) and pass its path, e.g.
-#   PTXAS=.venv/lib/python3.*/site-packages/nvidia/cuda_nvcc/bin/ptxas scripts/check_ptx.sh [TILE...]
-# TILE: "BMxBNxBKxWMxWNxSTAGES" (default: every MmaTile candidate, tensor_core_gemm.cpp).
+# Offline check of the programs a GPU runs, without a GPU: each program is compiled to PTX with
+# clang (OpenCL C 1.2, the dtype prelude prepended as program_loader.cpp does) and assembled by
+# NVIDIA's ptxas for sm_90, which validates it (inline PTX included) and reports registers, shared
+# memory and spills per kernel. Exits non-zero on a compile or ptxas error, an unresolved builtin or
+# any spill. A dev tool, not a build dependency (docs/benchmarks.md has its table).
+#
+#   scripts/check_ptx.sh [--table] [--portable] [PROGRAM... | TILE...]
+#
+# Programs (default): every kernels_cl/*_gpu.cl (built with -DPAX_WG=$PAX_WG, default 256),
+# flash_attention.cl and gemm_direct.cl when they exist, gemm_mma.cl (every MmaTile candidate of
+# tensor_core_gemm.cpp, A/B bf16 and f16, each C dtype, cp.async on and off) and tensor_core_probe.cl.
+# A program that stores activations (uses act_t) is built once per ACT_DTYPES (default "float32
+# bfloat16"; float16 too). A program may name its build variants itself, one line each:
+#   // check_ptx: -DHS=64 -DBR=64
+# (flash_attention.cl without such a line is built with -DHS=64).
+#   --portable  also the portable programs (kernels_cl/x.cl), assumed launched in PAX_WG groups.
+#   --table     a Markdown table (kernel, program, build, registers, shared bytes, spills, work-group,
+#               theoretical occupancy on an H100) instead of the per-build report; gemm_mma only for
+#               its default tile, A/B bf16, C float32, cp.async (unless TILEs are given).
+#   PROGRAM     only these programs (file stems, e.g. layernorm_gpu gemm_mma).
+#   TILE        gemm_mma tiles "BMxBNxBKxWMxWNxSTAGES".
+# Tools (env): CLANG (default: the newest clang-NN on PATH; clang older than 16 knows no sm_90, so
+# its PTX targets sm_80 and ptxas still assembles it for sm_90), PTXAS (default: ptxas on PATH, else
+# /usr/local/cuda/bin/ptxas; `pip install nvidia-cuda-nvcc-cu12` ships one), LIBDEVICE (NVIDIA's
+# libdevice.10.bc for the math builtins; default: beside ptxas, ../nvvm/libdevice/), SM (sm_90).
+# scripts/check_ptx_shim.cl defines the OpenCL builtins clang's NVPTX target lacks; a kernel calling
+# one it does not have fails with its name.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-clang="${CLANG:-clang-16}"
-ptxas="${PTXAS:-ptxas}"
+kdir="$root/kernels_cl"
+table=0 portable=0
+programs=() tiles=()
+for a in "$@"; do
+  case "$a" in
+    --table) table=1 ;;
+    --portable) portable=1 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    [0-9]*x[0-9]*x[0-9]*x[0-9]*x[0-9]*x[0-9]*) tiles+=("$a") ;;
+    -*) echo "check_ptx.sh: unknown option $a (see --help)" >&2; exit 2 ;;
+    *) programs+=("${a%.cl}") ;;
+  esac
+done
+wg="${PAX_WG:-256}"
+sm="${SM:-sm_90}"
+act_dtypes="${ACT_DTYPES:-float32 bfloat16}"
+
+clang="${CLANG:-}"
+if [ -z "$clang" ]; then
+  for v in 22 21 20 19 18 17 16 15 14; do
+    if command -v "clang-$v" > /dev/null; then clang="clang-$v"; break; fi
+  done
+  clang="${clang:-clang}"
+fi
+ptxas="${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}"
+libdevice="${LIBDEVICE:-$(dirname "$(readlink -f "$ptxas")")/../nvvm/libdevice/libdevice.10.bc}"
+for tool in "$clang" "$ptxas"; do
+  command -v "$tool" > /dev/null || { echo "check_ptx.sh: $tool not found (see the header of $0)" >&2; exit 2; }
+done
+[ -f "$libdevice" ] || { echo "check_ptx.sh: no libdevice at $libdevice (set LIBDEVICE)" >&2; exit 2; }
+
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-# NVIDIA's driver supplies the OpenCL builtins; clang's NVPTX target does not, so define the few
-# the kernels call (ptxas rejects unresolved functions).
-cat > "$work/shim.cl" <<'SHIM'
-size_t __attribute__((overloadable)) get_local_id(uint d) {
-  return d == 0 ? __nvvm_read_ptx_sreg_tid_x() : d == 1 ? __nvvm_read_ptx_sreg_tid_y() : __nvvm_read_ptx_sreg_tid_z();
-}
-size_t __attribute__((overloadable)) get_group_id(uint d) {
-  return d == 0 ? __nvvm_read_ptx_sreg_ctaid_x() : d == 1 ? __nvvm_read_ptx_sreg_ctaid_y() : __nvvm_read_ptx_sreg_ctaid_z();
-}
-void __attribute__((overloadable)) barrier(cl_mem_fence_flags f) { __nvvm_barrier_sync(0); }
-float __attribute__((overloadable)) vload_half(size_t i, const __global half* p) {
-  float r;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(((const __global ushort*)p)[i]));
-  return r;
-}
-void __attribute__((overloadable)) vstore_half_rte(float v, size_t i, __global half* p) {
-  ushort h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
-  ((__global ushort*)p)[i] = h;
-}
-SHIM
-compile() {  # program output.ptx defines...
-  local program=$1 out=$2
+# The PTX target: sm_90 where this clang knows it, else sm_80 (everything the kernels use exists
+# there; ptxas -arch=sm_90 takes PTX of an older target).
+ptx_sm="$sm"
+echo '__kernel void k(__global float* p) { p[0] = 1.0f; }' > "$work/probe.cl"
+if ! "$clang" -target nvptx64-nvidia-cuda -march="$sm" -x cl -cl-std=CL1.2 -S -o /dev/null "$work/probe.cl" 2> /dev/null; then
+  ptx_sm=sm_80
+  echo "note: $clang knows no $sm: PTX for $ptx_sm, assembled by ptxas for $sm" >&2
+fi
+
+rows="$work/rows.tsv"  # program, build, kernel, registers, smem, stack, spill stores, spill loads, work-group
+: > "$rows"
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# compile_check PROGRAM LABEL DEFINES...: clang -> LLVM IR (libdevice linked) -> PTX, the kernels'
+# reqd_work_group_size written into the PTX as .reqntid (NVIDIA's compiler does; clang's OpenCL
+# path does not), then ptxas -v; one row per kernel into $rows.
+compile_check() {
+  local program=$1 label=$2
   shift 2
-  { cat "$root/kernels_cl/dtype.cl"; echo '#line 1'; cat "$root/kernels_cl/$program.cl"; } > "$work/in.cl"
+  { cat "$kdir/dtype.cl"; echo '#line 1'; cat "$kdir/$program.cl"; } > "$work/in.cl"
   # -fgnu-keywords: clang's OpenCL mode lacks the `asm` keyword NVIDIA's compiler takes.
-  "$clang" -target nvptx64-nvidia-cuda -march=sm_90 -x cl -cl-std=CL1.2 -cl-mad-enable -Xclang -finclude-default-header \
-    -fgnu-keywords -include "$work/shim.cl" -Wno-unknown-cuda-version -DPAX_NVIDIA_PTX "$@" -S -O2 -o "$out" "$work/in.cl"
+  if ! "$clang" -target nvptx64-nvidia-cuda -march="$ptx_sm" -x cl -cl-std=CL1.2 -cl-mad-enable \
+      -Xclang -fdeclare-opencl-builtins -Xclang -finclude-default-header -fgnu-keywords \
+      -include "$root/scripts/check_ptx_shim.cl" -Xclang -mlink-builtin-bitcode -Xclang "$libdevice" \
+      -Wno-unknown-cuda-version -DPAX_NVIDIA_PTX "$@" -emit-llvm -S -O2 -o "$work/in.ll" "$work/in.cl" 2> "$work/clang.err"; then
+    sed 's/^/  /' "$work/clang.err" >&2
+    fail "$program [$label]: clang error"
+    return
+  fi
+  "$clang" -target nvptx64-nvidia-cuda -march="$ptx_sm" -Wno-override-module -S -O2 -o "$work/raw.ptx" "$work/in.ll"
+  # kernel -> "x, y, z" from !reqd_work_group_size.
+  awk '/^define .*spir_kernel/ && /!reqd_work_group_size/ {
+         match($0, /@[A-Za-z0-9_]+\(/); name = substr($0, RSTART + 1, RLENGTH - 2)
+         match($0, /!reqd_work_group_size ![0-9]+/); split(substr($0, RSTART, RLENGTH), m, " "); md[name] = m[2] }
+       /^![0-9]+ = !\{i32 [0-9]+, i32 [0-9]+, i32 [0-9]+\}$/ { node[$1] = $0 }
+       END { for (k in md) if (md[k] in node) { s = node[md[k]]; gsub(/.*\{|\}|i32 /, "", s); print k "\t" s } }' \
+    "$work/in.ll" > "$work/reqd.tsv"
+  awk -F'\t' 'FILENAME == ARGV[1] { reqd[$1] = $2; next }
+       /\.entry [A-Za-z0-9_]+\(/ { match($0, /\.entry [A-Za-z0-9_]+/); cur = substr($0, RSTART + 7, RLENGTH - 7)
+                                   if ($0 ~ /\)$/) { print; if (cur in reqd) print ".reqntid " reqd[cur]; cur = ""; next } }
+       cur != "" && /^\)$/ { print; if (cur in reqd) print ".reqntid " reqd[cur]; cur = ""; next }
+       { print }' "$work/reqd.tsv" "$work/raw.ptx" > "$work/out.ptx"
+  local unresolved
+  unresolved=$(awk '/^\.extern \.func/ { print $NF }' "$work/out.ptx" | sort -u | tr '\n' ' ')
+  if [ -n "$unresolved" ]; then
+    fail "$program [$label]: builtins missing from scripts/check_ptx_shim.cl: $unresolved"
+    return
+  fi
+  if ! "$ptxas" -arch="$sm" -v -o /dev/null "$work/out.ptx" > "$work/ptxas.log" 2>&1; then
+    sed 's/^/  /' "$work/ptxas.log" >&2
+    fail "$program [$label]: ptxas error"
+    return
+  fi
+  awk -v program="$program" -v label="$label" -v wg="$wg" '
+       FILENAME == ARGV[1] { split($0, t, "\t"); split(t[2], d, ", "); reqd[t[1]] = d[1] * d[2] * d[3]; next }
+       /Compiling entry function/ { split($0, q, "\047"); cur = q[2]; entry[cur] = 1 }
+       /Function properties for/ { cur = $NF }
+       /bytes stack frame/ { split($0, w, " "); stack[cur] = w[1]; st[cur] = w[5]; ld[cur] = w[9] }
+       /Used [0-9]+ registers/ && (cur in entry) {
+         regs = $0; sub(/.*Used /, "", regs); sub(/ registers.*/, "", regs)
+         smem = 0; if ($0 ~ /bytes smem/) { smem = $0; sub(/ bytes smem.*/, "", smem); sub(/.*, /, "", smem) }
+         print program "\t" label "\t" cur "\t" regs "\t" smem "\t" stack[cur] + 0 "\t" st[cur] + 0 "\t" ld[cur] + 0 "\t" ((cur in reqd) ? reqd[cur] : wg "*")
+       }
+       END { for (f in st) if (!(f in entry) && st[f] + ld[f] > 0) print program "\t" label "\t" f "\t-\t-\t" stack[f] + 0 "\t" st[f] "\t" ld[f] "\t-" }' \
+    "$work/reqd.tsv" "$work/ptxas.log" >> "$rows"
 }
-report() {  # label ptx
-  echo "== $1"
-  "$ptxas" -arch=sm_90 "$2" -o /dev/null -v 2>&1 | awk '/Compiling entry/ {k=$(NF-2)} /spill/ {s=$0} /Used/ {print "  " k ": " $0 " |" s}'
+
+act_flag() {
+  case "$1" in
+    float32) echo -DPAX_ACT_F32 ;; bfloat16) echo -DPAX_ACT_BF16 ;; float16) echo -DPAX_ACT_F16 ;;
+    *) echo "check_ptx.sh: unknown ACT_DTYPES entry $1" >&2; exit 2 ;;
+  esac
 }
-for p in BF16 F16 TF32; do
-  compile tensor_core_probe "$work/probe.ptx" -DPROBE_$p
-  report "tensor_core_probe -DPROBE_$p" "$work/probe.ptx"
+
+# build_program PROGRAM [DEFINES...]: every variant (its `// check_ptx:` lines) x act dtype.
+build_program() {
+  local program=$1
+  shift
+  local src="$kdir/$program.cl"
+  local variants=()
+  mapfile -t variants < <(sed -n 's|^// check_ptx: *||p' "$src")
+  if [ ${#variants[@]} -eq 0 ]; then
+    if [ "$program" = flash_attention ]; then variants=("-DHS=64"); else variants=(""); fi
+  fi
+  local dtypes=(none)
+  if grep -q '\bact_\(t\|load\|store\)' "$src"; then read -ra dtypes <<< "$act_dtypes"; fi
+  for v in "${variants[@]}"; do
+    for dt in "${dtypes[@]}"; do
+      local defs=("$@") label="$v"
+      # shellcheck disable=SC2206
+      [ -n "$v" ] && defs+=($v)
+      if [ "$dt" != none ]; then defs+=("$(act_flag "$dt")"); label="$dt${v:+ $v}"; fi
+      compile_check "$program" "${label:--}" "${defs[@]}"
+    done
+  done
+}
+
+wanted() {  # wanted PROGRAM: on the command line's list, or no list given
+  [ ${#programs[@]} -eq 0 ] && return 0
+  local p
+  for p in "${programs[@]}"; do [ "$p" = "$1" ] && return 0; done
+  return 1
+}
+
+gpu_programs=()
+for f in "$kdir"/*_gpu.cl; do [ -e "$f" ] && gpu_programs+=("$(basename "$f" .cl)"); done
+for p in flash_attention gemm_direct; do
+  if [ -f "$kdir/$p.cl" ]; then gpu_programs+=("$p")
+  elif wanted "$p"; then echo "note: kernels_cl/$p.cl does not exist yet: skipped" >&2; fi
 done
-tiles=("$@")
-[ ${#tiles[@]} -gt 0 ] || tiles=(128x128x32x64x32x2 128x128x16x64x32x3 128x128x16x64x32x4 128x256x16x64x64x2
-                                  256x128x16x64x64x2 128x128x32x32x64x2)
-for t in "${tiles[@]}"; do
-  IFS=x read -r bm bn bk wm wn st <<< "$t"
-  for ab in BF16 F16; do
-    for c in "" -DPAX_ACT_BF16 -DPAX_ACT_F16; do
-      for async in 1 0; do
-        defs=(-DMMA_AB_$ab $c -DASYNC_COPY=$async -DBM=$bm -DBN=$bn -DBK=$bk -DWM=$wm -DWN=$wn -DSTAGES=$st)
-        compile gemm_mma "$work/gemm.ptx" "${defs[@]}"
-        report "gemm_mma ${defs[*]}" "$work/gemm.ptx"
+for p in "${gpu_programs[@]}"; do wanted "$p" && build_program "$p" "-DPAX_WG=$wg"; done
+if [ "$portable" = 1 ]; then
+  for f in "$kdir"/*.cl; do
+    p="$(basename "$f" .cl)"
+    case "$p" in dtype | *_cpu | *_gpu | gemm_mma | tensor_core_probe | flash_attention | gemm_direct) continue ;; esac
+    wanted "$p" && build_program "$p" "-DPAX_WG=$wg"
+  done
+fi
+
+if wanted tensor_core_probe; then
+  for p in BF16 F16 TF32; do compile_check tensor_core_probe "PROBE_$p" -DPROBE_$p; done
+fi
+if wanted gemm_mma; then
+  mma_ab=(BF16 F16) mma_c=(float32 bfloat16 float16) mma_async=(1 0)
+  if [ "$table" = 1 ]; then
+    mma_ab=(BF16) mma_c=(float32) mma_async=(1)
+    [ ${#tiles[@]} -gt 0 ] || tiles=(128x128x32x64x32x2)  # MmaTile's default
+  fi
+  [ ${#tiles[@]} -gt 0 ] || tiles=(128x128x32x64x32x2 128x128x16x64x32x3 128x128x16x64x32x4 128x256x16x64x64x2
+                                    256x128x16x64x64x2 128x128x32x32x64x2)
+  for t in "${tiles[@]}"; do
+    IFS=x read -r bm bn bk wm wn st <<< "$t"
+    for ab in "${mma_ab[@]}"; do
+      for c in "${mma_c[@]}"; do
+        for async in "${mma_async[@]}"; do
+          compile_check gemm_mma "$t AB=$ab C=$c async=$async" -DMMA_AB_$ab "$(act_flag "$c")" -DASYNC_COPY=$async \
+            -DBM="$bm" -DBN="$bn" -DBK="$bk" -DWM="$wm" -DWN="$wn" -DSTAGES="$st"
+        done
       done
     done
   done
-done
+fi
+
+# Theoretical occupancy on an H100 (SM 9.0), as CUDA's occupancy calculator: 65536 registers per
+# SM in 4 sub-partitions, allocated per warp in units of 256; 64 warps, 32 blocks and 2048
+# threads per SM; 228 KiB of shared memory per SM, 227 KiB per block, 1 KiB reserved per block.
+occupancy_awk='
+function occupancy(regs, smem, wg,    w, rpw, br, bs, bw, b, lim) {
+  if (regs == "-") return "-"
+  regs += 0; smem += 0; wg += 0
+  w = int((wg + 31) / 32)
+  if (regs > 255 || wg > 1024 || smem > 232448) return "0% (launch fails)"
+  rpw = int((regs * 32 + 255) / 256) * 256; if (rpw == 0) rpw = 256
+  br = int(int(16384 / rpw) * 4 / w)
+  bs = int(233472 / (smem + 1024))
+  bw = int(64 / w)
+  b = 32; lim = "blocks"
+  if (bw < b) { b = bw; lim = "warps" }
+  if (br < b) { b = br; lim = "registers" }
+  if (bs < b) { b = bs; lim = "shared" }
+  return sprintf("%d%% (%d blocks, %s)", int(100 * b * w / 64 + 0.5), b, lim)
+}'
+if [ "$table" = 1 ]; then
+  echo "| kernel | program | build | registers | shared bytes | spills (st/ld bytes) | work-group | occupancy (H100) |"
+  echo "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"
+  awk -F'\t' "$occupancy_awk"'
+    { wgn = $9; sub(/\*/, "", wgn)
+      printf "| %s | %s | %s | %s | %s | %s/%s | %s | %s |\n", $3, $1, $2, $4, $5, $7, $8, $9, occupancy($4, $5, wgn) }' "$rows"
+  if grep -q '\*$' "$rows"; then
+    echo
+    echo "\\* no reqd_work_group_size: assumed launched in groups of $wg (PAX_WG)."
+  fi
+else
+  awk -F'\t' "$occupancy_awk"'
+    { if ($1 "\t" $2 != last) { print "== " $1 " [" $2 "]"; last = $1 "\t" $2 }
+      wgn = $9; sub(/\*/, "", wgn)
+      printf "  %-32s %3s registers, %6s bytes smem, %4s bytes stack, spills %s/%s bytes, group %s: %s\n",
+             $3, $4, $5, $6, $7, $8, $9, occupancy($4, $5, wgn) }' "$rows"
+fi
+spills=$(awk -F'\t' '$7 + $8 > 0' "$rows" | wc -l)
+[ "$spills" -eq 0 ] || fail "$spills kernel(s) spill registers (spill stores/loads above)"
+kernels=$(wc -l < "$rows")
+if [ "$failures" -gt 0 ]; then
+  echo "check_ptx.sh: $failures failure(s), $kernels kernel(s) assembled" >&2
+  exit 1
+fi
+echo "check_ptx.sh: $kernels kernel(s) assembled for $sm, no spills" >&2
