@@ -12,6 +12,7 @@
 #include "app/commands.h"
 #include "app/device_report.h"
 #include "bench/suite/benches.h"
+#include "bench/suite/roofline.h"
 #include "common/errors.h"
 #include "device/device_selection.h"
 #include "device/host_topology.h"
@@ -40,7 +41,17 @@ const FlagSpec kBenchFlags[] = {
     {"steps", "N", "train: steps per run (default 20)"},
     {"train_flags", "\"--fdl.X=Y ...\"", "train: more flags for every run"},
     {"compare", "A.json,B.json", "print B/A ratios of two results.json files instead of measuring"},
+    {"roofline", "", "with `kernels`: the H100 roofline of a training step's kernels (bytes, FLOPs, lower bounds "
+                     "beside PyTorch's times), computed from the shapes; no device"},
 };
+
+// `pax-ocl bench kernels --roofline`: Markdown to stdout, computed, not measured.
+int roofline() {
+  const bench::RooflinePeak peak = bench::h100_fp32();
+  std::cout << "## Roofline of a training step's kernels (pax-ocl bench kernels --roofline)\n";
+  for (const bench::RooflineCase& c : bench::h100_roofline_cases()) std::cout << "\n" << bench::roofline_markdown(c, peak);
+  return kExitOk;
+}
 
 std::vector<std::string> split(const std::string& text, char separator) {
   std::vector<std::string> parts;
@@ -112,15 +123,25 @@ int compare(const std::string& files) {
 int run_bench(const CliArgs& args, const collectives::ProcessWorld& world) {
   if (args.flag_bool("help")) {
     if (world.rank() == 0) {
-      std::cout << "Usage: pax-ocl bench [all|gemm|memory|launch|fft|collectives|train ...] [flags]\n\n"
+      std::cout << "Usage: pax-ocl bench [all|gemm|memory|launch|fft|collectives|train ...] [flags]\n"
+                   "       pax-ocl bench kernels --roofline\n\n"
                    "Measures the devices and training; writes CSV, results.json (machine described inside), PNG plots\n"
-                   "(gnuplot) and summary.md into --output. --compare=A.json,B.json prints the ratios of two runs.\n\nFlags:\n"
+                   "(gnuplot) and summary.md into --output. --compare=A.json,B.json prints the ratios of two runs.\n"
+                   "`kernels --roofline` prints, without a device, each step kernel's bytes, FLOPs and H100 lower bound.\n\nFlags:\n"
                 << format_flags(kBenchFlags);
     }
     return kExitOk;
   }
   args.validate(kBenchFlags, {});
   if (const auto files = args.flag("compare")) return compare(*files);
+  const auto& names = args.positionals();
+  if (std::find(names.begin(), names.end(), "kernels") != names.end() || args.flag_bool("roofline")) {
+    if (names.size() != 1 || names.front() != "kernels" || !args.flag_bool("roofline")) {
+      throw ConfigError("bench kernels has one mode so far: `pax-ocl bench kernels --roofline` (alone: no other "
+                        "benchmark beside it)");
+    }
+    return roofline();
+  }
   if (world.size() > 1) {
     throw ConfigError("pax-ocl bench runs as one process; for collective bandwidth across processes run "
                       "`mpirun -np N build/bench/bench_collectives mpi|hier`");
