@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <utility>
 
 #include "common/errors.h"
 #include "kernels_cl/launch_checks.h"
@@ -17,7 +18,7 @@ namespace {
 std::size_t local_floats(std::size_t hs, std::size_t group_size, std::size_t rows, std::size_t cols) {
   const std::size_t ld = hs + 1, pld = cols + 1;
   const std::size_t forward = (rows + 2 * cols) * ld + rows * pld + 2 * group_size;
-  const std::size_t dq = (2 * rows + 2 * cols) * ld + rows * pld;
+  const std::size_t dq = (2 * rows + 2 * cols) * ld + rows * pld + group_size;
   const std::size_t dkdv = (2 * rows + 2 * cols) * ld + 2 * rows * pld + 2 * cols;
   return std::max({forward, dq, dkdv});
 }
@@ -104,20 +105,25 @@ void FlashAttentionKernels::forward(const ActBuffer& q, std::size_t q_stride, co
 }
 
 void FlashAttentionKernels::backward(const ActBuffer& qkv, std::size_t width, std::size_t k_col, std::size_t v_col,
-                                     const ActBuffer& dout, const FloatBuffer& lse, const FloatBuffer& delta,
-                                     ActBuffer& dqkv, const AttentionHeads& heads, std::size_t B, std::size_t T) {
+                                     const ActBuffer& out, const ActBuffer& dout, const FloatBuffer& lse,
+                                     FloatBuffer& delta, ActBuffer& dqkv, const AttentionHeads& heads, std::size_t B,
+                                     std::size_t T) {
   check_heads(heads, head_size_);
-  require_act(act_, "flash_attention_backward", qkv, dout, dqkv);
+  require_act(act_, "flash_attention_backward", qkv, out, dout, dqkv);
   const std::size_t H = heads.heads, D = H * heads.head_size;
   if (B == 0 || T == 0) return;
   require_count("flash_attention_backward", B * T * width, qkv, dqkv);
-  require_count("flash_attention_backward", B * T * D, dout);
+  require_count("flash_attention_backward", B * T * D, out, dout);
   require_count("flash_attention_backward", B * H * T, lse, delta);
   const float scale = 1.0f / std::sqrt(float(heads.head_size));
-  launch("flash_attention_backward_dq", (T + tiles_.rows - 1) / tiles_.rows, H, B, qkv, u32(width), u32(k_col),
-         u32(v_col), dout, u32(D), lse, delta, dqkv, u32(T), u32(H), u32(heads.group()), scale);
-  launch("flash_attention_backward_dkdv", (T + tiles_.rows - 1) / tiles_.rows, heads.kv_heads, B, qkv, u32(width),
-         u32(k_col), u32(v_col), dout, u32(D), lse, delta, dqkv, u32(T), u32(H), u32(heads.group()), scale);
+  const std::size_t blocks = (T + tiles_.rows - 1) / tiles_.rows;
+  // The same arguments for both: dq (a group per query head) writes delta, dk/dv (per kv head) reads it.
+  const std::pair<const char*, std::size_t> passes[] = {{"flash_attention_backward_dq", H},
+                                                        {"flash_attention_backward_dkdv", heads.kv_heads}};
+  for (const auto& [kernel, head_groups] : passes) {
+    launch(kernel, blocks, head_groups, B, qkv, u32(width), u32(k_col), u32(v_col), out, dout, u32(D), lse, delta,
+           dqkv, u32(T), u32(H), u32(heads.group()), scale);
+  }
 }
 
 }  // namespace paxocl::kernels

@@ -63,10 +63,11 @@ class FlashAttentionKernels {
                std::size_t out_stride, FloatBuffer& lse, std::size_t stats_stride, const AttentionHeads& heads,
                std::size_t B, std::size_t queries, std::size_t p0);
   // Training backward over B sequences of T tokens, q, k, v in qkv (B*T, width) at columns 0,
-  // k_col, v_col; dout (B*T, H*hs); lse and delta (B, H, T) -> dqkv (B*T, width), every column written.
-  void backward(const ActBuffer& qkv, std::size_t width, std::size_t k_col, std::size_t v_col, const ActBuffer& dout,
-                const FloatBuffer& lse, const FloatBuffer& delta, ActBuffer& dqkv, const AttentionHeads& heads,
-                std::size_t B, std::size_t T);
+  // k_col, v_col; out (forward's) and dout (B*T, H*hs); lse (B, H, T) -> dqkv (B*T, width), every
+  // column written; delta (B, H, T) = dout.out per query is workspace (written by the dq pass).
+  void backward(const ActBuffer& qkv, std::size_t width, std::size_t k_col, std::size_t v_col, const ActBuffer& out,
+                const ActBuffer& dout, const FloatBuffer& lse, FloatBuffer& delta, ActBuffer& dqkv,
+                const AttentionHeads& heads, std::size_t B, std::size_t T);
 
  private:
   // (blocks, heads, B) groups of group_size() work-items.

@@ -13,6 +13,9 @@
 // has one fixed order and a step is bit-reproducible. Scores and accumulators are float; no
 // (T, T) tensor exists anywhere: the forward keeps only the log-sum-exp, the backward recomputes
 // the probabilities tile by tile. Tiles wholly above the diagonal are never visited.
+// scripts/check_ptx.sh builds (the tiles flash_tiles picks for GPT-2's and LLaMA-7B's heads at PAX_WG 256):
+// check_ptx: -DHS=64 -DFA_BR=32 -DFA_BC=32
+// check_ptx: -DHS=128 -DFA_BR=32 -DFA_BC=8
 
 #ifndef HS
 #define HS 64  // head size (the launcher always sets it)
@@ -127,22 +130,38 @@ PAX_GPU_KERNEL void flash_attention_forward(__global const act_t* q, const uint 
   if (lane == 0) lse[((size_t)b * H + h) * stats_stride + p0 + t] = m + log(l);
 }
 
-// Backward, dq. Groups (query block, h, b) over sequences of T tokens (p0 = 0, k and v in qkv):
-//   p = exp(scale q.k - lse), ds = p (dout.v - delta), dq = scale * sum_u ds k.
+// Backward, dq; runs first. Groups (query block, h, b) over sequences of T tokens (p0 = 0, k and v
+// in qkv; out and dout (B*T, dout_stride)):
+//   delta = dout.out per query (written for the dk/dv kernel), p = exp(scale q.k - lse),
+//   ds = p (dout.v - delta), dq = scale * sum_u ds k.
 PAX_GPU_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const uint width, const uint k_col,
-                                                const uint v_col, __global const act_t* dout, const uint dout_stride,
-                                                __global const float* lse, __global const float* delta,
+                                                const uint v_col, __global const act_t* out,
+                                                __global const act_t* dout, const uint dout_stride,
+                                                __global const float* lse, __global float* delta,
                                                 __global act_t* dqkv, const uint T, const uint H, const uint group,
                                                 const float scale) {
   __local float Qs[FA_BR * FA_LD], dOs[FA_BR * FA_LD], Ks[FA_BC * FA_LD], Vs[FA_BC * FA_LD], dSs[FA_BR * FA_PLD];
+  __local float row_part[FA_BR * FA_TPR];
   const uint lid = get_local_id(0), r = lid / FA_TPR, lane = lid - r * FA_TPR;
   const uint t0 = get_group_id(0) * FA_BR, h = get_group_id(1), b = get_group_id(2), kvh = h / group;
   const uint t = t0 + r, live_rows = min((uint)FA_BR, T - t0);
   const bool live = t < T;
   const size_t stat = ((size_t)b * H + h) * T + min(t, T - 1);
-  const float row_lse = lse[stat], row_delta = delta[stat];
+  const float row_lse = lse[stat];
   fa_load_tile(Qs, FA_BR, qkv + fa_at(b, T, t0, width, h * HS), width, live_rows, scale);
   fa_load_tile(dOs, FA_BR, dout + fa_at(b, T, t0, dout_stride, h * HS), dout_stride, live_rows, 1.0f);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  // delta: each lane's head dims, then the lanes in order.
+  float part = 0.0f;
+  if (live) {
+    const size_t at = fa_at(b, T, t, dout_stride, h * HS);
+    for (uint d = lane; d < HS; d += FA_TPR) part += dOs[r * FA_LD + d] * act_load(out, at + d);
+  }
+  row_part[lid] = part;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float row_delta = 0.0f;
+  for (uint j = 0; j < FA_TPR; ++j) row_delta += row_part[r * FA_TPR + j];
+  if (live && lane == 0) delta[stat] = row_delta;
   __global const act_t* keys = qkv + fa_at(b, T, 0, width, k_col + kvh * HS);
   __global const act_t* values = qkv + fa_at(b, T, 0, width, v_col + kvh * HS);
   const uint last_key = t0 + live_rows - 1;
@@ -182,12 +201,13 @@ PAX_GPU_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const
   }
 }
 
-// Backward, dk and dv. Groups (key block, kv head, b); each sums over the `group` query heads of its
+// Backward, dk and dv, after dq (which wrote delta; out is unused, the arguments are dq's). Groups
+// (key block, kv head, b); each sums over the `group` query heads of its
 // kv head and the query tiles at or below the diagonal, in that fixed order, in float registers
 // (no atomics; 16-bit dk, dv rounded once):
 //   dv = sum_t p v-row's dout,  dk = sum_t ds (scale q).
 PAX_GPU_KERNEL void flash_attention_backward_dkdv(__global const act_t* qkv, const uint width, const uint k_col,
-                                                  const uint v_col, __global const act_t* dout,
+                                                  const uint v_col, __global const act_t* out, __global const act_t* dout,
                                                   const uint dout_stride, __global const float* lse,
                                                   __global const float* delta, __global act_t* dqkv, const uint T,
                                                   const uint H, const uint group, const float scale) {

@@ -7,13 +7,13 @@
 #
 #   scripts/check_ptx.sh [--table] [--portable] [PROGRAM... | TILE...]
 #
-# Programs (default): every kernels_cl/*_gpu.cl (built with -DPAX_WG=$PAX_WG, default 256),
-# flash_attention.cl and gemm_direct.cl when they exist, gemm_mma.cl (every MmaTile candidate of
+# Programs (default): every kernels_cl/*_gpu.cl (built with -DPAX_WG=$PAX_WG, default 256, after
+# group_reduce.cl as program_loader.cpp does; flash_attention_gpu.cl among them), gemm_direct.cl
+# when it exists, gemm_mma.cl (every MmaTile candidate of
 # tensor_core_gemm.cpp, A/B bf16 and f16, each C dtype, cp.async on and off) and tensor_core_probe.cl.
 # A program that stores activations (uses act_t) is built once per ACT_DTYPES (default "float32
 # bfloat16"; float16 too). A program may name its build variants itself, one line each:
-#   // check_ptx: -DHS=64 -DBR=64
-# (flash_attention.cl without such a line is built with -DHS=64).
+#   // check_ptx: -DHS=64 -DFA_BR=32 -DFA_BC=32
 #   --portable  also the portable programs (kernels_cl/x.cl), assumed launched in PAX_WG groups.
 #   --table     a Markdown table (kernel, program, build, registers, shared bytes, spills, work-group,
 #               theoretical occupancy on an H100) instead of the per-build report; gemm_mma only for
@@ -81,12 +81,18 @@ fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 compile_check() {
   local program=$1 label=$2
   shift 2
-  { cat "$kdir/dtype.cl"; echo '#line 1'; cat "$kdir/$program.cl"; } > "$work/in.cl"
+  # Programs built with -DPAX_WG also get the work-group helpers (program_loader.cpp does the same).
+  {
+    cat "$kdir/dtype.cl"
+    case " $* " in *" -DPAX_WG="*) cat "$kdir/group_reduce.cl" ;; esac
+    echo '#line 1'
+    cat "$kdir/$program.cl"
+  } > "$work/in.cl"
   # -fgnu-keywords: clang's OpenCL mode lacks the `asm` keyword NVIDIA's compiler takes.
   if ! "$clang" -target nvptx64-nvidia-cuda -march="$ptx_sm" -x cl -cl-std=CL1.2 -cl-mad-enable \
       -Xclang -fdeclare-opencl-builtins -Xclang -finclude-default-header -fgnu-keywords \
       -include "$root/scripts/check_ptx_shim.cl" -Xclang -mlink-builtin-bitcode -Xclang "$libdevice" \
-      -Wno-unknown-cuda-version -DPAX_NVIDIA_PTX "$@" -emit-llvm -S -O2 -o "$work/in.ll" "$work/in.cl" 2> "$work/clang.err"; then
+      -fgnu89-inline -Wno-unknown-cuda-version -DPAX_NVIDIA_PTX "$@" -emit-llvm -S -O2 -o "$work/in.ll" "$work/in.cl" 2> "$work/clang.err"; then
     sed 's/^/  /' "$work/clang.err" >&2
     fail "$program [$label]: clang error"
     return
@@ -143,9 +149,7 @@ build_program() {
   local src="$kdir/$program.cl"
   local variants=()
   mapfile -t variants < <(sed -n 's|^// check_ptx: *||p' "$src")
-  if [ ${#variants[@]} -eq 0 ]; then
-    if [ "$program" = flash_attention ]; then variants=("-DHS=64"); else variants=(""); fi
-  fi
+  [ ${#variants[@]} -gt 0 ] || variants=("")
   local dtypes=(none)
   if grep -q '\bact_\(t\|load\|store\)' "$src"; then read -ra dtypes <<< "$act_dtypes"; fi
   for v in "${variants[@]}"; do
@@ -168,7 +172,7 @@ wanted() {  # wanted PROGRAM: on the command line's list, or no list given
 
 gpu_programs=()
 for f in "$kdir"/*_gpu.cl; do [ -e "$f" ] && gpu_programs+=("$(basename "$f" .cl)"); done
-for p in flash_attention gemm_direct; do
+for p in gemm_direct; do
   if [ -f "$kdir/$p.cl" ]; then gpu_programs+=("$p")
   elif wanted "$p"; then echo "note: kernels_cl/$p.cl does not exist yet: skipped" >&2; fi
 done
@@ -176,7 +180,7 @@ for p in "${gpu_programs[@]}"; do wanted "$p" && build_program "$p" "-DPAX_WG=$w
 if [ "$portable" = 1 ]; then
   for f in "$kdir"/*.cl; do
     p="$(basename "$f" .cl)"
-    case "$p" in dtype | *_cpu | *_gpu | gemm_mma | tensor_core_probe | flash_attention | gemm_direct) continue ;; esac
+    case "$p" in dtype | group_reduce | *_cpu | *_gpu | gemm_mma | tensor_core_probe | gemm_direct) continue ;; esac
     wanted "$p" && build_program "$p" "-DPAX_WG=$wg"
   done
 fi
@@ -227,7 +231,9 @@ function occupancy(regs, smem, wg,    w, rpw, br, bs, bw, b, lim) {
 if [ "$table" = 1 ]; then
   echo "| kernel | program | build | registers | shared bytes | spills (st/ld bytes) | work-group | occupancy (H100) |"
   echo "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"
+  # group_reduce.cl's kernels (pax_*) come with every GPU twin: listed once per build, as group_reduce.
   awk -F'\t' "$occupancy_awk"'
+    $3 ~ /^pax_/ { $1 = "group_reduce"; split($2, w, " "); $2 = w[1]; if (seen[$3 "\t" $2]++) next }
     { wgn = $9; sub(/\*/, "", wgn)
       printf "| %s | %s | %s | %s | %s | %s/%s | %s | %s |\n", $3, $1, $2, $4, $5, $7, $8, $9, occupancy($4, $5, wgn) }' "$rows"
   if grep -q '\*$' "$rows"; then

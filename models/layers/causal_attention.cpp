@@ -139,11 +139,11 @@ ActBuffer& CausalAttention::backward(LayerContext& ctx, const ActBuffer& dout) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs_));
   const ActBuffer& qkv = *qkv_;
   const bool sums_in_float = dkv_sums_.get() != nullptr;
-  ctx.kernels.attention.row_dot(delta_, out_, dout, B, T, heads_, hs_);  // delta = rowwise dO . O per head
   if (flash_) {
-    ctx.kernels.flash_attention(hs_)->backward(qkv, W, k_col, v_col, dout, lse_, delta_, dqkv_, heads(), B, T);
+    ctx.kernels.flash_attention(hs_)->backward(qkv, W, k_col, v_col, out_, dout, lse_, delta_, dqkv_, heads(), B, T);
     return dqkv_;
   }
+  ctx.kernels.attention.row_dot(delta_, out_, dout, B, T, heads_, hs_);  // delta = rowwise dO . O per head
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t c0 = 0; c0 < kv_heads_; c0 += chunk_) {
       const std::size_t n = std::min(chunk_, kv_heads_ - c0);
