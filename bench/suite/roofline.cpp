@@ -17,7 +17,8 @@ namespace {
 constexpr double kLayerNormForward = 8, kLayerNormBackwardDx = 10, kLayerNormBackwardParams = 5;
 constexpr double kGeluForward = 16, kGeluBackward = 24, kCrossEntropy = 8, kAdam = 14;
 // Flash attention per (query, key) pair of the causal triangle: the forward's q.k and p.v (2 hs
-// each) and its online softmax; the backward's recomputed q.k, dv, dp, dq and dk (2 hs each).
+// each) and its online softmax; the backward's dq pass q.k, dout.v and ds.k, its dk/dv pass q.k,
+// dout.v, p.dout and ds.q (2 hs each: q.k and dout.v are computed in both, for determinism).
 constexpr double kFlashForwardExtra = 6, kFlashBackwardExtra = 8;
 
 }  // namespace
@@ -70,9 +71,12 @@ std::vector<KernelTraffic> step_kernel_traffic(const models::GptConfig& model, s
   add("bias_grad (H)", "optimizer", L, N * H * a + 2 * H * f, N * H);
   add("layernorm_backward_dx (+ residual)", "layernorm", 2 * L, 3 * N * C * a + C * a + 2 * N * f + N * C * a,
       (kLayerNormBackwardDx + 1) * N * C);
-  add("attention_row_dot", "attention", L, 2 * N * D * a + stats * f, 2 * N * D);
-  add("flash_attention_backward", "attention", L, N * 3 * D * a + N * D * a + 2 * stats * f + N * 3 * D * a,
-      pairs * (10 * hs + kFlashBackwardExtra));
+  // dq first (it also forms delta = dout . out): reads q, k, v, out, dout and lse; writes dq, delta.
+  add("flash_attention_backward_dq", "attention", L, N * 3 * D * a + 2 * N * D * a + 2 * stats * f + N * D * a,
+      pairs * (6 * hs + kFlashBackwardExtra) + 2 * N * D);
+  // dk, dv: reads q, k, v, dout, lse and delta; writes dk, dv (q.k recomputed a second time).
+  add("flash_attention_backward_dkdv", "attention", L, N * 3 * D * a + N * D * a + 2 * stats * f + 2 * N * D * a,
+      pairs * (8 * hs + kFlashBackwardExtra));
   add("bias_grad (qkv)", "optimizer", L, N * 3 * D * a + 2 * 3 * D * f, N * 3 * D);
   add("embedding_backward_wpe", "elementwise", 1, N * C * a + 2 * wpe_rows * C * f, N * C);
   add("embedding_backward_wte", "elementwise", 1, N * C * a + (2 * U + 1 + N) * i + 2 * U * C * f, N * C);
