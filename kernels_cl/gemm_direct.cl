@@ -56,6 +56,10 @@
 #error "gemm_direct.cl: WM, WN, TK multiples of 4 dividing TM, TN; each slice a whole number of chunks per work-item"
 #endif
 
+// Helpers inlined always: the register arrays they take stay registers, and no compiler is left
+// with a C99 `inline` definition to call (clang's NVPTX target emitted an unresolved call).
+#define DIRECT_FN static inline __attribute__((always_inline))
+
 // Storage type of A and B by kind: float, ushort (bfloat16 bits) or half.
 #define PAX_ST0 float
 #define PAX_ST1 ushort
@@ -66,14 +70,14 @@ typedef PAX_ST(A_DTYPE) a_t;
 typedef PAX_ST(B_DTYPE) b_t;
 
 // Element i of an operand stored as `kind` (a compile-time constant after inlining).
-inline float direct_load1(__global const void* p, size_t i, const int kind) {
+DIRECT_FN float direct_load1(__global const void* p, size_t i, const int kind) {
   if (kind == 1) return pax_bf16_to_float(((__global const ushort*)p)[i]);
   if (kind == 2) return vload_half(i, (__global const half*)p);
   return ((__global const float*)p)[i];
 }
 
 // Elements i .. i + 3, i a multiple of 4 from a 4-element-aligned base: one vector load.
-inline float4 direct_load4(__global const void* p, size_t i, const int kind) {
+DIRECT_FN float4 direct_load4(__global const void* p, size_t i, const int kind) {
   if (kind == 1) return as_float4(convert_uint4(*((__global const ushort4*)p + i / 4)) << 16);
   if (kind == 2) return vloada_half4(i / 4, (__global const half*)p);
   return *((__global const float4*)p + i / 4);
@@ -82,7 +86,7 @@ inline float4 direct_load4(__global const void* p, size_t i, const int kind) {
 // The 4-element chunk of an operand X (extent e_lim along m or n, k_lim along k, leading dimension
 // ld) starting at (e, kk), running along e when X is stored k-major (e_contig) else along k. Zeros
 // beyond the matrix.
-inline float4 direct_fetch(__global const void* x, const int kind, const uint vec, const int e_contig, const uint ld,
+DIRECT_FN float4 direct_fetch(__global const void* x, const int kind, const uint vec, const int e_contig, const uint ld,
                            const uint e_lim, const uint k_lim, const uint e, const uint kk) {
   const uint run0 = e_contig ? e : kk, run_lim = e_contig ? e_lim : k_lim;
   if ((e_contig ? kk : e) >= (e_contig ? k_lim : e_lim) || run0 >= run_lim) return (float4)(0.0f);
@@ -96,13 +100,16 @@ inline float4 direct_fetch(__global const void* x, const int kind, const uint ve
   return v;
 }
 
+// Lane l of v (l a constant after unrolling).
+DIRECT_FN float direct_lane(const float4 v, const uint l) { return l == 0 ? v.x : l == 1 ? v.y : l == 2 ? v.z : v.w; }
+
 // Chunk c (of E * TK / 4) of a slice: its (e, kk) within the tile, for either stored layout.
-inline uint2 direct_chunk_at(const uint c, const uint E, const int e_contig) {
+DIRECT_FN uint2 direct_chunk_at(const uint c, const uint E, const int e_contig) {
   return e_contig ? (uint2)(c % (E / 4) * 4, c / (E / 4)) : (uint2)(c / (TK / 4), c % (TK / 4) * 4);
 }
 
 // Writes a fetched chunk into a k-major local slice xs[kk][e] with rows of L floats.
-inline void direct_stash(__local float* xs, const uint L, const int e_contig, const uint2 at, const float4 v) {
+DIRECT_FN void direct_stash(__local float* xs, const uint L, const int e_contig, const uint2 at, const float4 v) {
   if (e_contig) {
     *(__local float4*)(xs + at.y * L + at.x) = v;
   } else {
@@ -114,7 +121,7 @@ inline void direct_stash(__local float* xs, const uint L, const int e_contig, co
 }
 
 // Fetches this work-item's chunks of slice k0 of A (into ra) and B (into rb).
-inline void direct_fetch_slice(float4* ra, float4* rb, __global const void* a, __global const void* b, const int ta,
+DIRECT_FN void direct_fetch_slice(float4* ra, float4* rb, __global const void* a, __global const void* b, const int ta,
                                const int tb, const uint vec_a, const uint vec_b, const uint lda, const uint ldb,
                                const uint m, const uint n, const uint k, const uint row0, const uint col0,
                                const uint k0, const uint lid) {
@@ -130,7 +137,7 @@ inline void direct_fetch_slice(float4* ra, float4* rb, __global const void* a, _
   }
 }
 
-inline void direct_stash_slice(__local float* as, __local float* bs, const float4* ra, const float4* rb, const int ta,
+DIRECT_FN void direct_stash_slice(__local float* as, __local float* bs, const float4* ra, const float4* rb, const int ta,
                                const int tb, const uint lid) {
 #pragma unroll
   for (uint i = 0; i < CHUNKS_A; ++i) direct_stash(as, LA, ta, direct_chunk_at(lid + i * NT, TM, ta), ra[i]);
@@ -140,18 +147,18 @@ inline void direct_stash_slice(__local float* as, __local float* bs, const float
 
 // The whole kernel for one transpose combination (ta, tb: constants). as_all / bs_all: the two
 // local buffers of each operand, 2 * TK * LA and 2 * TK * LB floats.
-inline void gemm_direct(__global act_t* c, const uint c_offset, const uint ldc, const uint c_stride,
+DIRECT_FN void gemm_direct(__global act_t* c, const uint c_offset, const uint ldc, const uint c_stride,
                         __global const void* a_base, const uint lda, __global const void* b_base, const uint ldb,
                         const uint m, const uint n, const uint k, const float alpha, const float beta,
                         const uint vec_a, const uint vec_b, const int ta, const int tb, __local float* as_all,
                         __local float* bs_all) {
   const uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * NX + tx;
   const uint col0 = get_group_id(0) * TN, row0 = get_group_id(1) * TM;
-  float acc[WM][WN];
+  float4 acc[WM][WN / 4];  // acc[i][j / 4] lane j % 4: row i, column j of the register tile
 #pragma unroll
   for (uint i = 0; i < WM; ++i)
 #pragma unroll
-    for (uint j = 0; j < WN; ++j) acc[i][j] = 0.0f;
+    for (uint j = 0; j < WN / 4; ++j) acc[i][j] = (float4)(0.0f);
 
   float4 ra[CHUNKS_A], rb[CHUNKS_B];
   const uint slices = (k + TK - 1) / TK;
@@ -170,15 +177,17 @@ inline void gemm_direct(__global act_t* c, const uint c_offset, const uint ldc, 
     __local const float* bs = bs_all + (s & 1) * (TK * LB);
 #pragma unroll
     for (uint kk = 0; kk < TK; ++kk) {
-      float av[WM], bv[WN];
+      float4 av[WM / 4], bv[WN / 4];
 #pragma unroll
-      for (uint i = 0; i < WM / 4; ++i) vstore4(*(__local const float4*)(as + kk * LA + i * NY * 4 + ty * 4), i, av);
+      for (uint i = 0; i < WM / 4; ++i) av[i] = *(__local const float4*)(as + kk * LA + i * NY * 4 + ty * 4);
 #pragma unroll
-      for (uint j = 0; j < WN / 4; ++j) vstore4(*(__local const float4*)(bs + kk * LB + j * NX * 4 + tx * 4), j, bv);
+      for (uint j = 0; j < WN / 4; ++j) bv[j] = *(__local const float4*)(bs + kk * LB + j * NX * 4 + tx * 4);
 #pragma unroll
-      for (uint i = 0; i < WM; ++i)
+      for (uint i = 0; i < WM; ++i) {
+        const float4 a = (float4)(direct_lane(av[i / 4], i % 4));
 #pragma unroll
-        for (uint j = 0; j < WN; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+        for (uint j = 0; j < WN / 4; ++j) acc[i][j] = fma(a, bv[j], acc[i][j]);
+      }
     }
     if (more) {
       direct_stash_slice(as_all + ((s + 1) & 1) * (TK * LA), bs_all + ((s + 1) & 1) * (TK * LB), ra, rb, ta, tb, lid);
@@ -196,7 +205,7 @@ inline void gemm_direct(__global act_t* c, const uint c_offset, const uint ldc, 
       const uint col = col0 + j / 4 * NX * 4 + tx * 4 + j % 4;
       if (col >= n) continue;
       const size_t at = (size_t)row * ldc + col;
-      float v = alpha * acc[i][j];
+      float v = alpha * direct_lane(acc[i][j / 4], j % 4);
       if (beta != 0.0f) v += beta * act_load(cb, at);  // beta == 0: C is never read
       act_store(cb, at, v);
     }
