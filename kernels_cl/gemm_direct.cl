@@ -87,7 +87,7 @@ DIRECT_FN float4 direct_load4(__global const void* p, size_t i, const int kind) 
 // ld) starting at (e, kk), running along e when X is stored k-major (e_contig) else along k. Zeros
 // beyond the matrix.
 DIRECT_FN float4 direct_fetch(__global const void* x, const int kind, const uint vec, const int e_contig, const uint ld,
-                           const uint e_lim, const uint k_lim, const uint e, const uint kk) {
+                              const uint e_lim, const uint k_lim, const uint e, const uint kk) {
   const uint run0 = e_contig ? e : kk, run_lim = e_contig ? e_lim : k_lim;
   if ((e_contig ? kk : e) >= (e_contig ? k_lim : e_lim) || run0 >= run_lim) return (float4)(0.0f);
   const size_t at = e_contig ? (size_t)kk * ld + e : (size_t)e * ld + kk;
@@ -122,9 +122,9 @@ DIRECT_FN void direct_stash(__local float* xs, const uint L, const int e_contig,
 
 // Fetches this work-item's chunks of slice k0 of A (into ra) and B (into rb).
 DIRECT_FN void direct_fetch_slice(float4* ra, float4* rb, __global const void* a, __global const void* b, const int ta,
-                               const int tb, const uint vec_a, const uint vec_b, const uint lda, const uint ldb,
-                               const uint m, const uint n, const uint k, const uint row0, const uint col0,
-                               const uint k0, const uint lid) {
+                                  const int tb, const uint vec_a, const uint vec_b, const uint lda, const uint ldb,
+                                  const uint m, const uint n, const uint k, const uint row0, const uint col0,
+                                  const uint k0, const uint lid) {
 #pragma unroll
   for (uint i = 0; i < CHUNKS_A; ++i) {
     const uint2 at = direct_chunk_at(lid + i * NT, TM, ta);
@@ -137,8 +137,8 @@ DIRECT_FN void direct_fetch_slice(float4* ra, float4* rb, __global const void* a
   }
 }
 
-DIRECT_FN void direct_stash_slice(__local float* as, __local float* bs, const float4* ra, const float4* rb, const int ta,
-                               const int tb, const uint lid) {
+DIRECT_FN void direct_stash_slice(__local float* as, __local float* bs, const float4* ra, const float4* rb,
+                                  const int ta, const int tb, const uint lid) {
 #pragma unroll
   for (uint i = 0; i < CHUNKS_A; ++i) direct_stash(as, LA, ta, direct_chunk_at(lid + i * NT, TM, ta), ra[i]);
 #pragma unroll
@@ -148,10 +148,10 @@ DIRECT_FN void direct_stash_slice(__local float* as, __local float* bs, const fl
 // The whole kernel for one transpose combination (ta, tb: constants). as_all / bs_all: the two
 // local buffers of each operand, 2 * TK * LA and 2 * TK * LB floats.
 DIRECT_FN void gemm_direct(__global act_t* c, const uint c_offset, const uint ldc, const uint c_stride,
-                        __global const void* a_base, const uint lda, __global const void* b_base, const uint ldb,
-                        const uint m, const uint n, const uint k, const float alpha, const float beta,
-                        const uint vec_a, const uint vec_b, const int ta, const int tb, __local float* as_all,
-                        __local float* bs_all) {
+                           __global const void* a_base, const uint lda, __global const void* b_base, const uint ldb,
+                           const uint m, const uint n, const uint k, const float alpha, const float beta,
+                           const uint vec_a, const uint vec_b, const int ta, const int tb, __local float* as_all,
+                           __local float* bs_all) {
   const uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * NX + tx;
   const uint col0 = get_group_id(0) * TN, row0 = get_group_id(1) * TM;
   float4 acc[WM][WN / 4];  // acc[i][j / 4] lane j % 4: row i, column j of the register tile
