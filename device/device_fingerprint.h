@@ -17,4 +17,8 @@ std::string device_identity(const DeviceInfo& device);
 // libraries, so a cache file written by one build is found by the next.
 std::uint64_t device_fingerprint(const DeviceInfo& device);
 
+// A file name stem for what is tuned for the device: its name (alphanumerics, the rest '_', at
+// most 40 characters) for a reader, then the fingerprint, which tells drivers and platforms apart.
+std::string device_file_stem(const DeviceInfo& device);
+
 }  // namespace paxocl::device

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 #include "device/device_fingerprint.h"
 #include "device/typed_buffer.h"
 #include "kernels_cl/blis_gemm.h"
+#include "kernels_cl/direct_gemm.h"
 #include "kernels_cl/packed_gemm.h"
 #include "kernels_cl/tensor_core_gemm.h"
 
@@ -25,8 +27,12 @@ namespace paxocl::kernels {
 
 namespace {
 
+constexpr std::string_view kDirectPrefix = "gpu-direct-";
+
 const std::vector<std::string>& variant_names() {
-  static const std::vector<std::string> names = {"blis", "clblast", "cpu-8x48", "cpu-12x32", "gpu-64x64", "tensor-core"};
+  static const std::vector<std::string> names = {"blis",      "clblast",    "cpu-8x48",
+                                                     "cpu-12x32", "gpu-64x64",  "gpu-direct",
+                                                     "tensor-core"};
   return names;
 }
 
@@ -37,6 +43,11 @@ std::unique_ptr<Gemm> make_variant(device::Device& device, device::ProgramCache&
   if (name == "clblast") return make_clblast_gemm(device);
   if (name == "blis") return make_blis_gemm(device);
   if (name == "cpu-8x48") return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kCpu, 8, 48});
+  // "gpu-direct": the device's tuned (or default) tile; auto's candidate names its tile.
+  if (name == "gpu-direct") return std::make_unique<DirectGemm>(cache, device);
+  if (name.starts_with(kDirectPrefix)) {
+    return std::make_unique<DirectGemm>(cache, device, DirectTile::parse(name.substr(kDirectPrefix.size())));
+  }
   if (name == "cpu-12x32") return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kCpu, 12, 32});
   return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kGpu, 64, 64});
 }
@@ -216,7 +227,10 @@ class AutoGemm final : public Gemm {
 
 std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, device::ProgramCache& cache) {
   if (device.info().kind != device::DeviceKind::kCpu) {
-    return std::make_unique<AutoGemm>(device, cache, std::vector<std::string>{"gpu-64x64", "clblast"});
+    // The direct GEMM's candidate is named by its tile: a new `pax-ocl tune` result changes the
+    // candidate list, so the stored choices are timed again.
+    const std::string direct = std::string(kDirectPrefix) + DirectGemm::default_tile(device).name();
+    return std::make_unique<AutoGemm>(device, cache, std::vector<std::string>{"gpu-64x64", direct, "clblast"});
   }
   std::vector<std::string> cpu{"cpu-8x48", "cpu-12x32"};
   if (blis_gemm_available(device)) cpu.insert(cpu.begin(), "blis");

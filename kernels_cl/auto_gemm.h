@@ -1,18 +1,23 @@
 // make_gemm: the GEMM a device runs, chosen by policy (PAX_OCL_GEMM or the caller):
 //   auto      pax-ocl picks per shape class among the variants for the device class — CPU
 //             devices: BLIS as a native kernel where the device runs them (blis_gemm.h) and the
-//             register-tile OpenCL variants (cpu-8x48, cpu-12x32); GPUs and others: the
-//             work-group variant (gpu-64x64) and CLBlast. At the first GEMM of a class it times
-//             each candidate on that shape (dimensions capped at 768, best of 3) and keeps the fastest; the
-//             choices are stored next to the program cache, so later processes skip the timing.
+//             register-tile OpenCL variants (cpu-8x48, cpu-12x32); GPUs and others: the packed
+//             work-group variant (gpu-64x64), the unpacked one (gpu-direct-<tile>, direct_gemm.h:
+//             the tile `pax-ocl tune` stored for the device, else the default 128x64x16.r8x8) and
+//             CLBlast. At the first GEMM of a class it times each candidate on that shape
+//             (dimensions capped at 768, best of 5 rounds) and keeps the fastest; the choices are
+//             stored next to the program cache, so later processes skip the timing (a change of
+//             the candidate list, such as a newly tuned direct tile, times them again).
 //             On a device whose tensor-core probe passed (NVIDIA, tensor_core_probe.h), GEMMs with
 //             A and B both bfloat16 or both float16 run on tensor cores (tensor-core, below) and
 //             the rest as above.
 //   blis | clblast | cpu-8x48 | cpu-12x32 | gpu-64x64   that implementation for every shape.
+//   gpu-direct   DirectGemm with the device's tuned (or default) tile for every shape.
 //   tensor-core   16-bit A and B on tensor cores where the probe passed, everything else on auto's
 //             float32-accumulating choice (tensor_core_gemm.h).
 // Shape class: each of m, n, k bucketed as <= 64, <= 512 or larger, and batched or not
-// (transposes do not matter: packing absorbs them); with 16-bit operands also their dtypes
+// (transposes are left out: packing absorbs them, and the direct GEMM loads every operand along
+// its contiguous dimension whatever the transpose); with 16-bit operands also their dtypes
 // (".bbf": A and B bfloat16, C float32), among the candidates that take them (not CLBlast).
 #pragma once
 

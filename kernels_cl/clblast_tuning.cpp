@@ -27,10 +27,7 @@ void check(clblast::StatusCode status, const char* what) {
 }  // namespace
 
 std::filesystem::path clblast_tuning_file(const device::DeviceInfo& d) {
-  // Its stem names the device for a reader; the fingerprint tells driver and platform versions apart.
-  std::string stem;
-  for (char c : d.name) stem += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return device::ProgramCache::default_dir() / "clblast" / fmt::format("{}-{:016x}.json", stem.substr(0, 40), device::device_fingerprint(d));
+  return device::ProgramCache::default_dir() / "clblast" / (device::device_file_stem(d) + ".json");
 }
 
 ClblastParameters current_clblast_gemm(const device::Device& device) {

@@ -133,7 +133,7 @@ TEST(CliBench, BadRequestsAreOneLineErrors) {
 namespace paxocl::testing {
 namespace {
 
-TEST(CliTune, StoresTheFastestCandidateOrKeepsCLBlastsDefaults) {
+TEST(CliTune, StoresTheFastestCandidateOrKeepsCLBlastsDefaults) {  // and the direct GEMM's fastest tile
   // The test environment's PAX_OCL_CACHE_DIR keeps the result away from the user's cache.
   const auto r = run_command(PAXOCL_BINARY " tune --candidates=3");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -141,6 +141,11 @@ TEST(CliTune, StoresTheFastestCandidateOrKeepsCLBlastsDefaults) {
   EXPECT_NE(r.out.find("before"), std::string::npos) << r.out;
   const bool stored = r.out.find("stored in ") != std::string::npos;
   EXPECT_TRUE(stored || r.out.find("nothing stored") != std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("direct GEMM, GFLOP/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("direct GEMMs on this device use it"), std::string::npos) << r.out;
+  const auto bad_gemm = run_command(PAXOCL_BINARY " tune --gemm=cublas");
+  EXPECT_EQ(bad_gemm.exit_code, 2);
+  EXPECT_NE(bad_gemm.err.find("--gemm=cublas: use all, clblast or direct"), std::string::npos) << bad_gemm.err;
   const auto bad = run_command(PAXOCL_BINARY " tune --candidates=1");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--candidates must be at least 2"), std::string::npos) << bad.err;

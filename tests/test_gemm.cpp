@@ -4,9 +4,14 @@
 // batches (of several panels each way). The tensor-core kernel (gemm_mma.cl) runs for real where the probe passes (NVIDIA), and
 // everywhere in its emulated build, which replaces only its PTX instructions.
 #include <cmath>
+#include <fstream>
+#include <optional>
+#include <span>
 
 #include "kernels_cl/auto_gemm.h"
 #include "kernels_cl/blis_gemm.h"
+#include "kernels_cl/direct_gemm.h"
+#include "kernels_cl/direct_gemm_tuning.h"
 #include "kernels_cl/tensor_core_gemm.h"
 #include "tests/device_fixture.h"
 
@@ -41,8 +46,12 @@ struct DTypes {
 // multiples of 8 elements: 16-byte chunks, the tensor-core GEMM's cp.async path), padded either way.
 enum class Layout { kAwkward, kAligned };
 
+// C before the GEMM: random values, or NaN inside the matrices (beta must then be 0, and C never read).
+enum class CInit { kRandom, kNaN };
+
+// beta: -1.5 or 0 by k's parity unless given.
 void check(DeviceTest& t, kernels::Gemm& gemm, const Case& c, std::uint64_t seed, DTypes dt = {},
-           Layout layout = Layout::kAwkward) {
+           Layout layout = Layout::kAwkward, std::optional<float> beta_given = std::nullopt, CInit c_init = CInit::kRandom) {
   const GemmShape s{c.a, c.b, c.m, c.n, c.k, c.batch};
   const auto r8 = [](std::size_t x) { return (x + 7) / 8 * 8; };
   const bool al = layout == Layout::kAligned;
@@ -55,8 +64,13 @@ void check(DeviceTest& t, kernels::Gemm& gemm, const Case& c, std::uint64_t seed
   const auto A = DeviceTest::rounded(dt.a, DeviceTest::random(off + sa * c.batch, seed));
   const auto B = DeviceTest::rounded(dt.b, DeviceTest::random(off + sb * c.batch, seed + 1));
   auto C = DeviceTest::rounded(dt.c, DeviceTest::random(off + sc * c.batch, seed + 2));
+  if (c_init == CInit::kNaN) {
+    for (std::size_t bi = 0; bi < c.batch; ++bi)
+      for (std::size_t i = 0; i < c.m; ++i)
+        for (std::size_t j = 0; j < c.n; ++j) C[off + bi * sc + i * ldc + j] = std::nan("");
+  }
   auto ab = t.upload(dt.a, A), bb = t.upload(dt.b, B), cb = t.upload(dt.c, C);
-  const float alpha = 0.75f, beta = c.k % 2 ? 0.0f : -1.5f;  // both beta paths
+  const float alpha = 0.75f, beta = beta_given.value_or(c.k % 2 ? 0.0f : -1.5f);  // both beta paths
   gemm.run(s, alpha, GemmOperand{ab.get(), off, lda, sa, dt.a}, GemmOperand{bb.get(), off, ldb, sb, dt.b}, beta,
            GemmOperand{cb.get(), off, ldc, sc, dt.c});
   for (std::size_t bi = 0; bi < c.batch; ++bi)
@@ -140,7 +154,8 @@ TEST_F(GemmClBlast, RefusesSixteenBitOperandsWithAClearError) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, GemmTest,
-                         ::testing::Values("blis", "cpu-8x48", "cpu-12x32", "gpu-64x64", "clblast", "auto", "tensor-core"),
+                         ::testing::Values("blis", "cpu-8x48", "cpu-12x32", "gpu-64x64", "gpu-direct", "clblast", "auto",
+                                           "tensor-core"),
                          [](const auto& param_info) {
                            std::string n = param_info.param;
                            for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
@@ -255,6 +270,132 @@ TEST_F(TensorCoreGemmTest, ProbeBuildsNothingOffNvidia) {
   EXPECT_EQ(results[0], results[1]);
 }
 
+// DirectGemm (gpu-direct): no packing pass, so every layout reaches the kernel itself. Two tiles
+// (the default 128x64x16.r8x8 and a small 32x32x8.r4x4 whose blocks the shapes cross many times),
+// each transpose, awkward placement (odd offsets and leading dimensions: scalar loads) and aligned
+// placement (multiples of 8: vector loads), m, n and k each through 1, 7, 63, 65, 129 and 300.
+const char* const kDirectTiles[] = {"128x64x16.r8x8", "32x32x8.r4x4"};
+
+std::vector<Case> direct_cases(Transpose ta, Transpose tb) {
+  std::vector<Case> cases;
+  for (std::size_t d : {1, 7, 63, 65, 129, 300}) {
+    cases.push_back(Case{d, 65, 63, 1, ta, tb});
+    cases.push_back(Case{63, d, 129, 1, ta, tb});
+    cases.push_back(Case{129, 7, d, 1, ta, tb});
+  }
+  cases.push_back(Case{65, 63, 7, 3, ta, tb});   // batched, strided
+  cases.push_back(Case{7, 129, 65, 2, ta, tb});  // batched, several blocks along n
+  cases.push_back(Case{7, 9, 0, 1, ta, tb});     // k = 0: C = beta C
+  return cases;
+}
+
+using DirectGemmTest = DeviceTest;
+TEST_F(DirectGemmTest, MatchesFloat64ReferenceForEveryLayout) {
+  for (const char* tile : kDirectTiles) {
+    kernels::DirectGemm gemm(cache_, *device_, kernels::DirectTile::parse(tile));
+    SCOPED_TRACE(gemm.name());
+    std::uint64_t seed = 2000;
+    for (Transpose ta : {Transpose::kNo, Transpose::kYes})
+      for (Transpose tb : {Transpose::kNo, Transpose::kYes})
+        for (Layout layout : {Layout::kAwkward, Layout::kAligned})
+          for (const Case& c : direct_cases(ta, tb)) check(*this, gemm, c, seed += 3, {}, layout);
+  }
+}
+
+TEST_F(DirectGemmTest, BetaZeroNeverReadsCAndBetaOneAccumulates) {
+  for (const char* tile : kDirectTiles) {
+    kernels::DirectGemm gemm(cache_, *device_, kernels::DirectTile::parse(tile));
+    SCOPED_TRACE(gemm.name());
+    for (Layout layout : {Layout::kAwkward, Layout::kAligned}) {
+      check(*this, gemm, Case{129, 65, 63, 2, Transpose::kNo, Transpose::kYes}, 31, {}, layout, 0.0f, CInit::kNaN);
+      check(*this, gemm, Case{7, 300, 1, 1, Transpose::kYes, Transpose::kNo}, 32, {}, layout, 0.0f, CInit::kNaN);
+      check(*this, gemm, Case{129, 65, 63, 2, Transpose::kYes, Transpose::kYes}, 33, {}, layout, 1.0f);
+    }
+  }
+}
+
+// 16-bit A, B and C in several mixes, both placements: four mixes on the small tile, two on the
+// default one (each mix is a program of its own, seconds of PoCL's compiler apiece).
+TEST_F(DirectGemmTest, SixteenBitOperandsAccumulateInFloat32) {
+  using device::DType;
+  const std::vector<DTypes> mixes = {{DType::kBF16, DType::kBF16, DType::kF32}, {DType::kF16, DType::kF16, DType::kF16},
+                                     {DType::kF32, DType::kBF16, DType::kBF16}, {DType::kBF16, DType::kF16, DType::kF32}};
+  for (const char* tile : kDirectTiles) {
+    kernels::DirectGemm gemm(cache_, *device_, kernels::DirectTile::parse(tile));
+    SCOPED_TRACE(gemm.name());
+    std::uint64_t seed = 3000;
+    const std::size_t count = gemm.tile() == kernels::DirectTile{} ? 2 : mixes.size();
+    for (const DTypes& dt : std::span(mixes).first(count))
+      for (Layout layout : {Layout::kAwkward, Layout::kAligned})
+        for (const Case& c : {Case{33, 7, 300, 1, Transpose::kNo, Transpose::kYes},
+                              Case{129, 65, 63, 1, Transpose::kYes, Transpose::kNo},
+                              Case{7, 65, 19, 3, Transpose::kNo, Transpose::kNo},
+                              Case{1, 1, 1, 1, Transpose::kYes, Transpose::kYes}}) {
+          check(*this, gemm, c, seed += 3, dt, layout);
+        }
+  }
+}
+
+// Small shapes for Oclgrind (--data-races --uninitialized): every transpose, both placements,
+// partial blocks along m, n and k, a batch, C NaN with beta 0, a 16-bit mix; both tiles.
+using DirectGemmSmall = DeviceTest;
+TEST_F(DirectGemmSmall, EdgesTransposesBatchesAndDtypes) {
+  for (const char* tile : kDirectTiles) {
+    kernels::DirectGemm gemm(cache_, *device_, kernels::DirectTile::parse(tile));
+    SCOPED_TRACE(gemm.name());
+    std::uint64_t seed = 4000;
+    for (Transpose ta : {Transpose::kNo, Transpose::kYes})
+      for (Transpose tb : {Transpose::kNo, Transpose::kYes})
+        for (Layout layout : {Layout::kAwkward, Layout::kAligned}) {
+          check(*this, gemm, Case{35, 67, 21, 2, ta, tb}, seed += 3, {}, layout, 0.0f, CInit::kNaN);
+        }
+    check(*this, gemm, Case{7, 9, 20, 1, Transpose::kNo, Transpose::kNo}, 4100, {}, Layout::kAligned, 1.0f);
+    check(*this, gemm, Case{33, 5, 17, 1, Transpose::kYes, Transpose::kNo}, 4101,
+          DTypes{device::DType::kBF16, device::DType::kF16, device::DType::kBF16}, Layout::kAligned);
+  }
+}
+
+TEST_F(DirectGemmTest, PolicyAndAutoCandidate) {
+  auto direct = kernels::make_gemm(*device_, cache_, "gpu-direct");
+  EXPECT_EQ(direct->name(), "gpu-direct-" + kernels::DirectGemm::default_tile(*device_).name());
+  check(*this, *direct, Case{65, 63, 7, 2, Transpose::kNo, Transpose::kYes}, 51);
+  // A tile that needs more work-items than any device allows is refused before any build.
+  EXPECT_THROW(kernels::DirectGemm(cache_, *device_, kernels::DirectTile{1024, 1024, 16, 4, 4}), ConfigError);
+}
+
+TEST(DirectGemmTuning, RoundTripsAndRejectsBadFiles) {
+  TempDir dir;
+  device::DeviceInfo info;
+  info.name = "Test Device";
+  const auto file = dir.path() / "direct_gemm" / "test.json";
+  const kernels::DirectTile tile = kernels::DirectTile::parse("64x128x16.r8x8");
+  kernels::save_direct_gemm_tuning(file, info, tile, "a test");
+  EXPECT_EQ(kernels::load_direct_gemm_tuning(file), tile);
+  const auto expect_error = [&](const std::string& text, const char* says) {
+    { std::ofstream(file) << text; }
+    try {
+      kernels::load_direct_gemm_tuning(file);
+      ADD_FAILURE() << "loaded: " << text;
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(file.string()), std::string::npos) << what;
+      EXPECT_NE(what.find(says), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  };
+  expect_error("not json", "parse error");
+  expect_error(R"({"device": "x"})", "tile");
+  expect_error(R"({"tile": "128x64x16.r8x7"})", "not one gemm_direct.cl can run");
+  std::filesystem::remove(file);
+  EXPECT_THROW(kernels::load_direct_gemm_tuning(file), ConfigError);
+  EXPECT_EQ(kernels::direct_tile_candidates(info).size(), 0u);  // a device with no work-items fits none
+  info.max_work_group_size = 1024;
+  info.local_mem_bytes = 48 * 1024;
+  const auto fit = kernels::direct_tile_candidates(info);
+  ASSERT_FALSE(fit.empty());
+  EXPECT_EQ(fit.front(), kernels::DirectTile{});
+}
+
 TEST(GemmPolicy, NamesAndErrors) {
   EXPECT_EQ(kernels::gemm_policy_from(std::string("cpu-8x48")), "cpu-8x48");
   EXPECT_EQ(kernels::gemm_policy_from(std::string("tensor-core")), "tensor-core");
@@ -264,6 +405,10 @@ TEST(GemmPolicy, NamesAndErrors) {
   // Every candidate fits NVIDIA's 48 KiB of local memory.
   EXPECT_EQ(kernels::mma_tile_candidates(48 * 1024).size(), 6u);
   EXPECT_EQ(kernels::mma_tile_candidates(48 * 1024).front().name(), kernels::MmaTile{}.name());
+  EXPECT_EQ(kernels::gemm_policy_from(std::string("gpu-direct")), "gpu-direct");
+  EXPECT_EQ(kernels::DirectTile::parse("128x64x16.r8x8"), kernels::DirectTile{});
+  EXPECT_THROW(kernels::DirectTile::parse("128x64"), ConfigError);
+  EXPECT_THROW(kernels::DirectTile::parse("128x64x16.r8x6"), ConfigError);  // WN not a multiple of 4
   EXPECT_THROW(kernels::gemm_policy_from(std::string("fastest")), ConfigError);
   EXPECT_EQ(kernels::gemm_shape_class(GemmShape{Transpose::kNo, Transpose::kNo, 2048, 64, 384, 1}), "mbig.n64.k512.single");
 }
