@@ -23,6 +23,7 @@ PACKAGES=(
   gnuplot-nox                          # pax-ocl bench: PNG plots
   bible-kjv                           # the default corpus (the King James Bible)
   libgtest-dev libgmock-dev
+  oclgrind                            # tests (label oclgrind): the GPU kernels under a GPU-semantics simulator
   libopenblas-dev                     # bench/bench_gemm only: the CPU GEMM reference
 )
 
