@@ -3,6 +3,8 @@
 // float. Kernels read and write act_t only through these helpers and compute in float:
 //   act_load(p, i) / act_store(p, i, v)       one element
 //   act_load16(p) / act_store16(p, v)         16 consecutive elements at p (as vload16 / vstore16)
+//   act_load4(p, i) / act_store4(p, i, v)     4 consecutive elements from element i (the GPU set;
+//                                             vload4 needs only the element's alignment)
 // and pax_lanes_sum(v), the sum of a float16's lanes in one fixed order (the CPU twins' row sums).
 // Stores round to nearest even, bit-exact with device/dtype.cpp.
 
@@ -34,16 +36,27 @@ inline float act_load(__global const act_t* p, size_t i) { return pax_bf16_to_fl
 inline void act_store(__global act_t* p, size_t i, float v) { p[i] = pax_float_to_bf16(v); }
 inline float16 act_load16(__global const act_t* p) { return pax_bf16_16_to_float(vload16(0, p)); }
 inline void act_store16(__global act_t* p, float16 v) { vstore16(pax_float16_to_bf16(v), 0, p); }
+inline float4 act_load4(__global const act_t* p, size_t i) { return as_float4(convert_uint4(vload4(0, p + i)) << 16); }
+inline void act_store4(__global act_t* p, size_t i, float4 v) {
+  p[i] = pax_float_to_bf16(v.x);
+  p[i + 1] = pax_float_to_bf16(v.y);
+  p[i + 2] = pax_float_to_bf16(v.z);
+  p[i + 3] = pax_float_to_bf16(v.w);
+}
 #elif defined(PAX_ACT_F16)
 typedef half act_t;
 inline float act_load(__global const act_t* p, size_t i) { return vload_half(i, p); }
 inline void act_store(__global act_t* p, size_t i, float v) { vstore_half_rte(v, i, p); }
 inline float16 act_load16(__global const act_t* p) { return vload_half16(0, p); }
 inline void act_store16(__global act_t* p, float16 v) { vstore_half16_rte(v, 0, p); }
+inline float4 act_load4(__global const act_t* p, size_t i) { return vload_half4(0, p + i); }
+inline void act_store4(__global act_t* p, size_t i, float4 v) { vstore_half4_rte(v, 0, p + i); }
 #else
 typedef float act_t;
 inline float act_load(__global const act_t* p, size_t i) { return p[i]; }
 inline void act_store(__global act_t* p, size_t i, float v) { p[i] = v; }
 inline float16 act_load16(__global const act_t* p) { return vload16(0, p); }
 inline void act_store16(__global act_t* p, float16 v) { vstore16(v, 0, p); }
+inline float4 act_load4(__global const act_t* p, size_t i) { return vload4(0, p + i); }
+inline void act_store4(__global act_t* p, size_t i, float4 v) { vstore4(v, 0, p + i); }
 #endif

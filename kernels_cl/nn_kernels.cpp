@@ -208,7 +208,11 @@ void GeluKernels::backward(ActBuffer& dx, const ActBuffer& x, const ActBuffer& d
 
 void GeluKernels::bias_forward(ActBuffer& pre, ActBuffer& out, const ActBuffer& bias, std::size_t N, std::size_t C) {
   require_act(act_, "bias_gelu_forward", pre, out, bias);
-  set_.launch("bias_gelu_forward", set_.cpu_variant() ? N : N * C, pre, out, bias, u32(N), u32(C));
+  if (set_.cpu_variant()) {
+    set_.launch("bias_gelu_forward", N, pre, out, bias, u32(N), u32(C));  // a row per work-item
+  } else {
+    set_.launch_elements("bias_gelu_forward", N * C, pre, out, bias, u32(N), u32(C));
+  }
 }
 
 SwigluKernels::SwigluKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
@@ -402,7 +406,8 @@ OptimizerKernels::OptimizerKernels(device::ProgramCache& cache, device::Device& 
     : set_(cache, device, "optimizer", {"sum_squares_partial", "adam_update"}) {}
 
 void OptimizerKernels::sum_squares(FloatBuffer& partial, const FloatBuffer& x, std::size_t n, std::size_t chunk) {
-  set_.launch("sum_squares_partial", (n + chunk - 1) / chunk, partial, x, u32(n), u32(chunk));
+  // A work-item per chunk, or in the GPU set a work-group per chunk.
+  set_.launch_rows("sum_squares_partial", (n + chunk - 1) / chunk, partial, x, u32(n), u32(chunk));
 }
 
 void OptimizerKernels::adam(FloatBuffer& params, FloatBuffer& m, FloatBuffer& v, const FloatBuffer& grads,

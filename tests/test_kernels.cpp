@@ -377,6 +377,34 @@ TEST_P(ActKernelTest, GeluForwardBackward) {
   expect_close(download(dx, n), gelu_backward(x, dout), stored({1e-6, 1e-5}), "gelu backward");
 }
 
+// Sizes around the GPU set's 4 elements per work-item: a lone tail (1, 3), one whole four, a four
+// and a tail (5, 4099); residual, GELU and bias + GELU (C = 3 and 7: rows across fours).
+TEST_P(ActKernelTest, ElementwiseAroundFourPerWorkItem) {
+  for (const std::size_t n : {1, 3, 4, 5, 4099}) {
+    SCOPED_TRACE(fmt::format("n = {}", n));
+    const auto a = in(random(n, 35, 3.0)), b = in(random(n, 36));
+    auto ab = act(a), bb = act(b), out = act_zeros(n), dx = act_zeros(n);
+    kernels_->residual.add(out, ab, bb, n);
+    std::vector<double> sum(n);
+    for (std::size_t i = 0; i < n; ++i) sum[i] = a[i] + b[i];
+    expect_close(download(out, n), sum, stored({0, 1e-6}), "residual add");
+    kernels_->gelu.forward(out, ab, n);
+    kernels_->gelu.backward(dx, ab, bb, n);
+    expect_close(download(out, n), gelu_forward(a), stored({1e-6, 1e-5}), "gelu");
+    expect_close(download(dx, n), gelu_backward(a, b), stored({1e-6, 1e-5}), "gelu backward");
+    for (const std::size_t C : {3, 7}) {
+      if (n % C != 0) continue;
+      auto pre_b = act(a), bias_b = act(in(random(C, 37))), gelu_out = act_zeros(n);
+      const auto bias = download(bias_b, C);
+      kernels_->gelu.bias_forward(pre_b, gelu_out, bias_b, n / C, C);
+      std::vector<double> biased(a);
+      for (std::size_t i = 0; i < n; ++i) biased[i] += bias[i % C];
+      expect_close(download(pre_b, n), in(biased), Tol{0, 0}, "bias + gelu pre-activation");
+      expect_close(download(gelu_out, n), gelu_forward(biased), stored({1e-6, 1e-5}), "bias + gelu");
+    }
+  }
+}
+
 // pre += bias is stored (float32(pre + bias) rounded once: bit for bit); out = gelu of the float sum.
 TEST_P(ActKernelTest, FusedBiasGelu) {
   for (auto [N, C] : {std::pair{13, 37}, std::pair{3, 32}}) {
@@ -1105,8 +1133,10 @@ TEST_F(KernelTest, GradientNormPartials) {
   EXPECT_NEAR(got, want, 1e-4 * want);
 }
 
+// n = 777: the GPU set's fours and a tail of 1; also n = 1, 3 and 4 (a tail alone, one four).
 TEST_F(KernelTest, AdamUpdateMatchesPraxisFormula) {
-  const std::size_t n = 777;
+  for (const std::size_t n : {777, 1, 3, 4}) {
+  SCOPED_TRACE(fmt::format("n = {}", n));
   auto p = random(n, 24), m = random(n, 25, 0.1), g = random(n, 27);
   auto v = random(n, 26, 0.1);
   for (double& x : v) x = std::abs(x);
@@ -1122,6 +1152,7 @@ TEST_F(KernelTest, AdamUpdateMatchesPraxisFormula) {
   expect_close(download(pb, n), p, Tol{1e-6, 1e-5}, "adam params");
   expect_close(download(mb, n), m, Tol{1e-7, 1e-5}, "adam m");
   expect_close(download(vb, n), v, Tol{1e-7, 1e-5}, "adam v");
+  }
 }
 
 }  // namespace
