@@ -37,6 +37,12 @@ std::size_t softmax_chunks(const KernelSet& set, std::size_t cols) {
   return std::max<std::size_t>(1, (cols + chunk - 1) / chunk);
 }
 
+// The GPU SwiGLU twin's groups along a row of F columns: 4 columns per work-item.
+std::size_t swiglu_chunks(const KernelSet& set, std::size_t F) {
+  const std::size_t per_group = set.group_size() * kGpuElementsPerItem;
+  return (F + per_group - 1) / per_group;
+}
+
 // A kernel over work-groups (chunk j, row n): `chunks` x N groups of group_size() work-items.
 template <typename... Args>
 void launch_row_chunks(KernelSet& set, std::string_view kernel, std::size_t chunks, std::size_t N, const Args&... args) {
@@ -222,6 +228,11 @@ void SwigluKernels::forward(ActBuffer& h, const ActBuffer& gu, std::size_t N, st
   require_act(act_, "swiglu_forward", h, gu);
   require_count("swiglu_forward", N * F, h);
   require_count("swiglu_forward", u32(N * 2 * F), gu);
+  if (set_.gpu_variant()) {
+    if (N == 0 || F == 0) return;
+    launch_row_chunks(set_, "swiglu_forward", swiglu_chunks(set_, F), N, h, gu, u32(N), u32(F));
+    return;
+  }
   set_.launch("swiglu_forward", set_.cpu_variant() ? N : N * F, h, gu, u32(N), u32(F));
 }
 
@@ -229,6 +240,11 @@ void SwigluKernels::backward(ActBuffer& dgu, const ActBuffer& gu, const ActBuffe
   require_act(act_, "swiglu_backward", dgu, gu, dh);
   require_count("swiglu_backward", N * F, dh);
   require_count("swiglu_backward", u32(N * 2 * F), dgu, gu);
+  if (set_.gpu_variant()) {
+    if (N == 0 || F == 0) return;
+    launch_row_chunks(set_, "swiglu_backward", swiglu_chunks(set_, F), N, dgu, gu, dh, u32(N), u32(F));
+    return;
+  }
   set_.launch("swiglu_backward", set_.cpu_variant() ? N : N * F, dgu, gu, dh, u32(N), u32(F));
 }
 

@@ -421,9 +421,10 @@ TEST_P(ActKernelTest, FusedBiasGelu) {
 
 // SwiGLU's gate in every dtype, with gates far out in both tails (+-30, +-100: silu saturates to g
 // and to -0, its derivative to 1 and to 0) that must come out finite; F = 37 takes the CPU twin's
-// 16-wide path and a tail, F = 32 none.
+// 16-wide path and a tail, F = 32 none; F = 3 (a tail alone), 5 and 4101 (the GPU twin's fours
+// across several work-groups and a tail).
 TEST_P(ActKernelTest, SwigluForwardBackwardIncludingLargeGates) {
-  for (auto [N, F] : {std::pair{5, 37}, std::pair{1, 32}}) {
+  for (auto [N, F] : {std::pair{5, 37}, std::pair{1, 32}, std::pair{2, 3}, std::pair{3, 5}, std::pair{1, 4101}}) {
     SCOPED_TRACE(::testing::Message() << "N=" << N << " F=" << F);
     auto gu_values = random(N * 2 * F, 81, 3.0);
     const double tails[] = {30.0, -30.0, 100.0, -100.0};
