@@ -52,6 +52,12 @@ CONFIGS = {
     "T1024": (4, 256, 4, 1024, 8192, 2),
     "T2048": (4, 256, 4, 2048, 8192, 1),
 }
+# GPT-2 124M as `pax-ocl train --fdl_config=Pile126M` runs it (scripts/gpu_check.sh); not in "all".
+PILE_CONFIGS = {
+    "P1024B8": (12, 768, 12, 1024, 50304, 8),
+    "P1024B16": (12, 768, 12, 1024, 50304, 16),
+    "P2048B4": (12, 768, 12, 2048, 50304, 4),
+}
 INIT_STD = 0.023
 LN_EPS = 1e-5
 
@@ -124,35 +130,42 @@ class GPT(nn.Module):
 
 
 def run(name, args):
-    L, C, H, T, V, B = CONFIGS[name]
+    L, C, H, T, V, B = {**CONFIGS, **PILE_CONFIGS}[name]
     torch.manual_seed(1)
-    model = GPT(L, C, H, T, V, args.sdpa)
+    dev = torch.device(args.device)
+    model = GPT(L, C, H, T, V, args.sdpa).to(dev)
     decay = [p for p in model.parameters() if p.dim() == 2]
     no_decay = [p for p in model.parameters() if p.dim() != 2]
     forward = torch.compile(model) if args.compile else model  # the first step pays the compilation
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=1e-4, betas=(0.9, 0.95), eps=1e-8)
     gen = torch.Generator().manual_seed(2)
-    ids = torch.randint(0, V, (B, T), generator=gen)
-    targets = torch.randint(0, V, (B, T), generator=gen)
+    ids = torch.randint(0, V, (B, T), generator=gen).to(dev)
+    targets = torch.randint(0, V, (B, T), generator=gen).to(dev)
+    # bf16: autocast (parameters, gradients and AdamW stay float32), as pax-ocl's FPROP_DTYPE=bfloat16.
+    autocast = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=args.precision == "bf16")
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = forward(ids, targets)
+        with autocast:
+            loss = forward(ids, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return loss.item()
 
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     t0 = time.perf_counter()
     step()
     first_ms = (time.perf_counter() - t0) * 1e3
     for _ in range(max(0, args.warmup - 1)):
         step()
+    sync()
     t1 = time.perf_counter()
     loss = float("nan")
     for _ in range(args.steps):
         loss = step()
+    sync()
     ms = (time.perf_counter() - t1) * 1e3 / args.steps
 
     params = sum(p.numel() for p in model.parameters())
@@ -165,9 +178,9 @@ def run(name, args):
                           "step_ms": round(ms, 3), "tok_s": round(tok_s, 1), "gflop_s": round(gflops, 3),
                           "first_step_ms": round(first_ms, 1), "loss": round(loss, 5), "steps": args.steps,
                           "warmup": args.warmup, "threads": args.threads, "sdpa": args.sdpa,
-                          "compile": args.compile}))
+                          "compile": args.compile, "device": args.device, "precision": args.precision}))
     else:
-        impl = "torch.compile" if args.compile else "torch"
+        impl = ("torch.compile" if args.compile else "torch") + ("" if args.precision == "fp32" else "-" + args.precision)
         print(f"{impl:<6} {name:<2} L{L} D{C} H{H} T{T} V{V} B{B}  params {params / 1e6:6.2f}M  step {ms:8.1f} ms  "
               f"{tok_s:8.0f} tok/s  {gflops:6.2f} GFLOP/s  first step {first_ms:.0f} ms  loss {loss:.3f}")
     sys.stdout.flush()
@@ -175,13 +188,17 @@ def run(name, args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", default="all", choices=[*CONFIGS, "all"], help="A, B, C, D, T256..T2048 or all (default all)")
+    ap.add_argument("--config", default="all", choices=[*CONFIGS, *PILE_CONFIGS, "all"],
+                    help="A, B, C, D, T256..T2048 or all (default all); P1024B8, P1024B16, P2048B4: Pile126M's shapes")
     ap.add_argument("--steps", type=int, default=5, help="timed steps (default 5)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps before timing, >= 1 (default 1)")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch.set_num_threads (default: cpu count)")
     ap.add_argument("--sdpa", action="store_true", help="F.scaled_dot_product_attention(is_causal=True) attention")
     ap.add_argument("--compile", action="store_true",
                     help="torch.compile the model (Inductor; forward and backward; the first step compiles)")
+    ap.add_argument("--device", default="cpu", help="cpu (default) or cuda: where the step runs")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16"],
+                    help="fp32 (default); tf32: TF32 matmuls; bf16: bfloat16 autocast")
     ap.add_argument("--json", action="store_true", help="one JSON object per line")
     args = ap.parse_args()
     if args.steps < 1:
@@ -190,13 +207,17 @@ def main():
     if args.sdpa and not hasattr(F, "scaled_dot_product_attention"):
         sys.exit(f"torch_reference.py: --sdpa needs torch >= 2.0 (this is torch {torch.__version__})")
     torch.set_num_threads(args.threads)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        sys.exit("torch_reference.py: --device cuda, but this PyTorch sees no CUDA device")
+    torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
     attn = ("sdpa" if args.sdpa else "matmul+masked softmax") + (", torch.compile" if args.compile else ", eager")
     if args.json:
         print(json.dumps({"impl": "torch", "torch": torch.__version__, "threads": torch.get_num_threads(),
-                          "attention": attn, "steps": args.steps, "warmup": args.warmup}))
+                          "attention": attn, "device": args.device, "precision": args.precision, "steps": args.steps, "warmup": args.warmup}))
     else:
         print(f"torch {torch.__version__}  CPU threads: {torch.get_num_threads()}  attention: {attn}  "
-              f"float32  steps timed: {args.steps}  warmup: {args.warmup}")
+              f"{args.precision} on {args.device}  steps timed: {args.steps}  warmup: {args.warmup}")
     sys.stdout.flush()
     for name in CONFIGS if args.config == "all" else [args.config]:
         run(name, args)

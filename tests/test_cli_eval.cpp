@@ -33,9 +33,7 @@
 
 #include "tests/test_support.h"
 
-#ifndef PAXOCL_GOLDEN_DIR
-#error "PAXOCL_GOLDEN_DIR must name tests/golden"
-#endif
+#include "tests/golden_dir.h"
 
 namespace paxocl::testing {
 namespace {
@@ -43,7 +41,7 @@ namespace {
 using nlohmann::json;
 
 const std::string kBinary = PAXOCL_BINARY;
-const std::filesystem::path kGolden = PAXOCL_GOLDEN_DIR;
+const std::filesystem::path kGolden = golden_dir();
 constexpr double kLossRel = 3e-7;
 
 const json& golden() {

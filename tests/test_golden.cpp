@@ -50,9 +50,7 @@
 #include "models/weights_io.h"
 #include "tests/device_fixture.h"
 
-#ifndef PAXOCL_GOLDEN_DIR
-#error "PAXOCL_GOLDEN_DIR must name tests/golden"
-#endif
+#include "tests/golden_dir.h"
 
 namespace paxocl::testing {
 namespace {
@@ -74,7 +72,7 @@ constexpr double kKeyBiasGradAbs = 1e-6;
 constexpr std::string_view kQkvBiasHf = "attn.c_attn.bias";
 static_assert(names::hf::kBlockTensors[3].hf == kQkvBiasHf && names::hf::kBlockTensors[3].ours == names::kQkvBias);
 
-const std::filesystem::path kDir = PAXOCL_GOLDEN_DIR;
+const std::filesystem::path kDir = golden_dir();
 
 json read_json(const std::filesystem::path& file) {
   std::ifstream in(file);

@@ -29,15 +29,13 @@
 #include "tests/reference_llama.h"
 #include "tests/test_support.h"
 
-#ifndef PAXOCL_GOLDEN_DIR
-#error "PAXOCL_GOLDEN_DIR must name tests/golden"
-#endif
+#include "tests/golden_dir.h"
 
 namespace paxocl::models {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kGolden = PAXOCL_GOLDEN_DIR;
+const fs::path kGolden = golden_dir();
 const fs::path kCheckpoint = kGolden / "llama_tiny";
 
 nlohmann::json expected() {

@@ -16,9 +16,7 @@
 #include "tests/model_configs.h"
 #include "tests/reference_llama.h"
 
-#ifndef PAXOCL_GOLDEN_DIR
-#error "PAXOCL_GOLDEN_DIR must name tests/golden"
-#endif
+#include "tests/golden_dir.h"
 
 namespace paxocl::testing {
 namespace {
@@ -154,7 +152,7 @@ TEST_F(LlamaModelFixture, FsdpResidencyGivesTheSameGradients) {
 
 // transformers' tiny LlamaForCausalLM (tests/golden/make_golden.py) through the model on the device.
 TEST_F(LlamaModelFixture, TransformersCheckpointGivesTransformersLoss) {
-  const std::filesystem::path golden = PAXOCL_GOLDEN_DIR;
+  const std::filesystem::path golden = golden_dir();
   std::ifstream in(golden / "llama_tiny_expected.json");
   const nlohmann::json want = nlohmann::json::parse(in);
   const models::HostWeights w = models::load_hf_llama(golden / "llama_tiny", 1);

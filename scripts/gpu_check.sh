@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# One-command device check, run from an unpacked bundle (bin/gpu_check.sh) or a build tree
+# (scripts/gpu_check.sh, BUILD_DIR=build): every figure the project records about a device.
+#
+# Usage: gpu_check.sh [--quick] [--out DIR] [STAGE...]
+#   stages (default all, in this order):
+#     devices  pax-ocl devices --check (tensor-core probe line included)
+#     tests    the device tests with the device selected (bin/run-tests)
+#     gemm     bench_gemm D --clblast, bench_gemm tc all (NVIDIA), pax-ocl bench gemm memory launch
+#     step     bench_train_step all: tok/s and one step's kernel-by-kernel device times
+#     train    Pile126M T1024 B8 fp32, T1024 B16 bf16, T2048 B4 fp32, 30 steps each; start-up phases,
+#              tokens/s, MFU, the training pause of one checkpoint save
+#     torch    PyTorch side by side (when python3 has torch): fp32, tf32, bf16 autocast, --compile
+#   --quick    small shapes and few steps: about a minute on PoCL (what tests/gpu_check_test.sh runs)
+# A failed stage does not stop the others; each stage's log, CSV/JSON and plots go to
+# results/<date>-<device>/ (or --out), with summary.md: one line per stage, then the key figures.
+# Exit status: 0 when every stage passed or was skipped, 1 otherwise.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+quick=0
+out=""
+stages=()
+while (($#)); do
+  case "$1" in
+    --quick) quick=1 ;;
+    --out) out=$2; shift ;;
+    --out=*) out=${1#--out=} ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    devices|tests|gemm|step|train|torch) stages+=("$1") ;;
+    *) echo "gpu_check: unknown argument '$1'; stages are devices tests gemm step train torch, flags --quick --out DIR" >&2; exit 2 ;;
+  esac
+  shift
+done
+((${#stages[@]})) || stages=(devices tests gemm step train torch)
+
+# Programs: a bundle's launchers, or a build tree's binaries.
+if [[ -f "$here/../env.sh" ]]; then
+  bundle=$(cd "$here/.." && pwd)
+  run() { "$bundle/bin/run" "$@"; }
+  torch_reference=$bundle/share/torch_reference.py
+  run_tests=$bundle/bin/run-tests
+else
+  src=$(cd "$here/.." && pwd)
+  build=$(cd "${BUILD_DIR:-$src/build}" && pwd)
+  run() {
+    local p=$1; shift
+    local f
+    for f in "$build/$p" "$build/tests/$p" "$build/bench/$p"; do [[ -x $f ]] && { "$f" "$@"; return; }; done
+    echo "gpu_check: no program $p in $build" >&2; return 127
+  }
+  torch_reference=$src/bench/torch_reference.py
+  run_tests=$src/scripts/bundle/run_tests.sh
+  export PAX_OCL_TEST_BIN_DIR=$build/tests
+fi
+
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
+has_gpu=0
+[[ -n $gpu_name ]] && has_gpu=1
+device_slug=$(echo "${gpu_name:-$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)}" | tr -cs 'A-Za-z0-9' '-' | sed 's/^-//; s/-$//')
+out=${out:-results/$(date -u +%Y-%m-%d)-${device_slug:-device}}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+summary=$out/summary.md
+status_file=$out/stages.csv
+echo "stage,status,seconds" >"$status_file"
+: >"$out/figures.md"
+export PAX_OCL_CACHE_DIR=${PAX_OCL_CACHE_DIR:-$out/program-cache}
+# The GPU when there is one; PoCL's CPU devices otherwise.
+devices_flag="--devices=auto"
+
+stage() {  # name command...: runs one stage, logs to $out/<name>.log, records pass/fail/skipped
+  local name=$1; shift
+  local t0=$SECONDS rc
+  echo "gpu_check: $name ..." >&2
+  "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  local s=pass
+  ((rc == 0)) || s="fail (exit $rc)"
+  ((rc == 77)) && s="skipped: $(tail -n1 "$out/$name.log")"
+  echo "$name,$s,$((SECONDS - t0))" >>"$status_file"
+  echo "gpu_check: $name: $s ($((SECONDS - t0)) s)" >&2
+}
+
+stage_devices() {
+  run pax-ocl devices --check $devices_flag
+}
+
+stage_tests() {
+  local filter=()
+  ((quick)) && filter=(--quick)
+  "$run_tests" "${filter[@]}" --out "$out/tests"
+}
+
+stage_gemm() {
+  local reps=5 rc=0
+  ((quick)) && reps=1
+  if ((quick)); then
+    run bench_gemm B "$reps" --clblast || rc=1
+  else
+    run bench_gemm D "$reps" --clblast || rc=1
+    run bench_gemm tc 3 all || rc=1   # prints its own "skipped" line without tensor cores
+  fi
+  local q=()
+  ((quick)) && q=(--quick)
+  run pax-ocl bench gemm memory launch "${q[@]}" $devices_flag --output="$out/bench" || rc=1
+  return $rc
+}
+
+stage_step() {
+  if ((quick)); then run bench_train_step A 2; else run bench_train_step all 5; fi
+}
+
+# One training run: NAME and --fdl flags; keeps its log and pulls tokens/s out of it.
+train_run() {
+  local name=$1; shift
+  local dir=$out/train-$name
+  rm -rf "$dir"
+  run pax-ocl train "$@" --fdl.ICI_MESH_SHAPE=[1,1,1] --fdl.DCN_MESH_SHAPE=[1,1,1] \
+    --fdl.EVAL_INTERVAL_STEPS=0 --job_log_dir="$dir" $devices_flag 2>&1 | tee "$out/train-$name.log"
+  return "${PIPESTATUS[0]}"
+}
+
+stage_train() {
+  local rc=0
+  if ((quick)); then
+    train_run default-3 --fdl_config=Default --fdl.MAX_STEPS=3 || rc=1
+    train_run default-ckpt --fdl_config=Default --fdl.MAX_STEPS=4 --fdl.CHECKPOINT_EVERY_N_STEPS=2 \
+      --fdl.ENABLE_CHECKPOINT_SAVING=true || rc=1
+    return $rc
+  fi
+  local common=(--fdl_config=Pile126M --fdl.MAX_STEPS=30 --fdl.CHECKPOINT_EVERY_N_STEPS=1000000)
+  train_run t1024-b8-fp32 "${common[@]}" --fdl.MAX_SEQ_LEN=1024 --fdl.PERCORE_BATCH_SIZE=8 --fdl.FPROP_DTYPE=float32 || rc=1
+  train_run t1024-b16-bf16 "${common[@]}" --fdl.MAX_SEQ_LEN=1024 --fdl.PERCORE_BATCH_SIZE=16 --fdl.FPROP_DTYPE=bfloat16 || rc=1
+  train_run t2048-b4-fp32 "${common[@]}" --fdl.MAX_SEQ_LEN=2048 --fdl.PERCORE_BATCH_SIZE=4 --fdl.FPROP_DTYPE=float32 || rc=1
+  train_run t1024-b8-ckpt --fdl_config=Pile126M --fdl.MAX_STEPS=12 --fdl.CHECKPOINT_EVERY_N_STEPS=10 \
+    --fdl.ENABLE_CHECKPOINT_SAVING=true --fdl.MAX_SEQ_LEN=1024 --fdl.PERCORE_BATCH_SIZE=8 --fdl.FPROP_DTYPE=float32 || rc=1
+  return $rc
+}
+
+stage_torch() {
+  local py
+  py=$(command -v python3) || { echo "no python3"; return 77; }
+  "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null ||
+    { echo "no PyTorch with CUDA in $py"; return 77; }
+  local rc=0 steps=10 configs=(P1024B8 P2048B4 D)
+  ((quick)) && { steps=2; configs=(A); }
+  local c p
+  for c in "${configs[@]}"; do
+    for p in fp32 tf32 bf16; do
+      "$py" "$torch_reference" --device cuda --precision "$p" --config "$c" --steps "$steps" --warmup 2 --sdpa || rc=1
+    done
+    "$py" "$torch_reference" --device cuda --precision bf16 --compile --config "$c" --steps "$steps" --warmup 3 --sdpa || rc=1
+  done
+  return $rc
+}
+
+for s in "${stages[@]}"; do
+  stage "$s" "stage_$s"
+done
+
+{
+  echo "# gpu_check: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  echo "device: ${gpu_name:-no NVIDIA GPU} ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores)"
+  [[ -n ${bundle:-} ]] && echo "bundle: $(cat "$bundle/VERSION" 2>/dev/null)"
+  echo
+  echo "| stage | status | seconds |"
+  echo "|---|---|---|"
+  tail -n +2 "$status_file" | awk -F, '{ printf "| %s | %s | %s |\n", $1, $2, $3 }'
+  echo
+  [[ -f $out/devices.log ]] && { echo '## devices'; echo '```'; grep -v '^\[' "$out/devices.log" | head -40; echo '```'; }
+  [[ -f $out/tests/summary.txt ]] && { echo '## tests'; echo '```'; cat "$out/tests/summary.txt"; echo '```'; }
+  [[ -f $out/step.log ]] && { echo '## training step (bench_train_step)'; echo '```'; grep -vE '^\[' "$out/step.log" | head -60; echo '```'; }
+  for f in "$out"/train-*.log; do
+    [[ -f $f ]] || continue
+    echo "## $(basename "$f" .log)"; echo '```'
+    grep -iE 'tok/s|tokens/s|mfu|start-up|first step|checkpoint|paused|error' "$f" | tail -n 12
+    echo '```'
+  done
+  [[ -f $out/torch.log ]] && { echo '## PyTorch'; echo '```'; grep -E '^torch' "$out/torch.log"; echo '```'; }
+} >"$summary"
+cat "$summary"
+grep -q ',fail' "$status_file" && exit 1
+exit 0
