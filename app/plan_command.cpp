@@ -10,6 +10,7 @@
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "config/hparam_values.h"
+#include "kernels_cl/flash_attention.h"
 #include "plan/plan_report.h"
 
 namespace paxocl::app {
@@ -64,6 +65,9 @@ int run_plan(const CliArgs& args, const collectives::ProcessWorld& world) {
   const plan::Accelerator target = accelerator == "host" ? plan::host_accelerator(device::product(spec.ici))
                                                          : plan::known_accelerator(accelerator);
   spec.base_address_align_bytes = target.base_address_align_bytes;
+  if (!target.host_cpu) {  // a GPU runs the GPU kernel set: flash attention where its tiles fit (groups of 256)
+    spec.flash_attention = [](std::size_t hs) { return kernels::flash_tiles(hs, 256, kernels::kFlashLocalBudget).has_value(); };
+  }
   plan::PlanOptions options;
   options.mfu = positive_flag(args, "mfu");
   options.ici_gbps = positive_flag(args, "ici_bandwidth");

@@ -26,10 +26,10 @@ DeviceRuntime::DeviceRuntime(device::Device& device, device::ProgramCache& cache
                              const std::string& gemm_policy)
     : device_(device), kernels_(cache, device, act), gemm_(make_gemm(device, cache, gemm_policy)) {
   require_gemm_dtypes(*gemm_, act);
-  const KernelVariant set = requested_variant(device);
+  const KernelVariant set = requested_variant(device.info());
   spdlog::info("Kernels on {}: the {} set{}", device.info().name, to_string(set),
                set == KernelVariant::kGpu ? fmt::format(" (work-groups of {}, flash attention in {} KiB of local memory)",
-                                                        gpu_group_size(device),
+                                                        gpu_group_size(device.info()),
                                                         std::min<std::uint64_t>(device.info().local_mem_bytes,
                                                                                 kFlashLocalBudget) / 1024)
                                           : std::string());

@@ -40,19 +40,19 @@ std::optional<FlashTiles> flash_tiles(std::size_t head_size, std::size_t group_s
   return best;
 }
 
-bool uses_flash_attention(const device::Device& device, std::size_t head_size) {
+bool uses_flash_attention(const device::DeviceInfo& device, std::size_t head_size) {
   if (head_size == 0 || requested_variant(device) != KernelVariant::kGpu) return false;
-  return flash_tiles(head_size, gpu_group_size(device), device.info().local_mem_bytes).has_value();
+  return flash_tiles(head_size, gpu_group_size(device), device.local_mem_bytes).has_value();
 }
 
 namespace {
 FlashTiles tiles_for(const device::Device& device, std::size_t head_size) {
-  if (!uses_flash_attention(device, head_size)) {
+  if (!uses_flash_attention(device.info(), head_size)) {
     throw ConfigError(fmt::format("flash attention needs the GPU kernel set and tiles of head size {} that fit {} "
                                   "bytes of local memory in groups of {}",
-                                  head_size, device.info().local_mem_bytes, gpu_group_size(device)));
+                                  head_size, device.info().local_mem_bytes, gpu_group_size(device.info())));
   }
-  return *flash_tiles(head_size, gpu_group_size(device), device.info().local_mem_bytes);
+  return *flash_tiles(head_size, gpu_group_size(device.info()), device.info().local_mem_bytes);
 }
 }  // namespace
 

@@ -36,7 +36,7 @@ inline constexpr std::size_t kFlashLocalBudget = 48 * 1024;
 std::optional<FlashTiles> flash_tiles(std::size_t head_size, std::size_t group_size, std::size_t local_bytes);
 // Whether `device` runs attention as flash attention at this head size: its kernel set is the GPU
 // one and flash_tiles finds tiles for it.
-bool uses_flash_attention(const device::Device& device, std::size_t head_size);
+bool uses_flash_attention(const device::DeviceInfo& device, std::size_t head_size);
 
 struct AttentionHeads {
   std::size_t heads = 0, kv_heads = 0, head_size = 0;  // H, Hkv, hs

@@ -42,7 +42,7 @@ struct KernelLibrary {
   // The flash attention kernels for this head size; null where the device does not run attention
   // that way (uses_flash_attention).
   FlashAttentionKernels* flash_attention(std::size_t head_size) {
-    if (!uses_flash_attention(device_, head_size)) return nullptr;
+    if (!uses_flash_attention(device_.info(), head_size)) return nullptr;
     auto& kernels = flash_attention_[head_size];
     if (!kernels) kernels = std::make_unique<FlashAttentionKernels>(cache_, device_, act_, head_size);
     return kernels.get();

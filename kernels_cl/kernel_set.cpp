@@ -20,7 +20,7 @@ bool has_twin(std::string_view program, KernelVariant variant) {
 }
 
 KernelVariant variant_for(const device::Device& device, std::string_view program) {
-  const KernelVariant wanted = requested_variant(device);
+  const KernelVariant wanted = requested_variant(device.info());
   if (wanted == KernelVariant::kPortable || !has_twin(program, wanted)) return KernelVariant::kPortable;
   return wanted;
 }
@@ -37,7 +37,7 @@ std::string program_name(std::string_view program, KernelVariant variant) {
 std::string build_options(const device::Device& device, KernelVariant variant, std::string_view extra) {
   std::string options(extra);
   if (variant == KernelVariant::kGpu) {
-    options += fmt::format("{}-DPAX_WG={}", options.empty() ? "" : " ", gpu_group_size(device));
+    options += fmt::format("{}-DPAX_WG={}", options.empty() ? "" : " ", gpu_group_size(device.info()));
   }
   return options;
 }
@@ -52,11 +52,11 @@ const char* to_string(KernelVariant variant) {
   return "portable";
 }
 
-KernelVariant requested_variant(const device::Device& device) {
+KernelVariant requested_variant(const device::DeviceInfo& device) {
   const char* v = std::getenv(kKernelVariantEnvVar);
   const std::string value = v == nullptr ? "" : v;
   if (value.empty() || value == "auto") {
-    return device.info().kind == device::DeviceKind::kCpu ? KernelVariant::kCpu : KernelVariant::kGpu;
+    return device.kind == device::DeviceKind::kCpu ? KernelVariant::kCpu : KernelVariant::kGpu;
   }
   if (value == "portable") return KernelVariant::kPortable;
   if (value == "cpu") return KernelVariant::kCpu;
@@ -64,8 +64,8 @@ KernelVariant requested_variant(const device::Device& device) {
   throw ConfigError(fmt::format("{}={} is not a kernel set; use auto, portable, cpu or gpu", kKernelVariantEnvVar, value));
 }
 
-std::size_t gpu_group_size(const device::Device& device) {
-  const std::size_t device_max = std::max<std::size_t>(1, device.info().max_work_group_size);
+std::size_t gpu_group_size(const device::DeviceInfo& device) {
+  const std::size_t device_max = std::max<std::size_t>(1, device.max_work_group_size);
   const std::size_t limit = std::min<std::size_t>(1024, device_max);
   const char* v = std::getenv(kGpuGroupSizeEnvVar);
   if (v == nullptr || *v == '\0') return std::min<std::size_t>(256, device_max);
@@ -83,7 +83,7 @@ KernelSet::KernelSet(device::ProgramCache& cache, device::Device& device, std::s
                      std::initializer_list<const char*> kernel_names, std::string_view extra_options)
     : device_(device),
       variant_(variant_for(device, program)),
-      group_size_(variant_ == KernelVariant::kGpu ? gpu_group_size(device) : 0),
+      group_size_(variant_ == KernelVariant::kGpu ? gpu_group_size(device.info()) : 0),
       program_(load_program(cache, device, program_name(program, variant_),
                             build_options(device, variant_, extra_options))) {
   for (const char* name : kernel_names) kernels_.emplace_back(program_, name);

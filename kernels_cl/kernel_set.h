@@ -39,10 +39,10 @@ inline constexpr std::size_t kGpuElementsPerItem = 4;   // element-wise GPU kern
 
 // The variant set PAX_OCL_KERNELS asks for on `device` (before falling back to portable where a
 // program has no such twin); ConfigError naming the valid values for anything else.
-KernelVariant requested_variant(const device::Device& device);
+KernelVariant requested_variant(const device::DeviceInfo& device);
 // The GPU twins' work-group size on `device` (PAX_OCL_GPU_GROUP_SIZE or the default); ConfigError
 // for a value that is not a power of two in [32, min(1024, the device's maximum)].
-std::size_t gpu_group_size(const device::Device& device);
+std::size_t gpu_group_size(const device::DeviceInfo& device);
 const char* to_string(KernelVariant variant);  // "portable", "cpu", "gpu"
 
 class KernelSet {

@@ -56,11 +56,12 @@ void attention(Inventory& inv, const std::string& name, const ActivationShape& s
   const std::size_t chunk = std::clamp<std::size_t>(s.attention_workspace_bytes / (2 * Q * T * sizeof(float)), 1, kv_heads);
   inv.f32(name + ".lse", B * heads * T);
   inv.act(name + ".out", B * T * heads * hs);
+  inv.f32(name + ".delta", B * heads * T);
+  inv.act(name + ".dqkv", B * T * (heads + 2 * kv_heads) * hs);
+  if (s.flash_attention && s.flash_attention(hs)) return;  // tiles in local memory: no score workspace
   inv.f32(name + ".scores", chunk * Q * T);
   inv.f32(name + ".dscores", chunk * Q * T);
-  inv.f32(name + ".delta", B * heads * T);
   if (s.act != device::DType::kF32 && heads > kv_heads) inv.f32(name + ".dkv_sums", T * 2 * kv_heads * hs);
-  inv.act(name + ".dqkv", B * T * (heads + 2 * kv_heads) * hs);
 }
 
 // models/layers/ssm.h: output and input gradient, K and dK, the frozen table W z^l, the recurrence's

@@ -10,7 +10,8 @@
 //   Attention      (h query heads, g kv heads, hs): out (N, h hs), dqkv (N, (h + 2g) hs) act;
 //                  lse, delta (B, h, T) f32; scores, dscores (chunk, Q, T) f32 with Q = min(T, 256)
 //                  for float32 (else T) and chunk = clamp(workspace / (2 Q T 4), 1, g); 16-bit
-//                  grouped-query attention adds dkv_sums (T, 2 g hs) f32
+//                  grouped-query attention adds dkv_sums (T, 2 g hs) f32; flash attention (the GPU
+//                  kernel set) allocates none of scores, dscores, dkv_sums
 //   Block          x2, y (N, C) act, around norm1, attention (qkv Linear, core, proj Linear),
 //                  norm2 and the MLP (GPT: fc with GELU, proj; LLaMA: gate_up, down, h (N, F),
 //                  dgu (N, 2F))
@@ -25,6 +26,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,7 @@ struct ActivationShape {
   int tensor = 1;
   bool sequence_parallel = false;
   std::size_t attention_workspace_bytes = std::size_t{64} << 20;
+  std::function<bool(std::size_t head_size)> flash_attention;  // LayoutSpec::flash_attention
 };
 
 std::vector<BufferSize> activation_buffers(const models::ModelConfig& model, const ActivationShape& shape);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "config/experiment.h"
@@ -31,6 +32,9 @@ struct LayoutSpec {
   std::size_t base_address_align_bytes = 128;
   // The attention score workspace bound each model is built with (scheduler/step_program.cpp).
   std::size_t attention_workspace_bytes = std::size_t{64} << 20;
+  // Whether the devices run attention of a head size as flash attention (kernels::uses_flash_attention:
+  // the GPU kernel set, tiles that fit local memory), which allocates no score workspace. Empty: never.
+  std::function<bool(std::size_t head_size)> flash_attention;
 
   int along(device::MeshAxis axis) const;  // the global mesh's size along `axis`: ici x dcn
   int ici_along(device::MeshAxis axis) const { return ici[static_cast<std::size_t>(axis)]; }

@@ -16,8 +16,8 @@
 #include "common/errors.h"
 #include "device/mesh_proto.h"
 #include "inputs/dataset.h"
-#include "inputs/dataset.h"
 #include "inputs/tokenizer.h"
+#include "kernels_cl/flash_attention.h"
 #include "models/initial_parameters.h"
 #include "plan/plan.h"
 #include "sampling/generate.h"
@@ -61,6 +61,7 @@ void require_layout_fits(const config::JobConfig& job, const std::vector<device:
   spec.fsdp_prefetch_depth = job.step.fsdp_prefetch_depth;
   spec.overlap = job.step.overlap;
   spec.base_address_align_bytes = selected.front().base_address_align_bytes;
+  spec.flash_attention = [info = selected.front()](std::size_t hs) { return kernels::uses_flash_attention(info, hs); };
   plan::MemoryLimits limits{static_cast<double>(selected.front().global_mem_bytes), selected.front().max_alloc_bytes};
   int cpus = 0;
   for (int d = 0; d < local; ++d) {

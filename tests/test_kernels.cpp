@@ -561,7 +561,7 @@ TEST_P(ActKernelTest, AttentionHeadSize64) {
 TEST_P(ActKernelTest, AttentionIsReproducibleAndFlashExactlyOnTheGpuSet) {
   const std::size_t B = 2, H = 4, Hkv = 2, T = 77, hs = 16, N = B * T;
   models::CausalAttention core(*device_, GetParam(), H, Hkv, hs, B, T, 64u << 20, "attn");
-  EXPECT_EQ(core.flash(), kernels::requested_variant(*device_) == kernels::KernelVariant::kGpu);
+  EXPECT_EQ(core.flash(), kernels::requested_variant(device_->info()) == kernels::KernelVariant::kGpu);
   models::LayerContext ctx{*device_, *kernels_, *gemm_, B, T};
   auto qkv = act(in(random(N * core.qkv_width(), 95))), dout = act(in(random(N * H * hs, 96)));
   std::vector<double> first_out, first_dqkv;

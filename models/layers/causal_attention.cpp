@@ -33,7 +33,7 @@ CausalAttention::CausalAttention(const device::Device& device, device::DType act
       query_block_(act == device::DType::kF32 ? std::min(max_seq_len, kQueryBlock) : max_seq_len),
       max_batch_(max_batch),
       max_seq_len_(max_seq_len),
-      flash_(kernels::uses_flash_attention(device, dims_per_head)) {
+      flash_(kernels::uses_flash_attention(device.info(), dims_per_head)) {
   const std::size_t T = max_seq_len, D = num_heads * dims_per_head;
   const std::size_t per_head = 2 * query_block_ * T * sizeof(float);  // scores + their gradient
   chunk_ = std::clamp<std::size_t>(workspace_bytes / per_head, 1, num_kv_heads);
