@@ -17,6 +17,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 build=${1:-build}
 dist=${DIST_DIR:-dist}
+command -v ldd >/dev/null || { echo "bundle: ldd not found (Debian package libc-bin)" >&2; exit 1; }
 [[ -f "$build/CMakeCache.txt" ]] || { echo "bundle: no CMake build in '$build'; run scripts/setup.sh first" >&2; exit 1; }
 [[ "${SKIP_BUILD:-0}" == 1 ]] || cmake --build "$build" -j "$(nproc)" >/dev/null
 version=$(sed -n 's/^project(pax-ocl VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
@@ -31,7 +32,7 @@ progs=("$build/pax-ocl")
 while read -r t; do progs+=("$build/tests/$t"); done < <(grep -v '^#' scripts/bundle/device_tests.txt)
 while IFS= read -r f; do progs+=("$f"); done < <(find "$build/bench" -maxdepth 1 -type f -perm -u+x -name 'bench_*' | sort)
 for p in "${progs[@]}"; do
-  file -b "$p" | grep -q '^ELF' || continue
+  [[ $(head -c 4 "$p" | tail -c 3) == ELF ]] || continue
   cp "$p" "$out/libexec/"
 done
 

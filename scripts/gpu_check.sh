@@ -4,14 +4,14 @@
 #
 # Usage: gpu_check.sh [--quick] [--out DIR] [STAGE...]
 #   stages (default all, in this order):
-#     devices  pax-ocl devices --check (tensor-core probe line included)
+#     devices  pax-ocl devices --check
 #     tests    the device tests with the device selected (bin/run-tests)
 #     gemm     bench_gemm D --clblast, bench_gemm tc all (NVIDIA), pax-ocl bench gemm memory launch
 #     step     bench_train_step all: tok/s and one step's kernel-by-kernel device times
 #     train    Pile126M T1024 B8 fp32, T1024 B16 bf16, T2048 B4 fp32, 30 steps each; start-up phases,
 #              tokens/s, MFU, the training pause of one checkpoint save
 #     torch    PyTorch side by side (when python3 has torch): fp32, tf32, bf16 autocast, --compile
-#   --quick    small shapes and few steps: about a minute on PoCL (what tests/gpu_check_test.sh runs)
+#   --quick    small shapes and few steps: about two minutes on PoCL (tests/bundle_test.sh runs it)
 # A failed stage does not stop the others; each stage's log, CSV/JSON and plots go to
 # results/<date>-<device>/ (or --out), with summary.md: one line per stage, then the key figures.
 # Exit status: 0 when every stage passed or was skipped, 1 otherwise.

@@ -24,7 +24,7 @@ PACKAGES=(
   bible-kjv                           # the default corpus (the King James Bible)
   libgtest-dev libgmock-dev
   oclgrind                            # tests (label oclgrind): the GPU kernels under a GPU-semantics simulator
-  libopenblas-dev                     # bench/bench_gemm only: the CPU GEMM reference
+  libopenblas0                        # the benchmarks' CPU GEMM reference, opened at run time
 )
 
 [[ "${SKIP_APT:-0}" == 1 ]] || scripts/install_packages.sh setup "${PACKAGES[@]}"

@@ -1,11 +1,10 @@
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <functional>
 
 #include <fmt/format.h>
 
 #include "bench/suite/benches.h"
+#include "bench/suite/open_blas.h"
 #include "bench/suite/timing.h"
 #include "kernels_cl/auto_gemm.h"
 #include "kernels_cl/blis_gemm.h"
@@ -68,40 +67,6 @@ std::size_t largest_operand(const std::vector<GemmCase>& cases) {
   return biggest;
 }
 
-// OpenBLAS's cblas_sgemm on host arrays, loaded at run time (libopenblas0 need not be installed,
-// and BLIS's own CBLAS symbols in this binary must not shadow it).
-class OpenBlas {
- public:
-  OpenBlas() {
-    handle_ = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (handle_ != nullptr) sgemm_ = reinterpret_cast<Sgemm>(dlsym(handle_, "cblas_sgemm"));
-  }
-  ~OpenBlas() {
-    if (handle_ != nullptr) dlclose(handle_);
-  }
-  OpenBlas(const OpenBlas&) = delete;
-  OpenBlas& operator=(const OpenBlas&) = delete;
-  bool available() const { return sgemm_ != nullptr; }
-
-  double seconds(const GemmShape& s, std::vector<float>& a, std::vector<float>& b, std::vector<float>& c, int reps) const {
-    constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;  // CBLAS's enums
-    const auto run = [&] {
-      for (std::size_t i = 0; i < s.batch; ++i) {
-        sgemm_(kRowMajor, s.a == Transpose::kYes ? kTrans : kNoTrans, s.b == Transpose::kYes ? kTrans : kNoTrans,
-               static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, a.data() + i * s.m * s.k,
-               static_cast<int>(a_cols(s)), b.data() + i * s.k * s.n, static_cast<int>(b_cols(s)), 0.0f,
-               c.data() + i * s.m * s.n, static_cast<int>(s.n));
-      }
-    };
-    return best_seconds(reps, run);
-  }
-
- private:
-  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
-  void* handle_ = nullptr;
-  Sgemm sgemm_ = nullptr;
-};
-
 }  // namespace
 
 Table bench_gemm(device::Device& device, device::ProgramCache& cache, const models::GptConfig& model, int batch,
@@ -153,7 +118,9 @@ Table bench_gemm(device::Device& device, device::ProgramCache& cache, const mode
   if (const OpenBlas openblas; openblas.available()) {
     const std::size_t biggest = largest_operand(cases);
     std::vector<float> a(biggest, 0.5f), b(biggest, 0.25f), c_host(biggest);
-    add_rows("openblas (host)", [&](const GemmShape& s) { return openblas.seconds(s, a, b, c_host, reps); });
+    add_rows("openblas (host)", [&](const GemmShape& s) {
+      return best_seconds(reps, [&] { openblas.sgemm(s, a.data(), b.data(), c_host.data()); });
+    });
   }
   t.plot->reference = peak_of(t);
   t.plot->reference_label = fmt::format("measured peak {:.1f} GFLOP/s", peak_of(t));
