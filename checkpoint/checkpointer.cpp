@@ -98,8 +98,10 @@ void Checkpointer::wait() {
 }
 
 void Checkpointer::save(long step, const std::function<Snapshot()>& take_snapshot) {
+  using Ms = std::chrono::duration<double, std::milli>;
   const auto start = std::chrono::steady_clock::now();
   wait();  // at most one write in flight
+  wait_ms_ = Ms(std::chrono::steady_clock::now() - start).count();
   if (world_.rank() == 0) {
     std::error_code ec;
     fs::remove_all(dir_.temporary_path(step), ec);
@@ -107,7 +109,9 @@ void Checkpointer::save(long step, const std::function<Snapshot()>& take_snapsho
     if (ec) throw DataError(fmt::format("cannot create {}: {}", dir_.temporary_path(step).string(), ec.message()));
   }
   world_.barrier();  // the directory exists before any process writes into it
+  const auto snapshot_start = std::chrono::steady_clock::now();
   Snapshot snapshot = take_snapshot();
+  snapshot_ms_ = Ms(std::chrono::steady_clock::now() - snapshot_start).count();
   snapshot.step = step;
   last_saved_ = step;
   if (policy_.async) {
@@ -122,7 +126,7 @@ void Checkpointer::save(long step, const std::function<Snapshot()>& take_snapsho
   } else {
     write(std::move(snapshot));
   }
-  blocking_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  blocking_ms_ = Ms(std::chrono::steady_clock::now() - start).count();
 }
 
 void Checkpointer::write(Snapshot snapshot) {

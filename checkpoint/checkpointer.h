@@ -52,6 +52,8 @@ class Checkpointer {
   void save(long step, const std::function<Snapshot()>& take_snapshot);
   void wait();  // the write in flight is done (rethrows its error)
   double last_blocking_ms() const { return blocking_ms_; }  // time the last save() held the training thread
+  double last_wait_ms() const { return wait_ms_; }  // of which waiting for the previous write to finish
+  double last_snapshot_ms() const { return snapshot_ms_; }  // of which taking the snapshot (device-to-host copies)
 
  private:
   void write(Snapshot snapshot);  // this process's part; rank 0 also commits and applies retention
@@ -61,7 +63,7 @@ class Checkpointer {
   CheckpointPolicy policy_;
   const models::ParameterLayout& layout_;
   long last_saved_ = -1;
-  double blocking_ms_ = 0;
+  double blocking_ms_ = 0, wait_ms_ = 0, snapshot_ms_ = 0;
   std::thread writer_;
   std::mutex mutex_;
   std::exception_ptr error_;

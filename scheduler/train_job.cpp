@@ -23,6 +23,7 @@
 #include "sampling/generate.h"
 #include "scheduler/evaluation.h"
 #include "scheduler/preemption.h"
+#include "scheduler/startup_phases.h"
 #include "scheduler/step_program.h"
 #include "scheduler/trace_recorder.h"
 #include "scheduler/training_report.h"
@@ -77,19 +78,23 @@ void require_layout_fits(const config::JobConfig& job, const std::vector<device:
 
 // The devices' step program, with its parameters loaded from --init_from or the initialisation.
 struct Runtime {
-  Runtime(const config::JobConfig& job, const collectives::ProcessWorld& world) {
+  Runtime(const config::JobConfig& job, const collectives::ProcessWorld& world, StartupPhases& phases) {
     const auto selected = device::select_devices(device::enumerate_devices(), device::parse_device_selection(job.flags.devices_spec));
+    phases.done(fmt::format("{} OpenCL device(s) opened", selected.size()));
     // The job's one mesh; its ConfigError when ICI_MESH_SHAPE's devices are not all available here.
     const device::Mesh mesh(job.mesh.ici, job.mesh.dcn, world.size(),
                             std::min<int>(static_cast<int>(selected.size()), job.mesh.local_devices()));
     require_layout_fits(job, selected, mesh.devices_per_process());
     program = make_step_program(selected, cache, world, StepOptions::of(job, mesh));
+    const device::ProgramCacheStats programs = cache.stats();
+    phases.done(fmt::format("step program built ({} programs from the cache, {} compiled)", programs.hits, programs.misses));
     if (job.init_weights) {
       program->load_parameters(program->model().flat_from_weights(*job.init_weights));
       spdlog::info("initialised from the --init_from weights");
     } else {  // the same seed everywhere: identical replicas
       program->load_parameters(models::initial_parameters(program->layout(), job.seed, job.model.init_std()));
     }
+    phases.done(job.init_weights ? "parameters loaded" : "parameters initialised");
   }
   device::ProgramCache cache;
   std::unique_ptr<StepProgram> program;
@@ -184,24 +189,34 @@ std::filesystem::path default_job_log_dir(const std::string& experiment) {
 
 int run_training(const config::JobConfig& job, const collectives::ProcessWorld& world) {
   const auto started = Clock::now();
+  StartupPhases phases;
   open_job_dir(job, world.rank());
-  Runtime rt(job, world);
+  phases.done("job directory opened");
+  Runtime rt(job, world, phases);
   StepProgram& program = *rt.program;
   auto train_input = inputs::make_input(job.data, "train", job.input, job.model.vocab_size());
   EvalInputs eval = make_eval_inputs(job);
   EvalWriters eval_out(job, world.rank());
+  phases.done("data opened");
   checkpoint::Checkpointer checkpoints(job.flags.job_log_dir / "checkpoints", world, job.checkpoint, program.layout());
   auto save = [&](long step) {
     checkpoints.save(step, [&] { return take_snapshot(program, job, *train_input); });
-    spdlog::info("checkpoint of step {}: training paused {:.0f} ms ({})", step, checkpoints.last_blocking_ms(),
-                 checkpoints.last_blocking_ms() > 0 && job.checkpoint.async ? "copy to host; written in the background"
-                                                                            : "written");
+    spdlog::info("checkpoint of step {}: training paused {:.0f} ms ({}; {:.0f} ms of it waiting for the previous write, "
+                 "{:.0f} ms copying the state to host after the queued kernels)",
+                 step, checkpoints.last_blocking_ms(),
+                 checkpoints.last_blocking_ms() > 0 && job.checkpoint.async ? "written in the background" : "written",
+                 checkpoints.last_wait_ms(), checkpoints.last_snapshot_ms());
   };
   const long first_step = resume(checkpoints, program, *train_input);
-  if (checkpoints.due(first_step)) save(first_step);  // step 0 of a new job
+  phases.done(first_step > 0 ? "resumed" : "checkpoints looked up");
+  if (checkpoints.due(first_step)) {  // step 0 of a new job
+    save(first_step);
+    phases.done(fmt::format("checkpoint of step {} taken", first_step));
+  }
   PreemptionWatch preemption(job.cadence.preemption_grace_seconds);
   TraceRecorder tracer(job.cadence.trace_steps, program);
   TrainingReport report(job, world, program, rt.cache.dir());
+  phases.done("GEMM peak for MFU read or measured");
 
   const long max_steps = job.cadence.max_steps;
   for (long step = first_step + 1; step <= max_steps; ++step) {  // 1-based: `step` steps done after it
@@ -211,10 +226,11 @@ int run_training(const config::JobConfig& job, const collectives::ProcessWorld& 
     tracer.begin_step(step);
     const models::LossStats stats = program.train_step(batch, lr, opt);
     tracer.end_step(step, world.rank());
-    if (step == 1) {
+    if (step == first_step + 1) {
+      phases.done("first step (GEMM choices timed or read, kernels' first launches)");
       const device::ProgramCacheStats programs = rt.cache.stats();
       spdlog::info("first step done {:.0f} ms after start (programs: {} from the cache, {} compiled{})",
-                   std::chrono::duration<double, std::milli>(Clock::now() - started).count(), programs.hits,
+                   phases.since_process_start_ms(), programs.hits,
                    programs.misses,
                    programs.driver_cached > 0
                        ? fmt::format(", {} through the driver's own kernel cache", programs.driver_cached)
@@ -252,7 +268,8 @@ int run_training(const config::JobConfig& job, const collectives::ProcessWorld& 
 
 int run_evaluation(const config::JobConfig& job, const collectives::ProcessWorld& world) {
   open_job_dir(job, world.rank());
-  Runtime rt(job, world);
+  StartupPhases phases;
+  Runtime rt(job, world, phases);
   const checkpoint::CheckpointDir checkpoints(job.flags.job_log_dir / "checkpoints");
   const auto restored = checkpoint::read_latest_checkpoint(checkpoints, rt.program->layout(), [](const std::string& why) {
     spdlog::warn("skipping a checkpoint that does not read back whole: {}", why);

@@ -1,0 +1,28 @@
+// StartupPhases: one info line per start-up phase of a job, with the phase's own time and the time
+// since the process started, so that the seconds before the first step are accounted for:
+//   [info] start-up: devices opened and the step program built: 2310 ms (2.5 s since start)
+// The process start is read from the kernel (/proc/self/stat), so MPI's start-up and the
+// configuration's parsing, before any pax-ocl code ran, are counted too.
+#pragma once
+
+#include <chrono>
+#include <string_view>
+
+namespace paxocl::scheduler {
+
+class StartupPhases {
+ public:
+  StartupPhases();
+  // Logs `what` with the time since the previous phase (or the constructor) and since the process
+  // started; returns the phase's milliseconds.
+  double done(std::string_view what);
+  // Milliseconds since the process started (since the constructor where /proc is unreadable).
+  double since_process_start_ms() const;
+
+ private:
+  std::chrono::steady_clock::time_point last_;
+  double process_age_at_start_ms_ = 0;  // the process's age when this object was made
+  std::chrono::steady_clock::time_point made_;
+};
+
+}  // namespace paxocl::scheduler
