@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 namespace paxocl::scheduler {
@@ -49,8 +50,15 @@ double StartupPhases::done(std::string_view what) {
   const auto now = std::chrono::steady_clock::now();
   const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
   last_ = now;
-  spdlog::info("start-up: {}: {:.0f} ms ({:.1f} s since start)", what, ms, since_process_start_ms() / 1000.0);
+  held_.push_back(fmt::format("start-up: {}: {:.0f} ms ({:.1f} s since start)", what, ms, since_process_start_ms() / 1000.0));
+  if (released_) release();
   return ms;
+}
+
+void StartupPhases::release() {
+  released_ = true;
+  for (const std::string& line : held_) spdlog::info("{}", line);
+  held_.clear();
 }
 
 }  // namespace paxocl::scheduler

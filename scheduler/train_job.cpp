@@ -85,6 +85,7 @@ struct Runtime {
     const device::Mesh mesh(job.mesh.ici, job.mesh.dcn, world.size(),
                             std::min<int>(static_cast<int>(selected.size()), job.mesh.local_devices()));
     require_layout_fits(job, selected, mesh.devices_per_process());
+    phases.release();  // from here on, no one-line configuration error can follow
     program = make_step_program(selected, cache, world, StepOptions::of(job, mesh));
     const device::ProgramCacheStats programs = cache.stats();
     phases.done(fmt::format("step program built ({} programs from the cache, {} compiled)", programs.hits, programs.misses));
