@@ -19,8 +19,11 @@ if [[ ! -x $root/usr/bin/apt-get ]]; then
   debootstrap --variant=minbase bookworm "$root" "$mirror"
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# A machine's /proc, /sys (hwloc and PoCL read the CPU topology there) and /dev.
 mount -t proc proc "$root/proc"
-trap 'umount "$root/proc" 2>/dev/null || true' EXIT
+mount -t sysfs sysfs "$root/sys"
+mount --bind /dev "$root/dev"
+trap 'umount "$root/proc" "$root/sys" "$root/dev" 2>/dev/null || true' EXIT
 chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
   sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends pocl-opencl-icd >/dev/null'
 rm -rf "$root/opt/pax-ocl" && mkdir -p "$root/opt/pax-ocl"
