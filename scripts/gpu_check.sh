@@ -12,8 +12,10 @@
 #              tokens/s, MFU, the training pause of one checkpoint save
 #     torch    PyTorch side by side (when python3 has torch): fp32, tf32, bf16 autocast, --compile
 #   --quick    small shapes and few steps: about two minutes on PoCL (tests/bundle_test.sh runs it)
-# A failed stage does not stop the others; each stage's log, CSV/JSON and plots go to
-# results/<date>-<device>/ (or --out), with summary.md: one line per stage, then the key figures.
+# A failed stage does not stop the others; each stage's log goes to results/<date>-<device>/ (or
+# --out), with summary.md (one line per stage, then the key figures), stages.csv and step.csv,
+# train.csv, torch.csv, tests.csv from the logs, all of them in results.json, and with gnuplot
+# tokens_per_s.png.
 # Exit status: 0 when every stage passed or was skipped, 1 otherwise.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -63,7 +65,6 @@ out=$(cd "$out" && pwd)
 summary=$out/summary.md
 status_file=$out/stages.csv
 echo "stage,status,seconds" >"$status_file"
-: >"$out/figures.md"
 export PAX_OCL_CACHE_DIR=${PAX_OCL_CACHE_DIR:-$out/program-cache}
 # The GPU when there is one; PoCL's CPU devices otherwise.
 devices_flag="--devices=auto"
@@ -157,6 +158,66 @@ stage_torch() {
 for s in "${stages[@]}"; do
   stage "$s" "stage_$s"
 done
+
+# Tables from the logs: step.csv, train.csv, torch.csv, tests.csv (when their stage ran), then
+# results.json (every table as an array of objects) and, with gnuplot, tokens_per_s.png.
+if [[ -f $out/step.log ]]; then
+  awk 'BEGIN { print "config,shape,step_ms,tok_s,gemm_share_pct" }
+       $0 ~ / tok\/s / && $0 ~ / GEMM / {
+         shape = $2 " " $3 " " $4 " " $5 " " $6 " " $7; ms = ""; tok = ""; g = ""
+         for (i = 1; i <= NF; i++) {
+           if ($i == "step" && ms == "") ms = $(i + 1)
+           if ($i == "tok/s") tok = $(i - 1)
+           if ($i == "GEMM") { g = $(i + 1); sub(/%/, "", g) }
+         }
+         print $1 "," shape "," ms "," tok "," g
+       }' "$out/step.log" >"$out/step.csv"
+fi
+if compgen -G "$out/train-*.log" >/dev/null; then
+  echo "run,tok_s,mfu_pct,first_step_ms,checkpoint_pauses_ms" >"$out/train.csv"
+  for f in "$out"/train-*.log; do
+    awk -v run="$(basename "$f" .log | sed 's/^train-//')" '
+      / tok\/s / && /^step / { for (i = 1; i <= NF; i++) { if ($i == "tok/s") tok = $(i - 1); if ($i == "MFU") { m = $(i + 1); sub(/%/, "", m) } } }
+      /first step done/ { for (i = 1; i <= NF; i++) if ($i == "done") first = $(i + 1) }
+      /training paused/ { for (i = 1; i <= NF; i++) if ($i == "paused") p = p (p == "" ? "" : " ") $(i + 1) }
+      END { print run "," tok "," m "," first "," p }' "$f" >>"$out/train.csv"
+  done
+fi
+if [[ -f $out/torch.log ]]; then
+  awk 'BEGIN { print "impl,config,step_ms,tok_s" }
+       /^torch/ && / tok\/s / { ms = ""; tok = ""
+         for (i = 1; i <= NF; i++) { if ($i == "step") ms = $(i + 1); if ($i == "tok/s") tok = $(i - 1) }
+         print $1 "," $2 "," ms "," tok }' "$out/torch.log" >"$out/torch.csv"
+fi
+if [[ -f $out/tests/summary.txt ]]; then
+  awk 'BEGIN { print "binary,passed,failed,skipped" } /passed/ && !/^ / { print $1 "," $2 "," $4 "," $6 }' \
+    "$out/tests/summary.txt" >"$out/tests.csv"
+fi
+{
+  echo "{"
+  echo "  \"date\": \"$(date -u +%Y-%m-%dT%H:%MZ)\", \"device\": \"${gpu_name:-none}\","
+  first=1
+  for t in stages step train torch tests; do
+    [[ -f $out/$t.csv ]] || continue
+    ((first)) || echo ","
+    first=0
+    printf '  "%s": ' "$t"
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) h[i] = $i; n = NF; printf "["; next }
+             { printf "%s{", (NR > 2 ? ", " : ""); for (i = 1; i <= n; i++) {
+                 v = $i; gsub(/"/, "", v)
+                 if (v ~ /^-?[0-9]+(\.[0-9]+)?$/) printf "%s\"%s\": %s", (i > 1 ? ", " : ""), h[i], v
+                 else printf "%s\"%s\": \"%s\"", (i > 1 ? ", " : ""), h[i], v }
+               printf "}" }
+             END { if (NR == 0) printf "["; printf "]" }' "$out/$t.csv"
+  done
+  echo
+  echo "}"
+} >"$out/results.json"
+if command -v gnuplot >/dev/null && [[ -s $out/step.csv ]]; then
+  gnuplot -e "set terminal png size 800,450; set output '$out/tokens_per_s.png'; set datafile separator ',';
+              set style data histograms; set style fill solid; set ylabel 'tokens/s'; set key off;
+              set title 'bench_train_step: tokens/s per config'; plot '$out/step.csv' using 4:xtic(1) skip 1" 2>/dev/null || true
+fi
 
 {
   echo "# gpu_check: $(date -u '+%Y-%m-%d %H:%M UTC')"

@@ -38,12 +38,12 @@ for b in "${bins[@]}"; do
   "${cmd[@]}" --gtest_output="xml:$out/$b.xml" >"$out/$b.log" 2>&1
   rc=$?
   passed=$(grep -c '^\[       OK \]' "$out/$b.log")
-  fails=$(grep -c '^\[  FAILED  \] [A-Za-z].*(' "$out/$b.log")
-  skips=$(grep -c '^\[  SKIPPED \] [A-Za-z]' "$out/$b.log")
+  # One line per test as it ends ("(N ms)"); GoogleTest lists failures and skips again at the end.
+  fails=$(grep -cE '^\[  FAILED  \] .* \([0-9]+ ms\)$' "$out/$b.log")
+  skips=$(grep -cE '^\[  SKIPPED \] .* \([0-9]+ ms\)$' "$out/$b.log")
   line=$(printf '%-26s %4d passed %3d failed %3d skipped (exit %d)' "$b" "$passed" "$fails" "$skips" "$rc")
   echo "$line" | tee -a "$out/summary.txt"
-  grep '^\[  FAILED  \] [A-Za-z].*(' "$out/$b.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
-  grep '^\[  SKIPPED \] [A-Za-z]' "$out/$b.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
+  grep -E '^\[  (FAILED  |SKIPPED )\] .* \([0-9]+ ms\)$' "$out/$b.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
   ((rc == 0)) || failed=1
 done
 exit $failed
