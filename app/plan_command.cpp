@@ -65,8 +65,10 @@ int run_plan(const CliArgs& args, const collectives::ProcessWorld& world) {
   const plan::Accelerator target = accelerator == "host" ? plan::host_accelerator(device::product(spec.ici))
                                                          : plan::known_accelerator(accelerator);
   spec.base_address_align_bytes = target.base_address_align_bytes;
-  if (!target.host_cpu) {  // a GPU runs the GPU kernel set: flash attention where its tiles fit (groups of 256)
-    spec.flash_attention = [](std::size_t hs) { return kernels::flash_tiles(hs, 256, kernels::kFlashLocalBudget).has_value(); };
+  if (!target.host_cpu) {  // a GPU runs the GPU kernel set: flash attention where its tiles fit
+    spec.flash_attention = [](std::size_t hs) {
+      return kernels::flash_tiles(hs, kernels::kGpuDefaultGroupSize, kernels::kFlashLocalBudget).has_value();
+    };
   }
   plan::PlanOptions options;
   options.mfu = positive_flag(args, "mfu");

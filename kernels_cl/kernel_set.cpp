@@ -68,7 +68,7 @@ std::size_t gpu_group_size(const device::DeviceInfo& device) {
   const std::size_t device_max = std::max<std::size_t>(1, device.max_work_group_size);
   const std::size_t limit = std::min<std::size_t>(1024, device_max);
   const char* v = std::getenv(kGpuGroupSizeEnvVar);
-  if (v == nullptr || *v == '\0') return std::min<std::size_t>(256, device_max);
+  if (v == nullptr || *v == '\0') return std::min(kGpuDefaultGroupSize, device_max);
   char* end = nullptr;
   const unsigned long long size = std::strtoull(v, &end, 10);
   if (*end != '\0' || size < 32 || size > limit || (size & (size - 1)) != 0) {

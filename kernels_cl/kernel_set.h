@@ -36,6 +36,7 @@ inline constexpr const char* kKernelVariantEnvVar = "PAX_OCL_KERNELS";
 inline constexpr const char* kGpuGroupSizeEnvVar = "PAX_OCL_GPU_GROUP_SIZE";
 inline constexpr std::size_t kCpuElementsPerItem = 16;  // element-wise CPU kernels: float16 per item
 inline constexpr std::size_t kGpuElementsPerItem = 4;   // element-wise GPU kernels: float4 per item
+inline constexpr std::size_t kGpuDefaultGroupSize = 256;  // the GPU twins' work-group size unless set
 
 // The variant set PAX_OCL_KERNELS asks for on `device` (before falling back to portable where a
 // program has no such twin); ConfigError naming the valid values for anything else.

@@ -56,8 +56,6 @@ else
 fi
 
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
-has_gpu=0
-[[ -n $gpu_name ]] && has_gpu=1
 device_slug=$(echo "${gpu_name:-$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)}" | tr -cs 'A-Za-z0-9' '-' | sed 's/^-//; s/-$//')
 out=${out:-results/$(date -u +%Y-%m-%d)-${device_slug:-device}}
 mkdir -p "$out"
