@@ -23,7 +23,7 @@ const char* const kKinds[] = {"params", "adam_m", "adam_v"};
 
 std::string part_name(int process, const char* extension) { return fmt::format("part-{:05}.{}", process, extension); }
 
-const std::vector<float>& values_of(const StateSlice& s, int kind) { return kind == 0 ? s.params : kind == 1 ? s.m : s.v; }
+std::span<const float> values_of(const StateSlice& s, int kind) { return kind == 0 ? s.params : kind == 1 ? s.m : s.v; }
 
 // A process's part list as write_process_part writes it; std::invalid_argument otherwise.
 void check_part(const nlohmann::json& part) {

@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -12,10 +14,21 @@
 
 namespace paxocl::checkpoint {
 
-// A contiguous range of the flat layout: parameters and Adam's two moments.
+// A contiguous range of the flat layout: parameters and Adam's two moments, as views of host memory
+// that `storage` keeps alive: vectors of its own (of()), or a step program's staging, which the
+// program reuses for its next snapshot only once every slice viewing it is gone.
 struct StateSlice {
   std::size_t offset = 0;
-  std::vector<float> params, m, v;
+  std::span<const float> params, m, v;  // the same length each
+  std::shared_ptr<const void> storage;
+
+  static StateSlice of(std::size_t offset, std::vector<float> params, std::vector<float> m, std::vector<float> v) {
+    struct Owned {
+      std::vector<float> params, m, v;
+    };
+    auto owned = std::make_shared<const Owned>(Owned{std::move(params), std::move(m), std::move(v)});
+    return {offset, owned->params, owned->m, owned->v, owned};
+  }
 };
 
 // What one process hands to a save: its own slices (each element of the state is owned by

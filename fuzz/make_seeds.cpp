@@ -91,13 +91,10 @@ void checkpoint_seeds() {
     s.experiment_json = "{}";
     for (std::size_t i = 0; i < splits[k].size(); ++i) {
       const std::size_t begin = splits[k][i], end = i + 1 < splits[k].size() ? splits[k][i + 1] : layout.total();
-      checkpoint::StateSlice slice{begin, {}, {}, {}};
-      for (std::size_t j = begin; j < end; ++j) {
-        slice.params.push_back(static_cast<float>(j % 13));
-        slice.m.push_back(0.25f);
-        slice.v.push_back(0.125f);
-      }
-      s.slices.push_back(std::move(slice));
+      std::vector<float> params;
+      for (std::size_t j = begin; j < end; ++j) params.push_back(static_cast<float>(j % 13));
+      s.slices.push_back(checkpoint::StateSlice::of(begin, std::move(params), std::vector<float>(end - begin, 0.25f),
+                                                    std::vector<float>(end - begin, 0.125f)));
     }
     fs::create_directories(dir.temporary_path(s.step));  // as the Checkpointer does before a save
     checkpoint::write_process_part(dir, s, layout, 0);

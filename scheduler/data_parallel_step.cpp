@@ -31,10 +31,14 @@ std::vector<float> DataParallelStep::parameters() { return model().parameters();
 std::vector<StepProgram::StateSlice> DataParallelStep::state_slices() {
   if (rank_ != 0) return {};  // replicas: process 0's copy stands for all
   Local& l = locals_.front();
-  StateSlice s{0, l.model->parameters(), std::vector<float>(layout().total()), std::vector<float>(layout().total())};
-  l.device->queue().read(l.adam->first_moment(), std::span<float>(s.m));
-  l.device->queue().read(l.adam->second_moment(), std::span<float>(s.v));
-  return {std::move(s)};
+  const std::size_t floats = layout().total();
+  const auto staged = snapshot_staging_.acquire(0, *l.device, floats);
+  device::Queue& queue = l.device->queue();
+  queue.read(l.model->parameter_buffer(), staged->params, /*blocking=*/false);
+  queue.read(l.adam->first_moment(), staged->m, /*blocking=*/false);
+  queue.read(l.adam->second_moment(), staged->v, /*blocking=*/false);
+  queue.finish();
+  return {SnapshotStaging::slice(staged, 0, floats, 0)};
 }
 
 StepProgram::OptimizerCounts DataParallelStep::optimizer_counts() const {

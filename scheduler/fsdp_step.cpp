@@ -157,11 +157,11 @@ std::vector<float> FsdpStep::assemble(const std::function<const models::FloatBuf
 
 std::vector<StepProgram::StateSlice> FsdpStep::state_slices() {
   if (tensors_) {  // collective: every process assembles, process 0 saves
-    StateSlice s{0, assemble([&](std::size_t d) -> const models::FloatBuffer& { return param_shards_[d]; }), {}, {}};
-    s.m = assemble([&](std::size_t d) -> const models::FloatBuffer& { return locals_[d].adam->first_moment(); });
-    s.v = assemble([&](std::size_t d) -> const models::FloatBuffer& { return locals_[d].adam->second_moment(); });
+    auto p = assemble([&](std::size_t d) -> const models::FloatBuffer& { return param_shards_[d]; });
+    auto m = assemble([&](std::size_t d) -> const models::FloatBuffer& { return locals_[d].adam->first_moment(); });
+    auto v = assemble([&](std::size_t d) -> const models::FloatBuffer& { return locals_[d].adam->second_moment(); });
     if (world_.rank() != 0) return {};
-    return {std::move(s)};
+    return {StateSlice::of(0, std::move(p), std::move(m), std::move(v))};
   }
   if (options_.mesh.dcn_coord(world_.rank(), MeshAxis::kData) != 0) return {};  // a data replica of another process's shards
   const models::ShardPlan& plan = *lanes_.front().plan;
@@ -169,10 +169,11 @@ std::vector<StepProgram::StateSlice> FsdpStep::state_slices() {
   for (int f = 0; f < options_.mesh.ici_size(MeshAxis::kFsdp); ++f) {
     Local& l = locals_[static_cast<std::size_t>(f)];
     const std::size_t floats = param_shards_[static_cast<std::size_t>(f)].count();
-    std::vector<float> p(floats), m(floats), v(floats);
-    l.device->queue().read(param_shards_[static_cast<std::size_t>(f)], std::span<float>(p));
-    l.device->queue().read(l.adam->first_moment(), std::span<float>(m));
-    l.device->queue().read(l.adam->second_moment(), std::span<float>(v));
+    const auto staged = snapshot_staging_.acquire(static_cast<std::size_t>(f), *l.device, floats);
+    l.device->queue().read(param_shards_[static_cast<std::size_t>(f)], staged->params, /*blocking=*/false);
+    l.device->queue().read(l.adam->first_moment(), staged->m, /*blocking=*/false);
+    l.device->queue().read(l.adam->second_moment(), staged->v, /*blocking=*/false);
+    l.device->queue().finish();
     for (const ParameterLayoutUnit& u : plan.units()) {
       const models::ShardPlan::Piece s = plan.shard(u.block, process_, f);
       const std::size_t base = plan.shard_offset(u.block, process_, f);
@@ -180,9 +181,7 @@ std::vector<StepProgram::StateSlice> FsdpStep::state_slices() {
         const std::size_t b = std::max(s.begin, u.packed_offsets[i]);
         const std::size_t e = std::min(s.end, u.packed_offsets[i] + u.ranges[i].count);
         if (b >= e) continue;
-        const auto from = static_cast<std::ptrdiff_t>(base + (b - s.begin)), to = from + static_cast<std::ptrdiff_t>(e - b);
-        slices.push_back({u.ranges[i].offset + (b - u.packed_offsets[i]), std::vector<float>(p.begin() + from, p.begin() + to),
-                          std::vector<float>(m.begin() + from, m.begin() + to), std::vector<float>(v.begin() + from, v.begin() + to)});
+        slices.push_back(SnapshotStaging::slice(staged, base + (b - s.begin), e - b, u.ranges[i].offset + (b - u.packed_offsets[i])));
       }
     }
   }

@@ -23,6 +23,7 @@
 #include "models/adam_optimizer.h"
 #include "models/model.h"
 #include "models/loss_scaler.h"
+#include "scheduler/snapshot_staging.h"
 #include "scheduler/step_trace.h"
 
 namespace paxocl::scheduler {
@@ -115,6 +116,7 @@ class StepProgram {
   static inputs::Batch device_rows(const inputs::Batch& batch, int replica, int replica_batch);
 
   std::vector<Local> locals_;
+  SnapshotStaging snapshot_staging_;  // state_slices()' host copies, reused from save to save
 
  private:
   device::Mesh mesh_;

@@ -91,11 +91,12 @@ std::vector<float> TensorParallelStep::parameters() {
 }
 
 std::vector<StepProgram::StateSlice> TensorParallelStep::state_slices() {
-  StateSlice s{0, parameters(), {}, {}};
-  s.m = assemble([&](std::size_t d) { return read_buffer(d, locals_[d].adam->first_moment()); });
-  s.v = assemble([&](std::size_t d) { return read_buffer(d, locals_[d].adam->second_moment()); });
+  // Assembled on the host from every device's parts (a sum over the job), so there is no copy to stage.
+  auto p = parameters();
+  auto m = assemble([&](std::size_t d) { return read_buffer(d, locals_[d].adam->first_moment()); });
+  auto v = assemble([&](std::size_t d) { return read_buffer(d, locals_[d].adam->second_moment()); });
   if (rank_ != 0) return {};
-  return {std::move(s)};
+  return {StateSlice::of(0, std::move(p), std::move(m), std::move(v))};
 }
 
 StepProgram::OptimizerCounts TensorParallelStep::optimizer_counts() const {

@@ -78,13 +78,13 @@ class CheckpointFiles : public ::testing::Test {
       s.optimizer_steps_applied = step;
       for (std::size_t at = static_cast<std::size_t>(p) * 1000; at < layout_.total(); at += 2000) {
         const std::size_t n = std::min<std::size_t>(1000, layout_.total() - at);
-        StateSlice slice{at, {}, {}, {}};
+        std::vector<float> params, m, v;
         for (std::size_t i = at; i < at + n; ++i) {
-          slice.params.push_back(state_[i]);
-          slice.m.push_back(2 * state_[i]);
-          slice.v.push_back(3 * state_[i]);
+          params.push_back(state_[i]);
+          m.push_back(2 * state_[i]);
+          v.push_back(3 * state_[i]);
         }
-        s.slices.push_back(std::move(slice));
+        s.slices.push_back(StateSlice::of(at, std::move(params), std::move(m), std::move(v)));
       }
       write_process_part(dir_, s, layout_, p);
       if (p == 1) commit(dir_, s, layout_, 2, std::chrono::seconds(5));
@@ -230,8 +230,8 @@ TEST_F(CheckpointFiles, ACommitWaitsForEveryProcessAndGivesUp) {
   fs::create_directories(dir_.temporary_path(5));
   Snapshot s;
   s.step = 5;
-  s.slices.push_back({0, std::vector<float>(layout_.total()), std::vector<float>(layout_.total()),
-                      std::vector<float>(layout_.total())});
+  s.slices.push_back(StateSlice::of(0, std::vector<float>(layout_.total()), std::vector<float>(layout_.total()),
+                                    std::vector<float>(layout_.total())));
   write_process_part(dir_, s, layout_, 0);
   EXPECT_THROW(commit(dir_, s, layout_, 2, std::chrono::seconds(1)), DataError);  // process 1 never wrote
   EXPECT_TRUE(dir_.steps().empty());  // nothing half-done is visible

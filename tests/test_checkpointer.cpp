@@ -42,10 +42,8 @@ class CheckpointerPolicy : public ::testing::Test {
     for (std::size_t at = static_cast<std::size_t>(world.rank()) * 1000; at < layout_.total();
          at += 1000 * static_cast<std::size_t>(world.size())) {
       const std::size_t n = std::min<std::size_t>(1000, layout_.total() - at);
-      StateSlice slice{at, {}, {}, {}};
-      slice.params.assign(state.begin() + static_cast<std::ptrdiff_t>(at), state.begin() + static_cast<std::ptrdiff_t>(at + n));
-      slice.m = slice.v = slice.params;
-      s.slices.push_back(std::move(slice));
+      std::vector<float> values(state.begin() + static_cast<std::ptrdiff_t>(at), state.begin() + static_cast<std::ptrdiff_t>(at + n));
+      s.slices.push_back(StateSlice::of(at, values, values, values));
     }
     return s;
   }
@@ -120,8 +118,8 @@ TEST_F(CheckpointerPolicy, EveryProcessResumesAtTheSameStep) {
     Snapshot s;
     s.step = step;
     s.input_state = "epoch=0,index=" + std::to_string(step);
-    s.slices.push_back({0, std::vector<float>(layout_.total(), 1.0f), std::vector<float>(layout_.total(), 2.0f),
-                        std::vector<float>(layout_.total(), 3.0f)});
+    s.slices.push_back(StateSlice::of(0, std::vector<float>(layout_.total(), 1.0f), std::vector<float>(layout_.total(), 2.0f),
+                                      std::vector<float>(layout_.total(), 3.0f)));
     fs::create_directories(dir.temporary_path(step));
     write_process_part(dir, s, layout_, 0);
     commit(dir, s, layout_, 1, std::chrono::seconds(5));
