@@ -188,8 +188,9 @@ def run(name, args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", default="all", choices=[*CONFIGS, *PILE_CONFIGS, "all"],
-                    help="A, B, C, D, T256..T2048 or all (default all); P1024B8, P1024B16, P2048B4: Pile126M's shapes")
+    ap.add_argument("--config", default="all",
+                    help="A, B, C, D, T256..T2048 or all (default all); P1024B8, P1024B16, P2048B4: Pile126M's "
+                         "shapes; several comma-separated")
     ap.add_argument("--steps", type=int, default=5, help="timed steps (default 5)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps before timing, >= 1 (default 1)")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch.set_num_threads (default: cpu count)")
@@ -197,10 +198,23 @@ def main():
     ap.add_argument("--compile", action="store_true",
                     help="torch.compile the model (Inductor; forward and backward; the first step compiles)")
     ap.add_argument("--device", default="cpu", help="cpu (default) or cuda: where the step runs")
-    ap.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16"],
-                    help="fp32 (default); tf32: TF32 matmuls; bf16: bfloat16 autocast")
+    ap.add_argument("--precision", default="fp32",
+                    help="fp32 (default); tf32: TF32 matmuls; bf16: bfloat16 autocast; several comma-separated "
+                         "(each config runs in each, in one process: CUDA and imports start once)")
+    ap.add_argument("--deadline", type=float, default=0,
+                    help="seconds after start past which no further run starts (0: none); the runs left out "
+                         "print a 'skipped' line")
     ap.add_argument("--json", action="store_true", help="one JSON object per line")
     args = ap.parse_args()
+    known = [*CONFIGS, *PILE_CONFIGS]
+    configs = list(CONFIGS) if args.config == "all" else args.config.split(",")
+    precisions = args.precision.split(",")
+    for c in configs:
+        if c not in known:
+            ap.error(f"--config {c}: use one of {', '.join(known)} or all")
+    for p in precisions:
+        if p not in ("fp32", "tf32", "bf16"):
+            ap.error(f"--precision {p}: use fp32, tf32 or bf16")
     if args.steps < 1:
         ap.error("--steps must be >= 1")
     args.warmup = max(1, args.warmup)
@@ -209,18 +223,26 @@ def main():
     torch.set_num_threads(args.threads)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("torch_reference.py: --device cuda, but this PyTorch sees no CUDA device")
-    torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
-    torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
     attn = ("sdpa" if args.sdpa else "matmul+masked softmax") + (", torch.compile" if args.compile else ", eager")
     if args.json:
         print(json.dumps({"impl": "torch", "torch": torch.__version__, "threads": torch.get_num_threads(),
-                          "attention": attn, "device": args.device, "precision": args.precision, "steps": args.steps, "warmup": args.warmup}))
+                          "attention": attn, "device": args.device, "precision": precisions, "steps": args.steps, "warmup": args.warmup}))
     else:
         print(f"torch {torch.__version__}  CPU threads: {torch.get_num_threads()}  attention: {attn}  "
-              f"{args.precision} on {args.device}  steps timed: {args.steps}  warmup: {args.warmup}")
+              f"{','.join(precisions)} on {args.device}  steps timed: {args.steps}  warmup: {args.warmup}")
     sys.stdout.flush()
-    for name in CONFIGS if args.config == "all" else [args.config]:
-        run(name, args)
+    start = time.perf_counter()
+    for name in configs:
+        for precision in precisions:
+            args.precision = precision
+            if args.deadline > 0 and time.perf_counter() - start > args.deadline:
+                print(f"skipped {name} {precision}{' compile' if args.compile else ''}: past --deadline {args.deadline:.0f} s")
+                continue
+            torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+            torch.backends.cudnn.allow_tf32 = precision == "tf32"
+            run(name, args)
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@
 #              tokens/s, MFU, the training pause of one checkpoint save
 #     torch    PyTorch side by side (when python3 has torch): fp32, tf32, bf16 autocast, --compile
 #   --quick    small shapes and few steps: about two minutes on PoCL (tests/bundle_test.sh runs it)
+#   --budget S seconds for the whole check (default 570: a 10-minute device slot with room to copy the
+#              results back); a stage that would start past it is recorded "skipped: over the time
+#              budget", and the torch stage starts no run past it
 # A failed stage does not stop the others; each stage's log goes to results/<date>-<device>/ (or
 # --out), with summary.md (one line per stage, then the key figures), stages.csv and step.csv,
 # train.csv, torch.csv, tests.csv from the logs, all of them in results.json, and with gnuplot
@@ -20,6 +23,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 quick=0
+budget=570
 out=""
 stages=()
 while (($#)); do
@@ -27,13 +31,16 @@ while (($#)); do
     --quick) quick=1 ;;
     --out) out=$2; shift ;;
     --out=*) out=${1#--out=} ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --budget) budget=$2; shift ;;
+    --budget=*) budget=${1#--budget=} ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     devices|tests|gemm|step|train|torch) stages+=("$1") ;;
-    *) echo "gpu_check: unknown argument '$1'; stages are devices tests gemm step train torch, flags --quick --out DIR" >&2; exit 2 ;;
+    *) echo "gpu_check: unknown argument '$1'; stages are devices tests gemm step train torch, flags --quick --out DIR --budget S" >&2; exit 2 ;;
   esac
   shift
 done
 ((${#stages[@]})) || stages=(devices tests gemm step train torch)
+[[ $budget =~ ^[0-9]+$ ]] || { echo "gpu_check: --budget $budget: give whole seconds, e.g. --budget 570" >&2; exit 2; }
 
 # Programs: a bundle's launchers, or a build tree's binaries.
 if [[ -f "$here/../env.sh" ]]; then
@@ -70,6 +77,11 @@ devices_flag="--devices=auto"
 stage() {  # name command...: runs one stage, logs to $out/<name>.log, records pass/fail/skipped
   local name=$1; shift
   local t0=$SECONDS rc
+  if ((SECONDS >= budget)); then
+    echo "$name,skipped: over the time budget ($budget s),0" >>"$status_file"
+    echo "gpu_check: $name: skipped: over the time budget ($budget s)" >&2
+    return
+  fi
   echo "gpu_check: $name ..." >&2
   "$@" >"$out/$name.log" 2>&1
   rc=$?
@@ -85,9 +97,9 @@ stage_devices() {
 }
 
 stage_tests() {
-  local filter=()
-  ((quick)) && filter=(--quick)
-  "$run_tests" "${filter[@]}" --out "$out/tests"
+  local flags=(--jobs 4)  # four binaries at once: mostly the driver compiling programs on the host
+  ((quick)) && flags=(--quick)
+  "$run_tests" "${flags[@]}" --out "$out/tests"
 }
 
 stage_gemm() {
@@ -141,15 +153,21 @@ stage_torch() {
   py=$(command -v python3) || { echo "no python3"; return 77; }
   "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null ||
     { echo "no PyTorch with CUDA in $py"; return 77; }
-  local rc=0 steps=10 configs=(P1024B8 P2048B4 D)
-  ((quick)) && { steps=2; configs=(A); }
-  local c p
-  for c in "${configs[@]}"; do
-    for p in fp32 tf32 bf16; do
-      "$py" "$torch_reference" --device cuda --precision "$p" --config "$c" --steps "$steps" --warmup 2 --sdpa || rc=1
-    done
-    "$py" "$torch_reference" --device cuda --precision bf16 --compile --config "$c" --steps "$steps" --warmup 3 --sdpa || rc=1
-  done
+  # Eager: every shape of the train and step stages in fp32, tf32 and bf16 autocast, in one process
+  # (CUDA and the imports start once); then torch.compile (about a minute of compiling per shape) on
+  # the two Pile126M shapes the targets name, as long as the budget lasts.
+  local rc=0 steps=10 eager=P1024B8,P1024B16,P2048B4,D compiled=P1024B16,P1024B8
+  ((quick)) && { steps=2; eager=A; compiled=A; }
+  # A run starts only with its expected length left in the budget: 20 s eager, 90 s compiled.
+  local left=$((budget - SECONDS - 20))
+  ((left > 0)) || { echo "skipped: over the time budget"; return 77; }
+  "$py" "$torch_reference" --device cuda --precision fp32,tf32,bf16 --config "$eager" --steps "$steps" --warmup 2 \
+    --sdpa --deadline "$left" || rc=1
+  left=$((budget - SECONDS - 90))
+  ((quick)) && left=1000
+  ((left > 0)) || { echo "skipped torch.compile: over the time budget"; return $rc; }
+  "$py" "$torch_reference" --device cuda --precision bf16 --compile --config "$compiled" --steps "$steps" --warmup 3 \
+    --sdpa --deadline "$left" || rc=1
   return $rc
 }
 
