@@ -51,6 +51,7 @@ StepConfig resolve_step(const Experiment& e, const JobFlags& flags) {
   s.ici_ring = algorithm == "ring";
   s.sequence_parallel = e.get_bool("SEQUENCE_PARALLEL");
   s.fprop_dtype = device::dtype_from_name(e.get_string("FPROP_DTYPE"));
+  s.matmul_precision = kernels::matmul_precision_from_name(e.get_string("MATMUL_PRECISION"));
   s.loss_scale = models::DynamicLossScaler::Config{s.fprop_dtype == device::DType::kF16, e.get_float("LOSS_SCALE_INITIAL"),
                                                    e.get_int("LOSS_SCALE_GROWTH_INTERVAL")};
   models::DynamicLossScaler{s.loss_scale};  // its ConfigError now, before any device is opened

@@ -17,6 +17,7 @@
 #include "device/dtype.h"
 #include "device/mesh.h"
 #include "inputs/input_params.h"
+#include "kernels_cl/gemm.h"
 #include "models/adam_optimizer.h"
 #include "models/loss_scaler.h"
 #include "models/lr_schedule.h"
@@ -54,6 +55,7 @@ struct StepConfig {
   bool ici_ring = true;                              // ICI_ALGORITHM == ring
   bool sequence_parallel = false;                    // SEQUENCE_PARALLEL (tensor axis > 1)
   device::DType fprop_dtype = device::DType::kF32;   // FPROP_DTYPE
+  kernels::MatmulPrecision matmul_precision = kernels::MatmulPrecision::kFloat32;  // MATMUL_PRECISION
   models::DynamicLossScaler::Config loss_scale;      // LOSS_SCALE_*; enabled for float16
 };
 

@@ -36,9 +36,11 @@ const std::vector<std::string>& variant_names() {
   return names;
 }
 
-std::unique_ptr<Gemm> make_variant(device::Device& device, device::ProgramCache& cache, const std::string& name) {
+std::unique_ptr<Gemm> make_variant(device::Device& device, device::ProgramCache& cache, const std::string& name,
+                                   MatmulPrecision precision = MatmulPrecision::kFloat32) {
   if (name == "tensor-core") {
-    return std::make_unique<TensorCoreGemm>(cache, device, make_float32_accumulating_gemm(device, cache));
+    return std::make_unique<TensorCoreGemm>(cache, device, make_float32_accumulating_gemm(device, cache), std::nullopt,
+                                            TensorCoreGemm::Mode::kPtx, precision);
   }
   if (name == "clblast") return make_clblast_gemm(device);
   if (name == "blis") return make_blis_gemm(device);
@@ -253,10 +255,31 @@ std::string gemm_policy_from(const std::optional<std::string>& flag) {
   throw ConfigError(fmt::format("GEMM '{}' is unknown; use one of: {}", policy, valid));
 }
 
-std::unique_ptr<Gemm> make_gemm(device::Device& device, device::ProgramCache& cache, const std::string& policy) {
-  if (policy != "auto") return make_variant(device, cache, gemm_policy_from(policy));
-  const TensorCores& tc = probe_tensor_cores(device.info(), cache);  // builds nothing off NVIDIA
-  if (tc.bf16 || tc.f16) return make_variant(device, cache, "tensor-core");
+MatmulPrecision matmul_precision_from_name(const std::string& name) {
+  if (name == "float32") return MatmulPrecision::kFloat32;
+  if (name == "tf32") return MatmulPrecision::kTf32;
+  throw ConfigError(fmt::format("MATMUL_PRECISION={}: use float32 or tf32", name));
+}
+
+const char* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::kTf32 ? "tf32" : "float32"; }
+
+std::unique_ptr<Gemm> make_gemm(device::Device& device, device::ProgramCache& cache, const std::string& policy,
+                                MatmulPrecision precision) {
+  const std::string name = policy == "auto" ? policy : gemm_policy_from(policy);
+  const bool may_use_tensor_cores = name == "auto" || name == "tensor-core";
+  if (precision == MatmulPrecision::kTf32) {
+    const bool tf32 = may_use_tensor_cores && probe_tensor_cores(device.info(), cache).tf32;  // builds nothing off NVIDIA
+    if (!tf32) {
+      spdlog::info("MATMUL_PRECISION=tf32: {} runs its float32 GEMMs in float32 ({})", device.info().name,
+                   may_use_tensor_cores ? "no TF32 tensor cores: " + probe_tensor_cores(device.info(), cache).reason
+                                        : "GEMM '" + name + "' has no TF32 path");
+    }
+  }
+  if (name != "auto") return make_variant(device, cache, name, precision);
+  const TensorCores& tc = probe_tensor_cores(device.info(), cache);
+  if (tc.bf16 || tc.f16 || (precision == MatmulPrecision::kTf32 && tc.tf32)) {
+    return make_variant(device, cache, "tensor-core", precision);
+  }
   return make_float32_accumulating_gemm(device, cache);
 }
 

@@ -15,6 +15,9 @@
 //   gpu-direct   DirectGemm with the device's tuned (or default) tile for every shape.
 //   tensor-core   16-bit A and B on tensor cores where the probe passed, everything else on auto's
 //             float32-accumulating choice (tensor_core_gemm.h).
+// `precision` kTf32 (MATMUL_PRECISION=tf32): with auto or tensor-core, float32 A and B also run on
+// tensor cores (as TF32) where the probe's tf32 path passed; anywhere else GEMMs stay float32, and
+// make_gemm says so in one log line.
 // Shape class: each of m, n, k bucketed as <= 64, <= 512 or larger, and batched or not
 // (transposes are left out: packing absorbs them, and the direct GEMM loads every operand along
 // its contiguous dimension whatever the transpose); with 16-bit operands also their dtypes
@@ -36,7 +39,8 @@ inline constexpr const char* kGemmEnvVar = "PAX_OCL_GEMM";
 // an unknown name, listing the valid ones.
 std::string gemm_policy_from(const std::optional<std::string>& flag);
 
-std::unique_ptr<Gemm> make_gemm(device::Device& device, device::ProgramCache& cache, const std::string& policy);
+std::unique_ptr<Gemm> make_gemm(device::Device& device, device::ProgramCache& cache, const std::string& policy,
+                                MatmulPrecision precision = MatmulPrecision::kFloat32);
 // `auto` without tensor cores on any device: the timed choice among the float32-accumulating
 // variants (the tensor-core GEMM's fallback).
 std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, device::ProgramCache& cache);

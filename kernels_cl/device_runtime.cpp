@@ -23,8 +23,8 @@ void require_gemm_dtypes(const Gemm& gemm, device::DType a) {
 }  // namespace
 
 DeviceRuntime::DeviceRuntime(device::Device& device, device::ProgramCache& cache, device::DType act,
-                             const std::string& gemm_policy)
-    : device_(device), kernels_(cache, device, act), gemm_(make_gemm(device, cache, gemm_policy)) {
+                             const std::string& gemm_policy, MatmulPrecision precision)
+    : device_(device), kernels_(cache, device, act), gemm_(make_gemm(device, cache, gemm_policy, precision)) {
   require_gemm_dtypes(*gemm_, act);
   const KernelVariant set = requested_variant(device.info());
   spdlog::info("Kernels on {}: the {} set{}", device.info().name, to_string(set),

@@ -17,9 +17,10 @@ namespace paxocl::kernels {
 
 class DeviceRuntime {
  public:
-  // `act`: the dtype of activations and of weights as read (FPROP_DTYPE). `gemm_policy`: see
-  // auto_gemm.h. ConfigError when the GEMM cannot take `act` operands (CLBlast with 16 bits).
-  DeviceRuntime(device::Device& device, device::ProgramCache& cache, device::DType act, const std::string& gemm_policy);
+  // `act`: the dtype of activations and of weights as read (FPROP_DTYPE). `gemm_policy` and
+  // `precision` (MATMUL_PRECISION): see auto_gemm.h. ConfigError when the GEMM cannot take `act` operands (CLBlast with 16 bits).
+  DeviceRuntime(device::Device& device, device::ProgramCache& cache, device::DType act, const std::string& gemm_policy,
+                MatmulPrecision precision = MatmulPrecision::kFloat32);
   DeviceRuntime(const DeviceRuntime&) = delete;
   DeviceRuntime& operator=(const DeviceRuntime&) = delete;
 

@@ -20,6 +20,13 @@ namespace paxocl::kernels {
 
 enum class Transpose { kNo, kYes };
 
+// How GEMMs with float32 A and B multiply (MATMUL_PRECISION): in float32, or with A and B rounded
+// to TF32 (10-bit mantissa, float32 accumulation) on tensor cores where the probe found them
+// (tensor_core_gemm.h); float32 on every other device.
+enum class MatmulPrecision { kFloat32, kTf32 };
+MatmulPrecision matmul_precision_from_name(const std::string& name);  // "float32" | "tf32"; ConfigError otherwise
+const char* matmul_precision_name(MatmulPrecision p);
+
 struct GemmOperand {
   cl_mem buffer = nullptr;
   std::size_t offset = 0;        // elements

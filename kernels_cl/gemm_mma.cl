@@ -1,19 +1,24 @@
 // Tensor-core GEMM for NVIDIA GPUs through inline PTX (kernels_cl/tensor_core_gemm.h):
 //   C (m, n) = alpha * op(A) (m, k) * op(B) (k, n) + beta * C    per batch (group id 2)
 // A and B are both bfloat16 (-DMMA_AB_BF16) or both float16 (-DMMA_AB_F16), read as raw 16-bit
-// words; products accumulate in float32 (mma.sync.m16n8k16 ... .f32); C is act_t (dtype.cl: float32,
+// words, products accumulating in float32 (mma.sync.m16n8k16 ... .f32); or both float32
+// (-DMMA_AB_TF32), each operand rounded to TF32 (10-bit mantissa, cvt.rna) as a fragment is read,
+// products accumulating in float32 (mma.sync.m16n8k8 ... .tf32). C is act_t (dtype.cl: float32,
 // bfloat16 or float16 by -DPAX_ACT_*), rounded once when stored. Row-major storage as in gemm.h:
 // op(A) = A (stored m x k) in gemm_mma_n?, A^T (stored k x m) in gemm_mma_t?; likewise B.
+// Elements travel as raw words (elem_t: ushort, or uint for TF32) in chunks of 16 bytes (CHUNK
+// elements: 8, or 4 for TF32).
 //
 // Work-group: THREADS = (BM / WM) * (BN / WN) warps of 32, one BM x BN block of C (group ids 0 and
 // 1 = block column and row). Each warp owns a WM x WN sub-block: MI x NI accumulator fragments of
 // 16 x 8. Per BK-deep step the group copies an A and a B tile into local memory in the operand's
-// stored layout (rows of 8-element 16-byte chunks, each row padded by 8 elements: 16-byte aligned
-// rows, conflict-free ldmatrix), STAGES tiles deep; warps read fragments with ldmatrix (.trans where
-// the stored layout is the transpose of the fragment's) and issue mma.sync.
+// stored layout (rows of 16-byte chunks, each row padded by PAD_K or PAD_MN elements: 16-byte
+// aligned rows, conflict-free fragment reads), STAGES tiles deep; warps read fragments (16-bit:
+// ldmatrix, .trans where the stored layout is the transpose of the fragment's; TF32: one 32-bit
+// local read per element, which ldmatrix cannot transpose) and issue mma.sync.
 //   ASYNC_COPY=1: cp.async 16-byte copies (zero-filled beyond the matrix through src-size),
-//                 STAGES-deep pipeline with commit_group / wait_group. Needs every 8-element chunk
-//                 16-byte aligned: offsets, leading dimensions and batch strides multiples of 8.
+//                 STAGES-deep pipeline with commit_group / wait_group. Needs every chunk 16-byte
+//                 aligned: offsets, leading dimensions and batch strides multiples of CHUNK.
 //   ASYNC_COPY=0: element-wise loads with the same zero fill (any alignment), same pipeline.
 // Edges: tiles beyond m, n or k are zero-filled, stores are predicated: any m, n, k >= 1.
 //
@@ -28,8 +33,26 @@
 #define MMA_AB "bf16"
 #elif defined(MMA_AB_F16)
 #define MMA_AB "f16"
+#elif defined(MMA_AB_TF32)
+#define MMA_TF32 1
 #else
-#error "gemm_mma.cl: -DMMA_AB_BF16 or -DMMA_AB_F16 selects the operands' dtype"
+#error "gemm_mma.cl: -DMMA_AB_BF16, -DMMA_AB_F16 or -DMMA_AB_TF32 selects the operands' dtype"
+#endif
+#if MMA_TF32
+typedef uint elem_t;
+#define CHUNK 4  // elements per 16-byte chunk
+#define KSTEP 8  // k of one mma (m16n8k8)
+// Row padding: a fragment reads element (g, t) of 8 x 4 lanes (g = lane / 4, t = lane % 4) along
+// rows of BK elements (stored k-contiguous) or element (t, g) along rows of BM or BN elements; a row
+// stride of 4 (mod 32) words, resp. 8 (mod 32), puts the 32 lanes on 32 banks.
+#define PAD_K 4
+#define PAD_MN 8
+#else
+typedef ushort elem_t;
+#define CHUNK 8
+#define KSTEP 16  // m16n8k16
+#define PAD_K 8   // 16 bytes: ldmatrix's rows on distinct banks
+#define PAD_MN 8
 #endif
 
 #ifndef BM
@@ -58,16 +81,15 @@
 #define THREADS ((BM / WM) * WARPS_N * 32)
 #define MI (WM / 16)  // 16-row A fragments per warp
 #define NI (WN / 8)   // 8-column B fragments per warp
-#define PAD 8
-// Elements of one stage's tile in each stored layout (rows x (row length + PAD)).
-#define A_STAGE(ta) ((ta) ? BK * (BM + PAD) : BM * (BK + PAD))
-#define B_STAGE(tb) ((tb) ? BN * (BK + PAD) : BK * (BN + PAD))
+// Elements of one stage's tile in each stored layout (rows x (row length + its padding)).
+#define A_STAGE(ta) ((ta) ? BK * (BM + PAD_MN) : BM * (BK + PAD_K))
+#define B_STAGE(tb) ((tb) ? BN * (BK + PAD_K) : BK * (BN + PAD_MN))
 
 #if BM % WM || BN % WN || WM % 16 || WN % 16 || BK % 16 || STAGES < 2
 #error "gemm_mma.cl: tile needs WM | BM, WN | BN, 16 | WM, 16 | WN, 16 | BK and STAGES >= 2"
 #endif
-#if (BM * BK / 8) % THREADS || (BN * BK / 8) % THREADS
-#error "gemm_mma.cl: a tile's 8-element chunks must spread evenly over the work-group"
+#if (BM * BK / CHUNK) % THREADS || (BN * BK / CHUNK) % THREADS
+#error "gemm_mma.cl: a tile's 16-byte chunks must spread evenly over the work-group"
 #endif
 
 // Every helper is inlined into the kernels, so the transposes and trip counts are constants there,
@@ -102,6 +124,7 @@ MMA_FN void ldmatrix_x4(uint r[4], __local const ushort* tile, uint off, bool tr
   }
 }
 
+#if !MMA_TF32
 // d += a (16 x 16, row) * b (16 x 8, col); fragments as in the PTX ISA (m16n8k16, 16-bit inputs).
 MMA_FN void mma_16816(float d[4], const uint a[4], const uint b[2], __local uint* xch) {
   (void)xch;
@@ -110,10 +133,28 @@ MMA_FN void mma_16816(float d[4], const uint a[4], const uint b[2], __local uint
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+#endif
+
+// d += a (16 x 8, row) * b (8 x 8, col), TF32 inputs (m16n8k8): a_i is (g + 8 (i % 2), t + 4 (i / 2)),
+// b_i is (t + 4 i, g), as tensor_core_probe.cl checks.
+MMA_FN void mma_1688(float d[4], const uint a[4], const uint b[2], __local uint* xch) {
+  (void)xch;
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// A float32's bits rounded to the nearest TF32 (ties away from zero), as mma's .tf32 operand.
+MMA_FN uint to_tf32(uint bits) {
+  uint out;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(out) : "f"(as_float(bits)));
+  return out;
+}
 
 #if ASYNC_COPY
 // Copies `bytes` (0..16) of the 16 at src to dst and zero-fills the rest; both 16-byte aligned.
-MMA_FN void copy_chunk(__local ushort* dst, __global const ushort* src, uint bytes) {
+MMA_FN void copy_chunk(__local elem_t* dst, __global const elem_t* src, uint bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(SHARED_ADDR(dst)), "l"(src), "r"(bytes)
                : "memory");
 }
@@ -180,6 +221,35 @@ MMA_FN void mma_16816(float d[4], const uint a[4], const uint b[2], __local uint
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 }
+
+MMA_FN void mma_1688(float d[4], const uint a[4], const uint b[2], __local uint* xch) {
+  const uint tid = get_local_id(0), lane = tid % 32, warp0 = tid - lane;
+  for (uint i = 0; i < 4; ++i) xch[tid * 8 + i] = a[i];
+  xch[tid * 8 + 4] = b[0];
+  xch[tid * 8 + 5] = b[1];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const uint g = lane / 4, t = lane % 4;
+  for (uint i = 0; i < 4; ++i) {
+    const uint row = g + (i & 2u ? 8 : 0), col = 2 * t + (i & 1u);
+    float acc = d[i];
+    for (uint kk = 0; kk < 8; ++kk) {
+      // A element (row, kk): lane 4 (row % 8) + kk % 4, register (row / 8) + 2 (kk / 4).
+      const uint a_word = xch[(warp0 + 4 * (row % 8) + kk % 4) * 8 + row / 8 + 2 * (kk / 4)];
+      // B element (kk, col): lane 4 col + kk % 4, register kk / 4.
+      const uint b_word = xch[(warp0 + 4 * col + kk % 4) * 8 + 4 + kk / 4];
+      acc += as_float(a_word) * as_float(b_word);
+    }
+    d[i] = acc;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+// cvt.rna.tf32.f32: round half away from zero at mantissa bit 13, low 13 bits cleared; NaN and
+// infinity pass through.
+MMA_FN uint to_tf32(uint bits) {
+  if ((bits & 0x7f800000u) == 0x7f800000u) return bits;
+  return (bits + 0x1000u) & 0xffffe000u;
+}
 #undef ASYNC_COPY
 #define ASYNC_COPY 0
 #endif
@@ -192,43 +262,107 @@ MMA_FN void wait_copies(void) {}
 // ---- Tiles -------------------------------------------------------------------------------------
 
 // Copies rows [r0, r0 + TR) x columns [c0, c0 + TC) of a row-major (rows x cols, leading dimension
-// ld) matrix at src into dst (TR rows of TC + PAD), zeros beyond the matrix.
-MMA_FN void load_tile(__local ushort* dst, __global const ushort* src, uint ld, uint rows, uint cols, uint r0, uint c0,
-                      uint TR, uint TC) {
-  const uint chunks_per_row = TC / 8, tid = get_local_id(0);
+// ld) matrix at src into dst (TR rows of TC + pad), zeros beyond the matrix.
+MMA_FN void load_tile(__local elem_t* dst, __global const elem_t* src, uint ld, uint rows, uint cols, uint r0, uint c0,
+                      uint TR, uint TC, uint pad) {
+  const uint chunks_per_row = TC / CHUNK, tid = get_local_id(0);
 UNROLL
-  for (uint i = 0; i < TR * TC / 8 / THREADS; ++i) {
-    const uint chunk = tid + i * THREADS, r = chunk / chunks_per_row, cc = chunk % chunks_per_row * 8;
+  for (uint i = 0; i < TR * TC / CHUNK / THREADS; ++i) {
+    const uint chunk = tid + i * THREADS, r = chunk / chunks_per_row, cc = chunk % chunks_per_row * CHUNK;
     const uint gr = r0 + r, gc = c0 + cc;
-    __local ushort* d = dst + r * (TC + PAD) + cc;
-    const uint avail = gr < rows && gc < cols ? (cols - gc < 8u ? cols - gc : 8u) : 0u;  // elements inside the matrix
+    __local elem_t* d = dst + r * (TC + pad) + cc;
+    const uint avail = gr < rows && gc < cols ? (cols - gc < (uint)CHUNK ? cols - gc : (uint)CHUNK) : 0u;  // inside the matrix
 #if ASYNC_COPY
-    copy_chunk(d, avail ? src + (size_t)gr * ld + gc : src, 2 * avail);
+    copy_chunk(d, avail ? src + (size_t)gr * ld + gc : src, (uint)sizeof(elem_t) * avail);
 #else
-    __global const ushort* s = src + (size_t)gr * ld + gc;
+    __global const elem_t* s = src + (size_t)gr * ld + gc;
 UNROLL
-    for (uint e = 0; e < 8; ++e) d[e] = e < avail ? s[e] : (ushort)0;
+    for (uint e = 0; e < CHUNK; ++e) d[e] = e < avail ? s[e] : (elem_t)0;
 #endif
   }
 }
 
 // Stage `stage` <- the k-tile starting at k0 of both operands.
-MMA_FN void load_stage(const bool ta, const bool tb, __local ushort* as, __local ushort* bs, uint stage, uint k0,
-                       __global const ushort* a, uint lda, __global const ushort* b, uint ldb, uint m, uint n, uint k,
+MMA_FN void load_stage(const bool ta, const bool tb, __local elem_t* as, __local elem_t* bs, uint stage, uint k0,
+                       __global const elem_t* a, uint lda, __global const elem_t* b, uint ldb, uint m, uint n, uint k,
                        uint bm0, uint bn0) {
-  __local ushort* at = as + stage * A_STAGE(ta);
-  __local ushort* bt = bs + stage * B_STAGE(tb);
-  if (ta) load_tile(at, a, lda, k, m, k0, bm0, BK, BM);  // A stored (k, m)
-  else load_tile(at, a, lda, m, k, bm0, k0, BM, BK);     // A stored (m, k)
-  if (tb) load_tile(bt, b, ldb, n, k, bn0, k0, BN, BK);  // B stored (n, k)
-  else load_tile(bt, b, ldb, k, n, k0, bn0, BK, BN);     // B stored (k, n)
+  __local elem_t* at = as + stage * A_STAGE(ta);
+  __local elem_t* bt = bs + stage * B_STAGE(tb);
+  if (ta) load_tile(at, a, lda, k, m, k0, bm0, BK, BM, PAD_MN);  // A stored (k, m)
+  else load_tile(at, a, lda, m, k, bm0, k0, BM, BK, PAD_K);      // A stored (m, k)
+  if (tb) load_tile(bt, b, ldb, n, k, bn0, k0, BN, BK, PAD_K);   // B stored (n, k)
+  else load_tile(bt, b, ldb, k, n, k0, bn0, BK, BN, PAD_MN);     // B stored (k, n)
 }
+
+#if MMA_TF32
+// One k step (8 deep) of the warp's MI x NI fragments from the stage's tiles, TF32 (see mma_1688).
+MMA_FN void mma_k_step(const bool ta, const bool tb, __local const uint* at, __local const uint* bt, uint kk, uint wm0,
+                       uint wn0, float acc[MI][NI][4], __local uint* xch) {
+  const uint lane = get_local_id(0) % 32, g = lane / 4, t = lane % 4;
+  uint af[MI][4], bfr[NI][2];
+UNROLL
+  for (uint i = 0; i < MI; ++i)
+UNROLL
+    for (uint e = 0; e < 4; ++e) {
+      const uint row = wm0 + i * 16 + g + 8 * (e % 2), kc = kk + t + 4 * (e / 2);
+      af[i][e] = to_tf32(ta ? at[kc * (BM + PAD_MN) + row] : at[row * (BK + PAD_K) + kc]);
+    }
+UNROLL
+  for (uint j = 0; j < NI; ++j)
+UNROLL
+    for (uint e = 0; e < 2; ++e) {
+      const uint col = wn0 + j * 8 + g, kc = kk + t + 4 * e;
+      bfr[j][e] = to_tf32(tb ? bt[col * (BK + PAD_K) + kc] : bt[kc * (BN + PAD_MN) + col]);
+    }
+UNROLL
+  for (uint i = 0; i < MI; ++i)
+UNROLL
+    for (uint j = 0; j < NI; ++j) mma_1688(acc[i][j], af[i], bfr[j], xch);
+}
+#else
+// One k step (16 deep) of the warp's MI x NI fragments from the stage's tiles, 16-bit (ldmatrix).
+MMA_FN void mma_k_step(const bool ta, const bool tb, __local const ushort* at, __local const ushort* bt, uint kk,
+                       uint wm0, uint wn0, float acc[MI][NI][4], __local uint* xch) {
+  const uint lane = get_local_id(0) % 32;
+  // A fragment (16 x 16 at rows wm0 + 16 i): matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), the
+  // row halves first. Stored (m, k): lane l addresses row l % 16, k (l / 16) 8. Stored (k, m),
+  // transposed on load: lane l addresses k (l / 16) 8 + l % 8, row (l / 8 % 2) 8.
+  uint af[MI][4];
+UNROLL
+  for (uint i = 0; i < MI; ++i) {
+    const uint row = wm0 + i * 16;
+    const uint off = ta ? (kk + lane / 16 * 8 + lane % 8) * (BM + PAD_MN) + row + lane / 8 % 2 * 8
+                        : (row + lane % 16) * (BK + PAD_K) + kk + lane / 16 * 8;
+    ldmatrix_x4(af[i], at, off, ta, xch);
+  }
+  // B fragments, two 8-column ones per ldmatrix: matrices (k 0-7 | 8-15) of columns 0-7, then
+  // of columns 8-15. Stored (n, k): lane l addresses column (l / 16) 8 + l % 8, k (l / 8 % 2) 8.
+  // Stored (k, n), transposed on load: k (l / 8 % 2) 8 + l % 8, column (l / 16) 8.
+  uint bfr[NI][2];
+UNROLL
+  for (uint j = 0; j < NI; j += 2) {
+    const uint col = wn0 + j * 8;
+    const uint off = tb ? (col + lane / 16 * 8 + lane % 8) * (BK + PAD_K) + kk + lane / 8 % 2 * 8
+                        : (kk + lane / 8 % 2 * 8 + lane % 8) * (BN + PAD_MN) + col + lane / 16 * 8;
+    uint r[4];
+    ldmatrix_x4(r, bt, off, !tb, xch);
+    bfr[j][0] = r[0];
+    bfr[j][1] = r[1];
+    bfr[j + 1][0] = r[2];
+    bfr[j + 1][1] = r[3];
+  }
+UNROLL
+  for (uint i = 0; i < MI; ++i)
+UNROLL
+    for (uint j = 0; j < NI; ++j) mma_16816(acc[i][j], af[i], bfr[j], xch);
+}
+#endif
 
 // ---- The GEMM ----------------------------------------------------------------------------------
 
-MMA_FN void gemm_mma(const bool ta, const bool tb, __local ushort* as, __local ushort* bs, __local uint* xch,
-                     __global act_t* c, uint c_off, uint ldc, uint c_stride, __global const ushort* a, uint a_off,
-                     uint lda, uint a_stride, __global const ushort* b, uint b_off, uint ldb, uint b_stride, uint m,
+MMA_FN void gemm_mma(const bool ta, const bool tb, __local elem_t* as, __local elem_t* bs, __local uint* xch,
+                     __global act_t* c, uint c_off, uint ldc, uint c_stride, __global const elem_t* a, uint a_off,
+                     uint lda, uint a_stride, __global const elem_t* b, uint b_off, uint ldb, uint b_stride, uint m,
                      uint n, uint k, float alpha, float beta) {
   const uint tid = get_local_id(0), lane = tid % 32, warp = tid / 32;
   const uint bn0 = get_group_id(0) * BN, bm0 = get_group_id(1) * BM;
@@ -260,42 +394,10 @@ UNROLL
     if (next < ktiles) load_stage(ta, tb, as, bs, next % STAGES, next * BK, a, lda, b, ldb, m, n, k, bm0, bn0);
     commit_copies();
 
-    __local const ushort* at = as + kt % STAGES * A_STAGE(ta);
-    __local const ushort* bt = bs + kt % STAGES * B_STAGE(tb);
+    __local const elem_t* at = as + kt % STAGES * A_STAGE(ta);
+    __local const elem_t* bt = bs + kt % STAGES * B_STAGE(tb);
 UNROLL
-    for (uint kk = 0; kk < BK; kk += 16) {
-      // A fragment (16 x 16 at rows wm0 + 16 i): matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), the
-      // row halves first. Stored (m, k): lane l addresses row l % 16, k (l / 16) 8. Stored (k, m),
-      // transposed on load: lane l addresses k (l / 16) 8 + l % 8, row (l / 8 % 2) 8.
-      uint af[MI][4];
-UNROLL
-      for (uint i = 0; i < MI; ++i) {
-        const uint row = wm0 + i * 16;
-        const uint off = ta ? (kk + lane / 16 * 8 + lane % 8) * (BM + PAD) + row + lane / 8 % 2 * 8
-                            : (row + lane % 16) * (BK + PAD) + kk + lane / 16 * 8;
-        ldmatrix_x4(af[i], at, off, ta, xch);
-      }
-      // B fragments, two 8-column ones per ldmatrix: matrices (k 0-7 | 8-15) of columns 0-7, then
-      // of columns 8-15. Stored (n, k): lane l addresses column (l / 16) 8 + l % 8, k (l / 8 % 2) 8.
-      // Stored (k, n), transposed on load: k (l / 8 % 2) 8 + l % 8, column (l / 16) 8.
-      uint bfr[NI][2];
-UNROLL
-      for (uint j = 0; j < NI; j += 2) {
-        const uint col = wn0 + j * 8;
-        const uint off = tb ? (col + lane / 16 * 8 + lane % 8) * (BK + PAD) + kk + lane / 8 % 2 * 8
-                            : (kk + lane / 8 % 2 * 8 + lane % 8) * (BN + PAD) + col + lane / 16 * 8;
-        uint r[4];
-        ldmatrix_x4(r, bt, off, !tb, xch);
-        bfr[j][0] = r[0];
-        bfr[j][1] = r[1];
-        bfr[j + 1][0] = r[2];
-        bfr[j + 1][1] = r[3];
-      }
-UNROLL
-      for (uint i = 0; i < MI; ++i)
-UNROLL
-        for (uint j = 0; j < NI; ++j) mma_16816(acc[i][j], af[i], bfr[j], xch);
-    }
+    for (uint kk = 0; kk < BK; kk += KSTEP) mma_k_step(ta, tb, at, bt, kk, wm0, wn0, acc, xch);
   }
 
   // Epilogue: accumulator e of fragment (i, j) is C element (g + 8 (e / 2), 2 t + e % 2) of that
@@ -325,11 +427,11 @@ UNROLL
 #endif
 #define GEMM_MMA_KERNEL(name, ta, tb)                                                                                  \
   __kernel __attribute__((reqd_work_group_size(THREADS, 1, 1))) void name(                                             \
-      __global act_t* c, uint c_off, uint ldc, uint c_stride, __global const ushort* a, uint a_off, uint lda,          \
-      uint a_stride, __global const ushort* b, uint b_off, uint ldb, uint b_stride, uint m, uint n, uint k,            \
+      __global act_t* c, uint c_off, uint ldc, uint c_stride, __global const elem_t* a, uint a_off, uint lda,          \
+      uint a_stride, __global const elem_t* b, uint b_off, uint ldb, uint b_stride, uint m, uint n, uint k,            \
       float alpha, float beta) {                                                                                       \
-    __local ushort as[STAGES * A_STAGE(ta)] __attribute__((aligned(16)));                                              \
-    __local ushort bs[STAGES * B_STAGE(tb)] __attribute__((aligned(16)));                                              \
+    __local elem_t as[STAGES * A_STAGE(ta)] __attribute__((aligned(16)));                                              \
+    __local elem_t bs[STAGES * B_STAGE(tb)] __attribute__((aligned(16)));                                              \
     XCH_DECL                                                                                                           \
     gemm_mma(ta, tb, as, bs, xch, c, c_off, ldc, c_stride, a, a_off, lda, a_stride, b, b_off, ldb, b_stride, m, n, k,  \
              alpha, beta);                                                                                             \

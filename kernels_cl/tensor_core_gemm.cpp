@@ -13,21 +13,21 @@
 namespace paxocl::kernels {
 
 namespace {
-constexpr int kPad = 8;  // gemm_mma.cl's PAD
-
 bool is16(device::DType t) { return t != device::DType::kF32; }
 
-// Whether every 8-element chunk cp.async copies of `x` is 16-byte aligned.
-bool chunks_aligned(const GemmOperand& x, std::size_t batch) {
-  return x.offset % 8 == 0 && x.ld % 8 == 0 && (batch == 1 || x.batch_stride % 8 == 0);
+// Whether every 16-byte chunk cp.async copies of `x` (`chunk` elements) is aligned.
+bool chunks_aligned(const GemmOperand& x, std::size_t batch, std::size_t chunk) {
+  return x.offset % chunk == 0 && x.ld % chunk == 0 && (batch == 1 || x.batch_stride % chunk == 0);
 }
 }  // namespace
 
-std::size_t MmaTile::local_bytes() const {
-  const auto stage = [&](int rows, int cols) {  // larger of (rows, cols + PAD) and (cols, rows + PAD)
-    return static_cast<std::size_t>(std::max(rows * (cols + kPad), cols * (rows + kPad)));
+std::size_t MmaTile::local_bytes(std::size_t element_bytes) const {
+  // gemm_mma.cl's row padding: PAD_K on rows along k, PAD_MN on rows along m or n.
+  const int pad_k = element_bytes == 4 ? 4 : 8, pad_mn = 8;
+  const auto stage = [&](int rows) {  // larger of (rows, BK + PAD_K) and (BK, rows + PAD_MN)
+    return static_cast<std::size_t>(std::max(rows * (bk + pad_k), bk * (rows + pad_mn)));
   };
-  return static_cast<std::size_t>(stages) * (stage(bm, bk) + stage(bn, bk)) * 2;
+  return static_cast<std::size_t>(stages) * (stage(bm) + stage(bn)) * element_bytes;
 }
 
 std::string MmaTile::defines() const {
@@ -52,45 +52,60 @@ MmaTile MmaTile::parse(std::string_view name) {
   return t;
 }
 
-std::vector<MmaTile> mma_tile_candidates(std::uint64_t local_mem_bytes) {
-  static const std::array<MmaTile, 6> kAll = {
+std::vector<MmaTile> mma_tile_candidates(std::uint64_t local_mem_bytes, std::size_t element_bytes) {
+  // The last one is for TF32 in 48 KiB (NVIDIA's OpenCL local memory): 40 KiB with 4-byte elements.
+  static const std::array<MmaTile, 7> kAll = {
       MmaTile{128, 128, 32, 64, 32, 2}, MmaTile{128, 128, 16, 64, 32, 3}, MmaTile{128, 128, 16, 64, 32, 4},
-      MmaTile{128, 256, 16, 64, 64, 2}, MmaTile{256, 128, 16, 64, 64, 2}, MmaTile{128, 128, 32, 32, 64, 2}};
+      MmaTile{128, 256, 16, 64, 64, 2}, MmaTile{256, 128, 16, 64, 64, 2}, MmaTile{128, 128, 32, 32, 64, 2},
+      MmaTile{128, 128, 16, 64, 32, 2}};
   std::vector<MmaTile> fit;
   for (const MmaTile& t : kAll) {
-    if (t.local_bytes() <= local_mem_bytes) fit.push_back(t);
+    if (t.local_bytes(element_bytes) <= local_mem_bytes) fit.push_back(t);
   }
   return fit;
 }
 
 TensorCoreGemm::TensorCoreGemm(device::ProgramCache& cache, device::Device& device, std::unique_ptr<Gemm> fallback,
-                               std::optional<MmaTile> tile, Mode mode)
-    : cache_(cache), device_(device), fallback_(std::move(fallback)), mode_(mode) {
+                               std::optional<MmaTile> tile, Mode mode, MatmulPrecision precision)
+    : cache_(cache), device_(device), fallback_(std::move(fallback)), mode_(mode), precision_(precision) {
   if (mode == Mode::kPtx) tensor_cores_ = probe_tensor_cores(device.info(), cache);
+  const std::uint64_t local_mem = device.info().local_mem_bytes;
   if (tile) {
     tile_ = *tile;
   } else if (const char* env = std::getenv(kMmaTileEnvVar); env != nullptr && *env != '\0') {
     tile_ = MmaTile::parse(env);
   } else {
-    const auto fit = mma_tile_candidates(device.info().local_mem_bytes);
+    const auto fit = mma_tile_candidates(local_mem);
     if (!fit.empty()) tile_ = fit.front();
   }
-  const std::size_t local = tile_.local_bytes() + (mode == Mode::kEmulated ? tile_.threads() * 32 : 0);
-  const bool uses_mma = mode == Mode::kEmulated || tensor_cores_.bf16 || tensor_cores_.f16;
-  if (uses_mma && local > device.info().local_mem_bytes) {
-    throw ConfigError(fmt::format("MMA tile {} needs {} bytes of local memory; {} has {}", tile_.name(), local,
-                                  device.info().name, device.info().local_mem_bytes));
+  const std::size_t emulation = mode == Mode::kEmulated ? static_cast<std::size_t>(tile_.threads()) * 32 : 0;
+  tf32_tile_ = tile_;
+  if (tf32_tile_.local_bytes(4) + emulation > local_mem) {
+    const auto fit = mma_tile_candidates(local_mem, 4);
+    if (!fit.empty()) tf32_tile_ = fit.front();
   }
+  const auto require_fits = [&](const MmaTile& t, std::size_t element_bytes) {
+    const std::size_t local = t.local_bytes(element_bytes) + (mode == Mode::kEmulated ? t.threads() * 32 : 0);
+    if (local > local_mem) {
+      throw ConfigError(fmt::format("MMA tile {} needs {} bytes of local memory; {} has {}", t.name(), local,
+                                    device.info().name, local_mem));
+    }
+  };
+  if (mode == Mode::kEmulated || tensor_cores_.bf16 || tensor_cores_.f16) require_fits(tile_, 2);
+  if (on_tensor_cores(device::DType::kF32, device::DType::kF32)) require_fits(tf32_tile_, 4);
 }
 
 bool TensorCoreGemm::on_tensor_cores(device::DType a, device::DType b) const {
-  return a == b && is16(a) && (mode_ == Mode::kEmulated || tensor_cores_.takes(a));
+  if (a != b) return false;
+  if (!is16(a)) return precision_ == MatmulPrecision::kTf32 && (mode_ == Mode::kEmulated || tensor_cores_.tf32);
+  return mode_ == Mode::kEmulated || tensor_cores_.takes(a);
 }
 
 KernelSet& TensorCoreGemm::kernels(device::DType ab, device::DType c, bool async) {
+  const char* operands = ab == device::DType::kBF16 ? "-DMMA_AB_BF16" : ab == device::DType::kF16 ? "-DMMA_AB_F16" : "-DMMA_AB_TF32";
+  const MmaTile& tile = is16(ab) ? tile_ : tf32_tile_;
   const std::string options =
-      fmt::format("{} {} -DASYNC_COPY={} {}", ab == device::DType::kBF16 ? "-DMMA_AB_BF16" : "-DMMA_AB_F16",
-                  device::dtype_build_option(c), async ? 1 : 0, tile_.defines());
+      fmt::format("{} {} -DASYNC_COPY={} {}", operands, device::dtype_build_option(c), async ? 1 : 0, tile.defines());
   auto& set = programs_[options];
   if (!set) {
     device::Program program = mode_ == Mode::kPtx
@@ -116,9 +131,11 @@ void TensorCoreGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, 
     start = std::chrono::steady_clock::now();
   }
   // k = 0 runs no k step: C = beta C, as every GEMM here.
-  const bool async = mode_ == Mode::kPtx && chunks_aligned(a, s.batch) && chunks_aligned(b, s.batch);
-  const std::size_t threads = static_cast<std::size_t>(tile_.threads());
-  const std::size_t blocks_n = (s.n + tile_.bn - 1) / tile_.bn, blocks_m = (s.m + tile_.bm - 1) / tile_.bm;
+  const std::size_t chunk = is16(a.dtype) ? 8 : 4;  // elements per 16 bytes
+  const bool async = mode_ == Mode::kPtx && chunks_aligned(a, s.batch, chunk) && chunks_aligned(b, s.batch, chunk);
+  const MmaTile& tile = is16(a.dtype) ? tile_ : tf32_tile_;
+  const std::size_t threads = static_cast<std::size_t>(tile.threads());
+  const std::size_t blocks_n = (s.n + tile.bn - 1) / tile.bn, blocks_m = (s.m + tile.bm - 1) / tile.bm;
   const std::array<std::size_t, 3> global{blocks_n * threads, blocks_m, s.batch}, local{threads, 1, 1};
   const char ta = s.a == Transpose::kYes ? 't' : 'n', tb = s.b == Transpose::kYes ? 't' : 'n';
   kernels(a.dtype, c.dtype, async)

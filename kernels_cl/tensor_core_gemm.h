@@ -1,12 +1,16 @@
 // TensorCoreGemm ("tensor-core"): GEMMs whose A and B are both bfloat16 or both float16 run on
 // tensor cores (gemm_mma.cl: mma.sync m16n8k16, float32 accumulation, C in its own dtype), when
-// the tensor-core probe (tensor_core_probe.h) passed for that dtype on this device; every other
-// GEMM (float32 or mixed operands, a failed probe, a non-NVIDIA device) goes to `fallback`, the
-// float32-accumulating GEMM. Operands whose 8-element chunks are 16-byte aligned (offset, leading
-// dimension and batch stride multiples of 8) are copied with cp.async; others with plain loads.
+// the tensor-core probe (tensor_core_probe.h) passed for that dtype on this device; with
+// MatmulPrecision::kTf32, GEMMs whose A and B are both float32 do too (mma.sync m16n8k8 on operands
+// rounded to TF32) where the probe's tf32 path passed. Every other GEMM (mixed operands, float32 at
+// float32 precision, a failed probe, a non-NVIDIA device) goes to `fallback`, the
+// float32-accumulating GEMM. Operands whose 16-byte chunks are aligned (offset, leading dimension
+// and batch stride multiples of 8 16-bit or 4 float32 elements) are copied with cp.async; others
+// with plain loads.
 //
 // Tile: MmaTile, from $PAX_OCL_MMA_TILE ("128x128x32.w64x32.s2") or the first candidate that fits
 // the device's local memory; mma_tile_candidates() is the list `pax-ocl tune` and bench_gemm search.
+// TF32 tiles hold 4-byte elements: the first candidate that fits with those (no override).
 // Programs (per A/B dtype, C dtype, copy path) are built on first use.
 #pragma once
 
@@ -32,23 +36,28 @@ struct MmaTile {
   int bm = 128, bn = 128, bk = 32, wm = 64, wn = 32, stages = 2;
 
   int threads() const { return bm / wm * (bn / wn) * 32; }
-  std::size_t local_bytes() const;  // the kernels' local tiles (the larger transpose layout)
+  // The kernels' local tiles (the larger transpose layout) for A/B elements of `element_bytes`
+  // (2: bfloat16/float16; 4: TF32, whose rows are padded differently).
+  std::size_t local_bytes(std::size_t element_bytes = 2) const;
   std::string defines() const;      // "-DBM=128 -DBN=128 ..."
   std::string name() const;         // "128x128x32.w64x32.s2"
   static MmaTile parse(std::string_view name);  // throws ConfigError for a malformed or invalid tile
 };
 
 // The tiles worth timing on a device with `local_mem_bytes` of local memory, best guess first.
-std::vector<MmaTile> mma_tile_candidates(std::uint64_t local_mem_bytes);
+std::vector<MmaTile> mma_tile_candidates(std::uint64_t local_mem_bytes, std::size_t element_bytes = 2);
 
 class TensorCoreGemm final : public Gemm {
  public:
   // kPtx: as above. kEmulated (tests only): gemm_mma.cl built with PAX_MMA_EMULATE, its PTX replaced
-  // by portable OpenCL C, runs every 16-bit GEMM on any device without consulting the probe.
+  // by portable OpenCL C, runs every 16-bit GEMM (and with kTf32 every float32 one) on any device
+  // without consulting the probe.
   enum class Mode { kPtx, kEmulated };
 
+  // `tile`: the 16-bit GEMMs' tile, and the TF32 GEMMs' too when it fits their local memory.
   TensorCoreGemm(device::ProgramCache& cache, device::Device& device, std::unique_ptr<Gemm> fallback,
-                 std::optional<MmaTile> tile = std::nullopt, Mode mode = Mode::kPtx);
+                 std::optional<MmaTile> tile = std::nullopt, Mode mode = Mode::kPtx,
+                 MatmulPrecision precision = MatmulPrecision::kFloat32);
 
   void run(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override;
@@ -61,6 +70,7 @@ class TensorCoreGemm final : public Gemm {
   void reset_stats() override;
 
   const MmaTile& tile() const { return tile_; }
+  const MmaTile& tf32_tile() const { return tf32_tile_; }
   // Whether a GEMM with these operand dtypes runs on the mma kernel.
   bool on_tensor_cores(device::DType a, device::DType b) const;
 
@@ -72,7 +82,8 @@ class TensorCoreGemm final : public Gemm {
   std::unique_ptr<Gemm> fallback_;
   Mode mode_;
   TensorCores tensor_cores_;
-  MmaTile tile_;
+  MatmulPrecision precision_;
+  MmaTile tile_, tf32_tile_;
   std::map<std::string, std::unique_ptr<KernelSet>> programs_;  // by build options
   bool profiling_ = false;
   GemmStats stats_;

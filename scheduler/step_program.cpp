@@ -13,7 +13,8 @@ void StepProgram::open_local_devices(const std::vector<device::DeviceInfo>& sele
                                      device::ProgramCache& cache, const StepOptions& options) {
   const std::vector<device::DeviceInfo> mine(selected.begin(), selected.begin() + count);
   for (auto& d : device::open_devices(mine, options.step.ici_ring)) {
-    auto runtime = std::make_unique<kernels::DeviceRuntime>(*d, cache, options.step.fprop_dtype, options.step.gemm_policy);
+    auto runtime = std::make_unique<kernels::DeviceRuntime>(*d, cache, options.step.fprop_dtype, options.step.gemm_policy,
+                                                            options.step.matmul_precision);
     locals_.push_back(Local{std::move(d), std::move(runtime), nullptr, nullptr});
   }
 }

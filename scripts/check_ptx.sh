@@ -10,14 +10,15 @@
 # Programs (default): every kernels_cl/*_gpu.cl (built with -DPAX_WG=$PAX_WG, default 256, after
 # group_reduce.cl as program_loader.cpp does; flash_attention_gpu.cl among them), gemm_direct.cl
 # when it exists, gemm_mma.cl (every MmaTile candidate of
-# tensor_core_gemm.cpp, A/B bf16 and f16, each C dtype, cp.async on and off) and tensor_core_probe.cl.
+# tensor_core_gemm.cpp, A/B bf16 and f16, each C dtype, cp.async on and off; A/B TF32 on the tile that
+# fits 48 KiB) and tensor_core_probe.cl.
 # A program that stores activations (uses act_t) is built once per ACT_DTYPES (default "float32
 # bfloat16"; float16 too). A program may name its build variants itself, one line each:
 #   // check_ptx: -DHS=64 -DFA_BR=32 -DFA_BC=32
 #   --portable  also the portable programs (kernels_cl/x.cl), assumed launched in PAX_WG groups.
 #   --table     a Markdown table (kernel, program, build, registers, shared bytes, spills, work-group,
 #               theoretical occupancy on an H100) instead of the per-build report; gemm_mma only for
-#               its default tile, A/B bf16, C float32, cp.async (unless TILEs are given).
+#               its default tile, A/B bf16, and TF32 on its tile, C float32, cp.async (unless TILEs are given).
 #   PROGRAM     only these programs (file stems, e.g. layernorm_gpu gemm_mma).
 #   TILE        gemm_mma tiles "BMxBNxBKxWMxWNxSTAGES".
 # Tools (env): CLANG (default: the newest clang-NN on PATH; clang older than 16 knows no sm_90, so
@@ -194,11 +195,16 @@ if wanted gemm_mma; then
     mma_ab=(BF16) mma_c=(float32) mma_async=(1)
     [ ${#tiles[@]} -gt 0 ] || tiles=(128x128x32x64x32x2)  # MmaTile's default
   fi
+  # TF32 (MATMUL_PRECISION=tf32): 4-byte tiles, so only the candidate that fits 48 KiB of shared
+  # memory (NVIDIA's OpenCL limit), unless TILEs are given.
+  tf32_tiles=("${tiles[@]}")
+  [ ${#tf32_tiles[@]} -gt 0 ] || tf32_tiles=(128x128x16x64x32x2)
   [ ${#tiles[@]} -gt 0 ] || tiles=(128x128x32x64x32x2 128x128x16x64x32x3 128x128x16x64x32x4 128x256x16x64x64x2
-                                    256x128x16x64x64x2 128x128x32x32x64x2)
-  for t in "${tiles[@]}"; do
-    IFS=x read -r bm bn bk wm wn st <<< "$t"
-    for ab in "${mma_ab[@]}"; do
+                                    256x128x16x64x64x2 128x128x32x32x64x2 128x128x16x64x32x2)
+  mma_builds() {  # AB TILE...
+    local ab=$1 t c async; shift
+    for t in "$@"; do
+      IFS=x read -r bm bn bk wm wn st <<< "$t"
       for c in "${mma_c[@]}"; do
         for async in "${mma_async[@]}"; do
           compile_check gemm_mma "$t AB=$ab C=$c async=$async" -DMMA_AB_$ab "$(act_flag "$c")" -DASYNC_COPY=$async \
@@ -206,7 +212,9 @@ if wanted gemm_mma; then
         done
       done
     done
-  done
+  }
+  for ab in "${mma_ab[@]}"; do mma_builds "$ab" "${tiles[@]}"; done
+  mma_builds TF32 "${tf32_tiles[@]}"
 fi
 
 # Theoretical occupancy on an H100 (SM 9.0), as CUDA's occupancy calculator: 65536 registers per

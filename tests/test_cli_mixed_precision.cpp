@@ -1,7 +1,7 @@
 // FPROP_DTYPE as users run it: 200 training steps in bfloat16 and in float16 follow float32's
 // loss curve; float16's dynamic loss scale halves on overflow, grows back, and is reported in
-// TensorBoard; the start-up lines show the activation memory halved. (Resuming 16-bit runs
-// bitwise: test_cli_checkpoint.cpp.)
+// TensorBoard; the start-up lines show the activation memory halved; MATMUL_PRECISION=tf32 without
+// tensor cores trains in float32. (Resuming 16-bit runs bitwise: test_cli_checkpoint.cpp.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -98,6 +98,26 @@ TEST(CliMixedPrecision, Float16LossScaleHalvesOnOverflowAndGrowsBack) {
   ASSERT_EQ(losses.size(), 8u);
   EXPECT_LT(losses.back(), losses.front());
   EXPECT_NE(r.err.find("overflow(s) skipped in this run"), std::string::npos) << r.err;
+}
+
+// MATMUL_PRECISION=tf32 on a device without TF32 tensor cores (every PoCL device): one log line
+// says the float32 GEMMs stay float32, and the losses are bitwise float32's. A value other than
+// float32 or tf32 is a one-line error. (TF32 itself: test_gemm's emulated and on-GPU tests.)
+TEST(CliMixedPrecision, Tf32WithoutTensorCoresSaysSoAndTrainsInFloat32) {
+  TempDir dir;
+  train(dir, "float32", " --fdl.MAX_STEPS=20");
+  const auto r = train(dir, "tf32", " --fdl.MAX_STEPS=20 --fdl.MATMUL_PRECISION=tf32");
+  EXPECT_NE(r.err.find("MATMUL_PRECISION=tf32: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("runs its float32 GEMMs in float32 (no TF32 tensor cores"), std::string::npos) << r.err;
+  const auto want = read_scalars(dir.path() / "float32" / "summaries" / "train")["loss"];
+  const auto got = read_scalars(dir.path() / "tf32" / "summaries" / "train")["loss"];
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_FALSE(got.empty());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].value, want[i].value) << "at step " << got[i].step;
+
+  const auto bad = run_command(kBinary + kJob + " --fdl.MATMUL_PRECISION=fp16 --job_log_dir=" + (dir.path() / "bad").string());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("MATMUL_PRECISION=fp16: use one of float32, tf32"), std::string::npos) << bad.err;
 }
 
 }  // namespace

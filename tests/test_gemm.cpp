@@ -4,6 +4,7 @@
 // batches (of several panels each way). The tensor-core kernel (gemm_mma.cl) runs for real where the probe passes (NVIDIA), and
 // everywhere in its emulated build, which replaces only its PTX instructions.
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <span>
@@ -40,7 +41,19 @@ class GemmTest : public DeviceTest, public ::testing::WithParamInterface<std::st
 // Operand dtypes: A, B, C.
 struct DTypes {
   device::DType a = device::DType::kF32, b = device::DType::kF32, c = device::DType::kF32;
+  bool tf32 = false;  // float32 A and B rounded to TF32 on the host (what MATMUL_PRECISION=tf32 multiplies)
 };
+
+// x rounded to TF32 as cvt.rna.tf32.f32 does: to 10 mantissa bits, ties away from zero.
+double tf32_rounded(double x) {
+  const float f = static_cast<float>(x);
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7f800000u) != 0x7f800000u) bits = (bits + 0x1000u) & 0xffffe000u;
+  float r;
+  std::memcpy(&r, &bits, 4);
+  return r;
+}
 
 // Operand placement: awkward (odd offsets, leading dimensions and batch strides) or aligned (all
 // multiples of 8 elements: 16-byte chunks, the tensor-core GEMM's cp.async path), padded either way.
@@ -61,8 +74,12 @@ void check(DeviceTest& t, kernels::Gemm& gemm, const Case& c, std::uint64_t seed
   const std::size_t lda = al ? r8(a_cols) + 8 : a_cols + 5, ldb = al ? r8(b_cols) : b_cols + 1, ldc = c.n + 2;
   const std::size_t sa = a_rows * lda + (al ? 8 : 7), sb = b_rows * ldb + (al ? 16 : 1), sc = c.m * ldc + 3;
   // Inputs exactly representable in their dtypes, so the reference multiplies the same numbers.
-  const auto A = DeviceTest::rounded(dt.a, DeviceTest::random(off + sa * c.batch, seed));
-  const auto B = DeviceTest::rounded(dt.b, DeviceTest::random(off + sb * c.batch, seed + 1));
+  auto A = DeviceTest::rounded(dt.a, DeviceTest::random(off + sa * c.batch, seed));
+  auto B = DeviceTest::rounded(dt.b, DeviceTest::random(off + sb * c.batch, seed + 1));
+  if (dt.tf32) {
+    for (double& x : A) x = tf32_rounded(x);
+    for (double& x : B) x = tf32_rounded(x);
+  }
   auto C = DeviceTest::rounded(dt.c, DeviceTest::random(off + sc * c.batch, seed + 2));
   if (c_init == CInit::kNaN) {
     for (std::size_t bi = 0; bi < c.batch; ++bi)
@@ -209,6 +226,12 @@ TEST_F(TensorCoreGemmTest, RunsOnTensorCoresWhereTheProbePasses) {
     check(*this, tuned, Case{260, 520, 72, 2, Transpose::kYes, Transpose::kNo}, 78,
           DTypes{device::DType::kF16, device::DType::kF16, device::DType::kF16}, Layout::kAligned);
   }
+  if (!tc.tf32) return;
+  kernels::TensorCoreGemm tf32(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_), std::nullopt,
+                               kernels::TensorCoreGemm::Mode::kPtx, kernels::MatmulPrecision::kTf32);
+  ASSERT_TRUE(tf32.on_tensor_cores(device::DType::kF32, device::DType::kF32));
+  SCOPED_TRACE("tf32 " + tf32.tf32_tile().name());
+  check_mma(*this, tf32, mma_cases(300), {DTypes{device::DType::kF32, device::DType::kF32, device::DType::kF32, true}});
 }
 
 // Everywhere: gemm_mma.cl built with its PTX replaced by portable emulations of the same per-lane
@@ -226,6 +249,49 @@ TEST_F(TensorCoreGemmTest, EmulatedKernelMatchesFloat64Reference) {
     for (Transpose tb : {Transpose::kNo, Transpose::kYes})
       check(*this, standard, Case{131, 140, 40, 1, ta, tb}, 31, DTypes{device::DType::kBF16, device::DType::kBF16},
             Layout::kAligned);
+}
+
+// MATMUL_PRECISION=tf32 through the emulation: float32 A and B on the m16n8k8 path (fragments read
+// element by element, rows padded differently from the 16-bit path, 4-element chunks), against
+// the float64 product of the same TF32-rounded operands; the small tile, and the tile a 48 KiB
+// device (NVIDIA's OpenCL) gets for TF32.
+TEST_F(TensorCoreGemmTest, EmulatedTf32KernelMatchesFloat64Reference) {
+  using Mode = kernels::TensorCoreGemm::Mode;
+  const DTypes tf32{device::DType::kF32, device::DType::kF32, device::DType::kF32, true};
+  kernels::TensorCoreGemm small(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_),
+                                kernels::MmaTile::parse("32x32x32.w16x16.s3"), Mode::kEmulated,
+                                kernels::MatmulPrecision::kTf32);
+  ASSERT_TRUE(small.on_tensor_cores(device::DType::kF32, device::DType::kF32));
+  check_mma(*this, small, mma_cases(40), {tf32, DTypes{device::DType::kF32, device::DType::kF32, device::DType::kBF16, true}});
+
+  const auto fit48k = kernels::mma_tile_candidates(48 * 1024, 4);
+  ASSERT_FALSE(fit48k.empty()) << "no TF32 tile fits 48 KiB of local memory";
+  kernels::TensorCoreGemm h100(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_), fit48k.front(),
+                               Mode::kEmulated, kernels::MatmulPrecision::kTf32);
+  SCOPED_TRACE(h100.tf32_tile().name());
+  EXPECT_LE(h100.tf32_tile().local_bytes(4), 48u * 1024);
+  for (Transpose ta : {Transpose::kNo, Transpose::kYes})
+    for (Transpose tb : {Transpose::kNo, Transpose::kYes}) check(*this, h100, Case{131, 140, 40, 1, ta, tb}, 41, tf32, Layout::kAligned);
+}
+
+// The emulation rounds float32 operands to the nearest TF32, ties away from zero (cvt.rna), not by
+// truncation: 1 + 2^-11 is a tie that goes up to 1 + 2^-10, 1 + 3 2^-12 rounds up, 1 + 2^-12 down.
+// A float32 GEMM at float32 precision keeps every bit (the fallback runs it).
+TEST_F(TensorCoreGemmTest, EmulatedTf32RoundsOperandsToNearest) {
+  using Mode = kernels::TensorCoreGemm::Mode;
+  const std::vector<double> a = {1 + std::ldexp(1.0, -11), -(1 + std::ldexp(1.0, -11)), 1 + 3 * std::ldexp(1.0, -12),
+                                 1 + std::ldexp(1.0, -12), 0.0, 0.0, 0.0, 0.0};
+  const std::vector<double> b = {1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0};  // picks a0 + a2 + a3
+  const auto run = [&](kernels::MatmulPrecision precision) {
+    kernels::TensorCoreGemm gemm(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_),
+                                 kernels::MmaTile::parse("32x32x32.w16x16.s3"), Mode::kEmulated, precision);
+    auto ab = upload(a), bb = upload(b), cb = upload(std::vector<double>(1, 0.0));
+    gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, 1, 1, a.size()}, 1.0f, {ab.get(), 0, a.size(), 0},
+             {bb.get(), 0, 1, 0}, 0.0f, {cb.get(), 0, 1});
+    return download(cb, 1).at(0);
+  };
+  EXPECT_EQ(run(kernels::MatmulPrecision::kTf32), (1 + std::ldexp(1.0, -10)) + (1 + std::ldexp(1.0, -10)) + 1.0);
+  EXPECT_EQ(run(kernels::MatmulPrecision::kFloat32), a[0] + a[2] + a[3]);
 }
 
 // The emulation's float16 decoding, subnormals of both signs included (bfloat16 has none): a
@@ -262,6 +328,9 @@ TEST_F(TensorCoreGemmTest, ProbeBuildsNothingOffNvidia) {
   auto tensor_core = kernels::make_gemm(*device_, cache_, "tensor-core");
   EXPECT_FALSE(dynamic_cast<kernels::TensorCoreGemm&>(*tensor_core).on_tensor_cores(device::DType::kBF16,
                                                                                      device::DType::kBF16));
+  auto tf32 = kernels::make_gemm(*device_, cache_, "tensor-core", kernels::MatmulPrecision::kTf32);
+  EXPECT_FALSE(dynamic_cast<kernels::TensorCoreGemm&>(*tf32).on_tensor_cores(device::DType::kF32, device::DType::kF32))
+      << "MATMUL_PRECISION=tf32 stays float32 without TF32 tensor cores";
   auto automatic = kernels::make_gemm(*device_, cache_, "auto");
   EXPECT_EQ(automatic->name(), "auto");
   const auto ab = upload(device::DType::kBF16, rounded(device::DType::kBF16, random(64 * 48, 5)));
