@@ -9,6 +9,8 @@
 //        bench_gemm tc [reps] [TILE|all]   the tensor-core GEMM (NVIDIA, after its probe) in bfloat16
 //            on 4096^3 and GPT-2 124M's step shapes (T1024 B8), TFLOP/s per MMA tile (all: every
 //            candidate; default: the one TensorCoreGemm picks), next to the float32-accumulating auto GEMM.
+//        bench_gemm tf32 [reps] [TILE|all]   the same with float32 A, B and C on the TF32 path
+//            (MATMUL_PRECISION=tf32), next to auto's float32 GEMM.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -73,14 +75,22 @@ double best_ms(int reps, F&& f) {
   return best;
 }
 
-// bench_gemm tc: bfloat16 A and B, C float32 and bfloat16; wall time of 5 back-to-back GEMMs.
-int bench_tensor_cores(device::Device& dev, device::ProgramCache& cache, int reps, const std::string& tile_arg) {
+// bench_gemm tc: bfloat16 A and B, C float32 and bfloat16 (tf32: float32 A, B and C, A and B as
+// TF32); wall time of 5 back-to-back GEMMs.
+int bench_tensor_cores(device::Device& dev, device::ProgramCache& cache, int reps, const std::string& tile_arg, bool tf32) {
+  using device::DType;
   const kernels::TensorCores& tc = kernels::probe_tensor_cores(dev.info(), cache);
   std::printf("device: %s  %s\n", dev.info().name.c_str(), tc.describe().c_str());
-  if (!tc.bf16) return 1;
+  if (!(tf32 ? tc.tf32 : tc.bf16)) {
+    std::printf("skipped: no %s tensor cores on this device\n", tf32 ? "TF32" : "bfloat16");
+    return 0;
+  }
+  const DType ab = tf32 ? DType::kF32 : DType::kBF16;
+  const std::vector<DType> c_dtypes = tf32 ? std::vector<DType>{DType::kF32} : std::vector<DType>{DType::kF32, DType::kBF16};
+  const auto precision = tf32 ? kernels::MatmulPrecision::kTf32 : kernels::MatmulPrecision::kFloat32;
   std::vector<std::optional<kernels::MmaTile>> tiles;
   if (tile_arg == "all") {
-    for (const auto& t : kernels::mma_tile_candidates(dev.info().local_mem_bytes)) tiles.emplace_back(t);
+    for (const auto& t : kernels::mma_tile_candidates(dev.info().local_mem_bytes, tf32 ? 4 : 2)) tiles.emplace_back(t);
   } else {
     tiles.push_back(tile_arg.empty() ? std::nullopt : std::optional(kernels::MmaTile::parse(tile_arg)));
   }
@@ -94,22 +104,20 @@ int bench_tensor_cores(device::Device& dev, device::ProgramCache& cache, int rep
   std::printf(" %10s  (TFLOP/s, best of %d)\n", "auto f32acc", reps);
   std::vector<std::unique_ptr<kernels::TensorCoreGemm>> gemms;
   for (const auto& t : tiles) {
-    gemms.push_back(
-        std::make_unique<kernels::TensorCoreGemm>(cache, dev, kernels::make_float32_accumulating_gemm(dev, cache), t));
+    gemms.push_back(std::make_unique<kernels::TensorCoreGemm>(
+        cache, dev, kernels::make_float32_accumulating_gemm(dev, cache), t, kernels::TensorCoreGemm::Mode::kPtx, precision));
   }
   for (const Shape& sh : shapes) {
     const GemmShape& s = sh.s;
     const std::size_t a_rows = s.a == Transpose::kNo ? s.m : s.k, a_cols = s.a == Transpose::kNo ? s.k : s.m;
     const std::size_t b_rows = s.b == Transpose::kNo ? s.k : s.n, b_cols = s.b == Transpose::kNo ? s.n : s.k;
-    using device::DType;
-    device::TypedBuffer a(dev.context(), DType::kBF16, s.batch * a_rows * a_cols, "a"),
-        b(dev.context(), DType::kBF16, s.batch * b_rows * b_cols, "b");
+    device::TypedBuffer a(dev.context(), ab, s.batch * a_rows * a_cols, "a"), b(dev.context(), ab, s.batch * b_rows * b_cols, "b");
     a.write(dev.queue(), std::vector<float>(s.batch * a_rows * a_cols, 0.5f));
     b.write(dev.queue(), std::vector<float>(s.batch * b_rows * b_cols, 0.25f));
-    for (DType c_dtype : {DType::kF32, DType::kBF16}) {
+    for (DType c_dtype : c_dtypes) {
       device::TypedBuffer c(dev.context(), c_dtype, s.batch * s.m * s.n, "c");
-      const kernels::GemmOperand ao{a.get(), 0, a_cols, a_rows * a_cols, DType::kBF16},
-          bo{b.get(), 0, b_cols, b_rows * b_cols, DType::kBF16}, co{c.get(), 0, s.n, s.m * s.n, c_dtype};
+      const kernels::GemmOperand ao{a.get(), 0, a_cols, a_rows * a_cols, ab}, bo{b.get(), 0, b_cols, b_rows * b_cols, ab},
+          co{c.get(), 0, s.n, s.m * s.n, c_dtype};
       const auto tflops = [&](kernels::Gemm& g) {
         const double ms = best_ms(reps, [&] {
           for (int i = 0; i < 5; ++i) g.run(s, 1.0f, ao, bo, 0.0f, co);
@@ -137,7 +145,7 @@ int main(int argc, char** argv) {
                                                device::parse_device_selection(device::device_spec_from(std::nullopt)));
   device::Device dev(selected.front());
   device::ProgramCache cache;
-  if (which == "tc") return bench_tensor_cores(dev, cache, reps, argc > 3 ? argv[3] : "");
+  if (which == "tc" || which == "tf32") return bench_tensor_cores(dev, cache, reps, argc > 3 ? argv[3] : "", which == "tf32");
   std::vector<std::string> policies = {"cpu-8x48", "cpu-12x32", "auto"};
   if (kernels::blis_gemm_available(dev)) policies.insert(policies.begin(), "blis");
   if (with_clblast) policies.push_back("clblast");

@@ -190,15 +190,15 @@ if wanted tensor_core_probe; then
   for p in BF16 F16 TF32; do compile_check tensor_core_probe "PROBE_$p" -DPROBE_$p; done
 fi
 if wanted gemm_mma; then
+  # TF32 (MATMUL_PRECISION=tf32): 4-byte tiles, so only the candidate that fits 48 KiB of shared
+  # memory (NVIDIA's OpenCL limit), unless TILEs are given.
+  tf32_tiles=("${tiles[@]}")
+  [ ${#tf32_tiles[@]} -gt 0 ] || tf32_tiles=(128x128x16x64x32x2)
   mma_ab=(BF16 F16) mma_c=(float32 bfloat16 float16) mma_async=(1 0)
   if [ "$table" = 1 ]; then
     mma_ab=(BF16) mma_c=(float32) mma_async=(1)
     [ ${#tiles[@]} -gt 0 ] || tiles=(128x128x32x64x32x2)  # MmaTile's default
   fi
-  # TF32 (MATMUL_PRECISION=tf32): 4-byte tiles, so only the candidate that fits 48 KiB of shared
-  # memory (NVIDIA's OpenCL limit), unless TILEs are given.
-  tf32_tiles=("${tiles[@]}")
-  [ ${#tf32_tiles[@]} -gt 0 ] || tf32_tiles=(128x128x16x64x32x2)
   [ ${#tiles[@]} -gt 0 ] || tiles=(128x128x32x64x32x2 128x128x16x64x32x3 128x128x16x64x32x4 128x256x16x64x64x2
                                     256x128x16x64x64x2 128x128x32x32x64x2 128x128x16x64x32x2)
   mma_builds() {  # AB TILE...

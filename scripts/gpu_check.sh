@@ -6,9 +6,9 @@
 #   stages (default all, in this order):
 #     devices  pax-ocl devices --check
 #     tests    the device tests with the device selected (bin/run-tests)
-#     gemm     bench_gemm D --clblast, bench_gemm tc all (NVIDIA), pax-ocl bench gemm memory launch
+#     gemm     bench_gemm D --clblast, bench_gemm tc all and tf32 all (NVIDIA), pax-ocl bench gemm memory launch
 #     step     bench_train_step all: tok/s and one step's kernel-by-kernel device times
-#     train    Pile126M T1024 B8 fp32, T1024 B16 bf16, T2048 B4 fp32, 30 steps each; start-up phases,
+#     train    Pile126M T1024 B8 fp32 and tf32, T1024 B16 bf16, T2048 B4 fp32, 30 steps each; start-up phases,
 #              tokens/s, MFU, the training pause of one checkpoint save
 #     torch    PyTorch side by side (when python3 has torch): fp32, tf32, bf16 autocast, --compile
 #   --quick    small shapes and few steps: about two minutes on PoCL (tests/bundle_test.sh runs it)
@@ -109,7 +109,8 @@ stage_gemm() {
     run bench_gemm B "$reps" --clblast || rc=1
   else
     run bench_gemm D "$reps" --clblast || rc=1
-    run bench_gemm tc 3 all || rc=1   # prints its own "skipped" line without tensor cores
+    run bench_gemm tc 3 all || rc=1     # each prints its own "skipped" line without such tensor cores
+    run bench_gemm tf32 3 all || rc=1
   fi
   local q=()
   ((quick)) && q=(--quick)
@@ -141,6 +142,8 @@ stage_train() {
   fi
   local common=(--fdl_config=Pile126M --fdl.MAX_STEPS=30 --fdl.CHECKPOINT_EVERY_N_STEPS=1000000)
   train_run t1024-b8-fp32 "${common[@]}" --fdl.MAX_SEQ_LEN=1024 --fdl.PERCORE_BATCH_SIZE=8 --fdl.FPROP_DTYPE=float32 || rc=1
+  train_run t1024-b8-tf32 "${common[@]}" --fdl.MAX_SEQ_LEN=1024 --fdl.PERCORE_BATCH_SIZE=8 --fdl.FPROP_DTYPE=float32 \
+    --fdl.MATMUL_PRECISION=tf32 || rc=1
   train_run t1024-b16-bf16 "${common[@]}" --fdl.MAX_SEQ_LEN=1024 --fdl.PERCORE_BATCH_SIZE=16 --fdl.FPROP_DTYPE=bfloat16 || rc=1
   train_run t2048-b4-fp32 "${common[@]}" --fdl.MAX_SEQ_LEN=2048 --fdl.PERCORE_BATCH_SIZE=4 --fdl.FPROP_DTYPE=float32 || rc=1
   train_run t1024-b8-ckpt --fdl_config=Pile126M --fdl.MAX_STEPS=12 --fdl.CHECKPOINT_EVERY_N_STEPS=10 \
