@@ -63,8 +63,12 @@ class KernelSet {
   // in the portable one.
   template <typename... Args>
   device::Event launch_elements(std::string_view kernel, std::size_t n, const Args&... args) {
+    return launch(kernel, element_items(n), args...);
+  }
+  // Work-items for n elements of an element-wise kernel in this set.
+  std::size_t element_items(std::size_t n) const {
     const std::size_t per_item = cpu_variant() ? kCpuElementsPerItem : gpu_variant() ? kGpuElementsPerItem : 1;
-    return launch(kernel, (n + per_item - 1) / per_item, args...);
+    return (n + per_item - 1) / per_item;
   }
 
   // Runs `kernel` over `items` work-items (rounded up to whole groups; kernels guard the tail).

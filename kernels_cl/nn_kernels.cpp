@@ -78,8 +78,9 @@ void EmbeddingKernels::forward(ActBuffer& out, const IntBuffer& ids, const ActBu
   // The whole table (SIZE_MAX rows) as the kernel's uint: every non-negative int id is below it.
   const std::size_t rows = std::min<std::size_t>(vocab_rows, std::numeric_limits<cl_uint>::max());
   // Without positions every row reads wpe's first row (stride 0), which the caller keeps zero.
-  set_.launch("embedding_forward", set_.cpu_variant() ? B * T : n, out, ids, wte, wpe, u32(T), u32(C), u32(n),
-              u32(pos0), u32(positions ? C : 0), u32(vocab_begin), u32(rows));
+  // The CPU twin takes a row per work-item, the others elements.
+  set_.launch("embedding_forward", set_.cpu_variant() ? B * T : set_.element_items(n), out, ids, wte, wpe, u32(T),
+              u32(C), u32(n), u32(pos0), u32(positions ? C : 0), u32(vocab_begin), u32(rows));
 }
 
 void EmbeddingKernels::backward_wpe(FloatBuffer& dwpe, const ActBuffer& dout, std::size_t B, std::size_t T,
@@ -92,8 +93,8 @@ void EmbeddingKernels::backward_wte(FloatBuffer& dwte, const ActBuffer& dout, co
                                     const IntBuffer& starts, const IntBuffer& positions, std::size_t U,
                                     std::size_t C) {
   require_act(act_, "embedding_backward_wte", dout);
-  set_.launch("embedding_backward_wte", set_.cpu_variant() ? U : U * C, dwte, dout, tokens, starts, positions, u32(U),
-              u32(C));
+  set_.launch("embedding_backward_wte", set_.cpu_variant() ? U : set_.element_items(U * C), dwte, dout, tokens, starts,
+              positions, u32(U), u32(C));
 }
 
 LayerNormKernels::LayerNormKernels(device::ProgramCache& cache, device::Device& device, device::DType act)
@@ -301,7 +302,10 @@ void RopeKernels::rotate(ActBuffer& qkv, const FloatBuffer& cos, const FloatBuff
                                   position_offset + shape.seq_len, std::min(cos.count(), sin.count()) / half));
   }
   if (shape.rows == 0 || half == 0) return;
-  const std::size_t items = set_.cpu_variant() ? shape.rows : shape.rows * heads * half;
+  // A row per work-item (CPU twin), 4 pairs of a head (GPU twin), or one pair.
+  const std::size_t pairs_per_item = set_.gpu_variant() ? kGpuElementsPerItem : 1;
+  const std::size_t items =
+      set_.cpu_variant() ? shape.rows : shape.rows * heads * ((half + pairs_per_item - 1) / pairs_per_item);
   set_.launch("rope_rotate", items, qkv, cos, sin, u32(shape.seq_len), u32(heads), u32(shape.width()), u32(half),
               u32(position_offset), inverse ? -1.0f : 1.0f, u32(items));
 }
@@ -397,14 +401,14 @@ void CastKernels::to_act(ActBuffer& out, const FloatBuffer& in, std::size_t offs
   require_act(act_, "cast_to_act", out);
   require_range("cast_to_act", offset, count, out.count(), in.count());
   if (out.get() == in.get() || count == 0) return;  // a float32 view of `in` itself
-  set_.launch("cast_to_act", count, out, in, u32(offset), u32(count));
+  set_.launch_elements("cast_to_act", count, out, in, u32(offset), u32(count));
 }
 
 void CastKernels::to_float(FloatBuffer& out, const ActBuffer& in, std::size_t offset, std::size_t count) {
   require_act(act_, "cast_to_float", in);
   require_range("cast_to_float", offset, count, out.count(), in.count());
   if (out.get() == in.get() || count == 0) return;
-  set_.launch("cast_to_float", count, out, in, u32(offset), u32(count));
+  set_.launch_elements("cast_to_float", count, out, in, u32(offset), u32(count));
 }
 
 void CastKernels::rows_to_act(ActBuffer& out, std::size_t out_offset, std::size_t out_ld, const FloatBuffer& in,
@@ -415,7 +419,7 @@ void CastKernels::rows_to_act(ActBuffer& out, std::size_t out_offset, std::size_
     throw DeviceError(fmt::format("cast_rows_to_act: {} rows of {} at element {}, {} apart, exceed the buffers", rows,
                                   cols, out_offset, out_ld));
   }
-  set_.launch("cast_rows_to_act", rows * cols, out, in, u32(out_offset), u32(out_ld), u32(cols), u32(rows * cols));
+  set_.launch_elements("cast_rows_to_act", rows * cols, out, in, u32(out_offset), u32(out_ld), u32(cols), u32(rows * cols));
 }
 
 OptimizerKernels::OptimizerKernels(device::ProgramCache& cache, device::Device& device)

@@ -476,9 +476,13 @@ TEST(GemmPolicy, NamesAndErrors) {
   EXPECT_EQ(kernels::MmaTile::parse("128x256x16.w64x64.s2").name(), "128x256x16.w64x64.s2");
   EXPECT_THROW(kernels::MmaTile::parse("128x128"), ConfigError);
   EXPECT_THROW(kernels::MmaTile::parse("128x128x8.w64x32.s2"), ConfigError);  // BK not a multiple of 16
-  // Every candidate fits NVIDIA's 48 KiB of local memory.
-  EXPECT_EQ(kernels::mma_tile_candidates(48 * 1024).size(), 6u);
+  // Every candidate fits NVIDIA's 48 KiB of local memory with 16-bit elements; with TF32's 4-byte
+  // ones only the two-stage 128x128x16 tile does (40 KiB).
+  EXPECT_EQ(kernels::mma_tile_candidates(48 * 1024).size(), 7u);
   EXPECT_EQ(kernels::mma_tile_candidates(48 * 1024).front().name(), kernels::MmaTile{}.name());
+  ASSERT_EQ(kernels::mma_tile_candidates(48 * 1024, 4).size(), 1u);
+  EXPECT_EQ(kernels::mma_tile_candidates(48 * 1024, 4).front().name(), "128x128x16.w64x32.s2");
+  EXPECT_EQ(kernels::mma_tile_candidates(48 * 1024, 4).front().local_bytes(4), 40960u);
   EXPECT_EQ(kernels::gemm_policy_from(std::string("gpu-direct")), "gpu-direct");
   EXPECT_EQ(kernels::DirectTile::parse("128x64x16.r8x8"), kernels::DirectTile{});
   EXPECT_THROW(kernels::DirectTile::parse("128x64"), ConfigError);

@@ -187,48 +187,52 @@ void ActKernelTest::check_bias(int N, int C) {
 
 
 TEST_P(ActKernelTest, EmbeddingForwardAndDeterministicBackward) {
-  const int B = 3, T = 5, C = 19, Vp = 41, maxT = 7;
-  const std::vector<int> ids = {4, 4, 0, 40, 4, 7, 4, 0, 0, 13, 40, 40, 1, 4, 2};  // repeats, last row
-  const auto wte = in(random(Vp * C, 6)), wpe = in(random(maxT * C, 7)), dout = in(random(B * T * C, 8));
-  auto wte_b = act(wte), wpe_b = act(wpe), out = act_zeros(B * T * C);
-  auto ids_b = upload_ints(ids);
-  kernels_->embedding.forward(out, ids_b, wte_b, wpe_b, B, T, C);
-  expect_close(download(out, B * T * C), embedding_forward(ids, B, T, wte, wpe, Vp, maxT, C), stored({0, 1e-6}),
-               "embedding");
-  // Decoding continues at position 2: rows read wpe[2 + t], as the reference with wpe's first 2 rows dropped.
-  kernels_->embedding.forward(out, ids_b, wte_b, wpe_b, B, T, C, 2);
-  const std::vector<double> wpe_from_2(wpe.begin() + 2 * C, wpe.end());
-  expect_close(download(out, B * T * C), embedding_forward(ids, B, T, wte, wpe_from_2, Vp, maxT - 2, C),
-               stored({0, 1e-6}), "embedding from position 2");
+  // C = 19: the GPU twin element by element; C = 16: its vector loads (rows of whole fours).
+  for (const int C : {19, 16}) {
+    SCOPED_TRACE(::testing::Message() << "C " << C);
+    const int B = 3, T = 5, Vp = 41, maxT = 7;
+    const std::vector<int> ids = {4, 4, 0, 40, 4, 7, 4, 0, 0, 13, 40, 40, 1, 4, 2};  // repeats, last row
+    const auto wte = in(random(Vp * C, 6)), wpe = in(random(maxT * C, 7)), dout = in(random(B * T * C, 8));
+    auto wte_b = act(wte), wpe_b = act(wpe), out = act_zeros(B * T * C);
+    auto ids_b = upload_ints(ids);
+    kernels_->embedding.forward(out, ids_b, wte_b, wpe_b, B, T, C);
+    expect_close(download(out, B * T * C), embedding_forward(ids, B, T, wte, wpe, Vp, maxT, C), stored({0, 1e-6}),
+                 "embedding");
+    // Decoding continues at position 2: rows read wpe[2 + t], as the reference with wpe's first 2 rows dropped.
+    kernels_->embedding.forward(out, ids_b, wte_b, wpe_b, B, T, C, 2);
+    const std::vector<double> wpe_from_2(wpe.begin() + 2 * C, wpe.end());
+    expect_close(download(out, B * T * C), embedding_forward(ids, B, T, wte, wpe_from_2, Vp, maxT - 2, C),
+                 stored({0, 1e-6}), "embedding from position 2");
 
-  // The CSR the model builds: positions grouped by token, ascending.
-  std::vector<int> positions(B * T);
-  std::iota(positions.begin(), positions.end(), 0);
-  std::stable_sort(positions.begin(), positions.end(), [&](int a, int b) { return ids[a] < ids[b]; });
-  std::vector<int> tokens, starts;
-  for (int p = 0; p < B * T; ++p) {
-    if (p == 0 || ids[positions[p]] != ids[positions[p - 1]]) {
-      tokens.push_back(ids[positions[p]]);
-      starts.push_back(p);
+    // The CSR the model builds: positions grouped by token, ascending.
+    std::vector<int> positions(B * T);
+    std::iota(positions.begin(), positions.end(), 0);
+    std::stable_sort(positions.begin(), positions.end(), [&](int a, int b) { return ids[a] < ids[b]; });
+    std::vector<int> tokens, starts;
+    for (int p = 0; p < B * T; ++p) {
+      if (p == 0 || ids[positions[p]] != ids[positions[p - 1]]) {
+        tokens.push_back(ids[positions[p]]);
+        starts.push_back(p);
+      }
     }
-  }
-  starts.push_back(B * T);
-  const auto ref = embedding_backward(ids, B, T, dout, Vp, maxT, C);
-  std::vector<double> first;
-  for (int run = 0; run < 2; ++run) {
-    auto dwte = upload(std::vector<double>(Vp * C, 0.25)), dwpe = upload(std::vector<double>(T * C, 0.25));
-    auto dout_b = act(dout);
-    auto tok = upload_ints(tokens), st = upload_ints(starts), pos = upload_ints(positions);
-    kernels_->embedding.backward_wte(dwte, dout_b, tok, st, pos, tokens.size(), C);
-    kernels_->embedding.backward_wpe(dwpe, dout_b, B, T, C);
-    std::vector<double> want_wte(ref.dwte), want_wpe(ref.dwpe.begin(), ref.dwpe.begin() + T * C);
-    for (double& v : want_wte) v += 0.25;  // accumulates into the existing (float32) gradient
-    for (double& v : want_wpe) v += 0.25;
-    const auto got = download(dwte, Vp * C);
-    expect_close(got, want_wte, Tol{1e-5, 1e-5}, "dwte");
-    expect_close(download(dwpe, T * C), want_wpe, Tol{1e-5, 1e-5}, "dwpe");
-    if (run == 0) first = got;
-    else EXPECT_EQ(got, first) << "embedding backward must be bit-reproducible";
+    starts.push_back(B * T);
+    const auto ref = embedding_backward(ids, B, T, dout, Vp, maxT, C);
+    std::vector<double> first;
+    for (int run = 0; run < 2; ++run) {
+      auto dwte = upload(std::vector<double>(Vp * C, 0.25)), dwpe = upload(std::vector<double>(T * C, 0.25));
+      auto dout_b = act(dout);
+      auto tok = upload_ints(tokens), st = upload_ints(starts), pos = upload_ints(positions);
+      kernels_->embedding.backward_wte(dwte, dout_b, tok, st, pos, tokens.size(), C);
+      kernels_->embedding.backward_wpe(dwpe, dout_b, B, T, C);
+      std::vector<double> want_wte(ref.dwte), want_wpe(ref.dwpe.begin(), ref.dwpe.begin() + T * C);
+      for (double& v : want_wte) v += 0.25;  // accumulates into the existing (float32) gradient
+      for (double& v : want_wpe) v += 0.25;
+      const auto got = download(dwte, Vp * C);
+      expect_close(got, want_wte, Tol{1e-5, 1e-5}, "dwte");
+      expect_close(download(dwpe, T * C), want_wpe, Tol{1e-5, 1e-5}, "dwpe");
+      if (run == 0) first = got;
+      else EXPECT_EQ(got, first) << "embedding backward must be bit-reproducible";
+    }
   }
 }
 
@@ -664,7 +668,7 @@ TEST_P(ActKernelTest, RopeForwardAndTransposedBackward) {
   const int B = 2, H = 4, Hkv = 2;
   const double base = 10000.0;
   std::uint64_t seed = 60;
-  for (const int hs : {8, 64, 40})
+  for (const int hs : {8, 64, 40, 10, 6})  // pairs 4, 32, 20: whole fours; 5, 3: the GPU twin's tail
     for (const int T : {1, 37})
       for (const int offset : {0, 11}) {
         SCOPED_TRACE(::testing::Message() << "hs " << hs << ", T " << T << ", offset " << offset);
