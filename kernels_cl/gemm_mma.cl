@@ -200,49 +200,43 @@ MMA_FN void ldmatrix_x4(uint r[4], __local const ushort* tile, uint off, bool tr
   barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-MMA_FN void mma_16816(float d[4], const uint a[4], const uint b[2], __local uint* xch) {
-  const uint tid = get_local_id(0), lane = tid % 32, warp0 = tid - lane;
-  for (uint i = 0; i < 4; ++i) xch[tid * 8 + i] = a[i];
-  xch[tid * 8 + 4] = b[0];
-  xch[tid * 8 + 5] = b[1];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const uint g = lane / 4, t = lane % 4;
-  for (uint i = 0; i < 4; ++i) {
-    const uint row = g + (i & 2u ? 8 : 0), col = 2 * t + (i & 1u);
-    float acc = d[i];
-    for (uint kk = 0; kk < 16; ++kk) {
-      // A element (row, kk): lane 4 (row % 8) + (kk % 8) / 2, register (row / 8) + 2 (kk / 8), half kk % 2.
-      const uint a_word = xch[(warp0 + 4 * (row % 8) + (kk % 8) / 2) * 8 + (row / 8) + 2 * (kk / 8)];
-      // B element (kk, col): lane 4 col + (kk % 8) / 2, register kk / 8, half kk % 2.
-      const uint b_word = xch[(warp0 + 4 * col + (kk % 8) / 2) * 8 + 4 + kk / 8];
-      acc += mma_operand((ushort)(a_word >> (16 * (kk % 2)))) * mma_operand((ushort)(b_word >> (16 * (kk % 2))));
-    }
-    d[i] = acc;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
+// One operand element of a fragment register: the low or high half of a 16-bit pair (`part`), or
+// the whole TF32 word.
+MMA_FN float mma_element(uint word, uint part) {
+#if MMA_TF32
+  (void)part;
+  return as_float(word);
+#else
+  return mma_operand((ushort)(word >> (16 * part)));
+#endif
 }
 
-MMA_FN void mma_1688(float d[4], const uint a[4], const uint b[2], __local uint* xch) {
+// mma.sync for one warp (both mma_16816 and mma_1688): d += a (16 x KSTEP, row) * b (KSTEP x 8,
+// col), m16n8k16 with 16-bit operands, epr = 2 per register, or m16n8k8 with TF32 ones, epr = 1.
+// A element (row, kk) sits in lane 4 (row % 8) + (kk % 4 epr) / epr, register (row / 8) +
+// 2 (kk / (4 epr)), part kk % epr; B element (kk, col) in lane 4 col + (kk % 4 epr) / epr,
+// register kk / (4 epr).
+MMA_FN void mma_emulated(float d[4], const uint a[4], const uint b[2], __local uint* xch) {
   const uint tid = get_local_id(0), lane = tid % 32, warp0 = tid - lane;
   for (uint i = 0; i < 4; ++i) xch[tid * 8 + i] = a[i];
   xch[tid * 8 + 4] = b[0];
   xch[tid * 8 + 5] = b[1];
   barrier(CLK_LOCAL_MEM_FENCE);
-  const uint g = lane / 4, t = lane % 4;
+  const uint g = lane / 4, t = lane % 4, epr = KSTEP / 8, span = 4 * epr;
   for (uint i = 0; i < 4; ++i) {
     const uint row = g + (i & 2u ? 8 : 0), col = 2 * t + (i & 1u);
     float acc = d[i];
-    for (uint kk = 0; kk < 8; ++kk) {
-      // A element (row, kk): lane 4 (row % 8) + kk % 4, register (row / 8) + 2 (kk / 4).
-      const uint a_word = xch[(warp0 + 4 * (row % 8) + kk % 4) * 8 + row / 8 + 2 * (kk / 4)];
-      // B element (kk, col): lane 4 col + kk % 4, register kk / 4.
-      const uint b_word = xch[(warp0 + 4 * col + kk % 4) * 8 + 4 + kk / 4];
-      acc += as_float(a_word) * as_float(b_word);
+    for (uint kk = 0; kk < KSTEP; ++kk) {
+      const uint a_word = xch[(warp0 + 4 * (row % 8) + (kk % span) / epr) * 8 + row / 8 + 2 * (kk / span)];
+      const uint b_word = xch[(warp0 + 4 * col + (kk % span) / epr) * 8 + 4 + kk / span];
+      acc += mma_element(a_word, kk % epr) * mma_element(b_word, kk % epr);
     }
     d[i] = acc;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 }
+#define mma_16816 mma_emulated
+#define mma_1688 mma_emulated
 
 // cvt.rna.tf32.f32: round half away from zero at mantissa bit 13, low 13 bits cleared; NaN and
 // infinity pass through.
