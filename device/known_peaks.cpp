@@ -70,10 +70,15 @@ const std::vector<KnownPeak>& known_peaks() {
   return peaks;
 }
 
-TheoreticalPeak theoretical_peak(const DeviceInfo& device, bool sixteen_bit, unsigned host_threads) {
+TheoreticalPeak theoretical_peak(const DeviceInfo& device, PeakCompute compute, unsigned host_threads) {
   if (const std::optional<KnownPeak> known = known_peak(device.name)) {
-    return {1e3 * (sixteen_bit ? known->bf16_tflops : known->fp32_tflops),
-            fmt::format("datasheet {} {}", known->model, sixteen_bit ? "BF16" : "FP32")};
+    switch (compute) {
+      case PeakCompute::kSixteenBit: return {1e3 * known->bf16_tflops, fmt::format("datasheet {} BF16", known->model)};
+      case PeakCompute::kTf32:
+        return {1e3 * known->bf16_tflops / 2, fmt::format("datasheet {} BF16 / 2 (TF32)", known->model)};
+      case PeakCompute::kFloat32: break;
+    }
+    return {1e3 * known->fp32_tflops, fmt::format("datasheet {} FP32", known->model)};
   }
   if (device.kind != DeviceKind::kCpu || device.clock_mhz == 0 || device.native_float_lanes == 0) return {};
   constexpr int kFmaPorts = 2, kFlopsPerFma = 2;

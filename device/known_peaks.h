@@ -26,10 +26,15 @@ struct KnownPeak {
 
 std::optional<KnownPeak> known_peak(std::string_view device_name);
 
-// The theoretical peak of one device in GFLOP/s for the compute of `sixteen_bit` or float32
-// GEMMs, where it can be computed, and what it rests on ("datasheet NVIDIA H100 SXM5 BF16",
+// What a job's GEMMs compute in: float32 vector units, TF32 tensor cores (MATMUL_PRECISION=tf32 where
+// the probe passed), or 16-bit tensor units (FPROP_DTYPE bfloat16 / float16).
+enum class PeakCompute { kFloat32, kTf32, kSixteenBit };
+
+// The theoretical peak of one device in GFLOP/s for GEMMs computed as `compute`, where it can be
+// computed, and what it rests on ("datasheet NVIDIA H100 SXM5 BF16",
 // "2 cores x 2445 MHz x 8 lanes x 2 FMA ports x 2"):
-//   - a device in the datasheet table: its FP32 or dense BF16 figure;
+//   - a device in the datasheet table: its FP32 or dense BF16 figure; TF32 as half the dense BF16
+//     one (NVIDIA's datasheets for every TF32 part listed: A100 156 / 312, H100 SXM 494.7 / 989.4);
 //   - a CPU device: min(compute units, host_threads) x clock x native float lanes x 2 FMA ports
 //     x 2 flops per FMA. Two FMA ports is the most any x86 core has for vectors, so this bounds
 //     what the device can do (a CPU computes 16-bit GEMMs in float32 too);
@@ -39,7 +44,7 @@ struct TheoreticalPeak {
   std::string basis;
 };
 struct DeviceInfo;
-TheoreticalPeak theoretical_peak(const DeviceInfo& device, bool sixteen_bit, unsigned host_threads);
+TheoreticalPeak theoretical_peak(const DeviceInfo& device, PeakCompute compute, unsigned host_threads);
 const std::vector<KnownPeak>& known_peaks();  // the table, for `pax-ocl devices` and the docs
 
 }  // namespace paxocl::device

@@ -5,6 +5,7 @@
 
 #include "common/errors.h"
 #include "kernels_cl/auto_gemm.h"
+#include "kernels_cl/tensor_core_gemm.h"
 
 namespace paxocl::kernels {
 
@@ -33,6 +34,11 @@ DeviceRuntime::DeviceRuntime(device::Device& device, device::ProgramCache& cache
                                                         std::min<std::uint64_t>(device.info().local_mem_bytes,
                                                                                 kFlashLocalBudget) / 1024)
                                           : std::string());
+}
+
+bool DeviceRuntime::float32_on_tensor_cores() const {
+  const auto* tc = dynamic_cast<const TensorCoreGemm*>(gemm_.get());
+  return tc != nullptr && tc->on_tensor_cores(device::DType::kF32, device::DType::kF32);
 }
 
 }  // namespace paxocl::kernels

@@ -28,6 +28,9 @@ class DeviceRuntime {
   device::Queue& queue() const { return device_.queue(); }
   KernelLibrary& kernels() { return kernels_; }
   Gemm& gemm() { return *gemm_; }
+  // Whether GEMMs with float32 operands run on tensor cores (as TF32: MATMUL_PRECISION=tf32 where the
+  // probe passed), for the MFU's theoretical peak.
+  bool float32_on_tensor_cores() const;
   device::DType act_dtype() const { return kernels_.act_dtype(); }
 
  private:

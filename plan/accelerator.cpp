@@ -124,7 +124,7 @@ Accelerator host_accelerator(int devices) {
   info.compute_units = threads;
   info.clock_mhz = cpu.mhz;
   info.native_float_lanes = cpu.float_lanes;
-  const device::TheoreticalPeak peak = device::theoretical_peak(info, false, threads);  // 16-bit runs in float32
+  const device::TheoreticalPeak peak = device::theoretical_peak(info, device::PeakCompute::kFloat32, threads);  // 16-bit runs in float32
   const int share = std::max(1, devices);
   Accelerator a;
   a.name = fmt::format("this host's CPU ({})", cpu.model);

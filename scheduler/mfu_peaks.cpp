@@ -41,13 +41,15 @@ double read_stored(const std::filesystem::path& file) {
 // (processes on one host too); 0 when a device's peak is unknown.
 std::pair<double, std::string> job_theoretical(const StepProgram& program, const config::JobConfig& job,
                                                const collectives::ProcessWorld& world) {
-  const bool sixteen_bit = job.step.fprop_dtype != device::DType::kF32;
+  const device::PeakCompute compute = job.step.fprop_dtype != device::DType::kF32 ? device::PeakCompute::kSixteenBit
+                                      : program.runtime().float32_on_tensor_cores() ? device::PeakCompute::kTf32
+                                                                                     : device::PeakCompute::kFloat32;
   const unsigned host_threads = std::max(1u, std::thread::hardware_concurrency());
   double accelerators = 0, cpus = 0;
   std::string basis;
   const device::DeviceInfo* cpu = nullptr;
   for (const device::Device* d : program.devices()) {
-    const device::TheoreticalPeak p = device::theoretical_peak(d->info(), sixteen_bit, host_threads);
+    const device::TheoreticalPeak p = device::theoretical_peak(d->info(), compute, host_threads);
     if (p.gflops <= 0) return {0.0, "unknown for " + d->info().name};
     if (d->info().kind == device::DeviceKind::kCpu) {
       cpus += p.gflops;
@@ -60,7 +62,7 @@ std::pair<double, std::string> job_theoretical(const StepProgram& program, const
   if (cpu != nullptr) {  // this host's CPU, whole: the cap for every CPU device of every process here
     device::DeviceInfo host = *cpu;
     host.compute_units = host_threads;
-    const double host_peak = device::theoretical_peak(host, sixteen_bit, host_threads).gflops;
+    const double host_peak = device::theoretical_peak(host, compute, host_threads).gflops;
     const int hosts = std::max(1, world.size() / std::max(1, world.local_size()));
     cpus = hosts * std::min(cpus * world.local_size(), host_peak);
     basis = fmt::format("{} per device; a host's CPU devices share its {} threads", basis, host_threads);

@@ -102,5 +102,21 @@ TEST(KnownPeaks, MatchTheMostSpecificModelOnly) {
   for (const KnownPeak& p : known_peaks()) EXPECT_GT(p.bf16_tflops, p.fp32_tflops) << p.model;
 }
 
+// The MFU's theoretical peak by what the GEMMs compute in: NVIDIA's datasheet figures for an H100
+// SXM (FP32 67, dense TF32 494.7, dense BF16 989.4 TFLOP/s) and an A100 (19.5, 156, 312).
+TEST(KnownPeaks, TheoreticalPeakFollowsTheComputePrecision) {
+  DeviceInfo h100;
+  h100.name = "NVIDIA H100 80GB HBM3";
+  h100.kind = DeviceKind::kGpu;
+  EXPECT_DOUBLE_EQ(theoretical_peak(h100, PeakCompute::kFloat32, 16).gflops, 67000.0);
+  EXPECT_DOUBLE_EQ(theoretical_peak(h100, PeakCompute::kTf32, 16).gflops, 494700.0);
+  EXPECT_DOUBLE_EQ(theoretical_peak(h100, PeakCompute::kSixteenBit, 16).gflops, 989400.0);
+  EXPECT_NE(theoretical_peak(h100, PeakCompute::kTf32, 16).basis.find("TF32"), std::string::npos);
+  DeviceInfo a100;
+  a100.name = "NVIDIA A100-SXM4-80GB";
+  a100.kind = DeviceKind::kGpu;
+  EXPECT_DOUBLE_EQ(theoretical_peak(a100, PeakCompute::kTf32, 16).gflops, 156000.0);
+}
+
 }  // namespace
 }  // namespace paxocl::device
