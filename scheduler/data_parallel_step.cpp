@@ -32,12 +32,8 @@ std::vector<StepProgram::StateSlice> DataParallelStep::state_slices() {
   if (rank_ != 0) return {};  // replicas: process 0's copy stands for all
   Local& l = locals_.front();
   const std::size_t floats = layout().total();
-  const auto staged = snapshot_staging_.acquire(0, *l.device, floats);
-  device::Queue& queue = l.device->queue();
-  queue.read(l.model->parameter_buffer(), staged->params, /*blocking=*/false);
-  queue.read(l.adam->first_moment(), staged->m, /*blocking=*/false);
-  queue.read(l.adam->second_moment(), staged->v, /*blocking=*/false);
-  queue.finish();
+  const auto staged = snapshot_staging_.copy(0, *l.device, floats, l.model->parameter_buffer(), l.adam->first_moment(),
+                                              l.adam->second_moment());
   return {SnapshotStaging::slice(staged, 0, floats, 0)};
 }
 

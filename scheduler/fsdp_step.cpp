@@ -169,11 +169,9 @@ std::vector<StepProgram::StateSlice> FsdpStep::state_slices() {
   for (int f = 0; f < options_.mesh.ici_size(MeshAxis::kFsdp); ++f) {
     Local& l = locals_[static_cast<std::size_t>(f)];
     const std::size_t floats = param_shards_[static_cast<std::size_t>(f)].count();
-    const auto staged = snapshot_staging_.acquire(static_cast<std::size_t>(f), *l.device, floats);
-    l.device->queue().read(param_shards_[static_cast<std::size_t>(f)], staged->params, /*blocking=*/false);
-    l.device->queue().read(l.adam->first_moment(), staged->m, /*blocking=*/false);
-    l.device->queue().read(l.adam->second_moment(), staged->v, /*blocking=*/false);
-    l.device->queue().finish();
+    const auto staged = snapshot_staging_.copy(static_cast<std::size_t>(f), *l.device, floats,
+                                               param_shards_[static_cast<std::size_t>(f)], l.adam->first_moment(),
+                                               l.adam->second_moment());
     for (const ParameterLayoutUnit& u : plan.units()) {
       const models::ShardPlan::Piece s = plan.shard(u.block, process_, f);
       const std::size_t base = plan.shard_offset(u.block, process_, f);

@@ -6,7 +6,7 @@
 
 namespace paxocl::scheduler {
 
-std::shared_ptr<SnapshotStaging::Region> SnapshotStaging::acquire(std::size_t slot, const device::Device& device,
+std::shared_ptr<SnapshotStaging::Region> SnapshotStaging::acquire(std::size_t slot, device::Device& device,
                                                                   std::size_t floats) {
   if (regions_.size() <= slot) regions_.resize(slot + 1);
   std::shared_ptr<Region>& region = regions_[slot];
@@ -28,6 +28,19 @@ std::shared_ptr<SnapshotStaging::Region> SnapshotStaging::acquire(std::size_t sl
   fresh->m = all.subspan(floats, floats);
   fresh->v = all.subspan(2 * floats, floats);
   region = std::move(fresh);
+  return region;
+}
+
+std::shared_ptr<SnapshotStaging::Region> SnapshotStaging::copy(std::size_t slot, device::Device& device,
+                                                               std::size_t floats, const device::Buffer<float>& params,
+                                                               const device::Buffer<float>& m,
+                                                               const device::Buffer<float>& v) {
+  std::shared_ptr<Region> region = acquire(slot, device, floats);
+  device::Queue& queue = device.queue();
+  queue.read(params, region->params, /*blocking=*/false);
+  queue.read(m, region->m, /*blocking=*/false);
+  queue.read(v, region->v, /*blocking=*/false);
+  queue.finish();
   return region;
 }
 

@@ -33,7 +33,13 @@ class SnapshotStaging {
 
   // Region `slot` (the device's index in the step program) of `floats` floats per kind, staged for
   // copies from `device`. The region's contents are whatever the last snapshot left there.
-  std::shared_ptr<Region> acquire(std::size_t slot, const device::Device& device, std::size_t floats);
+  std::shared_ptr<Region> acquire(std::size_t slot, device::Device& device, std::size_t floats);
+
+  // acquire(), then the first `floats` of the device's parameter and moment buffers copied in: three
+  // non-blocking reads on its queue (after the kernels queued there), then one wait.
+  std::shared_ptr<Region> copy(std::size_t slot, device::Device& device, std::size_t floats,
+                               const device::Buffer<float>& params, const device::Buffer<float>& m,
+                               const device::Buffer<float>& v);
 
   // A checkpoint slice of flat-layout elements [flat_offset, flat_offset + count), viewing `region`
   // from its element `at` (the slice keeps the region alive).

@@ -50,11 +50,13 @@ TEST_F(SnapshotStagingTest, PinnedMemoryRoundTripsThroughTheDevice) {
   EXPECT_EQ(pinned.floats(5, 10).data(), host.data() + 5);
 }
 
-TEST_F(SnapshotStagingTest, SlicesViewTheStagedCopiesAtTheirOffsets) {
+TEST_F(SnapshotStagingTest, CopiesLandWhereTheSlicesViewThem) {
   scheduler::SnapshotStaging staging;
   const std::size_t n = 1000;
-  const auto region = staging.acquire(0, *device_, n);
-  stage(*region, n, 1.0f);
+  // As a step program does: the first n floats of each buffer (here one longer), copied in.
+  const auto region = staging.copy(0, *device_, n, iota_buffer(n + 1, 1.0f), iota_buffer(n + 1, 1.0f + 1e6f),
+                                   iota_buffer(n + 1, 1.0f + 2e6f));
+  ASSERT_EQ(region->params.size(), n);
   const checkpoint::StateSlice s = scheduler::SnapshotStaging::slice(region, 100, 50, 4096);
   EXPECT_EQ(s.offset, 4096u);
   ASSERT_EQ(s.params.size(), 50u);
