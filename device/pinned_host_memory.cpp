@@ -14,12 +14,12 @@ PinnedHostMemory::PinnedHostMemory(const Context& context, const Queue& queue, s
   check_cl(clRetainCommandQueue(queue.get()), "clRetainCommandQueue", what);
   queue_ = ClHandle<cl_command_queue>(queue.get());
   cl_int err = CL_SUCCESS;
-  // A zero-byte buffer is invalid in OpenCL; one float stands in (nothing reads it).
-  cl_mem mem = clCreateBuffer(context.get(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes ? bytes : 4, nullptr, &err);
+  const std::size_t allocated = bytes ? bytes : 4;  // a zero-byte buffer is invalid in OpenCL; nothing reads the 4
+  cl_mem mem = clCreateBuffer(context.get(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, allocated, nullptr, &err);
   check_cl(err, "clCreateBuffer", what);
   mem_ = ClHandle<cl_mem>(mem);
-  host_ = clEnqueueMapBuffer(queue_.get(), mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes ? bytes : 4, 0, nullptr,
-                             nullptr, &err);
+  host_ = clEnqueueMapBuffer(queue_.get(), mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, allocated, 0, nullptr, nullptr,
+                             &err);
   check_cl(err, "clEnqueueMapBuffer", what);
 }
 

@@ -261,8 +261,6 @@ MatmulPrecision matmul_precision_from_name(const std::string& name) {
   throw ConfigError(fmt::format("MATMUL_PRECISION={}: use float32 or tf32", name));
 }
 
-const char* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::kTf32 ? "tf32" : "float32"; }
-
 std::unique_ptr<Gemm> make_gemm(device::Device& device, device::ProgramCache& cache, const std::string& policy,
                                 MatmulPrecision precision) {
   const std::string name = policy == "auto" ? policy : gemm_policy_from(policy);

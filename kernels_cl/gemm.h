@@ -25,7 +25,6 @@ enum class Transpose { kNo, kYes };
 // (tensor_core_gemm.h); float32 on every other device.
 enum class MatmulPrecision { kFloat32, kTf32 };
 MatmulPrecision matmul_precision_from_name(const std::string& name);  // "float32" | "tf32"; ConfigError otherwise
-const char* matmul_precision_name(MatmulPrecision p);
 
 struct GemmOperand {
   cl_mem buffer = nullptr;

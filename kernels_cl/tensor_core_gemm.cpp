@@ -78,14 +78,17 @@ TensorCoreGemm::TensorCoreGemm(device::ProgramCache& cache, device::Device& devi
     const auto fit = mma_tile_candidates(local_mem);
     if (!fit.empty()) tile_ = fit.front();
   }
-  const std::size_t emulation = mode == Mode::kEmulated ? static_cast<std::size_t>(tile_.threads()) * 32 : 0;
+  // The tiles plus, in the emulation, its exchange words (8 per work-item).
+  const auto local_needed = [&](const MmaTile& t, std::size_t element_bytes) {
+    return t.local_bytes(element_bytes) + (mode == Mode::kEmulated ? static_cast<std::size_t>(t.threads()) * 32 : 0);
+  };
   tf32_tile_ = tile_;
-  if (tf32_tile_.local_bytes(4) + emulation > local_mem) {
+  if (local_needed(tf32_tile_, 4) > local_mem) {
     const auto fit = mma_tile_candidates(local_mem, 4);
     if (!fit.empty()) tf32_tile_ = fit.front();
   }
   const auto require_fits = [&](const MmaTile& t, std::size_t element_bytes) {
-    const std::size_t local = t.local_bytes(element_bytes) + (mode == Mode::kEmulated ? t.threads() * 32 : 0);
+    const std::size_t local = local_needed(t, element_bytes);
     if (local > local_mem) {
       throw ConfigError(fmt::format("MMA tile {} needs {} bytes of local memory; {} has {}", t.name(), local,
                                     device.info().name, local_mem));
@@ -103,7 +106,7 @@ bool TensorCoreGemm::on_tensor_cores(device::DType a, device::DType b) const {
 
 KernelSet& TensorCoreGemm::kernels(device::DType ab, device::DType c, bool async) {
   const char* operands = ab == device::DType::kBF16 ? "-DMMA_AB_BF16" : ab == device::DType::kF16 ? "-DMMA_AB_F16" : "-DMMA_AB_TF32";
-  const MmaTile& tile = is16(ab) ? tile_ : tf32_tile_;
+  const MmaTile& tile = tile_for(ab);
   const std::string options =
       fmt::format("{} {} -DASYNC_COPY={} {}", operands, device::dtype_build_option(c), async ? 1 : 0, tile.defines());
   auto& set = programs_[options];
@@ -133,7 +136,7 @@ void TensorCoreGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, 
   // k = 0 runs no k step: C = beta C, as every GEMM here.
   const std::size_t chunk = is16(a.dtype) ? 8 : 4;  // elements per 16 bytes
   const bool async = mode_ == Mode::kPtx && chunks_aligned(a, s.batch, chunk) && chunks_aligned(b, s.batch, chunk);
-  const MmaTile& tile = is16(a.dtype) ? tile_ : tf32_tile_;
+  const MmaTile& tile = tile_for(a.dtype);
   const std::size_t threads = static_cast<std::size_t>(tile.threads());
   const std::size_t blocks_n = (s.n + tile.bn - 1) / tile.bn, blocks_m = (s.m + tile.bm - 1) / tile.bm;
   const std::array<std::size_t, 3> global{blocks_n * threads, blocks_m, s.batch}, local{threads, 1, 1};

@@ -76,6 +76,8 @@ class TensorCoreGemm final : public Gemm {
 
  private:
   KernelSet& kernels(device::DType ab, device::DType c, bool async);
+  // The tile of GEMMs whose A and B are `ab`: tile_ for 16 bits, tf32_tile_ for float32.
+  const MmaTile& tile_for(device::DType ab) const { return ab == device::DType::kF32 ? tf32_tile_ : tile_; }
 
   device::ProgramCache& cache_;
   device::Device& device_;

@@ -167,7 +167,6 @@ stage_torch() {
   "$py" "$torch_reference" --device cuda --precision fp32,tf32,bf16 --config "$eager" --steps "$steps" --warmup 2 \
     --sdpa --deadline "$left" || rc=1
   left=$((budget - SECONDS - 90))
-  ((quick)) && left=1000
   ((left > 0)) || { echo "skipped torch.compile: over the time budget"; return $rc; }
   "$py" "$torch_reference" --device cuda --precision bf16 --compile --config "$compiled" --steps "$steps" --warmup 3 \
     --sdpa --deadline "$left" || rc=1
