@@ -143,8 +143,9 @@ class AutoGemm final : public Gemm {
     return r;
   }
 
-  // Times every candidate that takes these dtypes on `s` with its dimensions capped at 768, on
-  // scratch buffers.
+  // Times every candidate that takes these dtypes on `s` with its dimensions capped (768 on CPU
+  // devices, where a full shape takes seconds; 4096 elsewhere, where a shape cut to 768 leaves most
+  // of a GPU idle and so favours small tiles that lose at the real size), on scratch buffers.
   std::string tune(const std::string& cls, GemmShape s, device::DType at, device::DType bt, device::DType ct) {
     std::vector<std::string> able;
     for (const std::string& name : candidates_) {
@@ -153,9 +154,10 @@ class AutoGemm final : public Gemm {
     // make_gemm's candidate lists always hold a packed GEMM, which takes every dtype.
     if (able.empty()) throw std::logic_error("auto GEMM: no candidate takes " + cls);
     if (able.size() == 1) return able.front();
-    s.m = std::min<std::size_t>(s.m, 768);
-    s.n = std::min<std::size_t>(s.n, 768);
-    s.k = std::min<std::size_t>(s.k, 768);
+    const std::size_t cap = device_.info().kind == device::DeviceKind::kCpu ? 768 : 4096;
+    s.m = std::min(s.m, cap);
+    s.n = std::min(s.n, cap);
+    s.k = std::min(s.k, cap);
     s.batch = std::min<std::size_t>(s.batch, 8);
     const std::size_t a_rows = s.a == Transpose::kNo ? s.m : s.k, a_cols = s.a == Transpose::kNo ? s.k : s.m;
     const std::size_t b_rows = s.b == Transpose::kNo ? s.k : s.n, b_cols = s.b == Transpose::kNo ? s.n : s.k;
@@ -229,10 +231,12 @@ class AutoGemm final : public Gemm {
 
 std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, device::ProgramCache& cache) {
   if (device.info().kind != device::DeviceKind::kCpu) {
-    // The direct GEMM's candidate is named by its tile: a new `pax-ocl tune` result changes the
-    // candidate list, so the stored choices are timed again.
-    const std::string direct = std::string(kDirectPrefix) + DirectGemm::default_tile(device).name();
-    return std::make_unique<AutoGemm>(device, cache, std::vector<std::string>{"gpu-64x64", direct, "clblast"});
+    // The direct GEMM's candidates are named by their tiles: a new `pax-ocl tune` result changes
+    // the candidate list, so the stored choices are timed again.
+    std::vector<std::string> gpu{"gpu-64x64"};
+    for (const DirectTile& t : direct_auto_tiles(device.info())) gpu.push_back(std::string(kDirectPrefix) + t.name());
+    gpu.push_back("clblast");
+    return std::make_unique<AutoGemm>(device, cache, gpu);
   }
   std::vector<std::string> cpu{"cpu-8x48", "cpu-12x32"};
   if (blis_gemm_available(device)) cpu.insert(cpu.begin(), "blis");

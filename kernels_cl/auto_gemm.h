@@ -3,9 +3,10 @@
 //             devices: BLIS as a native kernel where the device runs them (blis_gemm.h) and the
 //             register-tile OpenCL variants (cpu-8x48, cpu-12x32); GPUs and others: the packed
 //             work-group variant (gpu-64x64), the unpacked one (gpu-direct-<tile>, direct_gemm.h:
-//             the tile `pax-ocl tune` stored for the device, else the default 128x64x16.r8x8) and
-//             CLBlast. At the first GEMM of a class it times each candidate on that shape
-//             (dimensions capped at 768, best of 5 rounds) and keeps the fastest; the choices are
+//             the tile `pax-ocl tune` stored for the device, else three tiles of different sizes,
+//             direct_auto_tiles) and CLBlast. At the first GEMM of a class it times each candidate
+//             on that shape (dimensions capped at 768 on CPU devices, 4096 on others; best of 5
+//             rounds) and keeps the fastest; the choices are
 //             stored next to the program cache, so later processes skip the timing (a change of
 //             the candidate list, such as a newly tuned direct tile, times them again).
 //             On a device whose tensor-core probe passed (NVIDIA, tensor_core_probe.h), GEMMs with

@@ -64,6 +64,16 @@ std::vector<DirectTile> direct_tile_candidates(const device::DeviceInfo& device)
   return fit;
 }
 
+std::vector<DirectTile> direct_auto_tiles(const device::DeviceInfo& device) {
+  if (const auto tuned = tuned_direct_tile(device)) return {*tuned};
+  std::vector<DirectTile> fit;
+  for (const char* name : {"128x64x16.r8x8", "128x128x8.r8x8", "64x64x16.r4x4"}) {
+    const DirectTile t = DirectTile::parse(name);
+    if (fits(t, device)) fit.push_back(t);
+  }
+  return fit;
+}
+
 DirectTile DirectGemm::default_tile(const device::Device& device) {
   if (const auto tuned = tuned_direct_tile(device.info())) return *tuned;
   const auto fit = direct_tile_candidates(device.info());

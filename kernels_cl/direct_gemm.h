@@ -44,6 +44,12 @@ struct DirectTile {
 // memory), DirectTile{} first when it fits.
 std::vector<DirectTile> direct_tile_candidates(const device::DeviceInfo& device);
 
+// The tiles `auto` times beside the other GPU GEMMs at each shape class (auto_gemm.h): the one
+// `pax-ocl tune` stored for the device, alone; else, of those that fit, the default (128x64, 8 x 8
+// per work-item), a large one (128x128: fewer, fuller work-groups on big shapes) and a small one
+// (64x64, 4 x 4: more work-groups where a shape gives the large tiles too few to fill the device).
+std::vector<DirectTile> direct_auto_tiles(const device::DeviceInfo& device);
+
 class DirectGemm final : public CountedGemm {
  public:
   // ConfigError when the tile (given, or the device's tuned one) does not fit the device.

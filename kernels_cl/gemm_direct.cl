@@ -21,6 +21,10 @@
 // for every transpose); a chunk is one vector load when the host says the operand is 4-aligned
 // (vec_a / vec_b: offset, leading dimension and batch stride multiples of 4) and the chunk lies
 // inside the matrix, else up to 4 guarded scalar loads. Beyond m, n or k: zeros; C stores guarded.
+// The tiles auto times on GPUs (direct_auto_tiles), for scripts/check_ptx.sh:
+// check_ptx: -DTM=128 -DTN=64 -DTK=16 -DWM=8 -DWN=8
+// check_ptx: -DTM=128 -DTN=128 -DTK=8 -DWM=8 -DWN=8
+// check_ptx: -DTM=64 -DTN=64 -DTK=16 -DWM=4 -DWN=4
 #ifndef TM
 #define TM 128
 #endif

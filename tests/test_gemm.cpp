@@ -365,7 +365,8 @@ std::vector<Case> direct_cases(Transpose ta, Transpose tb) {
 
 using DirectGemmTest = DeviceTest;
 TEST_F(DirectGemmTest, MatchesFloat64ReferenceForEveryLayout) {
-  for (const char* tile : kDirectTiles) {
+  // Also the other tiles `auto` times on GPUs (direct_auto_tiles), float32 only.
+  for (const char* tile : {kDirectTiles[0], kDirectTiles[1], "128x128x8.r8x8", "64x64x16.r4x4"}) {
     kernels::DirectGemm gemm(cache_, *device_, kernels::DirectTile::parse(tile));
     SCOPED_TRACE(gemm.name());
     std::uint64_t seed = 2000;
@@ -468,6 +469,16 @@ TEST(DirectGemmTuning, RoundTripsAndRejectsBadFiles) {
   const auto fit = kernels::direct_tile_candidates(info);
   ASSERT_FALSE(fit.empty());
   EXPECT_EQ(fit.front(), kernels::DirectTile{});
+  // auto's direct candidates without a tuned tile: three sizes on an H100-like device, default
+  // first; 20 KiB of local memory leaves out the default (2 x 16 x (132 + 68) floats = 25600 bytes).
+  const auto auto_names = [&] {
+    std::vector<std::string> names;
+    for (const auto& t : kernels::direct_auto_tiles(info)) names.push_back(t.name());
+    return names;
+  };
+  EXPECT_EQ(auto_names(), (std::vector<std::string>{"128x64x16.r8x8", "128x128x8.r8x8", "64x64x16.r4x4"}));
+  info.local_mem_bytes = 20 * 1024;
+  EXPECT_EQ(auto_names(), (std::vector<std::string>{"128x128x8.r8x8", "64x64x16.r4x4"}));
 }
 
 TEST(GemmPolicy, NamesAndErrors) {
