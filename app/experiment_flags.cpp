@@ -17,7 +17,7 @@ config::Experiment experiment_from_flags(const CliArgs& args, const std::optiona
     from = fallback_file;
   }
   config::Experiment e = from ? config::Experiment::from_file(*from) : config::Experiment::named(name.value_or("Default"));
-  for (const auto& [field, value] : args.fdl_overrides()) e.set(field, value);
+  for (const auto& [field, value] : args.fdl_overrides()) e.override_field(field, value);
   return e;
 }
 

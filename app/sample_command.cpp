@@ -33,7 +33,8 @@ const FlagSpec kSampleFlags[] = {
     {"job_log_dir", "DIR", "a training job: its newest checkpoint (or --step) and its data's tokenizer"},
     {"step", "N", "the checkpoint of step N (default: the newest good one)"},
     {"init_from", "PATH", "a weights file instead: llm.c .bin, GPT-2 .safetensors, or a Hugging Face LLaMA directory"},
-    {"num_heads", "N", "--init_from a GPT-2 .safetensors: its NUM_HEADS (the file does not store it; default 12)"},
+    {"num_heads", "N", "--init_from a GPT-2 .safetensors that records no head count (neither pax-ocl's metadata nor a "
+                       "config.json beside it): its NUM_HEADS"},
     {"prompt", "TEXT", "the text to continue (default: the start of a document)"},
     {"prompt_file", "FILE", "the text to continue, from a file"},
     {"prompt_ids", "5,6,7", "token ids to continue (models without a tokenizer: prints ids)"},
@@ -104,7 +105,10 @@ int run_sample(const CliArgs& args, const collectives::ProcessWorld& world) {
     }
     source = fmt::format("{} (step {})", j.checkpoint, j.step);
   } else {
-    weights = models::load_weights_file(*init_from, integer_flag(args, "num_heads", 12), 1);
+    // The file's own record of its heads rules; --num_heads only for a GPT-2 file that has none.
+    const std::optional<int> heads =
+        args.flag("num_heads") ? std::optional<int>(integer_flag(args, "num_heads", 0)) : std::nullopt;
+    weights = models::load_weights_file(*init_from, heads, 1);
   }
 
   if (!prompt.empty()) {

@@ -506,6 +506,35 @@ void Experiment::set_model(const models::ModelConfig& model) {
   }
 }
 
+void Experiment::override_field(const std::string& field, std::string_view text) {
+  set(field, text);
+  overridden_.insert(field);
+}
+
+void Experiment::adopt_model(const models::ModelConfig& model, const std::string& source) {
+  Experiment from_file = *this;
+  from_file.set_model(model);
+  // Floats compare as the float the model holds (SSM_STEP_SIZE 0.01 is 0.00999999977 there).
+  auto same = [](const HParamValue& a, const HParamValue& b) {
+    if (std::holds_alternative<double>(a) && std::holds_alternative<double>(b)) {
+      return static_cast<float>(std::get<double>(a)) == static_cast<float>(std::get<double>(b));
+    }
+    return a == b;
+  };
+  for (const std::string& field : overridden_) {
+    if (same(values_.at(field), from_file.values_.at(field))) continue;
+    auto text = [&](const Experiment& e) {  // floats as the model's float holds them: 0.02, not 0.0199999995
+      const HParamValue& v = e.values_.at(field);
+      return std::holds_alternative<double>(v) ? fmt::format("{}", static_cast<float>(std::get<double>(v)))
+                                               : e.to_json()[field].dump();
+    };
+    throw ConfigError(fmt::format("--fdl.{}={} contradicts {}, which records {}={}; leave the flag out: the file's "
+                                  "settings are used",
+                                  field, text(*this), source, field, text(from_file)));
+  }
+  values_ = std::move(from_file.values_);
+}
+
 models::ModelConfig Experiment::model_config() const {
   // Every field was range-checked when set, so the narrowing casts below are exact.
   std::vector<models::BlockKind> kinds = models::parse_block_kinds(get_string("BLOCK_KINDS"));

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -65,11 +66,19 @@ class Experiment {
   // Sets the hyper-parameters that describe `model` (a weight file's architecture), INIT_STD aside.
   void set_model(const models::ModelConfig& model);
 
+  // A --fdl override: set(), remembered as a setting the user gave.
+  void override_field(const std::string& field, std::string_view text);
+  bool overridden(const std::string& field) const { return overridden_.contains(field); }
+  // set_model(model) for a weights file's architecture (`source` names the file); ConfigError, one
+  // line naming both values, when an overridden field holds another value than the file records.
+  void adopt_model(const models::ModelConfig& model, const std::string& source);
+
  private:
   const HParamSpec& spec(const std::string& field) const;
   std::string name_;
   std::string base_;  // the registered experiment it derives from
   std::map<std::string, HParamValue> values_;
+  std::set<std::string> overridden_;  // fields a --fdl flag set
 };
 
 }  // namespace paxocl::config

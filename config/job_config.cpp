@@ -31,9 +31,12 @@ MeshConfig resolve_mesh(const Experiment& e, int processes) {
 // The architecture: the experiment's, or that of the --init_from weights (read here, once).
 models::ModelConfig resolve_model(Experiment& e, const JobFlags& flags, std::shared_ptr<const models::HostWeights>& init) {
   if (flags.init_from) {
-    auto weights = std::make_shared<models::HostWeights>(
-        models::load_weights_file(*flags.init_from, static_cast<int>(e.get_int("NUM_HEADS")), 1));
-    e.set_model(weights->config);  // the resolved experiment records the file's architecture
+    // The file's settings rule: a NUM_HEADS the user gave must agree with it (a GPT-2 safetensors
+    // that records none takes it), and so must every other model flag.
+    const std::optional<int> heads =
+        e.overridden("NUM_HEADS") ? std::optional<int>(static_cast<int>(e.get_int("NUM_HEADS"))) : std::nullopt;
+    auto weights = std::make_shared<models::HostWeights>(models::load_weights_file(*flags.init_from, heads, 1));
+    e.adopt_model(weights->config, flags.init_from->string());  // the resolved experiment records the file's architecture
     weights->config.set_init_std(static_cast<float>(e.get_float("INIT_STD")));
     init = std::move(weights);
   }

@@ -25,6 +25,8 @@ struct GptConfig {
   // Every dimension (and NUM_HEADS * DIMS_PER_HEAD) is at most this, so 3 * D, 4 * C and the padded
   // vocabulary stay far inside int; whole tensor sizes are checked by ParameterLayout.
   static constexpr int kMaxDimension = 1 << 28;
+  // LayerNorm's epsilon (layers/layer_norm.h): fixed, as in GPT-2; weight files record it.
+  static constexpr float kLayerNormEpsilon = 1e-5f;
 
   int num_layers = 2;      // NUM_LAYERS
   int model_dims = 128;    // MODEL_DIMS (C)

@@ -66,6 +66,7 @@ inline constexpr std::array<BlockTensor, 12> kBlockTensors{{
 // go into the file's __metadata__ under these keys.
 inline constexpr std::array<BlockTensor, 3> kSsmTensors{{
     {"ssm.C_re", kSsmCRe, false}, {"ssm.C_im", kSsmCIm, false}, {"ssm.D", kSsmD, false}}};
+// Every other setting that shapes a GPT's computation goes there too (gpt_file_settings.h).
 inline constexpr std::string_view kMetaBlockKinds = "pax_ocl.block_kinds";
 inline constexpr std::string_view kMetaSsmStepSize = "pax_ocl.ssm_step_size";
 inline constexpr std::string_view kMetaSsmHippoType = "pax_ocl.ssm_hippo_type";

@@ -26,6 +26,7 @@
 #include "common/in_file.h"
 #include "common/safetensors.h"
 #include "common/saturating.h"
+#include "models/gpt_file_settings.h"
 #include "models/hf_llama_io.h"
 #include "models/parameter_layout.h"
 #include "models/tensor_names.h"
@@ -319,7 +320,7 @@ void save_llmc(const fs::path& file, const HostWeights& w) {
   out.commit();
 }
 
-HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t alignment) {
+HostWeights load_safetensors(const fs::path& file, std::optional<int> num_heads, std::size_t alignment) {
   const SafetensorsReader in(file);
   const auto& entries = in.entries();
 
@@ -351,12 +352,8 @@ HostWeights load_safetensors(const fs::path& file, int num_heads, std::size_t al
   c.num_layers = count_layers(file, entries, prefix);
   c.hidden_dims = dims2(hf_block_name(0, names::hf::kMlpFcWeight)).second;
   c.padded_vocab_size = 0;
-  if (num_heads < 1 || c.model_dims % num_heads != 0) {
-    throw ConfigError(fmt::format("NUM_HEADS={} must divide MODEL_DIMS={} of {}", num_heads, c.model_dims, file.string()));
-  }
-  c.num_heads = num_heads;
-  c.dims_per_head = c.model_dims / num_heads;
   read_ssm_blocks(file, in, prefix, c);
+  complete_gpt_settings(file, in.metadata(), num_heads, c);
   validate_from_file(file, c);
   w.config = c;
   // Every tensor the config implies must be in the file with its full shape (checked below), so the
@@ -408,14 +405,7 @@ void save_safetensors(const fs::path& file, const HostWeights& w) {
 
   std::vector<std::pair<std::string, Shape>> names;
   for (const HfTensor& t : tensors) names.emplace_back(kHfPrefix + t.name, t.shape);
-  nlohmann::ordered_json metadata = {{"format", "pt"}};
-  if (c.ssm_blocks() > 0) {  // safetensors metadata values are strings
-    metadata[std::string(names::hf::kMetaBlockKinds)] = block_kinds_text(c.block_kinds);
-    metadata[std::string(names::hf::kMetaSsmStepSize)] = fmt::format("{}", c.ssm.step_size);
-    metadata[std::string(names::hf::kMetaSsmHippoType)] = c.ssm.hippo_type;
-    metadata[std::string(names::hf::kMetaSsmLMax)] = fmt::format("{}", c.ssm.l_max);
-  }
-  SafetensorsWriter out(file, names, metadata);
+  SafetensorsWriter out(file, names, gpt_settings_metadata(c));
   std::vector<float> staged;
   for (const HfTensor& t : tensors) {
     const std::size_t count = element_count(t.shape);
@@ -434,9 +424,16 @@ namespace {
 bool is_safetensors(const fs::path& file) { return file.extension() == ".safetensors"; }
 }  // namespace
 
-HostWeights load_weights_file(const fs::path& file, int num_heads, std::size_t alignment) {
-  if (is_hf_llama_checkpoint(file)) return load_hf_llama(file, alignment);
-  return is_safetensors(file) ? load_safetensors(file, num_heads, alignment) : load_llmc(file, alignment);
+HostWeights load_weights_file(const fs::path& file, std::optional<int> num_heads, std::size_t alignment) {
+  if (!is_hf_llama_checkpoint(file) && is_safetensors(file)) return load_safetensors(file, num_heads, alignment);
+  HostWeights w = is_hf_llama_checkpoint(file) ? load_hf_llama(file, alignment) : load_llmc(file, alignment);
+  const int recorded = w.config.visit([](const auto& c) { return c.num_heads; });
+  if (num_heads && *num_heads != recorded) {
+    throw ConfigError(fmt::format("NUM_HEADS={} contradicts {}, which records {} heads; leave NUM_HEADS out: the "
+                                  "file's settings are used",
+                                  *num_heads, file.string(), recorded));
+  }
+  return w;
 }
 
 void save_weights_file(const fs::path& file, const HostWeights& w) {

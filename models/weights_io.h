@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -44,21 +45,25 @@ HostWeights load_llmc(const std::filesystem::path& file, std::size_t alignment);
 // Requires HIDDEN_DIMS == 4 * MODEL_DIMS and NUM_HEADS * DIMS_PER_HEAD == MODEL_DIMS (ConfigError).
 void save_llmc(const std::filesystem::path& file, const HostWeights& w);
 
-// L, C, V, MAX_SEQ_LEN and HIDDEN_DIMS come from the tensors' shapes; the file does not store the
-// head count, so the caller passes NUM_HEADS (ConfigError unless it divides C). The padded vocab is
-// the default rounding. Extra tensors (the tied lm_head.weight, attn.bias/masked_bias buffers) are
-// ignored but must still be well-formed.
-HostWeights load_safetensors(const std::filesystem::path& file, int num_heads, std::size_t alignment);
-// Writes the tensors in one fixed order with contiguous data, "__metadata__": {"format": "pt"}, and
-// the JSON header space-padded to a multiple of 8 bytes, so equal weights give identical files.
+// L, C, V, MAX_SEQ_LEN and HIDDEN_DIMS come from the tensors' shapes; the head count, head width
+// and padded vocabulary from what the file records (gpt_file_settings.h: pax-ocl's __metadata__, or
+// a Hugging Face config.json beside it), else from `num_heads` (the user's NUM_HEADS; the padded
+// vocab then the default rounding). `num_heads` contradicting the file's record, or missing where
+// the file records none, is a ConfigError. Extra tensors (the tied lm_head.weight,
+// attn.bias/masked_bias buffers) are ignored but must still be well-formed.
+HostWeights load_safetensors(const std::filesystem::path& file, std::optional<int> num_heads, std::size_t alignment);
+// Writes the tensors in one fixed order with contiguous data, "__metadata__" with "format": "pt" and
+// every setting of the GPT (gpt_settings_metadata), and the JSON header space-padded to a multiple
+// of 8 bytes, so equal weights give identical files.
 // Requires NUM_HEADS * DIMS_PER_HEAD == MODEL_DIMS (ConfigError).
 void save_safetensors(const std::filesystem::path& file, const HostWeights& w);
 
 // By path: a Hugging Face LLaMA checkpoint (a directory with config.json, or a .safetensors file with
 // a LLaMA config.json beside it: models/hf_llama_io.h); else *.safetensors is GPT-2 safetensors
-// (which does not store NUM_HEADS: `num_heads` supplies it), anything else an llm.c checkpoint.
+// (`num_heads` as load_safetensors takes it), anything else an llm.c checkpoint (its header records
+// NUM_HEADS: a `num_heads` that contradicts it is a ConfigError).
 // Saving a LLaMA always writes the Hugging Face LLaMA form (the path a directory or a .safetensors file).
-HostWeights load_weights_file(const std::filesystem::path& file, int num_heads, std::size_t alignment);
+HostWeights load_weights_file(const std::filesystem::path& file, std::optional<int> num_heads, std::size_t alignment);
 void save_weights_file(const std::filesystem::path& file, const HostWeights& w);
 
 }  // namespace paxocl::models

@@ -99,7 +99,7 @@ TEST(HfLlama, SavedCheckpointReloadsIdenticallyAsDirectoryOrFile) {
 
   save_hf_llama(tmp.path() / "single" / "weights.safetensors", w);
   ASSERT_TRUE(is_hf_llama_checkpoint(tmp.path() / "single" / "weights.safetensors"));
-  EXPECT_EQ(load_weights_file(tmp.path() / "single" / "weights.safetensors", 0, 1).data, w.data);
+  EXPECT_EQ(load_weights_file(tmp.path() / "single" / "weights.safetensors", std::nullopt, 1).data, w.data);
   std::ifstream in(tmp.path() / "single" / "config.json");
   const nlohmann::json config = nlohmann::json::parse(in);
   EXPECT_EQ(config["model_type"], "llama");

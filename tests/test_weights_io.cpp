@@ -436,6 +436,61 @@ TEST(WeightsIo, SsmBlocksRoundTripThroughSafetensorsWithTheirHyperParameters) {
   EXPECT_FALSE(fs::exists(dir.path() / "ssm.bin"));
 }
 
+// A GPT's safetensors records its heads, head width and padded vocabulary (and every other setting):
+// loaded with no NUM_HEADS they come back; a contradicting NUM_HEADS, a tampered record, a bare
+// Hugging Face file with no config.json and no NUM_HEADS are one-line refusals; a config.json beside a
+// Hugging Face file supplies n_head, and its other fields must agree with the tensors.
+TEST(WeightsIo, SafetensorsRecordEverySettingAndTheFileRules) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "hf");
+  const fs::path hf = dir.path() / "hf" / "model.safetensors";
+  write_safetensors(hf, hf_model(kPadded, 24));
+  GptConfig wide = load_safetensors(hf, kPadded.NH, 16).config.gpt();
+  wide.padded_vocab_size = 128;  // not the default rounding of 50: must come back from the file
+  const ParameterLayout layout(wide, 16);
+  HostWeights padded{wide, layout.alignment(), std::vector<float>(layout.total(), 0.5f)};
+  const fs::path mine = dir.path() / "mine.safetensors";
+  save_safetensors(mine, padded);
+  const GptConfig back = load_safetensors(mine, std::nullopt, 16).config.gpt();
+  EXPECT_EQ(back.num_heads, kPadded.NH);
+  EXPECT_EQ(back.dims_per_head, wide.dims_per_head);
+  EXPECT_EQ(back.padded_vocab(), 128);
+  EXPECT_EQ(load_safetensors(mine, kPadded.NH, 16).config.gpt().num_heads, kPadded.NH);  // agreeing: fine
+  expect_error_naming<ConfigError>([&] { load_safetensors(mine, 4, 16); }, mine, {"NUM_HEADS=4", "records 2 heads"});
+
+  // A record that disagrees with the tensors, or that this pax-ocl does not know.
+  const std::string bytes = read_bytes(mine);
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  auto tampered = [&](const std::string& key, const std::string& value, const std::string& name) {
+    auto header = nlohmann::json::parse(bytes.substr(8, n));
+    header["__metadata__"][key] = value;
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    write_safetensors_raw(dir.path() / name, text.size(), text, bytes.substr(8 + n));
+    return dir.path() / name;
+  };
+  const fs::path layers = tampered("pax_ocl.num_layers", "3", "layers.safetensors");
+  expect_file_error([&] { load_safetensors(layers, std::nullopt, 16); }, layers, {"pax_ocl.num_layers", "\"3\"", "the tensors give"});
+  const fs::path eps = tampered("pax_ocl.layer_norm_epsilon", "1e-06", "eps.safetensors");
+  expect_file_error([&] { load_safetensors(eps, std::nullopt, 16); }, eps, {"pax_ocl.layer_norm_epsilon"});
+  const fs::path unknown = tampered("pax_ocl.rope_scaling", "2", "unknown.safetensors");
+  expect_file_error([&] { load_safetensors(unknown, std::nullopt, 16); }, unknown, {"pax_ocl.rope_scaling", "does not know"});
+
+  // A Hugging Face file: no record and no config.json -> NUM_HEADS is required; with config.json, n_head.
+  expect_error_naming<ConfigError>([&] { load_safetensors(hf, std::nullopt, 16); }, hf, {"head count", "--fdl.NUM_HEADS"});
+  const fs::path config = dir.path() / "hf" / "config.json";
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "n_embd": 8, "n_layer": 2, "layer_norm_epsilon": 1e-05})");
+  EXPECT_EQ(load_safetensors(hf, std::nullopt, 16).config.gpt().num_heads, 2);
+  expect_error_naming<ConfigError>([&] { load_safetensors(hf, 4, 16); }, hf, {"NUM_HEADS=4", "records 2 heads"});
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "n_embd": 32})");
+  expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"n_embd", "32", "give 8"});
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "layer_norm_epsilon": 1e-6})");
+  expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"layer_norm_epsilon"});
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "activation_function": "relu"})");
+  expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"activation_function", "relu"});
+}
+
 TEST(WeightsIo, BlockKindsParseAsAPattern) {
   EXPECT_EQ(parse_block_kinds("attention,ssm"), (std::vector<BlockKind>{BlockKind::kAttention, BlockKind::kSsm}));
   EXPECT_EQ(parse_block_kinds("[ssm, 'attention']"), (std::vector<BlockKind>{BlockKind::kSsm, BlockKind::kAttention}));
@@ -470,7 +525,7 @@ TEST(WeightsIo, LlmcThroughSafetensorsKeepsEveryRealParameter) {
     EXPECT_EQ(c.num_heads, kPadded.NH);
     EXPECT_EQ(c.max_seq_len, kPadded.maxT);
     EXPECT_EQ(c.vocab_size, kPadded.V);
-    EXPECT_EQ(c.padded_vocab(), 128);  // safetensors do not carry Vp: default rounding
+    EXPECT_EQ(c.padded_vocab(), kPadded.Vp);  // pax-ocl's safetensors record Vp (not the default rounding, 128)
     const ParameterLayout lw(c, 16);
     for (const TensorSpec& t : lo.tensors()) {
       const TensorSpec& u = lw.at(t.name);

@@ -8,13 +8,14 @@
 
 #include <vector>
 
+#include "models/gpt_config.h"
 #include "models/layers/layer_context.h"
 
 namespace paxocl::models {
 
 class LayerNorm {
  public:
-  static constexpr float kEpsilon = 1e-5f;
+  static constexpr float kEpsilon = GptConfig::kLayerNormEpsilon;
   LayerNorm(const device::Device& device, device::DType act, Param scale, Param bias, std::size_t dims,
             std::size_t max_rows, const std::string& name);
 
