@@ -7,10 +7,14 @@
 
 #include "checkpoint/checkpoint_reader.h"
 #include "common/errors.h"
+#include "common/regular_file.h"
 
 namespace paxocl::app {
 
 JobWeights read_job_weights(const std::filesystem::path& job_dir, const std::optional<std::string>& step_flag) {
+  if (const std::string why = why_not_directory(job_dir); !why.empty()) {
+    throw ConfigError(fmt::format("--job_log_dir={}: {}; give the directory of a training job", job_dir.string(), why));
+  }
   const std::filesystem::path experiment_file = job_dir / "experiment.json";
   if (!std::filesystem::exists(experiment_file)) {
     throw ConfigError(fmt::format("--job_log_dir={}: no experiment.json there; give the directory of a training job",

@@ -15,6 +15,7 @@
 #include "app/job_weights.h"
 #include "app/sampling_flags.h"
 #include "common/errors.h"
+#include "common/regular_file.h"
 #include "device/device_selection.h"
 #include "inputs/dataset.h"
 #include "inputs/tokenizer.h"
@@ -122,6 +123,9 @@ int run_sample(const CliArgs& args, const collectives::ProcessWorld& world) {
   } else {
     std::string text = args.flag("prompt").value_or("");
     if (const auto file = args.flag("prompt_file")) {
+      if (const std::string why = why_not_regular_file(*file); !why.empty()) {  // a FIFO would block the open below
+        throw ConfigError(fmt::format("--prompt_file={}: cannot read it ({})", *file, why));
+      }
       std::ifstream in(*file);
       if (!in) throw ConfigError(fmt::format("--prompt_file={}: cannot read it", *file));
       text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

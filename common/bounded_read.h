@@ -8,8 +8,10 @@
 
 namespace paxocl {
 
-// The bytes of `file`. Throws std::invalid_argument with the reason ("cannot be read", "larger than
-// N bytes", "read error"); callers wrap it in their own error naming the file and what it should be.
+// The bytes of `file`, a regular file (a FIFO or device is refused without blocking:
+// common/regular_file.h). Throws std::invalid_argument with the reason ("cannot open for reading:
+// ...", "is a FIFO, not a regular file", "larger than N bytes", "read error"); callers wrap it in
+// their own error naming the file and what it should be.
 std::string read_file_bounded(const std::filesystem::path& file, std::size_t max_bytes);
 
 }  // namespace paxocl

@@ -1,7 +1,5 @@
 #include "common/in_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,14 +8,15 @@
 #include <fmt/format.h>
 
 #include "common/errors.h"
+#include "common/regular_file.h"
 
 namespace paxocl {
 
-InFile::InFile(const std::filesystem::path& file) : file_(file), fd_(::open(file.c_str(), O_RDONLY | O_CLOEXEC)) {
-  if (!fd_.valid()) throw FileError(file_, fmt::format("cannot open for reading: {}; check the path", std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode)) throw FileError(file_, "not a regular file");
-  size_ = static_cast<std::uint64_t>(st.st_size);
+InFile::InFile(const std::filesystem::path& file) : file_(file) {
+  OpenedFile opened = open_regular_file(file);
+  if (!opened.fd.valid()) throw FileError(file_, opened.refused);
+  fd_ = std::move(opened.fd);
+  size_ = opened.size;
 }
 
 void InFile::read(std::uint64_t offset, void* dst, std::size_t bytes) const {

@@ -1,6 +1,7 @@
 // InFile: a regular file opened for reading at explicit offsets (pread), so one reader can serve
-// random access without a shared position. Every error (cannot open, not a regular file, a read
-// error, an end of file before `bytes`) is a FileError naming the file.
+// random access without a shared position. Every error (cannot open, not a regular file (a FIFO or
+// device is refused without blocking: common/regular_file.h), a read error, an end of file before
+// `bytes`) is a FileError naming the file.
 #pragma once
 
 #include <cstddef>

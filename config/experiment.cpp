@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "common/bounded_json.h"
+#include "common/regular_file.h"
 #include "common/errors.h"
 #include "common/nearest_names.h"
 #include "config/hparam_values.h"
@@ -390,8 +391,8 @@ Experiment Experiment::named(const std::string& name) {
 }
 
 Experiment Experiment::from_file(const std::filesystem::path& file) {
-  if (!std::filesystem::is_regular_file(file)) {
-    throw ConfigError(fmt::format("--fdl_config_file={}: cannot be read (not a regular file)", file.string()));
+  if (const std::string why = why_not_regular_file(file); !why.empty()) {
+    throw ConfigError(fmt::format("--fdl_config_file={}: cannot be read ({})", file.string(), why));
   }
   nlohmann::json j;
   try {

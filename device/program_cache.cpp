@@ -54,6 +54,9 @@ bool take(std::string_view& in, T& value) {
 // The cached binary when the file exists, is intact and was written for exactly this key.
 enum class Lookup { kAbsent, kUnusable, kFound };
 Lookup read_cached(const std::filesystem::path& file, const std::string& key, std::string& binary) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return Lookup::kAbsent;
+  if (!std::filesystem::is_regular_file(file, ec)) return Lookup::kUnusable;  // a FIFO would block the open below
   std::ifstream in(file, std::ios::binary);
   if (!in) return Lookup::kAbsent;
   const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/errors.h"
+#include "common/regular_file.h"
 
 namespace paxocl::inputs {
 
@@ -58,6 +59,9 @@ Corpus read_text_files(const std::vector<std::filesystem::path>& files, double v
   }
   std::vector<Document> docs;
   for (const auto& f : files) {
+    if (const std::string why = why_not_regular_file(f); !why.empty()) {  // a FIFO would block the open below
+      throw DataError(fmt::format("text file {}: cannot be read ({}); check the path", f.string(), why));
+    }
     std::ifstream in(f, std::ios::binary);
     if (!in) throw DataError(fmt::format("text file {}: cannot be read; check the path and permissions", f.string()));
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -249,8 +249,8 @@ bool ensure_dataset(const PrepareOptions& options, const std::function<Corpus()>
 }
 
 DatasetInfo read_dataset_info(const fs::path& dir) {
-  std::ifstream in(dir / "dataset.json");
-  if (!in) {
+  std::error_code ec;
+  if (!fs::exists(dir / "dataset.json", ec)) {  // anything else there is refused by the read below
     throw DataError(fmt::format("{} is not a prepared dataset (no dataset.json); create one with `pax-ocl data prepare`",
                                 dir.string()));
   }

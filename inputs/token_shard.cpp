@@ -1,9 +1,7 @@
 #include "inputs/token_shard.h"
 
-#include <fcntl.h>
 #include <glob.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bit>
@@ -15,6 +13,7 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
+#include "common/regular_file.h"
 #include "common/unique_fd.h"
 
 namespace paxocl::inputs {
@@ -105,11 +104,10 @@ ShardHeader read_header(const std::filesystem::path& file, const unsigned char* 
 }  // namespace
 
 TokenShard::TokenShard(const std::filesystem::path& file, std::uint32_t max_vocab) : path_(file) {
-  const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) fail(file, fmt::format("cannot open ({}); check the path or run `pax-ocl data prepare`", std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) fail(file, "not a regular file");
-  const auto file_bytes = static_cast<std::size_t>(st.st_size);
+  const OpenedFile opened = open_regular_file(file);
+  if (!opened.fd.valid()) fail(file, fmt::format("{}; check the path or run `pax-ocl data prepare`", opened.refused));
+  const UniqueFd& fd = opened.fd;
+  const auto file_bytes = static_cast<std::size_t>(opened.size);
   if (file_bytes == 0) fail(file, "empty file");
   map_ = ::mmap(nullptr, file_bytes, PROT_READ, MAP_PRIVATE, fd.get(), 0);  // the mapping outlives the descriptor
   if (map_ == MAP_FAILED) {

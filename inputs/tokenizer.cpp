@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "common/errors.h"
+#include "common/regular_file.h"
 
 namespace paxocl::inputs {
 
@@ -75,9 +76,10 @@ const Bridge& bridge() {
 }  // namespace
 
 Tokenizer::Tokenizer(const std::filesystem::path& model) : path_(model) {
-  if (!std::filesystem::is_regular_file(model)) {
-    throw DataError(fmt::format("tokenizer {}: no such file; run `pax-ocl data prepare` or pass a SentencePiece .model",
-                                model.string()));
+  // SentencePiece opens the file by name: a FIFO would block it.
+  if (const std::string why = why_not_regular_file(model); !why.empty()) {
+    throw DataError(fmt::format("tokenizer {}: {}; run `pax-ocl data prepare` or pass a SentencePiece .model",
+                                model.string(), why));
   }
   char err[512] = {};
   sp_ = bridge().load(model.c_str(), err, sizeof err);

@@ -73,7 +73,10 @@ class AutoGemm final : public Gemm {
       shared = std::make_shared<std::map<std::string, std::string>>();
       if (!choices_file_.empty()) {
         // Choices made among other candidates (an older pax-ocl, say, before BLIS) are timed again.
-        std::ifstream in(choices_file_);
+        // Only a regular file: a FIFO would block the open, and anything else there is timed anew.
+        std::error_code ec;
+        std::ifstream in;
+        if (std::filesystem::is_regular_file(choices_file_, ec)) in.open(choices_file_);
         std::string key, cls, variant;
         if (in >> key >> cls && key == "candidates" && cls == candidate_list()) {
           while (in >> cls >> variant) {

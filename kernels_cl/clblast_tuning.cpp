@@ -13,6 +13,7 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
+#include "common/regular_file.h"
 #include "device/device_fingerprint.h"
 #include "device/program_cache.h"
 
@@ -81,6 +82,12 @@ void save_clblast_tuning(const device::DeviceInfo& device, const ClblastParamete
 
 bool apply_clblast_tuning(const device::Device& device) {
   const std::filesystem::path file = clblast_tuning_file(device.info());
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return false;
+  if (const std::string why = why_not_regular_file(file); !why.empty()) {  // a FIFO would block the open below
+    spdlog::warn("ignoring CLBlast tuning {}: {} (remove it, then run `pax-ocl tune` again)", file.string(), why);
+    return false;
+  }
   std::ifstream in(file);
   if (!in) return false;
   try {

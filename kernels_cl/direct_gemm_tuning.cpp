@@ -7,6 +7,7 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
+#include "common/regular_file.h"
 #include "device/device_fingerprint.h"
 #include "device/program_cache.h"
 
@@ -25,6 +26,9 @@ void save_direct_gemm_tuning(const std::filesystem::path& file, const device::De
 }
 
 DirectTile load_direct_gemm_tuning(const std::filesystem::path& file) {
+  if (const std::string why = why_not_regular_file(file); !why.empty()) {  // a FIFO would block the open below
+    throw ConfigError(fmt::format("direct GEMM tuning {} cannot be read ({}); run `pax-ocl tune` again or delete it", file.string(), why));
+  }
   std::ifstream in(file);
   if (!in) throw ConfigError(fmt::format("direct GEMM tuning {} cannot be read", file.string()));
   try {

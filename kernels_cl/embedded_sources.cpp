@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/errors.h"
+#include "common/regular_file.h"
 
 namespace paxocl::kernels {
 
@@ -25,7 +26,14 @@ std::string program_source(std::string_view name) {
   const std::string_view embedded = embedded_source(name);  // unknown names fail alike either way
   const char* dir = std::getenv(kKernelSourceDirEnvVar);
   if (dir == nullptr || *dir == '\0') return std::string(embedded);
+  if (const std::string why = why_not_directory(dir); !why.empty()) {
+    throw DeviceError(std::string(kKernelSourceDirEnvVar) + "=" + dir + ": " + why + "; unset it or name the kernels_cl/ directory");
+  }
   const std::filesystem::path file = std::filesystem::path(dir) / (std::string(name) + ".cl");
+  if (const std::string why = why_not_regular_file(file); !why.empty()) {  // a FIFO would block the open below
+    throw DeviceError(std::string(kKernelSourceDirEnvVar) + " is set but OpenCL program '" + std::string(name) +
+                      "' cannot be read from " + file.string() + ": " + why);
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     const int err = errno;

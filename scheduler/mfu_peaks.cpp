@@ -32,6 +32,8 @@ double measure_gemm(device::Device& dev, kernels::Gemm& gemm) {
 }
 
 double read_stored(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) return 0.0;  // no record; a FIFO would block the open below
   std::ifstream in(file);
   double v = 0;
   return in >> v && v > 0 && v < 1e9 ? v : 0.0;  // anything unreadable is no record

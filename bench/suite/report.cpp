@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/errors.h"
+#include "common/regular_file.h"
 
 namespace paxocl::bench {
 
@@ -127,6 +128,9 @@ std::vector<fs::path> Report::write(const fs::path& dir) const {
 }
 
 Report Report::load(const fs::path& file) {
+  if (const std::string why = why_not_regular_file(file); !why.empty()) {  // a FIFO would block the open below
+    throw DataError(fmt::format("{}: cannot be read ({}); give a results.json written by `pax-ocl bench`", file.string(), why));
+  }
   std::ifstream in(file);
   if (!in) throw DataError(fmt::format("{}: cannot be read; give a results.json written by `pax-ocl bench`", file.string()));
   json j;
