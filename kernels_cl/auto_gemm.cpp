@@ -5,7 +5,6 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <set>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
@@ -14,6 +13,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "common/announce_once.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "device/device_fingerprint.h"
@@ -93,7 +93,7 @@ class AutoGemm final : public Gemm {
     std::string cls = gemm_shape_class(s);
     if (!all_float32(a.dtype, b.dtype, c.dtype)) cls += fmt::format(".{}{}{}", dtype_letter(a.dtype), dtype_letter(b.dtype), dtype_letter(c.dtype));
     const std::string choice = choice_for(cls, s, a.dtype, b.dtype, c.dtype);
-    if (announced_.insert(choice).second) {
+    if (announce_once(fmt::format("gemm {} {}", fmt::ptr(device_.info().id), choice))) {
       spdlog::info("GEMM on {}: {} (first for shape class {})", device_.info().name, choice, cls);
     }
     Gemm& gemm = variant(choice);
@@ -157,11 +157,23 @@ class AutoGemm final : public Gemm {
     // make_gemm's candidate lists always hold a packed GEMM, which takes every dtype.
     if (able.empty()) throw std::logic_error("auto GEMM: no candidate takes " + cls);
     if (able.size() == 1) return able.front();
-    const std::size_t cap = device_.info().kind == device::DeviceKind::kCpu ? 768 : 4096;
+    const bool cpu = device_.info().kind == device::DeviceKind::kCpu;
+    const std::size_t cap = cpu ? 768 : 4096;
     s.m = std::min(s.m, cap);
     s.n = std::min(s.n, cap);
     s.k = std::min(s.k, cap);
     s.batch = std::min<std::size_t>(s.batch, 8);
+    constexpr int kRounds = 5;
+    // A cheap estimate of the timing's length at a modest rate (20 GFLOP/s on a CPU device, 2
+    // TFLOP/s elsewhere; building the candidates' programs comes on top): a timing of seconds says
+    // so at info before it starts, shorter ones at debug.
+    const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) *
+                         static_cast<double>(std::max<std::size_t>(1, s.batch)) * (kRounds + 1) *
+                         static_cast<double>(able.size());
+    const double seconds = flops / (cpu ? 20e9 : 2e12);
+    spdlog::log(seconds >= 1.0 ? spdlog::level::info : spdlog::level::debug,
+                "GEMM on {}: timing {} candidates for shape class {} (about {:.1f} s at the capped shape {}x{}x{} x{})",
+                device_.info().name, able.size(), cls, seconds, s.m, s.n, s.k, std::max<std::size_t>(1, s.batch));
     const std::size_t a_rows = s.a == Transpose::kNo ? s.m : s.k, a_cols = s.a == Transpose::kNo ? s.k : s.m;
     const std::size_t b_rows = s.b == Transpose::kNo ? s.k : s.n, b_cols = s.b == Transpose::kNo ? s.n : s.k;
     device::TypedBuffer a(device_.context(), at, std::max<std::size_t>(1, s.batch * a_rows * a_cols), "tune.a");
@@ -178,7 +190,6 @@ class AutoGemm final : public Gemm {
     // three times slower than the best.
     for (const std::string& name : able) variant(name).run(s, 1.0f, ao, bo, 0.0f, co);
     device_.queue().finish();
-    constexpr int kRounds = 5;
     std::vector<double> best_of(able.size(), 1e30);
     for (int round = 0; round < kRounds; ++round) {
       // Rounds 10 ms apart: a burst of another process (tens of ms) cannot cover all of them. BLIS
@@ -225,7 +236,6 @@ class AutoGemm final : public Gemm {
   std::vector<std::string> candidates_;
   std::shared_ptr<std::map<std::string, std::string>> choices_;  // class -> variant, shared (registry())
   std::map<std::string, std::unique_ptr<Gemm>> variants_;
-  std::set<std::string> announced_;  // variants the log has named
   std::filesystem::path choices_file_;
   bool profiling_ = false;
 };

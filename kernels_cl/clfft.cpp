@@ -3,7 +3,9 @@
 #include <mutex>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include "common/announce_once.h"
 #include "common/errors.h"
 
 namespace paxocl::kernels {
@@ -95,13 +97,15 @@ void FftPlan::enqueue(device::Queue& queue, cl_mem in, cl_mem out) {
             "clfftEnqueueTransform");
 }
 
-FftPlan& FftPlanCache::get(const device::Context& context, device::Queue& queue, FftKind kind, std::size_t n,
-                           std::size_t batch) {
-  const Key key{context.get(), queue.get(), kind, n, batch};
+FftPlan& FftPlanCache::get(device::Device& device, FftKind kind, std::size_t n, std::size_t batch) {
+  const Key key{device.context().get(), device.queue().get(), kind, n, batch};
   auto it = plans_.find(key);
   if (it == plans_.end()) {
-    auto plan = std::make_unique<FftPlan>(context, kind, n, batch);
-    plan->bake(queue);
+    if (announce_once(fmt::format("clfft bake {} {}", fmt::ptr(device.info().id), n))) {
+      spdlog::info("clFFT on {}: baking plans of {} points (clFFT compiles their kernels)", device.info().name, n);
+    }
+    auto plan = std::make_unique<FftPlan>(device.context(), kind, n, batch);
+    plan->bake(device.queue());
     it = plans_.emplace(key, std::move(plan)).first;
   }
   return *it->second;

@@ -1,7 +1,8 @@
 // clFFT (the OpenCL FFT library) in RAII. FftLibrary is a counted reference to clFFT's process-wide
 // state (clfftSetup on the first, clfftTeardown when the last goes); FftPlan owns one baked-on-demand
 // plan (single precision, out of place, batches contiguous) and keeps the library alive;
-// FftPlanCache keeps one baked plan per (context, queue, kind, length, batch). clFFT's calls are
+// FftPlanCache keeps one baked plan per (context, queue, kind, length, batch) and says in the log,
+// once per device and length, that it is baking (clFFT compiles kernels: seconds). clFFT's calls are
 // serialised through one process-wide mutex, so devices driven from several threads may make and
 // run plans at once. Every failure throws DeviceError naming the call and clFFT's status.
 #pragma once
@@ -55,8 +56,8 @@ class FftPlan {
 
 class FftPlanCache {
  public:
-  // The baked plan for this shape on `queue` (made and baked on first request).
-  FftPlan& get(const device::Context& context, device::Queue& queue, FftKind kind, std::size_t n, std::size_t batch);
+  // The baked plan for this shape on `device`'s queue (made and baked on first request).
+  FftPlan& get(device::Device& device, FftKind kind, std::size_t n, std::size_t batch);
 
  private:
   using Key = std::tuple<cl_context, cl_command_queue, FftKind, std::size_t, std::size_t>;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/announce_once.h"
 #include "common/errors.h"
 #include "kernels_cl/auto_gemm.h"
 #include "kernels_cl/tensor_core_gemm.h"
@@ -27,9 +28,12 @@ DeviceRuntime::DeviceRuntime(device::Device& device, device::ProgramCache& cache
                              const std::string& gemm_policy, MatmulPrecision precision)
     : device_(device), kernels_(cache, device, act), gemm_(make_gemm(device, cache, gemm_policy, precision)) {
   require_gemm_dtypes(*gemm_, act);
+  // Once per device: a process may build several runtimes on one (training, evaluation, sampling).
+  if (!announce_once(fmt::format("kernel set {}", fmt::ptr(device.info().id)))) return;
   const KernelVariant set = requested_variant(device.info());
-  spdlog::info("Kernels on {}: the {} set{}", device.info().name, to_string(set),
-               set == KernelVariant::kGpu ? fmt::format(" (work-groups of {}, flash attention in {} KiB of local memory)",
+  spdlog::info("Kernels on {}: the {} set ({}{})", device.info().name, to_string(set),
+               requested_variant_reason(device.info()),
+               set == KernelVariant::kGpu ? fmt::format("; work-groups of {}, flash attention in {} KiB of local memory",
                                                         gpu_group_size(device.info()),
                                                         std::min<std::uint64_t>(device.info().local_mem_bytes,
                                                                                 kFlashLocalBudget) / 1024)

@@ -45,6 +45,20 @@ bool uses_flash_attention(const device::DeviceInfo& device, std::size_t head_siz
   return flash_tiles(head_size, gpu_group_size(device), device.local_mem_bytes).has_value();
 }
 
+std::string attention_path(const device::DeviceInfo& device, std::size_t head_size) {
+  if (uses_flash_attention(device, head_size)) {
+    const FlashTiles t = *flash_tiles(head_size, gpu_group_size(device), device.local_mem_bytes);
+    return fmt::format("flash attention (flash_attention_gpu.cl, head size {}, {}x{} tiles in {} KiB of local memory)",
+                       head_size, t.rows, t.cols, (t.local_bytes + 1023) / 1024);
+  }
+  const KernelVariant set = requested_variant(device);
+  const std::string why = set != KernelVariant::kGpu
+                              ? fmt::format("flash attention needs the gpu set, this device runs the {} set", to_string(set))
+                              : fmt::format("no flash attention tiles of head size {} fit {} KiB of local memory",
+                                            head_size, std::min<std::uint64_t>(device.local_mem_bytes, kFlashLocalBudget) / 1024);
+  return fmt::format("GEMMs and a causal softmax ({}.cl; {})", program_variant_name(device, "attention"), why);
+}
+
 namespace {
 FlashTiles tiles_for(const device::Device& device, std::size_t head_size) {
   if (!uses_flash_attention(device.info(), head_size)) {

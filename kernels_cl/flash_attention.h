@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 
 #include "device/typed_buffer.h"
 #include "kernels_cl/kernel_set.h"
@@ -37,6 +38,10 @@ std::optional<FlashTiles> flash_tiles(std::size_t head_size, std::size_t group_s
 // Whether `device` runs attention as flash attention at this head size: its kernel set is the GPU
 // one and flash_tiles finds tiles for it.
 bool uses_flash_attention(const device::DeviceInfo& device, std::size_t head_size);
+// How attention at this head size runs on `device` and why, for the log: "flash attention
+// (flash_attention_gpu.cl, head size 64, 32x32 tiles in 41 KiB of local memory)" or "GEMMs and a
+// causal softmax (attention_cpu.cl; flash attention needs the gpu set, this device runs the cpu set)".
+std::string attention_path(const device::DeviceInfo& device, std::size_t head_size);
 
 struct AttentionHeads {
   std::size_t heads = 0, kv_heads = 0, head_size = 0;  // H, Hkv, hs

@@ -19,8 +19,8 @@ bool has_twin(std::string_view program, KernelVariant variant) {
   return false;
 }
 
-KernelVariant variant_for(const device::Device& device, std::string_view program) {
-  const KernelVariant wanted = requested_variant(device.info());
+KernelVariant variant_for(const device::DeviceInfo& device, std::string_view program) {
+  const KernelVariant wanted = requested_variant(device);
   if (wanted == KernelVariant::kPortable || !has_twin(program, wanted)) return KernelVariant::kPortable;
   return wanted;
 }
@@ -64,6 +64,17 @@ KernelVariant requested_variant(const device::DeviceInfo& device) {
   throw ConfigError(fmt::format("{}={} is not a kernel set; use auto, portable, cpu or gpu", kKernelVariantEnvVar, value));
 }
 
+std::string requested_variant_reason(const device::DeviceInfo& device) {
+  const char* v = std::getenv(kKernelVariantEnvVar);
+  const std::string value = v == nullptr ? "" : v;
+  if (!value.empty() && value != "auto") return fmt::format("{}={}", kKernelVariantEnvVar, value);
+  return device.kind == device::DeviceKind::kCpu ? "auto: a CPU device" : "auto: not a CPU device";
+}
+
+std::string program_variant_name(const device::DeviceInfo& device, std::string_view program) {
+  return program_name(program, variant_for(device, program));
+}
+
 std::size_t gpu_group_size(const device::DeviceInfo& device) {
   const std::size_t device_max = std::max<std::size_t>(1, device.max_work_group_size);
   const std::size_t limit = std::min<std::size_t>(1024, device_max);
@@ -82,7 +93,7 @@ std::size_t gpu_group_size(const device::DeviceInfo& device) {
 KernelSet::KernelSet(device::ProgramCache& cache, device::Device& device, std::string_view program,
                      std::initializer_list<const char*> kernel_names, std::string_view extra_options)
     : device_(device),
-      variant_(variant_for(device, program)),
+      variant_(variant_for(device.info(), program)),
       group_size_(variant_ == KernelVariant::kGpu ? gpu_group_size(device.info()) : 0),
       program_(load_program(cache, device, program_name(program, variant_),
                             build_options(device, variant_, extra_options))) {

@@ -41,6 +41,11 @@ inline constexpr std::size_t kGpuDefaultGroupSize = 256;  // the GPU twins' work
 // The variant set PAX_OCL_KERNELS asks for on `device` (before falling back to portable where a
 // program has no such twin); ConfigError naming the valid values for anything else.
 KernelVariant requested_variant(const device::DeviceInfo& device);
+// Why requested_variant chose its set, for the log: "PAX_OCL_KERNELS=gpu" or "auto: a CPU device" (unset or auto).
+std::string requested_variant_reason(const device::DeviceInfo& device);
+// The embedded program `program` runs as on `device`: "x_cpu", "x_gpu" or "x" (no such twin, or
+// the portable set asked for).
+std::string program_variant_name(const device::DeviceInfo& device, std::string_view program);
 // The GPU twins' work-group size on `device` (PAX_OCL_GPU_GROUP_SIZE or the default); ConfigError
 // for a value that is not a power of two in [32, min(1024, the device's maximum)].
 std::size_t gpu_group_size(const device::DeviceInfo& device);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/announce_once.h"
 #include "kernels_cl/clfft.h"
 #include "kernels_cl/launch_checks.h"
 #include "kernels_cl/ssm_fft_shape.h"
@@ -48,7 +49,7 @@ struct SsmKernels::Fft {
     grow(grad_spectrum, context, 2 * C * F, "ssm.fft.grad_spectrum");
   }
   FftPlan& plan(device::Device& device, FftKind kind, std::size_t n, std::size_t batch) {
-    return plans.get(device.context(), device.queue(), kind, n, batch);
+    return plans.get(device, kind, n, batch);
   }
 };
 
@@ -94,24 +95,33 @@ SsmKernels::Fft& SsmKernels::fft() {
 }
 
 SsmConvolution SsmKernels::resolve(SsmConvolution requested, std::size_t B, std::size_t T, std::size_t C) {
-  if (requested == SsmConvolution::kDirect || !fft_usable_) return SsmConvolution::kDirect;
+  if (requested == SsmConvolution::kDirect) return announced(SsmConvolution::kDirect, "SSM_CONVOLUTION=direct");
+  if (!fft_unusable_.empty()) return announced(SsmConvolution::kDirect, fft_unusable_);
+  const std::size_t n = fft_length(T);
   try {
     if (!fft_passes_self_check()) {
-      fft_usable_ = false;
-      return SsmConvolution::kDirect;
+      fft_unusable_ = "clFFT failed its self-check";
+      return announced(SsmConvolution::kDirect, fft_unusable_);
     }
-    const std::size_t n = fft_length(T);
     for (std::size_t batch : {C, B * C}) {
       fft().plan(*device_, FftKind::kRealToComplex, n, batch);
       fft().plan(*device_, FftKind::kComplexToReal, n, batch);
     }
   } catch (const DeviceError& e) {
     spdlog::warn("SSM convolution on {}: clFFT cannot run length {} ({}); using the direct kernels",
-                 device_->info().name, fft_length(T), e.what());
-    fft_usable_ = false;
-    return SsmConvolution::kDirect;
+                 device_->info().name, n, e.what());
+    fft_unusable_ = fmt::format("clFFT cannot run length {}", n);
+    return announced(SsmConvolution::kDirect, fft_unusable_);
   }
-  return SsmConvolution::kFft;
+  return announced(SsmConvolution::kFft, fmt::format("FFTs of {} points for {} positions; it passed its self-check", n, T));
+}
+
+SsmConvolution SsmKernels::announced(SsmConvolution method, const std::string& why) const {
+  const bool fft = method == SsmConvolution::kFft;
+  if (announce_once(fmt::format("ssm convolution {} {}", fmt::ptr(device_->info().id), fft ? "fft" : "direct"))) {
+    spdlog::info("SSM convolution on {}: {} ({})", device_->info().name, fft ? "clFFT" : "direct kernels", why);
+  }
+  return method;
 }
 
 // A small convolution (B=2, T=5, C=3, values exact in every activation dtype) through clFFT and

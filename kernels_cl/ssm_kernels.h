@@ -12,11 +12,13 @@
 // number >= T) points (a length clFFT handles, >= 2T so the circular convolution is the causal one),
 // multiplies the real FFTs' spectra and transforms back. The first FFT request on a device runs a
 // self-check (a small convolution against the direct kernel); if it fails, or clFFT cannot make a
-// plan, one warning is logged and resolve() answers kDirect from then on.
+// plan, one warning is logged and resolve() answers kDirect from then on. The log names the
+// convolution a device runs, and why, the first time resolve() picks it there.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "device/typed_buffer.h"
 #include "kernels_cl/kernel_set.h"
@@ -71,6 +73,8 @@ class SsmKernels {
   struct Fft;  // clFFT plans and scratch, made on the first FFT request
   Fft& fft();
   bool fft_passes_self_check();
+  // `method`, after logging it and `why` the first time this device runs it.
+  SsmConvolution announced(SsmConvolution method, const std::string& why) const;
   void transform_kernel_and_input(Fft& f, const FloatBuffer& K, const ActBuffer& u, std::size_t B, std::size_t T,
                                   std::size_t C);
   void fft_forward(ActBuffer& y, const ActBuffer& u, const FloatBuffer& K, const FloatBuffer& d, std::size_t B,
@@ -83,7 +87,7 @@ class SsmKernels {
   KernelSet set_;
   device::DType act_;
   std::unique_ptr<Fft> fft_;
-  bool fft_usable_ = true;  // false once the self-check or a plan failed here
+  std::string fft_unusable_;  // why clFFT is not used here, once the self-check or a plan failed
 };
 
 }  // namespace paxocl::kernels

@@ -2,9 +2,12 @@
 
 #include <Eigen/Eigenvalues>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <numbers>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "common/errors.h"
 
@@ -12,6 +15,9 @@ namespace paxocl::models {
 
 namespace {
 constexpr int kMaxStateSize = 4096;  // a HiPPO eigen-decomposition is O(N^3); far past any real N
+// From this N on the eigen-decomposition takes seconds (N=512: a fraction of one; N=4096:
+// minutes), so the log says it is running before it starts.
+constexpr int kSlowStateSize = 1024;
 
 bool is_hippo(const std::string& type) { return type == "ss4d-legs" || type == "ss4d-lagt"; }
 
@@ -82,7 +88,20 @@ void SsmConfig::validate(int max_seq_len) const {
 std::vector<std::complex<double>> ssm_state_matrix(const SsmConfig& config) {
   validate_state(config);
   const int n = config.state_size;
-  if (is_hippo(config.hippo_type)) return dplr_hippo(n, config.hippo_type == "ss4d-legs");
+  if (is_hippo(config.hippo_type)) {
+    // Once per (type, N) in the process: every SSM layer on every device shares the same A.
+    static std::mutex mutex;
+    static std::map<std::pair<std::string, int>, std::vector<std::complex<double>>> computed;
+    const std::lock_guard lock(mutex);  // a second caller waits for the first's result
+    auto it = computed.find({config.hippo_type, n});
+    if (it == computed.end()) {
+      spdlog::log(n >= kSlowStateSize ? spdlog::level::info : spdlog::level::debug,
+                  "SSM_HIPPO_TYPE={}: eigen-decomposition of the N={} HiPPO matrix (O(N^3), on the host)",
+                  config.hippo_type, n);
+      it = computed.emplace(std::pair{config.hippo_type, n}, dplr_hippo(n, config.hippo_type == "ss4d-legs")).first;
+    }
+    return it->second;
+  }
   // jnp.arange(-pi/2 (N-1), pi/(2N) (N-1)^2, pi/N (N-1)): (stop - start) / step = N - 1/2, so N values.
   const double pi = std::numbers::pi;
   std::vector<std::complex<double>> a(static_cast<std::size_t>(n));

@@ -24,7 +24,8 @@ struct SsmConfig {
 // praxis tiles it). ss4d-1d: -0.5 + i (-pi/2 (N-1) + k pi (N-1)/N), k < N (praxis's jnp.arange);
 // ss4d-legs / ss4d-lagt: make_dplr_hippo's mean(diag S) + i eigh(-i S) ascending (x N for LagT),
 // S = the HiPPO matrix plus its rank-one normalising term. Throws ConfigError as validate does for
-// the fields it reads (state_size, hippo_type).
+// the fields it reads (state_size, hippo_type). A HiPPO's decomposition (O(N^3)) runs once per
+// (type, N) in the process, announced in the log when N is large enough to take seconds.
 std::vector<std::complex<double>> ssm_state_matrix(const SsmConfig& config);
 
 }  // namespace paxocl::models

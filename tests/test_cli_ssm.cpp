@@ -2,7 +2,8 @@
 // SSM blocks trains to the same losses on every parallel layout as on one device (relative 2e-4,
 // the bound every layout test uses), with the clFFT and the direct convolution alike; checkpoints
 // resume it; `pax-ocl export` writes safetensors that load back to the same bytes and an llm.c file
-// is refused; `pax-ocl sample` decodes it; bad SSM hyper-parameters are one-line errors.
+// is refused; `pax-ocl sample` decodes it; bad SSM hyper-parameters are one-line errors; the log
+// names the kernel set, attention and the SSM convolution once per device, with why.
 #include <gtest/gtest.h>
 
 #include "tests/test_support.h"
@@ -105,6 +106,40 @@ TEST_F(CliSsm, CheckpointsResumeAndExportRoundTrips) {
                              " --prompt_ids=1,2,3 --max_decode_steps=8 --temperature=0");
   ASSERT_EQ(s.exit_code, 0) << s.err;
   EXPECT_FALSE(s.out.empty());
+}
+
+// How often `what` occurs in `text`.
+long occurrences(const std::string& text, const std::string& what) {
+  long n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+TEST_F(CliSsm, LogNamesEachComputePathOncePerDevice) {
+  // Two steps, data parallel over both PoCL devices, the CPU set asked for by name (this test also
+  // runs under PAX_OCL_KERNELS=gpu): each line once per device, not per layer or per step.
+  const std::string steps = " --fdl.MAX_STEPS=2 --fdl.LR_COS_DECAY_END=2 --fdl.LR_COS_DECAY_START=2 --fdl.LR_COS_WARMUP=1";
+  const auto cpu = run_command("PAX_OCL_KERNELS=cpu " + kBinary + kHybrid + steps +
+                               " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,1] --job_log_dir=" +
+                               (dir_.path() / "cpu").string());
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  for (const char* line : {"] Kernels on ", "] Attention on ", "] SSM convolution on "}) {
+    EXPECT_EQ(occurrences(cpu.err, line), 2) << line << "\n" << cpu.err;
+  }
+  EXPECT_EQ(occurrences(cpu.err, ": the cpu set (PAX_OCL_KERNELS=cpu)"), 2) << cpu.err;
+  EXPECT_EQ(occurrences(cpu.err, ": GEMMs and a causal softmax (attention_cpu.cl; flash attention needs the gpu set"), 2)
+      << cpu.err;
+  EXPECT_EQ(occurrences(cpu.err, ": clFFT (FFTs of 64 points for 32 positions; it passed its self-check)"), 2) << cpu.err;
+
+  // One device on the GPU set, the direct convolution asked for.
+  const auto gpu = run_command("PAX_OCL_KERNELS=gpu " + kBinary + kHybrid + steps +
+                               " --devices=0 --fdl.PERCORE_BATCH_SIZE=2 --fdl.SSM_CONVOLUTION=direct --job_log_dir=" +
+                               (dir_.path() / "gpu").string());
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+  EXPECT_EQ(occurrences(gpu.err, ": the gpu set (PAX_OCL_KERNELS=gpu; work-groups of "), 1) << gpu.err;
+  EXPECT_EQ(occurrences(gpu.err, ": flash attention (flash_attention_gpu.cl, head size 16, "), 1) << gpu.err;
+  EXPECT_EQ(occurrences(gpu.err, ": direct kernels (SSM_CONVOLUTION=direct)"), 1) << gpu.err;
+  EXPECT_EQ(occurrences(gpu.err, "] SSM convolution on "), 1) << gpu.err;
 }
 
 TEST_F(CliSsm, BadSsmHyperParametersAreOneLineErrors) {

@@ -1,12 +1,15 @@
 #include "models/layers/causal_attention.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "common/announce_once.h"
 #include "common/errors.h"
+#include "kernels_cl/flash_attention.h"
 
 namespace paxocl::models {
 
@@ -34,6 +37,10 @@ CausalAttention::CausalAttention(const device::Device& device, device::DType act
       max_batch_(max_batch),
       max_seq_len_(max_seq_len),
       flash_(kernels::uses_flash_attention(device.info(), dims_per_head)) {
+  // Once per device and head size, not per layer.
+  if (announce_once(fmt::format("attention {} {}", fmt::ptr(device.info().id), dims_per_head))) {
+    spdlog::info("Attention on {}: {}", device.info().name, kernels::attention_path(device.info(), dims_per_head));
+  }
   const std::size_t T = max_seq_len, D = num_heads * dims_per_head;
   const std::size_t per_head = 2 * query_block_ * T * sizeof(float);  // scores + their gradient
   chunk_ = std::clamp<std::size_t>(workspace_bytes / per_head, 1, num_kv_heads);
