@@ -43,9 +43,9 @@ TEST_F(CliSample, TheSameSeedWritesTheSameTextAndGreedyIsDeterministic) {
 }
 
 TEST_F(CliSample, WeightsWithoutATokenizerTakeAndPrintIds) {
-  const fs::path weights = dir_->path() / "model.safetensors";  // GPT-2 names; NUM_HEADS is not stored
+  const fs::path weights = dir_->path() / "model.safetensors";  // GPT-2 names; the settings in __metadata__
   ASSERT_EQ(run_command(kBinary + " export --job_log_dir=" + job().string() + " --output=" + weights.string()).exit_code, 0);
-  const auto r = run_command(kBinary + " sample --devices=0 --num_heads=2 --init_from=" + weights.string() +
+  const auto r = run_command(kBinary + " sample --devices=0 --init_from=" + weights.string() +
                              " --prompt_ids=5,6,7 --max_decode_steps=6 --temperature=0");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int commas = 0;
@@ -55,6 +55,28 @@ TEST_F(CliSample, WeightsWithoutATokenizerTakeAndPrintIds) {
                                   " --prompt=hello");
   EXPECT_EQ(no_ids.exit_code, 2);
   EXPECT_NE(no_ids.err.find("give --prompt_ids"), std::string::npos) << no_ids.err;
+  // A head count that contradicts the file's record is refused, naming both.
+  const auto heads = run_command(kBinary + " sample --devices=0 --num_heads=4 --init_from=" + weights.string() +
+                                 " --prompt_ids=5,6,7");
+  EXPECT_EQ(heads.exit_code, 2);
+  EXPECT_NE(heads.err.find("NUM_HEADS=4 contradicts"), std::string::npos) << heads.err;
+  EXPECT_NE(heads.err.find("records 2 heads"), std::string::npos) << heads.err;
+}
+
+// More samples than the device holds: refused before any buffer exists, with the most that fit
+// (it once ended in an abort inside PoCL when an allocation failed late).
+TEST_F(CliSample, TooManySamplesForTheDeviceAreRefusedWithTheMostThatFit) {
+  const auto r = sample("--prompt_ids=5,6,7 --max_decode_steps=2 --num_samples=100000000");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("decoding 100000000 sample(s) of up to 32 positions needs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("try --num_samples="), std::string::npos) << r.err;
+  const std::string error = r.err.substr(r.err.find("pax-ocl: error:"));  // after the "sampling from" log line
+  EXPECT_EQ(count_lines(error), 1) << r.err;
+  // The count it suggests is the device's limit, not the request.
+  const std::size_t at = r.err.find("try --num_samples=") + std::string("try --num_samples=").size();
+  const long suggested = std::stol(r.err.substr(at));
+  EXPECT_GT(suggested, 1000) << r.err;
+  EXPECT_LT(suggested, 100000000) << r.err;
 }
 
 TEST_F(CliSample, BadArgumentsAreOneLineErrors) {

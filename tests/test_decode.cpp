@@ -7,7 +7,9 @@
 #include <cmath>
 
 #include "common/errors.h"
+#include "kernels_cl/flash_attention.h"
 #include "models/model_factory.h"
+#include "plan/decode_memory.h"
 #include "tests/device_fixture.h"
 #include "tests/model_configs.h"
 
@@ -118,6 +120,41 @@ TEST_P(DecodeTest, PositionsPastMaxSeqLenAreRefused) {
   }
   model->begin_decode(1);
   EXPECT_THROW(model->decode({99}, 1), DataError);  // outside the vocabulary
+}
+
+// plan::decode_memory, counted from the config, is what building the decode model and its first
+// steps allocate on the device, byte for byte (with the unpacked GEMM: a packed one's workspaces
+// are left out, as training's plan leaves them out); too many samples are refused with the most
+// that fit.
+TEST_P(DecodeTest, DecodeMemoryIsWhatDecodingAllocates) {
+  constexpr std::size_t kSamples = 3;
+  runtime_ = std::make_unique<kernels::DeviceRuntime>(*device_, cache_, device::DType::kF32, "gpu-direct");
+  const std::size_t before = device_->context().bytes_allocated();
+  auto model = models::build_model(*runtime_, config(), models::ModelOptions{kSamples, 0, 64u << 20, 0});
+  model->set_parameters(random_parameters(model->layout(), 5, 0.5));
+  model->begin_decode(kSamples);
+  model->decode(std::vector<int>(kSamples * 4, 1), 4);
+  model->decode(std::vector<int>(kSamples, 2), 1);
+  const std::size_t used = device_->context().bytes_allocated() - before;
+  const device::DeviceInfo& info = device_->info();
+  const plan::DecodeSpec spec{config(), kSamples, info.base_address_align_bytes,
+                              [info](std::size_t hs) { return kernels::uses_flash_attention(info, hs); }};
+  const plan::DecodeMemory m = plan::decode_memory(spec);
+  EXPECT_EQ(m.total(), used) << "parameters " << m.parameters << " activations " << m.activations << " kv " << m.kv_caches;
+
+  const double one = static_cast<double>(plan::decode_memory(plan::DecodeSpec{config(), 1, spec.base_address_align_bytes,
+                                                                              spec.flash_attention}).total());
+  const plan::MemoryLimits room_for_two{static_cast<double>(plan::decode_memory(plan::DecodeSpec{
+                                            config(), 2, spec.base_address_align_bytes, spec.flash_attention})
+                                                                .total()),
+                                        0};
+  const std::string msg = error_message<ConfigError>([&] { plan::require_decode_fits(spec, room_for_two, "dev"); });
+  EXPECT_NE(msg.find("try --num_samples=2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("decoding 3 sample(s)"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  const std::string none = error_message<ConfigError>([&] { plan::require_decode_fits(spec, plan::MemoryLimits{one / 2, 0}, "dev"); });
+  EXPECT_NE(none.find("not even one sample fits"), std::string::npos) << none;
+  EXPECT_NO_THROW(plan::require_decode_fits(spec, plan::MemoryLimits{static_cast<double>(m.total()), 0}, "dev"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DecodeTest, ::testing::Values(Family::kGpt, Family::kLlama, Family::kHybrid),
