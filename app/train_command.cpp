@@ -26,7 +26,8 @@ const FlagSpec kJobFlags[] = {
     {"devices", "auto|gpu|cpu|0,1", "device selection; the job uses the first selected device"},
     {"gemm", "auto|blis|clblast|cpu-8x48|cpu-12x32|gpu-64x64", "GEMM implementation (env PAX_OCL_GEMM; default auto)"},
     {"init_from", "FILE", "initialise from weights: an llm.c checkpoint (.bin) or Hugging Face GPT-2 .safetensors; "
-                          "the file's architecture replaces the experiment's"},
+                          "the file's architecture and settings replace the experiment's (a --fdl model flag that "
+                          "contradicts them is an error)"},
     {"save_weights", "FILE", "train: write the final weights (.safetensors, else llm.c format)"},
     {"enable_checkpoint_saving", "true|false", "as --fdl.ENABLE_CHECKPOINT_SAVING (Pax's flag)"},
 };

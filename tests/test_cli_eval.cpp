@@ -78,7 +78,7 @@ std::filesystem::path run_eval(const TempDir& dir, const std::string& flags) {
   const std::filesystem::path job = dir.path() / "job";
   const auto r = run_command(kBinary + " eval --init_from=" + (kGolden / "gpt2_tiny.safetensors").string() +
                              " --fdl.DATA=" + (kGolden / "gpt2_tiny_eval").string() +
-                             " --fdl.NUM_HEADS=4" +  // safetensors does not store it
+                             " --fdl.NUM_HEADS=4" +  // the golden file (written by transformers) records no head count
                              " " + flags + " --job_log_dir=" + job.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return job;
