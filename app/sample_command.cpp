@@ -136,6 +136,7 @@ int run_sample(const CliArgs& args, const collectives::ProcessWorld& world) {
     // The documents a model trained on start after the separator: an empty prompt is that start.
     prompt.insert(prompt.begin(), tokenizer->eos_id());
   }
+  sampling::check_prompt(prompt, static_cast<std::size_t>(weights.config.max_seq_len()));  // before any device work
   if (tokenizer) options.eos_id = tokenizer->eos_id();
   spdlog::info("sampling from {}", source);
 

@@ -23,14 +23,18 @@ void validate(const GenerateOptions& options) {
   }
 }
 
+void check_prompt(const std::vector<int>& prompt, std::size_t max_seq_len) {
+  if (prompt.empty()) throw ConfigError("the prompt is empty: give at least one token");
+  if (prompt.size() >= max_seq_len) {
+    throw ConfigError(fmt::format("the prompt has {} tokens; the model reads at most MAX_SEQ_LEN={} and needs room to "
+                                  "write: shorten the prompt", prompt.size(), max_seq_len));
+  }
+}
+
 Generation generate(models::Model& model, const std::vector<int>& prompt, const GenerateOptions& options) {
   validate(options);
-  if (prompt.empty()) throw ConfigError("the prompt is empty: give at least one token");
+  check_prompt(prompt, model.max_seq_len());
   const int max_len = static_cast<int>(model.max_seq_len());
-  if (static_cast<int>(prompt.size()) >= max_len) {
-    throw ConfigError(fmt::format("the prompt has {} tokens; the model reads at most MAX_SEQ_LEN={} and needs room to "
-                                  "write: shorten the prompt", prompt.size(), max_len));
-  }
   const auto B = static_cast<std::size_t>(options.num_samples);
   const std::size_t V = static_cast<std::size_t>(model.vocab_size());
   std::mt19937_64 rng(options.seed);

@@ -30,8 +30,11 @@ struct Generation {
 // ConfigError naming the flag for bad options (sampling::validate; counts below 1).
 void validate(const GenerateOptions& options);
 
-// ConfigError for bad options (validate above, an empty prompt) and when the prompt alone fills
-// MAX_SEQ_LEN; DataError for ids outside the vocabulary.
+// ConfigError for an empty prompt or one that alone fills `max_seq_len` (no room to write);
+// callers check it before any device work, generate() again.
+void check_prompt(const std::vector<int>& prompt, std::size_t max_seq_len);
+
+// ConfigError for bad options (validate above, check_prompt); DataError for ids outside the vocabulary.
 Generation generate(models::Model& model, const std::vector<int>& prompt, const GenerateOptions& options);
 
 }  // namespace paxocl::sampling

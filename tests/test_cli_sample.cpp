@@ -83,11 +83,22 @@ TEST_F(CliSample, BadArgumentsAreOneLineErrors) {
   struct Case {
     std::string args, words;
   };
+  std::string forty_ids = "5";
+  for (int i = 1; i < 40; ++i) forty_ids += ",5";
   for (const Case& c : {Case{"--top_p=0", "--top_p"}, Case{"--temperature=-1", "--temperature"},
                         Case{"--top_k=x", "--top_k=x"}, Case{"--max_decode_steps=0", "--max_decode_steps=0"},
                         Case{"--num_samples=0", "--num_samples=0"}, Case{"--prompt=a --prompt_ids=1", "one of --prompt"},
                         Case{"--prompt_ids=5,x", "'x' is not a token id"}, Case{"--prompt_ids=99999", "outside the vocabulary"},
-                        Case{"--step=7", "--step=7"}}) {
+                        Case{"--step=7", "--step=7"},
+                        // Hostile values (issue 42): empty, negative and huge ids, non-finite or huge
+                        // temperatures and top_p, a negative top_k, a prompt longer than MAX_SEQ_LEN (32).
+                        Case{"--prompt_ids=", "--prompt_ids is empty"}, Case{"--prompt_ids=-1", "'-1' is not a token id"},
+                        Case{"--prompt_ids=99999999999", "is not a token id"},
+                        Case{"--prompt_ids=5 --temperature=nan", "--temperature=nan"},
+                        Case{"--prompt_ids=5 --temperature=1e300", "--temperature=1e300"},
+                        Case{"--prompt_ids=5 --top_p=nan", "--top_p=nan"}, Case{"--prompt_ids=5 --top_p=1.5", "--top_p=1.5"},
+                        Case{"--prompt_ids=5 --top_k=-3", "--top_k=-3"},
+                        Case{"--prompt_ids=" + forty_ids, "the prompt has 40 tokens"}}) {
     const auto r = sample(c.args);
     EXPECT_NE(r.exit_code, 0) << c.args;
     EXPECT_NE(r.err.find(c.words), std::string::npos) << c.args << ": " << r.err;
