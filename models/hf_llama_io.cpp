@@ -169,7 +169,14 @@ class TensorFiles {
     readers_.push_back(std::make_unique<SafetensorsReader>(file));
     files_.push_back(file);
     if (first_file_.empty()) first_file_ = file;
-    for (const auto& [name, entry] : readers_.back()->entries()) where_[name] = {readers_.size() - 1, &entry};
+    for (const auto& [name, entry] : readers_.back()->entries()) {
+      // Two shards holding one tensor: which one the index means cannot be told from the files.
+      if (const auto it = where_.find(name); it != where_.end()) {
+        fail(file, fmt::format("holds tensor {}, which {} holds too; a checkpoint holds each tensor once", name,
+                               files_[it->second.first].filename().string()));
+      }
+      where_[name] = {readers_.size() - 1, &entry};
+    }
     return readers_.size() - 1;
   }
 

@@ -204,6 +204,35 @@ TEST_F(BadCheckpoint, ShapeDisagreeingWithConfigNamesTheTensor) {
   expect_error({"mlp.gate_proj.weight", "[176, 64]", "[180, 64]"});
 }
 
+// Hostile config.json values (issue 42): a missing field, a wrong type, absurd sizes.
+TEST_F(BadCheckpoint, ConfigFieldsMissingMistypedOrAbsurdAreRefused) {
+  edit_json("config.json", [](nlohmann::json& j) { j.erase("hidden_size"); });
+  expect_error({"config.json", "missing \"hidden_size\""});
+  edit_json("config.json", [](nlohmann::json& j) { j["hidden_size"] = "64"; });
+  expect_error({"config.json", "\"hidden_size\" is \"64\"", "expected an integer"});
+  edit_json("config.json", [](nlohmann::json& j) { j["hidden_size"] = 1LL << 40; });
+  expect_error({"config.json", "\"hidden_size\"", "expected an integer in [1, "});
+  edit_json("config.json", [](nlohmann::json& j) {
+    j["hidden_size"] = 64;
+    j["num_hidden_layers"] = 100000;  // the files hold 2: refused before anything is sized by it
+  });
+  expect_error({"missing tensor"});
+  edit_json("config.json", [](nlohmann::json& j) {
+    j["num_hidden_layers"] = 2;
+    j["rms_norm_eps"] = "tiny";
+  });
+  expect_error({"config.json", "rms_norm_eps", "expected a number"});
+}
+
+// Two shards holding the same tensors are refused, naming both: a copy of the shard that holds
+// lm_head.weight, which the index maps there (so the copy is opened first, the original later).
+TEST_F(BadCheckpoint, ATensorInTwoShardsIsRefused) {
+  fs::copy_file(dir() / "model-00003-of-00003.safetensors", dir() / "copy.safetensors");
+  edit_json("model.safetensors.index.json",
+            [](nlohmann::json& j) { j["weight_map"]["lm_head.weight"] = "copy.safetensors"; });
+  expect_error({"model-00003-of-00003.safetensors", "which copy.safetensors holds too", "holds each tensor once"});
+}
+
 TEST_F(BadCheckpoint, OtherModelTypesAreNotLlama) {
   edit_json("config.json", [](nlohmann::json& j) { j["model_type"] = "gpt2"; });
   expect_error({"config.json", "model_type", "gpt2"});
