@@ -431,6 +431,28 @@ TEST(WeightsIo, SsmBlocksRoundTripThroughSafetensorsWithTheirHyperParameters) {
   write_safetensors_raw(dir.path() / "stripped.safetensors", stripped.size(), stripped, bytes.substr(8 + n));
   expect_file_error([&] { load_safetensors(dir.path() / "stripped.safetensors", 2, 16); },
                     dir.path() / "stripped.safetensors", {"pax_ocl.ssm_step_size", "re-export"});
+  // Hostile SSM settings in the metadata (issue 42): each a one-line error naming the file and the setting.
+  const struct {
+    const char* key;
+    const char* value;
+    const char* says;
+  } hostile[] = {{"pax_ocl.ssm_hippo_type", "bogus", "SSM_HIPPO_TYPE=bogus"},
+                 {"pax_ocl.ssm_l_max", "8", "SSM_L_MAX=8 is below MAX_SEQ_LEN=12"},
+                 {"pax_ocl.ssm_step_size", "-1", "SSM_STEP_SIZE=-1"},
+                 {"pax_ocl.ssm_step_size", "nan", "SSM_STEP_SIZE=nan"},
+                 {"pax_ocl.ssm_step_size", "x", "is not a number"},
+                 {"pax_ocl.ssm_nheads", "0", "the tensors give"},
+                 {"pax_ocl.ssm_nheads", "99999999999", "the tensors give"}};
+  for (const auto& h : hostile) {
+    auto edited = nlohmann::json::parse(bytes.substr(8, n));
+    edited["__metadata__"][h.key] = h.value;
+    std::string text = edited.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    const fs::path f = dir.path() / "hostile.safetensors";
+    write_safetensors_raw(f, text.size(), text, bytes.substr(8 + n));
+    SCOPED_TRACE(std::string(h.key) + "=" + h.value);
+    expect_file_error([&] { load_safetensors(f, std::nullopt, 16); }, f, {h.says});
+  }
   // llm.c's format cannot hold an SSM block.
   EXPECT_THROW(save_llmc(dir.path() / "ssm.bin", w), ConfigError);
   EXPECT_FALSE(fs::exists(dir.path() / "ssm.bin"));
