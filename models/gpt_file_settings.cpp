@@ -97,6 +97,13 @@ std::optional<int> hf_gpt2_heads(const fs::path& file, const GptConfig& c) {
 
 }  // namespace
 
+void require_heads_agree(const fs::path& file, std::optional<int> given, int recorded, std::string_view recorded_in) {
+  if (!given || *given == recorded) return;
+  throw ConfigError(fmt::format("NUM_HEADS={} contradicts {}, which records {} heads ({}); leave NUM_HEADS out: the "
+                                "file's settings are used",
+                                *given, file.string(), recorded, recorded_in));
+}
+
 nlohmann::ordered_json gpt_settings_metadata(const GptConfig& c) {
   nlohmann::ordered_json m = {{"format", "pt"}};
   auto put = [&](std::string_view k, const std::string& v) { m[std::string(k)] = v; };
@@ -142,11 +149,7 @@ void complete_gpt_settings(const fs::path& file, const nlohmann::json& metadata,
   } else if ((heads = hf_gpt2_heads(file, c))) {
     recorded_in = (file.parent_path() / "config.json").string();
   }
-  if (heads && num_heads && *num_heads != *heads) {
-    throw ConfigError(fmt::format("NUM_HEADS={} contradicts {}, which records {} heads ({}); leave NUM_HEADS out: the "
-                                  "file's settings are used",
-                                  *num_heads, file.string(), *heads, recorded_in));
-  }
+  if (heads) require_heads_agree(file, num_heads, *heads, recorded_in);
   if (!heads && !num_heads) {
     throw ConfigError(fmt::format("{} does not record its head count (no pax-ocl __metadata__, no Hugging Face "
                                   "config.json beside it): give it with --fdl.NUM_HEADS=N",
@@ -157,8 +160,10 @@ void complete_gpt_settings(const fs::path& file, const nlohmann::json& metadata,
     throw ConfigError(fmt::format("NUM_HEADS={} must divide MODEL_DIMS={} of {}", h, c.model_dims, file.string()));
   }
   c.num_heads = h;
-  if (!pax_record) c.dims_per_head = c.model_dims / h;
-  if (!pax_record) return;
+  if (!pax_record) {
+    c.dims_per_head = c.model_dims / h;
+    return;
+  }
   // Every setting the file records agrees with its tensors (and every one this pax-ocl writes is there).
   const nlohmann::ordered_json expected = gpt_settings_metadata(c);
   for (const auto& [k, v] : expected.items()) {

@@ -13,12 +13,18 @@
 
 #include <filesystem>
 #include <optional>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "models/gpt_config.h"
 
 namespace paxocl::models {
+
+// ConfigError naming both values when `given` (a NUM_HEADS the user gave) is not the `recorded` head
+// count of `file` (`recorded_in`: where the file says so, for the message); any weights format.
+void require_heads_agree(const std::filesystem::path& file, std::optional<int> given, int recorded,
+                         std::string_view recorded_in);
 
 // The __metadata__ pax-ocl writes for a GPT of config `c` ("format": "pt" first).
 nlohmann::ordered_json gpt_settings_metadata(const GptConfig& c);

@@ -427,12 +427,8 @@ bool is_safetensors(const fs::path& file) { return file.extension() == ".safeten
 HostWeights load_weights_file(const fs::path& file, std::optional<int> num_heads, std::size_t alignment) {
   if (!is_hf_llama_checkpoint(file) && is_safetensors(file)) return load_safetensors(file, num_heads, alignment);
   HostWeights w = is_hf_llama_checkpoint(file) ? load_hf_llama(file, alignment) : load_llmc(file, alignment);
-  const int recorded = w.config.visit([](const auto& c) { return c.num_heads; });
-  if (num_heads && *num_heads != recorded) {
-    throw ConfigError(fmt::format("NUM_HEADS={} contradicts {}, which records {} heads; leave NUM_HEADS out: the "
-                                  "file's settings are used",
-                                  *num_heads, file.string(), recorded));
-  }
+  require_heads_agree(file, num_heads, w.config.visit([](const auto& c) { return c.num_heads; }),
+                      w.config.is_llama() ? "its config.json" : "its llm.c header");
   return w;
 }
 

@@ -6,6 +6,7 @@
 
 #include "common/errors.h"
 #include "models/parameter_layout.h"
+#include "plan/layout_spec.h"
 
 namespace paxocl::plan {
 
@@ -25,9 +26,11 @@ DecodeMemory with_samples(DecodeSpec spec, std::size_t n) {
 
 DecodeMemory decode_memory(const DecodeSpec& spec) {
   const models::ModelConfig& model = spec.model;
-  // BlockModel's alignment rule for float32 parameters (LayoutSpec::alignment_floats).
-  const std::size_t alignment = std::max<std::size_t>(64, spec.base_address_align_bytes / sizeof(float));
-  const models::ParameterLayout layout(model, alignment);
+  // One float32 device, no mesh: training's layout rule (device_layout) for the decode model.
+  LayoutSpec one_device;
+  one_device.model = model;
+  one_device.base_address_align_bytes = spec.base_address_align_bytes;
+  const models::ParameterLayout layout = device_layout(one_device);
   DecodeMemory m;
   const std::size_t parameter_bytes = layout.total() * sizeof(float);
   m.parameters = 2 * parameter_bytes;
