@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 #include "common/errors.h"
@@ -13,31 +14,64 @@
 namespace paxocl::kernels {
 
 namespace {
-// Local floats of each kernel of flash_attention_gpu.cl at these tiles (keep in step with its
-// __local arrays): the largest of the three.
-std::size_t local_floats(std::size_t hs, std::size_t group_size, std::size_t rows, std::size_t cols) {
-  const std::size_t ld = hs + 1, pld = cols + 1;
-  const std::size_t forward = (rows + 2 * cols) * ld + rows * pld + 2 * group_size;
-  const std::size_t dq = (2 * rows + 2 * cols) * ld + rows * pld + group_size;
-  const std::size_t dkdv = (2 * rows + 2 * cols) * ld + 2 * rows * pld + 2 * cols;
-  return std::max({forward, dq, dkdv});
+enum class FlashKernel { kForward, kDq, kDkDv };
+
+// Local floats of one kernel of flash_attention_gpu.cl at this tile (keep in step with its
+// __local arrays): padded (rows, hs + 1) head tiles, (rows, cols + 1) probability tiles and
+// (rows, kFlashLanes) row reductions.
+std::size_t local_floats(FlashKernel kernel, std::size_t hs, FlashKernelTile tile) {
+  const std::size_t ld = hs + 1, pitch = tile.cols + 1, rows = tile.rows, cols = tile.cols;
+  switch (kernel) {
+    case FlashKernel::kForward: return (rows + 2 * cols) * ld + rows * pitch + 2 * rows * kFlashLanes;
+    case FlashKernel::kDq: return (2 * rows + 2 * cols) * ld + rows * pitch + rows * kFlashLanes;
+    case FlashKernel::kDkDv: return (2 * rows + 2 * cols) * ld + 2 * rows * pitch + 2 * cols;
+  }
+  return 0;
+}
+
+// Floats of register tiles one work-item holds: score-shaped (rows x cols) and head-shaped
+// (rows x head dims) products.
+std::size_t register_floats(FlashKernel kernel, std::size_t hs, std::size_t rows_per_item, std::size_t cols_per_item) {
+  const std::size_t scores = rows_per_item * cols_per_item, heads = rows_per_item * ((hs + kFlashLanes - 1) / kFlashLanes);
+  switch (kernel) {
+    case FlashKernel::kForward: return scores + heads + 2 * rows_per_item;  // s, o, running max and sum
+    case FlashKernel::kDq: return 2 * scores + heads;                       // s, dp, dq
+    case FlashKernel::kDkDv: return 2 * scores + 2 * heads;                 // s, dp, dk, dv
+  }
+  return 0;
+}
+
+std::optional<FlashKernelTile> kernel_tile(FlashKernel kernel, std::size_t hs, std::size_t group, std::size_t budget) {
+  const std::size_t row_items = group / kFlashLanes;
+  std::optional<FlashKernelTile> best;
+  for (std::size_t rows_per_item = 1; rows_per_item <= 8 && rows_per_item * row_items <= 64; rows_per_item *= 2) {
+    for (std::size_t cols_per_item = 1; cols_per_item <= 8 && cols_per_item * kFlashLanes <= 64; cols_per_item *= 2) {
+      const FlashKernelTile tile{rows_per_item * row_items, cols_per_item * kFlashLanes};
+      // The smallest tile is always a candidate: a large head then still runs, with what it needs.
+      const bool smallest = rows_per_item == 1 && cols_per_item == 1;
+      if (!smallest && register_floats(kernel, hs, rows_per_item, cols_per_item) > kFlashMaxRegisterTile) continue;
+      if (local_floats(kernel, hs, tile) * sizeof(float) > budget) continue;
+      const bool larger = !best || tile.rows * tile.cols > best->rows * best->cols ||
+                          (tile.rows * tile.cols == best->rows * best->cols && tile.rows > best->rows);
+      if (larger) best = tile;
+    }
+  }
+  return best;
 }
 }  // namespace
 
 std::optional<FlashTiles> flash_tiles(std::size_t head_size, std::size_t group_size, std::size_t local_bytes) {
   const std::size_t budget = std::min(local_bytes, kFlashLocalBudget);
-  std::optional<FlashTiles> best;
-  // At least 4 work-items per owned row: fewer would hold a whole head row in registers.
-  for (std::size_t rows = 4; rows <= std::min<std::size_t>(64, group_size / 4); rows *= 2) {
-    for (std::size_t cols = 8; cols <= 32; cols *= 2) {
-      const std::size_t bytes = local_floats(head_size, group_size, rows, cols) * sizeof(float);
-      if (bytes > budget) continue;
-      const bool larger = !best || rows * cols > best->rows * best->cols ||
-                          (rows * cols == best->rows * best->cols && rows > best->rows);
-      if (larger) best = FlashTiles{rows, cols, bytes};
-    }
-  }
-  return best;
+  const std::size_t group = std::min(group_size, kFlashMaxGroup);
+  if (head_size == 0 || group < kFlashLanes || group % kFlashLanes != 0) return std::nullopt;
+  const auto forward = kernel_tile(FlashKernel::kForward, head_size, group, budget);
+  const auto dq = kernel_tile(FlashKernel::kDq, head_size, group, budget);
+  const auto dkdv = kernel_tile(FlashKernel::kDkDv, head_size, group, budget);
+  if (!forward || !dq || !dkdv) return std::nullopt;
+  const std::size_t floats = std::max({local_floats(FlashKernel::kForward, head_size, *forward),
+                                       local_floats(FlashKernel::kDq, head_size, *dq),
+                                       local_floats(FlashKernel::kDkDv, head_size, *dkdv)});
+  return FlashTiles{group, *forward, *dq, *dkdv, floats * sizeof(float)};
 }
 
 bool uses_flash_attention(const device::DeviceInfo& device, std::size_t head_size) {
@@ -48,8 +82,10 @@ bool uses_flash_attention(const device::DeviceInfo& device, std::size_t head_siz
 std::string attention_path(const device::DeviceInfo& device, std::size_t head_size) {
   if (uses_flash_attention(device, head_size)) {
     const FlashTiles t = *flash_tiles(head_size, gpu_group_size(device), device.local_mem_bytes);
-    return fmt::format("flash attention (flash_attention_gpu.cl, head size {}, {}x{} tiles in {} KiB of local memory)",
-                       head_size, t.rows, t.cols, (t.local_bytes + 1023) / 1024);
+    return fmt::format("flash attention (flash_attention_gpu.cl, head size {}, groups of {}, tiles {}x{} forward, "
+                       "{}x{} dq, {}x{} dk/dv, {} KiB of local memory)",
+                       head_size, t.group_size, t.forward.rows, t.forward.cols, t.dq.rows, t.dq.cols, t.dkdv.rows,
+                       t.dkdv.cols, (t.local_bytes + 1023) / 1024);
   }
   const KernelVariant set = requested_variant(device);
   const std::string why = set != KernelVariant::kGpu
@@ -77,13 +113,14 @@ FlashAttentionKernels::FlashAttentionKernels(device::ProgramCache& cache, device
       tiles_(tiles_for(device, head_size)),
       set_(cache, device, "flash_attention",
            {"flash_attention_forward", "flash_attention_backward_dq", "flash_attention_backward_dkdv"},
-           fmt::format("{} -DHS={} -DFA_BR={} -DFA_BC={}", device::dtype_build_option(act), head_size, tiles_.rows,
-                       tiles_.cols)) {}
+           fmt::format("{} -DHS={} -DFA_WG={} -DFWD_BR={} -DFWD_BC={} -DDQ_BR={} -DDQ_BC={} -DKV_BR={} -DKV_BC={}",
+                       device::dtype_build_option(act), head_size, tiles_.group_size, tiles_.forward.rows,
+                       tiles_.forward.cols, tiles_.dq.rows, tiles_.dq.cols, tiles_.dkdv.rows, tiles_.dkdv.cols)) {}
 
 template <typename... Args>
 void FlashAttentionKernels::launch(const char* kernel, std::size_t blocks, std::size_t heads, std::size_t B,
                                    const Args&... args) {
-  const std::size_t wg = set_.group_size();
+  const std::size_t wg = tiles_.group_size;
   const std::array<std::size_t, 3> global = {blocks * wg, heads, B}, local = {wg, 1, 1};
   set_.launch_nd(kernel, global, local, args...);
 }
@@ -113,7 +150,7 @@ void FlashAttentionKernels::forward(const ActBuffer& q, std::size_t q_stride, co
   require_count("flash_attention_forward", B * queries * out_stride, out);
   require_count("flash_attention_forward", B * kv.rows_per_sequence * kv.stride, *kv.buffer);
   require_count("flash_attention_forward", B * H * stats_stride, lse);
-  launch("flash_attention_forward", (queries + tiles_.rows - 1) / tiles_.rows, H, B, q, u32(q_stride), *kv.buffer,
+  launch("flash_attention_forward", (queries + tiles_.forward.rows - 1) / tiles_.forward.rows, H, B, q, u32(q_stride), *kv.buffer,
          u32(kv.stride), u32(kv.rows_per_sequence), u32(kv.k_col), u32(kv.v_col), out, u32(out_stride), lse,
          u32(stats_stride), u32(queries), u32(p0), u32(H), u32(heads.group()), 1.0f / std::sqrt(float(hs)));
 }
@@ -130,13 +167,15 @@ void FlashAttentionKernels::backward(const ActBuffer& qkv, std::size_t width, st
   require_count("flash_attention_backward", B * T * D, out, dout);
   require_count("flash_attention_backward", B * H * T, lse, delta);
   const float scale = 1.0f / std::sqrt(float(heads.head_size));
-  const std::size_t blocks = (T + tiles_.rows - 1) / tiles_.rows;
-  // The same arguments for both: dq (a group per query head) writes delta, dk/dv (per kv head) reads it.
-  const std::pair<const char*, std::size_t> passes[] = {{"flash_attention_backward_dq", H},
-                                                        {"flash_attention_backward_dkdv", heads.kv_heads}};
-  for (const auto& [kernel, head_groups] : passes) {
-    launch(kernel, blocks, head_groups, B, qkv, u32(width), u32(k_col), u32(v_col), out, dout, u32(D), lse, delta,
-           dqkv, u32(T), u32(H), u32(heads.group()), scale);
+  // The same arguments for both: dq (a group per query block and head) writes delta, dk/dv (per
+  // key block and kv head) reads it.
+  const auto blocks = [T](const FlashKernelTile& tile) { return (T + tile.rows - 1) / tile.rows; };
+  const std::tuple<const char*, std::size_t, std::size_t> passes[] = {
+      {"flash_attention_backward_dq", blocks(tiles_.dq), H},
+      {"flash_attention_backward_dkdv", blocks(tiles_.dkdv), heads.kv_heads}};
+  for (const auto& [kernel, kernel_blocks, head_groups] : passes) {
+    launch(kernel, kernel_blocks, head_groups, B, qkv, u32(width), u32(k_col), u32(v_col), out, dout, u32(D), lse,
+           delta, dqkv, u32(T), u32(H), u32(heads.group()), scale);
   }
 }
 

@@ -23,23 +23,38 @@ namespace paxocl::kernels {
 using ActBuffer = device::TypedBuffer;
 using FloatBuffer = device::Buffer<float>;
 
-// A work-group's tiles: `rows` owned rows (PAX_WG / rows work-items each), `cols` rows of the
-// other side streamed per step; `local_bytes`, the largest of the three kernels' local memory.
+// One kernel's tile: a work-group owns `rows` rows (queries, or keys in dk/dv) and streams `cols`
+// rows of the other side per step; each of its work-items holds rows / (group_size / kFlashLanes)
+// rows and cols / kFlashLanes columns of every product in registers.
+struct FlashKernelTile {
+  std::size_t rows = 0, cols = 0;
+};
+// A program's tiles: work-groups of `group_size`, a tile per kernel; `local_bytes`, the largest
+// of the three kernels' local memory.
 struct FlashTiles {
-  std::size_t rows = 0, cols = 0, local_bytes = 0;
+  std::size_t group_size = 0;
+  FlashKernelTile forward, dq, dkdv;
+  std::size_t local_bytes = 0;
 };
 
+inline constexpr std::size_t kFlashLanes = 8;        // work-items per row (FA_TC in the kernel)
+inline constexpr std::size_t kFlashMaxGroup = 128;   // larger groups would leave each work-item too little to reuse
+inline constexpr std::size_t kFlashMaxRegisterTile = 64;  // floats of register tiles a work-item holds, at most
 // Local memory a group may use: the device's, capped at 48 KiB (NVIDIA's OpenCL limit per group).
 inline constexpr std::size_t kFlashLocalBudget = 48 * 1024;
 
-// The largest tiles (rows x cols, then more rows) for head size `head_size` in groups of
-// `group_size` that fit `local_bytes` (capped at kFlashLocalBudget); nullopt when none does.
+// Tiles for head size `head_size` when the GPU set's groups are `group_size` (flash attention
+// uses min(group_size, kFlashMaxGroup)), fitting `local_bytes` (capped at kFlashLocalBudget): per
+// kernel the largest rows x cols (then more rows) whose register tiles stay within
+// kFlashMaxRegisterTile floats (one row and column per work-item always may), rows and cols at
+// most 64; nullopt when some kernel's smallest tile does not fit.
 std::optional<FlashTiles> flash_tiles(std::size_t head_size, std::size_t group_size, std::size_t local_bytes);
 // Whether `device` runs attention as flash attention at this head size: its kernel set is the GPU
 // one and flash_tiles finds tiles for it.
 bool uses_flash_attention(const device::DeviceInfo& device, std::size_t head_size);
 // How attention at this head size runs on `device` and why, for the log: "flash attention
-// (flash_attention_gpu.cl, head size 64, 32x32 tiles in 41 KiB of local memory)" or "GEMMs and a
+// (flash_attention_gpu.cl, head size 64, groups of 128, tiles 64x32 forward, 32x32 dq, 32x32
+// dk/dv, 45 KiB of local memory)" or "GEMMs and a
 // causal softmax (attention_cpu.cl; flash attention needs the gpu set, this device runs the cpu set)".
 std::string attention_path(const device::DeviceInfo& device, std::size_t head_size);
 
@@ -75,7 +90,7 @@ class FlashAttentionKernels {
                 const AttentionHeads& heads, std::size_t B, std::size_t T);
 
  private:
-  // (blocks, heads, B) groups of group_size() work-items.
+  // (blocks, heads, B) groups of tiles_.group_size work-items.
   template <typename... Args>
   void launch(const char* kernel, std::size_t blocks, std::size_t heads, std::size_t B, const Args&... args);
 

@@ -1,56 +1,106 @@
 // Causal flash attention (FlashAttention-2's scheme) for the GPU set; a program of its own, built
-// per head size (kernels_cl/flash_attention.h chooses the tiles). One sequence b, query head h,
+// per head size and tiles (kernels_cl/flash_attention.h chooses them). One sequence b, query head h,
 // kv head h / group (grouped-query attention: `group` query heads share a kv head).
 //   q    element (b, t, h, d)   at q[(b*queries + t)*q_stride + h*HS + d]        act_t
 //   k, v element (b, u, kvh, d) at kv[(b*kv_rows + u)*kv_stride + k_col|v_col + kvh*HS + d]
 //   out / dq like q (out_stride / q_stride), dk, dv like k, v
 //   lse, delta (b, h, position) at [(b*H + h)*stats_stride + p0 + t]                float
 // Query t sits at position p0 + t and attends keys 0 .. p0 + t (p0 > 0: decoding against a cache).
-// Tiles: a work-group owns FA_BR rows (queries in the forward and dq kernels, keys in dk/dv), FA_TPR
-// work-items per row; it streams tiles of FA_BC rows of the other side through local memory. Each
-// work-item holds its row's score columns c = lane, lane + FA_TPR, ... and head dims d = lane,
-// lane + FA_TPR, ...; a row's statistics are combined over its lanes in lane order, so every sum
-// has one fixed order and a step is bit-reproducible. Scores and accumulators are float; no
-// (T, T) tensor exists anywhere: the forward keeps only the log-sum-exp, the backward recomputes
-// the probabilities tile by tile. Tiles wholly above the diagonal are never visited.
+//
+// Register tiles, as a GEMM's: a work-group of FA_WG work-items is a (FA_TR, FA_TC) grid. It owns
+// BR rows (queries in the forward and dq kernels, keys in dk/dv) and streams tiles of BC rows of the
+// other side through local memory. Work-item (tr, tc) holds rows tr + FA_TR*i (i < BR / FA_TR) of
+// every per-tile product, score columns tc + FA_TC*j (j < BC / FA_TC) and head dims tc + FA_TC*j
+// (j < FA_DN) of every accumulator, so each value it loads from local memory feeds several FMAs
+// (the one-row-per-lane version did one FMA per two loads and reached about 3 TFLOP/s on an H100).
+// A row's statistics are combined over its FA_TC lanes in lane order and every dot product runs
+// over d or c in order: each sum has one fixed order and a step is bit-reproducible. Scores and
+// accumulators are float; no (T, T) tensor exists anywhere: the forward keeps only the log-sum-exp,
+// the backward recomputes the probabilities tile by tile. Tiles wholly above the diagonal are never
+// visited. Each kernel has its own tile (FWD_*, DQ_*, KV_*): the backward ones hold more in local
+// memory per row.
 // scripts/check_ptx.sh builds (the tiles flash_tiles picks for GPT-2's and LLaMA-7B's heads at PAX_WG 256):
-// check_ptx: -DHS=64 -DFA_BR=32 -DFA_BC=32
-// check_ptx: -DHS=128 -DFA_BR=32 -DFA_BC=8
+// check_ptx: -DHS=64 -DFA_WG=128 -DFWD_BR=64 -DFWD_BC=32 -DDQ_BR=64 -DDQ_BC=16 -DKV_BR=32 -DKV_BC=32
+// check_ptx: -DHS=128 -DFA_WG=128 -DFWD_BR=32 -DFWD_BC=16 -DDQ_BR=32 -DDQ_BC=8 -DKV_BR=16 -DKV_BC=16
 
 #ifndef HS
-#define HS 64  // head size (the launcher always sets it)
+#define HS 64  // head size (the launcher always sets every macro; these defaults are check_ptx's)
 #endif
-#ifndef FA_BR
-#define FA_BR (PAX_WG / 4 < 32 ? PAX_WG / 4 : 32)
+#ifndef FA_WG
+#define FA_WG 128
 #endif
-#ifndef FA_BC
-#define FA_BC 32
+#ifndef FWD_BR
+#define FWD_BR 64
+#define FWD_BC 32
+#define DQ_BR 64
+#define DQ_BC 16
+#define KV_BR 32
+#define KV_BC 32
 #endif
-#define FA_TPR (PAX_WG / FA_BR)                    // work-items per owned row
-#define FA_LD (HS + 1)                             // a tile row in local memory, padded against bank conflicts
-#define FA_PLD (FA_BC + 1)                         // a row of a score tile in local memory
-#define FA_DPT ((HS + FA_TPR - 1) / FA_TPR)        // head dims per work-item
-#define FA_CPT ((FA_BC + FA_TPR - 1) / FA_TPR)     // score columns per work-item
+#define FA_TC 8                              // work-items per row (kernels_cl/flash_attention.h: kFlashLanes)
+#define FA_TR (FA_WG / FA_TC)                // rows of work-items
+#define FA_DN ((HS + FA_TC - 1) / FA_TC)     // head dims per work-item
+#define FA_LD (HS + 1)                       // a tile row in local memory, padded against bank conflicts
+#define FA_PITCH(BC) ((BC) + 1)              // a row of a (rows, BC) probability tile, padded likewise
+#define FA_KERNEL __kernel __attribute__((reqd_work_group_size(FA_WG, 1, 1)))
 
-#if PAX_WG % FA_BR != 0
-#error "FA_BR must divide the work-group size"
+#if FA_WG % FA_TC != 0 || FWD_BR % FA_TR != 0 || DQ_BR % FA_TR != 0 || KV_BR % FA_TR != 0 || \
+    FWD_BC % FA_TC != 0 || DQ_BC % FA_TC != 0 || KV_BC % FA_TC != 0
+#error "flash attention tiles: rows a multiple of FA_WG / FA_TC, columns a multiple of FA_TC"
 #endif
+#define FA_RM_MAX 8  // rows per work-item, at most (flash_tiles keeps to it)
+#define FA_NC_MAX 8  // score columns per work-item, at most
 
-// rows (FA_BR or FA_BC) x HS elements of act_t rows `stride` apart from `src` into a padded float
-// tile, times `scale`; rows at or past `live` read as 0. Every work-item of the group calls it.
+// rows x HS elements of act_t rows `stride` apart from `src` into a padded float tile, times
+// `scale`; rows at or past `live` read as 0. Every work-item of the group calls it.
 inline void fa_load_tile(__local float* tile, uint rows, __global const act_t* src, size_t stride, uint live,
                          float scale) {
-  for (uint i = get_local_id(0); i < rows * HS; i += PAX_WG) {
+  for (uint i = get_local_id(0); i < rows * HS; i += FA_WG) {
     const uint r = i / HS, d = i - r * HS;
     tile[r * FA_LD + d] = r < live ? scale * act_load(src, (size_t)r * stride + d) : 0.0f;
   }
 }
 
-// The dot product of two padded tile rows.
-inline float fa_dot(__local const float* a, __local const float* b) {
-  float acc = 0.0f;
-  for (uint d = 0; d < HS; ++d) acc += a[d] * b[d];
-  return acc;
+// s[i*nc + j] = a-row (tr + FA_TR*i) . b-row (tc + FA_TC*j) over HS dims, both padded tiles: a
+// register tile of A B^T (scores, or dout v^T). nc and rm are compile-time after inlining.
+inline void fa_dots(float* s, uint rm, uint nc, __local const float* a, __local const float* b, uint tr,
+                    uint tc) {
+  for (uint i = 0; i < rm * nc; ++i) s[i] = 0.0f;
+  for (uint d = 0; d < HS; ++d) {
+    float av[FA_RM_MAX], bv[FA_NC_MAX];
+    for (uint i = 0; i < rm; ++i) av[i] = a[(tr + FA_TR * i) * FA_LD + d];
+    for (uint j = 0; j < nc; ++j) bv[j] = b[(tc + FA_TC * j) * FA_LD + d];
+    for (uint i = 0; i < rm; ++i)
+      for (uint j = 0; j < nc; ++j) s[i * nc + j] = fma(av[i], bv[j], s[i * nc + j]);
+  }
+}
+
+// acc[i*FA_DN + j] += sum over c < cols of p[row_i][c] * b[c][d_j]: rows tr + FA_TR*i of a (rows,
+// pld) probability tile, head dims d_j = tc + FA_TC*j of a padded tile (P V, dS K, P^T dO, ...).
+inline void fa_accumulate(float* acc, uint rm, __local const float* p, uint pld, uint cols,
+                          __local const float* b, uint tr, uint tc) {
+  for (uint c = 0; c < cols; ++c) {
+    float pv[FA_RM_MAX], bv[FA_DN];
+    for (uint i = 0; i < rm; ++i) pv[i] = p[(tr + FA_TR * i) * pld + c];
+    // Dims past HS (HS not a multiple of FA_TC) read a live element and are never stored.
+    for (uint j = 0; j < FA_DN; ++j) bv[j] = b[c * FA_LD + min(tc + FA_TC * j, (uint)HS - 1)];
+    for (uint i = 0; i < rm; ++i)
+      for (uint j = 0; j < FA_DN; ++j) acc[i * FA_DN + j] = fma(pv[i], bv[j], acc[i * FA_DN + j]);
+  }
+}
+
+// Each of the work-item's rm rows' value, combined over the row's FA_TC lanes in lane order
+// (max or sum) through `red` (__local float[rows * FA_TC]). Every work-item calls it (it holds a
+// barrier); `red` may be written again only after the caller's next barrier.
+inline void fa_row_combine(float* v, uint rm, bool take_max, __local float* red, uint tr, uint tc) {
+  for (uint i = 0; i < rm; ++i) red[(tr + FA_TR * i) * FA_TC + tc] = v[i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint i = 0; i < rm; ++i) {
+    __local const float* lanes = red + (tr + FA_TR * i) * FA_TC;
+    float x = lanes[0];
+    for (uint k = 1; k < FA_TC; ++k) x = take_max ? fmax(x, lanes[k]) : x + lanes[k];
+    v[i] = x;
+  }
 }
 
 // The first element of sequence b, row `row`, column `col` of a (rows_per_seq, stride) act buffer.
@@ -58,216 +108,234 @@ inline size_t fa_at(uint b, uint rows_per_seq, uint row, size_t stride, uint col
   return ((size_t)b * rows_per_seq + row) * stride + col;
 }
 
+// Stores the work-item's head dims of its rm rows, times `scale`: row i to dst + row_at[i].
+inline void fa_store_rows(__global act_t* dst, const size_t* row_at, const bool* row_live, uint rm, const float* acc,
+                          const float* row_scale, uint tc) {
+  for (uint i = 0; i < rm; ++i) {
+    if (!row_live[i]) continue;
+    for (uint j = 0; j < FA_DN; ++j) {
+      const uint d = tc + FA_TC * j;
+      if (d < HS) act_store(dst, row_at[i] + d, acc[i * FA_DN + j] * row_scale[i]);
+    }
+  }
+}
+
+#define FWD_RM (FWD_BR / FA_TR)
+#define FWD_NC (FWD_BC / FA_TC)
 // Forward. Groups (query block, h, b): out = softmax(scale q k^T, causal) v and lse per query.
-PAX_GPU_KERNEL void flash_attention_forward(__global const act_t* q, const uint q_stride, __global const act_t* kv,
-                                            const uint kv_stride, const uint kv_rows, const uint k_col,
-                                            const uint v_col, __global act_t* out, const uint out_stride,
-                                            __global float* lse, const uint stats_stride, const uint queries,
-                                            const uint p0, const uint H, const uint group, const float scale) {
-  __local float Qs[FA_BR * FA_LD], Ks[FA_BC * FA_LD], Vs[FA_BC * FA_LD], Ps[FA_BR * FA_PLD];
-  __local float row_max[FA_BR * FA_TPR], row_sum[FA_BR * FA_TPR];
-  const uint lid = get_local_id(0), r = lid / FA_TPR, lane = lid - r * FA_TPR;
-  const uint t0 = get_group_id(0) * FA_BR, h = get_group_id(1), b = get_group_id(2), kvh = h / group;
-  const uint t = t0 + r, live_rows = min((uint)FA_BR, queries - t0);
-  const bool live = t < queries;
-  const uint position = p0 + t;
+FA_KERNEL void flash_attention_forward(__global const act_t* q, const uint q_stride, __global const act_t* kv,
+                                       const uint kv_stride, const uint kv_rows, const uint k_col, const uint v_col,
+                                       __global act_t* out, const uint out_stride, __global float* lse,
+                                       const uint stats_stride, const uint queries, const uint p0, const uint H,
+                                       const uint group, const float scale) {
+  __local float Qs[FWD_BR * FA_LD], Ks[FWD_BC * FA_LD], Vs[FWD_BC * FA_LD], Ps[FWD_BR * FA_PITCH(FWD_BC)];
+  __local float red_max[FWD_BR * FA_TC], red_sum[FWD_BR * FA_TC];
+  const uint lid = get_local_id(0), tr = lid / FA_TC, tc = lid - tr * FA_TC;
+  const uint t0 = get_group_id(0) * FWD_BR, h = get_group_id(1), b = get_group_id(2), kvh = h / group;
+  const uint live_rows = min((uint)FWD_BR, queries - t0);
   const uint last_key = p0 + t0 + live_rows - 1;  // the block's last query reaches it
   // q pre-scaled: the tile's dot products are the scaled scores.
-  fa_load_tile(Qs, FA_BR, q + fa_at(b, queries, t0, q_stride, h * HS), q_stride, live_rows, scale);
+  fa_load_tile(Qs, FWD_BR, q + fa_at(b, queries, t0, q_stride, h * HS), q_stride, live_rows, scale);
   __global const act_t* keys = kv + fa_at(b, kv_rows, 0, kv_stride, k_col + kvh * HS);
   __global const act_t* values = kv + fa_at(b, kv_rows, 0, kv_stride, v_col + kvh * HS);
 
-  float o[FA_DPT];
-  for (uint i = 0; i < FA_DPT; ++i) o[i] = 0.0f;
-  float m = -INFINITY, l = 0.0f;
-  for (uint u0 = 0; u0 <= last_key; u0 += FA_BC) {
+  float o[FWD_RM * FA_DN], m[FWD_RM], l[FWD_RM];
+  for (uint i = 0; i < FWD_RM * FA_DN; ++i) o[i] = 0.0f;
+  for (uint i = 0; i < FWD_RM; ++i) m[i] = -INFINITY, l[i] = 0.0f;
+  for (uint u0 = 0; u0 <= last_key; u0 += FWD_BC) {
     barrier(CLK_LOCAL_MEM_FENCE);  // the previous tile's reads of Ks, Vs and Ps are done
-    const uint keys_live = min((uint)FA_BC, last_key + 1 - u0);
-    fa_load_tile(Ks, FA_BC, keys + (size_t)u0 * kv_stride, kv_stride, keys_live, 1.0f);
-    fa_load_tile(Vs, FA_BC, values + (size_t)u0 * kv_stride, kv_stride, keys_live, 1.0f);
+    const uint keys_live = min((uint)FWD_BC, last_key + 1 - u0);
+    fa_load_tile(Ks, FWD_BC, keys + (size_t)u0 * kv_stride, kv_stride, keys_live, 1.0f);
+    fa_load_tile(Vs, FWD_BC, values + (size_t)u0 * kv_stride, kv_stride, keys_live, 1.0f);
     barrier(CLK_LOCAL_MEM_FENCE);
-    float s[FA_CPT], tile_max = -INFINITY;
-    for (uint i = 0; i < FA_CPT; ++i) {
-      const uint c = lane + i * FA_TPR;
-      s[i] = -INFINITY;
-      if (c < FA_BC && live && u0 + c <= position) s[i] = fa_dot(Qs + r * FA_LD, Ks + c * FA_LD);
-      tile_max = fmax(tile_max, s[i]);
+    float s[FWD_RM * FWD_NC], m_new[FWD_RM], part[FWD_RM];
+    fa_dots(s, FWD_RM, FWD_NC, Qs, Ks, tr, tc);
+    for (uint i = 0; i < FWD_RM; ++i) {
+      const uint r = tr + FA_TR * i, position = p0 + t0 + r;
+      m_new[i] = -INFINITY;
+      for (uint j = 0; j < FWD_NC; ++j) {
+        const uint c = tc + FA_TC * j;
+        if (r >= live_rows || u0 + c > position) s[i * FWD_NC + j] = -INFINITY;
+        m_new[i] = fmax(m_new[i], s[i * FWD_NC + j]);
+      }
     }
-    row_max[lid] = tile_max;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float m_new = m;
-    for (uint j = 0; j < FA_TPR; ++j) m_new = fmax(m_new, row_max[r * FA_TPR + j]);
-    // A row with no live key yet (a dead row) keeps m = -inf: nothing to rescale, every p is 0.
-    const float alpha = m_new == -INFINITY ? 1.0f : exp(m - m_new);
-    float part = 0.0f;
-    for (uint i = 0; i < FA_CPT; ++i) {
-      const uint c = lane + i * FA_TPR;
-      const float p = s[i] == -INFINITY ? 0.0f : exp(s[i] - m_new);
-      if (c < FA_BC) Ps[r * FA_PLD + c] = p;
-      part += p;
+    fa_row_combine(m_new, FWD_RM, true, red_max, tr, tc);
+    for (uint i = 0; i < FWD_RM; ++i) {
+      m_new[i] = fmax(m[i], m_new[i]);
+      part[i] = 0.0f;
+      for (uint j = 0; j < FWD_NC; ++j) {
+        // A row with no live key yet (a dead row) keeps m = -inf: every p is 0.
+        const float x = s[i * FWD_NC + j], p = x == -INFINITY ? 0.0f : exp(x - m_new[i]);
+        Ps[(tr + FA_TR * i) * FA_PITCH(FWD_BC) + tc + FA_TC * j] = p;
+        part[i] += p;
+      }
     }
-    row_sum[lid] = part;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float tile_sum = 0.0f;
-    for (uint j = 0; j < FA_TPR; ++j) tile_sum += row_sum[r * FA_TPR + j];
-    l = l * alpha + tile_sum;
-    m = m_new;
-    for (uint i = 0; i < FA_DPT; ++i) {
-      const uint d = lane + i * FA_TPR;
-      if (d >= HS) break;
-      float acc = 0.0f;
-      for (uint c = 0; c < FA_BC; ++c) acc += Ps[r * FA_PLD + c] * Vs[c * FA_LD + d];
-      o[i] = o[i] * alpha + acc;
+    fa_row_combine(part, FWD_RM, false, red_sum, tr, tc);  // its barrier also publishes Ps
+    for (uint i = 0; i < FWD_RM; ++i) {
+      const float alpha = m_new[i] == -INFINITY ? 1.0f : exp(m[i] - m_new[i]);
+      l[i] = l[i] * alpha + part[i];
+      m[i] = m_new[i];
+      for (uint j = 0; j < FA_DN; ++j) o[i * FA_DN + j] *= alpha;
     }
+    fa_accumulate(o, FWD_RM, Ps, FA_PITCH(FWD_BC), FWD_BC, Vs, tr, tc);
   }
-  if (!live) return;
-  const float inv = 1.0f / l;
-  const size_t at = fa_at(b, queries, t, out_stride, h * HS);
-  for (uint i = 0; i < FA_DPT; ++i) {
-    const uint d = lane + i * FA_TPR;
-    if (d < HS) act_store(out, at + d, o[i] * inv);
+  size_t row_at[FWD_RM];
+  bool row_live[FWD_RM];
+  float inv[FWD_RM];
+  for (uint i = 0; i < FWD_RM; ++i) {
+    const uint r = tr + FA_TR * i;
+    row_live[i] = r < live_rows;
+    row_at[i] = fa_at(b, queries, t0 + r, out_stride, h * HS);
+    inv[i] = 1.0f / l[i];
+    if (row_live[i] && tc == 0) lse[((size_t)b * H + h) * stats_stride + p0 + t0 + r] = m[i] + log(l[i]);
   }
-  if (lane == 0) lse[((size_t)b * H + h) * stats_stride + p0 + t] = m + log(l);
+  fa_store_rows(out, row_at, row_live, FWD_RM, o, inv, tc);
 }
 
+#define DQ_RM (DQ_BR / FA_TR)
+#define DQ_NC (DQ_BC / FA_TC)
 // Backward, dq; runs first. Groups (query block, h, b) over sequences of T tokens (p0 = 0, k and v
 // in qkv; out and dout (B*T, dout_stride)):
 //   delta = dout.out per query (written for the dk/dv kernel), p = exp(scale q.k - lse),
 //   ds = p (dout.v - delta), dq = scale * sum_u ds k.
-PAX_GPU_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const uint width, const uint k_col,
-                                                const uint v_col, __global const act_t* out,
-                                                __global const act_t* dout, const uint dout_stride,
-                                                __global const float* lse, __global float* delta,
-                                                __global act_t* dqkv, const uint T, const uint H, const uint group,
-                                                const float scale) {
-  __local float Qs[FA_BR * FA_LD], dOs[FA_BR * FA_LD], Ks[FA_BC * FA_LD], Vs[FA_BC * FA_LD], dSs[FA_BR * FA_PLD];
-  __local float row_part[FA_BR * FA_TPR];
-  const uint lid = get_local_id(0), r = lid / FA_TPR, lane = lid - r * FA_TPR;
-  const uint t0 = get_group_id(0) * FA_BR, h = get_group_id(1), b = get_group_id(2), kvh = h / group;
-  const uint t = t0 + r, live_rows = min((uint)FA_BR, T - t0);
-  const bool live = t < T;
-  const size_t stat = ((size_t)b * H + h) * T + min(t, T - 1);
-  const float row_lse = lse[stat];
-  fa_load_tile(Qs, FA_BR, qkv + fa_at(b, T, t0, width, h * HS), width, live_rows, scale);
-  fa_load_tile(dOs, FA_BR, dout + fa_at(b, T, t0, dout_stride, h * HS), dout_stride, live_rows, 1.0f);
+FA_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const uint width, const uint k_col,
+                                           const uint v_col, __global const act_t* out, __global const act_t* dout,
+                                           const uint dout_stride, __global const float* lse,
+                                           __global float* delta, __global act_t* dqkv, const uint T, const uint H,
+                                           const uint group, const float scale) {
+  __local float Qs[DQ_BR * FA_LD], dOs[DQ_BR * FA_LD], Ks[DQ_BC * FA_LD], Vs[DQ_BC * FA_LD], dSs[DQ_BR * FA_PITCH(DQ_BC)];
+  __local float red[DQ_BR * FA_TC];
+  const uint lid = get_local_id(0), tr = lid / FA_TC, tc = lid - tr * FA_TC;
+  const uint t0 = get_group_id(0) * DQ_BR, h = get_group_id(1), b = get_group_id(2), kvh = h / group;
+  const uint live_rows = min((uint)DQ_BR, T - t0);
+  fa_load_tile(Qs, DQ_BR, qkv + fa_at(b, T, t0, width, h * HS), width, live_rows, scale);
+  fa_load_tile(dOs, DQ_BR, dout + fa_at(b, T, t0, dout_stride, h * HS), dout_stride, live_rows, 1.0f);
   barrier(CLK_LOCAL_MEM_FENCE);
   // delta: each lane's head dims, then the lanes in order.
-  float part = 0.0f;
-  if (live) {
-    const size_t at = fa_at(b, T, t, dout_stride, h * HS);
-    for (uint d = lane; d < HS; d += FA_TPR) part += dOs[r * FA_LD + d] * act_load(out, at + d);
+  float row_delta[DQ_RM], row_lse[DQ_RM];
+  size_t stat[DQ_RM];
+  for (uint i = 0; i < DQ_RM; ++i) {
+    const uint r = tr + FA_TR * i;
+    stat[i] = ((size_t)b * H + h) * T + min(t0 + r, T - 1);
+    row_lse[i] = lse[stat[i]];
+    row_delta[i] = 0.0f;
+    if (r >= live_rows) continue;
+    const size_t at = fa_at(b, T, t0 + r, dout_stride, h * HS);
+    for (uint d = tc; d < HS; d += FA_TC) row_delta[i] += dOs[r * FA_LD + d] * act_load(out, at + d);
   }
-  row_part[lid] = part;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  float row_delta = 0.0f;
-  for (uint j = 0; j < FA_TPR; ++j) row_delta += row_part[r * FA_TPR + j];
-  if (live && lane == 0) delta[stat] = row_delta;
+  fa_row_combine(row_delta, DQ_RM, false, red, tr, tc);
+  for (uint i = 0; i < DQ_RM; ++i)
+    if (tr + FA_TR * i < live_rows && tc == 0) delta[stat[i]] = row_delta[i];
   __global const act_t* keys = qkv + fa_at(b, T, 0, width, k_col + kvh * HS);
   __global const act_t* values = qkv + fa_at(b, T, 0, width, v_col + kvh * HS);
   const uint last_key = t0 + live_rows - 1;
 
-  float dq[FA_DPT];
-  for (uint i = 0; i < FA_DPT; ++i) dq[i] = 0.0f;
-  for (uint u0 = 0; u0 <= last_key; u0 += FA_BC) {
+  float dq[DQ_RM * FA_DN];
+  for (uint i = 0; i < DQ_RM * FA_DN; ++i) dq[i] = 0.0f;
+  for (uint u0 = 0; u0 <= last_key; u0 += DQ_BC) {
     barrier(CLK_LOCAL_MEM_FENCE);
-    const uint keys_live = min((uint)FA_BC, last_key + 1 - u0);
-    fa_load_tile(Ks, FA_BC, keys + (size_t)u0 * width, width, keys_live, 1.0f);
-    fa_load_tile(Vs, FA_BC, values + (size_t)u0 * width, width, keys_live, 1.0f);
+    const uint keys_live = min((uint)DQ_BC, last_key + 1 - u0);
+    fa_load_tile(Ks, DQ_BC, keys + (size_t)u0 * width, width, keys_live, 1.0f);
+    fa_load_tile(Vs, DQ_BC, values + (size_t)u0 * width, width, keys_live, 1.0f);
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint i = 0; i < FA_CPT; ++i) {
-      const uint c = lane + i * FA_TPR;
-      if (c >= FA_BC) break;
-      float ds = 0.0f;
-      if (live && u0 + c <= t) {
-        const float p = exp(fa_dot(Qs + r * FA_LD, Ks + c * FA_LD) - row_lse);
-        ds = p * (fa_dot(dOs + r * FA_LD, Vs + c * FA_LD) - row_delta);
+    float s[DQ_RM * DQ_NC], dp[DQ_RM * DQ_NC];
+    fa_dots(s, DQ_RM, DQ_NC, Qs, Ks, tr, tc);
+    fa_dots(dp, DQ_RM, DQ_NC, dOs, Vs, tr, tc);
+    for (uint i = 0; i < DQ_RM; ++i) {
+      const uint r = tr + FA_TR * i;
+      for (uint j = 0; j < DQ_NC; ++j) {
+        const uint c = tc + FA_TC * j;
+        float ds = 0.0f;
+        if (r < live_rows && u0 + c <= t0 + r) {
+          ds = exp(s[i * DQ_NC + j] - row_lse[i]) * (dp[i * DQ_NC + j] - row_delta[i]);
+        }
+        dSs[r * FA_PITCH(DQ_BC) + c] = ds;
       }
-      dSs[r * FA_PLD + c] = ds;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint i = 0; i < FA_DPT; ++i) {
-      const uint d = lane + i * FA_TPR;
-      if (d >= HS) break;
-      float acc = 0.0f;
-      for (uint c = 0; c < FA_BC; ++c) acc += dSs[r * FA_PLD + c] * Ks[c * FA_LD + d];
-      dq[i] += acc;
-    }
+    fa_accumulate(dq, DQ_RM, dSs, FA_PITCH(DQ_BC), DQ_BC, Ks, tr, tc);
   }
-  if (!live) return;
-  const size_t at = fa_at(b, T, t, width, h * HS);
-  for (uint i = 0; i < FA_DPT; ++i) {
-    const uint d = lane + i * FA_TPR;
-    if (d < HS) act_store(dqkv, at + d, scale * dq[i]);
+  size_t row_at[DQ_RM];
+  bool row_live[DQ_RM];
+  float row_scale[DQ_RM];
+  for (uint i = 0; i < DQ_RM; ++i) {
+    const uint r = tr + FA_TR * i;
+    row_live[i] = r < live_rows;
+    row_at[i] = fa_at(b, T, t0 + r, width, h * HS);
+    row_scale[i] = scale;
   }
+  fa_store_rows(dqkv, row_at, row_live, DQ_RM, dq, row_scale, tc);
 }
 
+#define KV_RM (KV_BR / FA_TR)
+#define KV_NC (KV_BC / FA_TC)
 // Backward, dk and dv, after dq (which wrote delta; out is unused, the arguments are dq's). Groups
-// (key block, kv head, b); each sums over the `group` query heads of its
-// kv head and the query tiles at or below the diagonal, in that fixed order, in float registers
-// (no atomics; 16-bit dk, dv rounded once):
-//   dv = sum_t p v-row's dout,  dk = sum_t ds (scale q).
-PAX_GPU_KERNEL void flash_attention_backward_dkdv(__global const act_t* qkv, const uint width, const uint k_col,
-                                                  const uint v_col, __global const act_t* out, __global const act_t* dout,
-                                                  const uint dout_stride, __global const float* lse,
-                                                  __global const float* delta, __global act_t* dqkv, const uint T,
-                                                  const uint H, const uint group, const float scale) {
-  __local float Ks[FA_BR * FA_LD], Vs[FA_BR * FA_LD], Qs[FA_BC * FA_LD], dOs[FA_BC * FA_LD];
-  __local float Ps[FA_BR * FA_PLD], dSs[FA_BR * FA_PLD], lse_s[FA_BC], delta_s[FA_BC];
-  const uint lid = get_local_id(0), r = lid / FA_TPR, lane = lid - r * FA_TPR;
-  const uint u_first = get_group_id(0) * FA_BR, kvh = get_group_id(1), b = get_group_id(2);
-  const uint u = u_first + r, live_rows = min((uint)FA_BR, T - u_first);
-  const bool live = u < T;
-  fa_load_tile(Ks, FA_BR, qkv + fa_at(b, T, u_first, width, k_col + kvh * HS), width, live_rows, 1.0f);
-  fa_load_tile(Vs, FA_BR, qkv + fa_at(b, T, u_first, width, v_col + kvh * HS), width, live_rows, 1.0f);
+// (key block, kv head, b); each sums over the `group` query heads of its kv head and the query
+// tiles at or below the diagonal, in that fixed order, in float registers (no atomics; 16-bit dk,
+// dv rounded once). With s^T = k (scale q)^T and dp^T = v dout^T per tile:
+//   dv = sum_t p^T dout,  dk = sum_t ds^T (scale q),  ds^T = p^T (dp^T - delta).
+FA_KERNEL void flash_attention_backward_dkdv(__global const act_t* qkv, const uint width, const uint k_col,
+                                             const uint v_col, __global const act_t* out,
+                                             __global const act_t* dout, const uint dout_stride,
+                                             __global const float* lse, __global const float* delta,
+                                             __global act_t* dqkv, const uint T, const uint H, const uint group,
+                                             const float scale) {
+  __local float Ks[KV_BR * FA_LD], Vs[KV_BR * FA_LD], Qs[KV_BC * FA_LD], dOs[KV_BC * FA_LD];
+  __local float Ps[KV_BR * FA_PITCH(KV_BC)], dSs[KV_BR * FA_PITCH(KV_BC)], lse_s[KV_BC], delta_s[KV_BC];
+  const uint lid = get_local_id(0), tr = lid / FA_TC, tc = lid - tr * FA_TC;
+  const uint u_first = get_group_id(0) * KV_BR, kvh = get_group_id(1), b = get_group_id(2);
+  const uint live_rows = min((uint)KV_BR, T - u_first);
+  fa_load_tile(Ks, KV_BR, qkv + fa_at(b, T, u_first, width, k_col + kvh * HS), width, live_rows, 1.0f);
+  fa_load_tile(Vs, KV_BR, qkv + fa_at(b, T, u_first, width, v_col + kvh * HS), width, live_rows, 1.0f);
 
-  float dk[FA_DPT], dv[FA_DPT];
-  for (uint i = 0; i < FA_DPT; ++i) dk[i] = dv[i] = 0.0f;
+  float dk[KV_RM * FA_DN], dv[KV_RM * FA_DN];
+  for (uint i = 0; i < KV_RM * FA_DN; ++i) dk[i] = dv[i] = 0.0f;
   for (uint j = 0; j < group; ++j) {
     const uint h = kvh * group + j;
     __global const float* head_lse = lse + ((size_t)b * H + h) * T;
     __global const float* head_delta = delta + ((size_t)b * H + h) * T;
     // The first query tile that reaches this block's first key: queries t >= u_first.
-    for (uint t0 = u_first - u_first % FA_BC; t0 < T; t0 += FA_BC) {
+    for (uint t0 = u_first - u_first % KV_BC; t0 < T; t0 += KV_BC) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      const uint queries_live = min((uint)FA_BC, T - t0);
-      fa_load_tile(Qs, FA_BC, qkv + fa_at(b, T, t0, width, h * HS), width, queries_live, scale);
-      fa_load_tile(dOs, FA_BC, dout + fa_at(b, T, t0, dout_stride, h * HS), dout_stride, queries_live, 1.0f);
-      for (uint c = lid; c < FA_BC; c += PAX_WG) {
+      const uint queries_live = min((uint)KV_BC, T - t0);
+      fa_load_tile(Qs, KV_BC, qkv + fa_at(b, T, t0, width, h * HS), width, queries_live, scale);
+      fa_load_tile(dOs, KV_BC, dout + fa_at(b, T, t0, dout_stride, h * HS), dout_stride, queries_live, 1.0f);
+      for (uint c = lid; c < KV_BC; c += FA_WG) {
         lse_s[c] = c < queries_live ? head_lse[t0 + c] : 0.0f;
         delta_s[c] = c < queries_live ? head_delta[t0 + c] : 0.0f;
       }
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (uint i = 0; i < FA_CPT; ++i) {
-        const uint c = lane + i * FA_TPR;
-        if (c >= FA_BC) break;
-        float p = 0.0f, ds = 0.0f;
-        if (live && c < queries_live && u <= t0 + c) {
-          p = exp(fa_dot(Qs + c * FA_LD, Ks + r * FA_LD) - lse_s[c]);
-          ds = p * (fa_dot(dOs + c * FA_LD, Vs + r * FA_LD) - delta_s[c]);
+      float s[KV_RM * KV_NC], dp[KV_RM * KV_NC];
+      fa_dots(s, KV_RM, KV_NC, Ks, Qs, tr, tc);
+      fa_dots(dp, KV_RM, KV_NC, Vs, dOs, tr, tc);
+      for (uint i = 0; i < KV_RM; ++i) {
+        const uint r = tr + FA_TR * i;
+        for (uint jc = 0; jc < KV_NC; ++jc) {
+          const uint c = tc + FA_TC * jc;
+          float p = 0.0f, ds = 0.0f;
+          if (r < live_rows && c < queries_live && u_first + r <= t0 + c) {
+            p = exp(s[i * KV_NC + jc] - lse_s[c]);
+            ds = p * (dp[i * KV_NC + jc] - delta_s[c]);
+          }
+          Ps[r * FA_PITCH(KV_BC) + c] = p;
+          dSs[r * FA_PITCH(KV_BC) + c] = ds;
         }
-        Ps[r * FA_PLD + c] = p;
-        dSs[r * FA_PLD + c] = ds;
       }
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (uint i = 0; i < FA_DPT; ++i) {
-        const uint d = lane + i * FA_TPR;
-        if (d >= HS) break;
-        float acc_v = 0.0f, acc_k = 0.0f;
-        for (uint c = 0; c < FA_BC; ++c) {
-          acc_v += Ps[r * FA_PLD + c] * dOs[c * FA_LD + d];
-          acc_k += dSs[r * FA_PLD + c] * Qs[c * FA_LD + d];
-        }
-        dv[i] += acc_v;
-        dk[i] += acc_k;
-      }
+      fa_accumulate(dv, KV_RM, Ps, FA_PITCH(KV_BC), KV_BC, dOs, tr, tc);
+      fa_accumulate(dk, KV_RM, dSs, FA_PITCH(KV_BC), KV_BC, Qs, tr, tc);
     }
   }
-  if (!live) return;
-  const size_t k_at = fa_at(b, T, u, width, k_col + kvh * HS), v_at = fa_at(b, T, u, width, v_col + kvh * HS);
-  for (uint i = 0; i < FA_DPT; ++i) {
-    const uint d = lane + i * FA_TPR;
-    if (d >= HS) break;
-    act_store(dqkv, k_at + d, dk[i]);
-    act_store(dqkv, v_at + d, dv[i]);
+  size_t k_at[KV_RM], v_at[KV_RM];
+  bool row_live[KV_RM];
+  float one[KV_RM];
+  for (uint i = 0; i < KV_RM; ++i) {
+    const uint r = tr + FA_TR * i;
+    row_live[i] = r < live_rows;
+    k_at[i] = fa_at(b, T, u_first + r, width, k_col + kvh * HS);
+    v_at[i] = fa_at(b, T, u_first + r, width, v_col + kvh * HS);
+    one[i] = 1.0f;
   }
+  fa_store_rows(dqkv, k_at, row_live, KV_RM, dk, one, tc);
+  fa_store_rows(dqkv, v_at, row_live, KV_RM, dv, one, tc);
 }

@@ -14,7 +14,7 @@
 # fits 48 KiB) and tensor_core_probe.cl.
 # A program that stores activations (uses act_t) is built once per ACT_DTYPES (default "float32
 # bfloat16"; float16 too). A program may name its build variants itself, one line each:
-#   // check_ptx: -DHS=64 -DFA_BR=32 -DFA_BC=32
+#   // check_ptx: -DHS=64 -DFA_WG=128
 #   --portable  also the portable programs (kernels_cl/x.cl), assumed launched in PAX_WG groups.
 #   --table     a Markdown table (kernel, program, build, registers, shared bytes, spills, work-group,
 #               theoretical occupancy on an H100) instead of the per-build report; gemm_mma only for

@@ -582,26 +582,36 @@ TEST_P(ActKernelTest, AttentionIsReproducibleAndFlashExactlyOnTheGpuSet) {
   }
 }
 
-// Flash attention's tiles: the largest that fit the local memory (at most 48 KiB) with 4
-// work-items or more per row; none for a head too large for any.
+// Flash attention's tiles: per kernel the largest that fits the local memory (at most 48 KiB), in
+// groups of at most 128 with whole rows and columns per work-item; none for a head too large.
 TEST(FlashAttentionTiles, FitTheLocalMemory) {
-  for (const std::size_t hs : {4, 64, 80, 128, 256})
+  for (const std::size_t hs : {4, 5, 64, 80, 128, 256})
     for (const std::size_t group : {32, 64, 128, 256, 1024})
       for (const std::size_t local : {std::size_t{16} << 10, std::size_t{32} << 10, std::size_t{2} << 20}) {
         SCOPED_TRACE(fmt::format("hs {} group {} local {}", hs, group, local));
         const auto tiles = kernels::flash_tiles(hs, group, local);
-        if (local == std::size_t{16} << 10) {  // hs 256, or hs 128 in groups of 1024, fit no tile in 16 KiB
-          EXPECT_EQ(tiles.has_value(), hs < 128 || (hs == 128 && group < 1024));
-          if (!tiles) continue;
+        if (!tiles) {  // only large heads fit nothing: 80 in 16 KiB with 16 rows of work-items, 128 and more
+          EXPECT_TRUE(hs >= 128 || (hs >= 80 && local == std::size_t{16} << 10));
+          continue;
         }
-        ASSERT_TRUE(tiles.has_value());
+        EXPECT_EQ(tiles->group_size, std::min<std::size_t>(group, kernels::kFlashMaxGroup));
         EXPECT_LE(tiles->local_bytes, std::min(local, kernels::kFlashLocalBudget));
-        EXPECT_GE(group / tiles->rows, 4u);
-        EXPECT_EQ(group % tiles->rows, 0u);
+        const std::size_t row_items = tiles->group_size / kernels::kFlashLanes;
+        for (const auto& tile : {tiles->forward, tiles->dq, tiles->dkdv}) {
+          EXPECT_EQ(tile.rows % row_items, 0u);
+          EXPECT_EQ(tile.cols % kernels::kFlashLanes, 0u);
+          EXPECT_GE(tile.rows, row_items);
+          EXPECT_LE(tile.rows, 64u);
+          EXPECT_LE(tile.cols, 64u);
+        }
       }
+  // GPT-2's heads on a GPU (PAX_WG 256): a forward tile of 64 queries by 32 keys, 4 x 4 scores a
+  // work-item, within 48 KiB.
   const auto h100 = kernels::flash_tiles(64, 256, 228u << 10);
   ASSERT_TRUE(h100.has_value());
-  EXPECT_EQ(h100->rows * h100->cols, 32u * 32u);  // the largest area under 48 KiB at hs 64
+  EXPECT_EQ(h100->group_size, 128u);
+  EXPECT_EQ(h100->forward.rows, 64u);
+  EXPECT_EQ(h100->forward.cols, 32u);
   EXPECT_FALSE(kernels::flash_tiles(4096, 256, 48u << 10).has_value());
 }
 
