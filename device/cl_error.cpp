@@ -90,8 +90,10 @@ std::string describe(std::string_view call, cl_int code, std::string_view doing)
 }
 
 // The log goes on following lines; the first line stays a one-line summary.
-std::string describe_build(std::string_view program, std::string_view device, const std::string& log) {
-  return "OpenCL program '" + std::string(program) + "' failed to compile for device '" +
+std::string describe_build(std::string_view program, std::string_view device, const std::string& log,
+                           std::string_view origin) {
+  return "OpenCL program '" + std::string(program) + "'" + (origin.empty() ? "" : " (" + std::string(origin) + ")") +
+         " failed to compile for device '" +
          std::string(device) + "'; build log:\n" + log;
 }
 }  // namespace
@@ -100,8 +102,8 @@ ClError::ClError(std::string_view call, cl_int code, std::string_view doing)
     : DeviceError(describe(call, code, doing)), code_(code) {}
 
 ProgramBuildError::ProgramBuildError(std::string_view program_name, std::string_view device_name,
-                                     std::string log)
-    : ClError(describe_build(program_name, device_name, log), CL_BUILD_PROGRAM_FAILURE),
+                                     std::string log, std::string_view origin)
+    : ClError(describe_build(program_name, device_name, log, origin), CL_BUILD_PROGRAM_FAILURE),
       log_(std::move(log)) {}
 
 }  // namespace paxocl::device

@@ -29,7 +29,9 @@ class ClError : public DeviceError {
 // A program that failed to build; what() carries the compiler's build log.
 class ProgramBuildError : public ClError {
  public:
-  ProgramBuildError(std::string_view program_name, std::string_view device_name, std::string log);
+  // `origin`, when not empty, says where the source came from ("PAX_OCL_KERNEL_SOURCE_DIR's x.cl").
+  ProgramBuildError(std::string_view program_name, std::string_view device_name, std::string log,
+                    std::string_view origin = "");
   const std::string& build_log() const { return log_; }
 
  private:

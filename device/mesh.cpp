@@ -34,7 +34,27 @@ std::string trim(std::string_view s) {
 
 }  // namespace
 
-int product(const MeshShape& shape) { return shape[0] * shape[1] * shape[2]; }
+int product(const MeshShape& shape) {
+  long n = 1;
+  for (const int extent : shape) {
+    n *= extent;
+    if (n > kMaxMeshDevices) {
+      throw ConfigError(fmt::format("mesh shape {} has more than {} devices, the most pax-ocl supports", to_string(shape),
+                                    kMaxMeshDevices));
+    }
+  }
+  return static_cast<int>(n);
+}
+
+int mesh_devices(const MeshShape& ici, const MeshShape& dcn) {
+  const long n = static_cast<long>(product(ici)) * product(dcn);
+  if (n > kMaxMeshDevices) {
+    throw ConfigError(fmt::format("ICI_MESH_SHAPE={} x DCN_MESH_SHAPE={} = {} devices, more than {}, the most pax-ocl "
+                                  "supports",
+                                  to_string(ici), to_string(dcn), n, kMaxMeshDevices));
+  }
+  return static_cast<int>(n);
+}
 
 std::string to_string(const MeshShape& shape) { return fmt::format("[{},{},{}]", shape[0], shape[1], shape[2]); }
 

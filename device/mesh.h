@@ -26,7 +26,12 @@ using MeshCoords = std::array<int, kNumMeshAxes>;
 // "[2,1,1]", "[2, 1, 1]" or "2,1,1". Throws ConfigError naming `field` and the expected form.
 MeshShape parse_mesh_shape(std::string_view text, std::string_view field);
 std::string to_string(const MeshShape& shape);  // "[2,1,1]"
+// The most devices a mesh may have, over all its processes (today's largest jobs use about 10^5).
+inline constexpr long kMaxMeshDevices = 1L << 20;
+// Devices in `shape`; ConfigError naming the shape when that is more than kMaxMeshDevices.
 int product(const MeshShape& shape);
+// Devices in an ICI x DCN mesh; ConfigError naming both shapes when that is more than kMaxMeshDevices.
+int mesh_devices(const MeshShape& ici, const MeshShape& dcn);
 
 class Mesh {
  public:

@@ -22,6 +22,12 @@ std::string_view embedded_source(std::string_view name) {
   throw DeviceError("no embedded OpenCL program named '" + std::string(name) + "' (known: " + known + ")");
 }
 
+std::string program_source_origin(std::string_view name) {
+  const char* dir = std::getenv(kKernelSourceDirEnvVar);
+  if (dir == nullptr || *dir == '\0') return "";
+  return std::string(kKernelSourceDirEnvVar) + "'s " + (std::filesystem::path(dir) / (std::string(name) + ".cl")).string();
+}
+
 std::string program_source(std::string_view name) {
   const std::string_view embedded = embedded_source(name);  // unknown names fail alike either way
   const char* dir = std::getenv(kKernelSourceDirEnvVar);

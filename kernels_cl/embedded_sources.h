@@ -30,5 +30,8 @@ std::string_view embedded_source(std::string_view name);
 // embedded_source) and, with the variable set, a one-line DeviceError naming the file that cannot
 // be read.
 std::string program_source(std::string_view name);
+// Where program `name`'s source comes from, for error messages: "PAX_OCL_KERNEL_SOURCE_DIR's
+// <dir>/<name>.cl" when the variable is set and not empty, else "" (the embedded copy).
+std::string program_source_origin(std::string_view name);
 
 }  // namespace paxocl::kernels

@@ -97,7 +97,7 @@ KernelSet::KernelSet(device::ProgramCache& cache, device::Device& device, std::s
       group_size_(variant_ == KernelVariant::kGpu ? gpu_group_size(device.info()) : 0),
       program_(load_program(cache, device, program_name(program, variant_),
                             build_options(device, variant_, extra_options))) {
-  for (const char* name : kernel_names) kernels_.emplace_back(program_, name);
+  for (const char* name : kernel_names) add_kernel(name);
 }
 
 KernelSet::KernelSet(device::Device& device, device::Program program, std::initializer_list<const char*> kernel_names)
@@ -110,8 +110,20 @@ device::Kernel& KernelSet::find(std::string_view name) {
     if (k.name() == name) return k;
   }
   // A kernel only one variant has (a GPU twin's second pass): created on its first launch.
-  // device::Kernel throws DeviceError naming the kernel when the program lacks it.
-  return kernels_.emplace_back(program_, std::string(name));
+  return add_kernel(name);
+}
+
+device::Kernel& KernelSet::add_kernel(std::string_view name) {
+  try {
+    return kernels_.emplace_back(program_, std::string(name));
+  } catch (const device::ClError& e) {
+    // The embedded sources define every kernel; a copy in PAX_OCL_KERNEL_SOURCE_DIR may not.
+    const std::string origin = program_source_origin(program_.name());
+    if (e.code() != CL_INVALID_KERNEL_NAME || origin.empty()) throw;
+    throw DeviceError(fmt::format("{} defines no kernel '{}' (not a copy of kernels_cl/{}.cl?); unset {} or restore "
+                                  "the file",
+                                  origin, name, program_.name(), kKernelSourceDirEnvVar));
+  }
 }
 
 }  // namespace paxocl::kernels

@@ -118,6 +118,9 @@ class KernelSet {
 
  private:
   device::Kernel& find(std::string_view name);
+  // Creates the program's kernel `name`; DeviceError naming the file when a PAX_OCL_KERNEL_SOURCE_DIR
+  // copy lacks it.
+  device::Kernel& add_kernel(std::string_view name);
 
   device::Device& device_;
   KernelVariant variant_ = KernelVariant::kPortable;

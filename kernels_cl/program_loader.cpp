@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "device/cl_error.h"
+
 #include "kernels_cl/embedded_sources.h"
 
 namespace paxocl::kernels {
@@ -17,7 +19,14 @@ device::Program load_program(device::ProgramCache& cache, const device::Device& 
   const bool gpu_twin = options.find("-DPAX_WG=") != std::string::npos;
   const std::string source = program_source("dtype") + "\n" + (gpu_twin ? program_source("group_reduce") + "\n" : "") +
                              "#line 1\n" + program_source(name);
-  return cache.build(device.context(), device.info(), name, source, options);
+  try {
+    return cache.build(device.context(), device.info(), name, source, options);
+  } catch (const device::ProgramBuildError& e) {
+    // A copy in PAX_OCL_KERNEL_SOURCE_DIR that does not compile: the summary line names the file.
+    const std::string origin = program_source_origin(name);
+    if (origin.empty()) throw;
+    throw device::ProgramBuildError(name, device.info().name, e.build_log(), origin);
+  }
 }
 
 }  // namespace paxocl::kernels

@@ -39,7 +39,7 @@ struct LayoutSpec {
   int along(device::MeshAxis axis) const;  // the global mesh's size along `axis`: ici x dcn
   int ici_along(device::MeshAxis axis) const { return ici[static_cast<std::size_t>(axis)]; }
   int dcn_along(device::MeshAxis axis) const { return dcn[static_cast<std::size_t>(axis)]; }
-  int devices() const { return device::product(ici) * device::product(dcn); }
+  int devices() const { return device::mesh_devices(ici, dcn); }
   int processes() const { return device::product(dcn); }
   // Sequences one tensor group (so each of its devices) runs per step: global_batch / (data x fsdp).
   long group_sequences() const;

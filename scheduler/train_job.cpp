@@ -123,7 +123,14 @@ long resume(checkpoint::Checkpointer& checkpoints, StepProgram& program, inputs:
   if (!restored) return 0;
   program.load_state(restored->params, restored->m, restored->v,
                      {restored->optimizer_steps_applied, restored->optimizer_steps_skipped});
-  if (restored->loss_scale) program.loss_scaler().restore(*restored->loss_scale);
+  if (restored->loss_scale) {
+    try {
+      program.loss_scaler().restore(*restored->loss_scale);
+    } catch (const ConfigError& e) {  // an edited or foreign manifest: say which checkpoint
+      throw ConfigError(fmt::format("{}: {}; move that checkpoint away to resume from an earlier one",
+                                    restored->directory, e.what()));
+    }
+  }
   input.restore(inputs::InputState::parse(restored->input_state));
   spdlog::info("resumed from {} (step {}, saved as {})", restored->directory, restored->step, restored->sharding);
   return restored->step;

@@ -4,9 +4,13 @@
 // before; retention; saving turned off; export to Hugging Face safetensors and back.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
+#include "checkpoint/manifest_file.h"
+#include "common/errors.h"
 #include "proto/checkpoint.pb.h"
 #include "tests/test_support.h"
 
@@ -105,6 +109,40 @@ TEST_F(CliCheckpoint, SixteenBitRunsCheckpointFloat32AndResumeBitwise) {
     }
     EXPECT_EQ(file_bytes(dir_.path() / (dtype + "-resumed.bin")), file_bytes(dir_.path() / (dtype + ".bin")));
   }
+}
+
+// A float16 checkpoint whose loss-scale fields are out of range (edited, or written by a broken
+// tool): NaN, negative, not a power of two, beyond 2^24, or a negative clean-step count. Resuming
+// from it is a one-line error naming the loss scale, never a run with a scale no run could reach
+// (a negative scale would flip every update).
+TEST_F(CliCheckpoint, LossScaleFieldsOutOfRangeAreRefusedInOneLine) {
+  const std::string args = " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.FPROP_DTYPE=float16 --fdl.MAX_STEPS=";
+  train("", args + "2", "fp16");
+  const fs::path manifest_path = dir_.path() / "fp16" / "checkpoints" / "checkpoint_00000002" / "manifest.pb";
+  proto::CheckpointManifest good;
+  ASSERT_TRUE(good.ParseFromString(file_bytes(manifest_path)));
+  ASSERT_GT(good.loss_scale(), 0.0);
+  const struct {
+    double scale;
+    long clean_steps;
+  } cases[] = {{std::nan(""), 0}, {-65536, 0}, {3, 0}, {std::ldexp(1.0, 30), 0}, {0.5, 0},
+               {std::numeric_limits<double>::infinity(), 0}, {65536, -1}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE("loss scale " + std::to_string(c.scale) + " after " + std::to_string(c.clean_steps) + " clean steps");
+    proto::CheckpointManifest bad = good;
+    bad.set_loss_scale(c.scale);
+    bad.set_loss_scale_clean_steps(c.clean_steps);
+    std::ofstream(manifest_path, std::ios::binary | std::ios::trunc) << checkpoint::seal_manifest(bad);
+    const auto r = run_command(kBinary + kJob + args + "4 --job_log_dir=" + (dir_.path() / "fp16").string());
+    EXPECT_EQ(r.exit_code, kExitUsage) << r.err;
+    const std::size_t at = r.err.find("pax-ocl: error: ");
+    ASSERT_NE(at, std::string::npos) << r.err;
+    const std::string error = r.err.substr(at);
+    EXPECT_EQ(count_lines(error), 1) << r.err;  // the last line, and one
+    EXPECT_NE(error.find("checkpoint_00000002: the checkpoint's loss scale"), std::string::npos) << error;
+  }
+  std::ofstream(manifest_path, std::ios::binary | std::ios::trunc) << checkpoint::seal_manifest(good);
+  train("", args + "4", "fp16");  // the untouched manifest resumes
 }
 
 TEST_F(CliCheckpoint, ACheckpointRestoresOntoAnotherMesh) {

@@ -42,9 +42,16 @@ TEST(CliPlan, Gpt175bOn256H100sGivesAVerdictAndAStepTime) {
 }
 
 TEST(CliPlan, BadInputIsOneLineAndExitCode2) {
-  for (const std::string& flags : {std::string("--accelerator=Z80"), std::string("--fdl.ICI_MESH_SHAPE=[1,1,3]"),
-                                   std::string("--mfu=1.5"), std::string("--acelerator=H100"),
-                                   std::string("--dcn_bandwidth=-1")}) {
+  // Zero, negative and 2^40 sizes, and meshes whose device count overflows a 32-bit product.
+  for (const std::string& flags :
+       {std::string("--accelerator=Z80"), std::string("--fdl.ICI_MESH_SHAPE=[1,1,3]"), std::string("--mfu=1.5"),
+        std::string("--acelerator=H100"), std::string("--dcn_bandwidth=-1"), std::string("--fdl.NUM_LAYERS=0"),
+        std::string("--fdl.MODEL_DIMS=-4"), std::string("--fdl.MAX_SEQ_LEN=0"), std::string("--fdl.PERCORE_BATCH_SIZE=0"),
+        std::string("--fdl.PERCORE_BATCH_SIZE=1099511627776"), std::string("--fdl.VOCAB_SIZE=1099511627776"),
+        std::string("--fdl.NUM_LAYERS=1099511627776"), std::string("--fdl.ICI_MESH_SHAPE=[0,1,1]"),
+        std::string("--fdl.ICI_MESH_SHAPE=[65536,65536,1]"),
+        std::string("--fdl.ICI_MESH_SHAPE=[4096,1,1] --fdl.DCN_MESH_SHAPE=[4096,1,1]"),
+        std::string("--fdl.NUM_LAYERS=65536 --fdl.MODEL_DIMS=268435456 --fdl.NUM_HEADS=1 --fdl.DIMS_PER_HEAD=268435456")}) {
     const CommandResult r = run_command(kBinary + " plan " + flags);
     EXPECT_EQ(r.exit_code, kExitUsage) << flags << ": " << r.out << r.err;
     EXPECT_EQ(count_lines(r.err), 1) << flags << ": " << r.err;
@@ -52,6 +59,8 @@ TEST(CliPlan, BadInputIsOneLineAndExitCode2) {
   }
   // The tensor size names the number it does not divide.
   EXPECT_NE(run_command(kBinary + " plan --fdl.ICI_MESH_SHAPE=[1,1,3]").err.find("NUM_HEADS=4"), std::string::npos);
+  const std::string too_many = run_command(kBinary + " plan --fdl.ICI_MESH_SHAPE=[4096,1,1] --fdl.DCN_MESH_SHAPE=[4096,1,1]").err;
+  EXPECT_NE(too_many.find("= 16777216 devices, more than 1048576"), std::string::npos) << too_many;
 }
 
 TEST(CliPlan, TrainingRefusesALayoutThatCannotFitInOneLine) {

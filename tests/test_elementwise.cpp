@@ -98,6 +98,42 @@ TEST(KernelSourceDir, AMissingFileIsAOneLineErrorNamingIt) {
   EXPECT_THROW(program_source("no_such_program"), DeviceError);  // unknown names fail as without the variable
 }
 
+// Hostile PAX_OCL_KERNEL_SOURCE_DIR contents, each a DeviceError whose first line names what is
+// wrong and where: no such directory, a file instead of one, a copy that does not compile (the
+// build log follows the summary line) and a copy that compiles but lacks the kernels.
+TEST(KernelSourceDir, HostileDirectoriesAndCopiesAreNamedInTheFirstLine) {
+  testing::TempDir cache_dir, sources;
+  const auto first_line = [](const std::string& m) { return m.substr(0, m.find('\n')); };
+  const auto error_with = [&](const std::filesystem::path& dir) {
+    testing::ScopedEnv env(kKernelSourceDirEnvVar, dir.string());
+    return testing::error_message<DeviceError>([&] { fill_half(cache_dir.path()); });
+  };
+  for (const auto& [dir, says] : {std::pair{sources.path() / "missing", std::string("no such file or directory")},
+                                  std::pair{sources.path() / "file", std::string("not a directory")}}) {
+    if (dir.filename() == "file") std::ofstream(dir) << "x";
+    const std::string message = error_with(dir);
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_NE(message.find(std::string(kKernelSourceDirEnvVar) + "=" + dir.string()), std::string::npos) << message;
+    EXPECT_NE(message.find(says), std::string::npos) << message;
+  }
+  const std::string copy = (sources.path() / "elementwise_cpu.cl").string() + "|" +
+                           (sources.path() / "elementwise.cl").string();
+  const auto names_the_copy = [&](const std::string& line) {
+    return line.find((sources.path() / "elementwise_cpu.cl").string()) != std::string::npos ||
+           line.find((sources.path() / "elementwise.cl").string()) != std::string::npos;
+  };
+  write_sources(sources.path(), {});
+  for (const char* name : {"elementwise.cl", "elementwise_cpu.cl"}) std::ofstream(sources.path() / name) << "garbage(";
+  const std::string not_compiling = first_line(error_with(sources.path()));
+  EXPECT_NE(not_compiling.find("failed to compile"), std::string::npos) << not_compiling;
+  EXPECT_TRUE(names_the_copy(not_compiling)) << not_compiling << " names none of " << copy;
+  for (const char* name : {"elementwise.cl", "elementwise_cpu.cl"}) std::ofstream(sources.path() / name) << "\n";
+  const std::string no_kernels = error_with(sources.path());
+  EXPECT_EQ(no_kernels.find('\n'), std::string::npos) << no_kernels;
+  EXPECT_NE(no_kernels.find("defines no kernel 'fill_f32'"), std::string::npos) << no_kernels;
+  EXPECT_TRUE(names_the_copy(no_kernels)) << no_kernels << " names none of " << copy;
+}
+
 TEST(Elementwise, MatchesDoubleReferenceOnEveryDevice) {
   testing::TempDir cache_dir;
   device::ProgramCache cache(cache_dir.path());
