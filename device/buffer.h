@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 
+#include "device/allocation_fault.h"
 #include "device/cl_error.h"
 #include "device/cl_handle.h"
 #include "device/context.h"
@@ -20,8 +21,8 @@ class Buffer {
   Buffer(const Context& context, std::size_t count, const std::string& name,
          cl_mem_flags flags = CL_MEM_READ_WRITE)
       : count_(count) {
-    cl_int err = CL_SUCCESS;
-    cl_mem mem = clCreateBuffer(context.get(), flags, bytes(), nullptr, &err);
+    cl_int err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+    cl_mem mem = allocation_fault_injected(name) ? nullptr : clCreateBuffer(context.get(), flags, bytes(), nullptr, &err);
     check_cl(err, "clCreateBuffer", "allocating '" + name + "' (" + format_bytes(bytes()) + ")");
     handle_ = ClHandle<cl_mem>(mem);
     context.count_allocation(bytes());

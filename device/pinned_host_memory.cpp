@@ -2,6 +2,7 @@
 
 #include <cassert>
 
+#include "device/allocation_fault.h"
 #include "device/buffer.h"
 #include "device/cl_error.h"
 
@@ -13,9 +14,11 @@ PinnedHostMemory::PinnedHostMemory(const Context& context, const Queue& queue, s
   const std::string what = "allocating page-locked host memory for '" + name + "' (" + format_bytes(bytes) + ")";
   check_cl(clRetainCommandQueue(queue.get()), "clRetainCommandQueue", what);
   queue_ = ClHandle<cl_command_queue>(queue.get());
-  cl_int err = CL_SUCCESS;
+  cl_int err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
   const std::size_t allocated = bytes ? bytes : 4;  // a zero-byte buffer is invalid in OpenCL; nothing reads the 4
-  cl_mem mem = clCreateBuffer(context.get(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, allocated, nullptr, &err);
+  cl_mem mem = allocation_fault_injected(name) ? nullptr
+                                               : clCreateBuffer(context.get(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                                                                allocated, nullptr, &err);
   check_cl(err, "clCreateBuffer", what);
   mem_ = ClHandle<cl_mem>(mem);
   host_ = clEnqueueMapBuffer(queue_.get(), mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, allocated, 0, nullptr, nullptr,

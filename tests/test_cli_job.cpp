@@ -16,6 +16,7 @@ namespace paxocl::testing {
 namespace {
 
 const std::string kBinary = PAXOCL_BINARY;
+constexpr const char* kFailAllocationEnv = "PAX_OCL_FAIL_ALLOCATION";  // device/allocation_fault.h
 
 TEST(CliJob, DefaultExperimentLossFallsAndTheJobDirectoryIsComplete) {
   if (run_command("command -v bible").exit_code != 0) GTEST_SKIP() << "Debian package bible-kjv is not installed";
@@ -243,6 +244,38 @@ TEST(CliJob, ExperimentErrorsAreOneLine) {
     EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.err;
     EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
   }
+}
+
+// A device allocation that fails anywhere (PAX_OCL_FAIL_ALLOCATION, device/allocation_fault.h,
+// fails it as a full device would) ends the command with one line naming the buffer and its size,
+// and exit status 4, never an abort: the weights, the gradients and Adam's moments in training,
+// the weights and the KV cache in sampling, the weights in eval. Page-locked checkpoint staging is
+// the exception by design: snapshots fall back to pageable memory with a warning, and the job ends well.
+TEST(CliJob, DeviceAllocationFailuresAreOneLineWithExitStatus4) {
+  TempDir dir;
+  const std::string tiny = " --devices=0 --fdl.NUM_LAYERS=1 --fdl.MODEL_DIMS=64 --fdl.HIDDEN_DIMS=128 --fdl.NUM_HEADS=2"
+                           " --fdl.DIMS_PER_HEAD=32 --fdl.MAX_SEQ_LEN=32 --fdl.MAX_STEPS=2 --fdl.EVAL_INTERVAL_STEPS=0"
+                           " --fdl.EVAL_LOOP_NUM_BATCHES=1";
+  const std::string job = " --job_log_dir=" + (dir.path() / "job").string();
+  const auto failing = [&](const std::string& buffer, const std::string& command) {
+    SCOPED_TRACE(buffer + " in " + command.substr(0, command.find(' ')));
+    const auto r = run_command(std::string(kFailAllocationEnv) + "='" + buffer + "' " + kBinary + " " + command);
+    EXPECT_EQ(r.exit_code, 4) << r.err;
+    const std::size_t at = r.err.find("pax-ocl: error: ");
+    ASSERT_NE(at, std::string::npos) << r.err;
+    const std::string error = r.err.substr(at);
+    EXPECT_EQ(count_lines(error), 1) << r.err;
+    EXPECT_NE(error.find("CL_MEM_OBJECT_ALLOCATION_FAILURE (-4) while allocating '" + buffer + "' ("), std::string::npos)
+        << error;
+  };
+  for (const char* buffer : {"parameters", "gradients", "adam.m", "adam.v"}) {
+    failing(buffer, "train" + tiny + " --job_log_dir=" + (dir.path() / buffer).string());
+  }
+  const auto staged = run_command(std::string(kFailAllocationEnv) + "='checkpoint staging' " + kBinary + " train" + tiny + job);
+  ASSERT_EQ(staged.exit_code, 0) << staged.err;
+  EXPECT_NE(staged.err.find("checkpoint snapshots use pageable memory"), std::string::npos) << staged.err;
+  for (const char* buffer : {"parameters", "kv_cache"}) failing(buffer, "sample --prompt_ids=5,6" + job);
+  failing("parameters", "eval" + job);
 }
 
 }  // namespace
