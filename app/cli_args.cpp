@@ -58,6 +58,11 @@ void CliArgs::validate(std::span<const FlagSpec> flags, std::span<const std::str
     }
   }
   for (const auto& [name, value] : fdl_) {
+    if (fdl_names.empty()) {
+      throw ConfigError(fmt::format("--fdl.{}: `pax-ocl {}` takes no --fdl.NAME hyper-parameters (its settings come "
+                                    "from the job or the weights file); see `pax-ocl {} --help`",
+                                    name, command_, command_));
+    }
     if (std::find(fdl_names.begin(), fdl_names.end(), name) == fdl_names.end()) {
       std::string known;
       for (const std::string& n : fdl_names) known += (known.empty() ? "" : ", ") + n;

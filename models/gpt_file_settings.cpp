@@ -152,7 +152,7 @@ void complete_gpt_settings(const fs::path& file, const nlohmann::json& metadata,
   if (heads) require_heads_agree(file, num_heads, *heads, recorded_in);
   if (!heads && !num_heads) {
     throw ConfigError(fmt::format("{} does not record its head count (no pax-ocl __metadata__, no Hugging Face "
-                                  "config.json beside it): give it with --fdl.NUM_HEADS=N",
+                                  "config.json beside it): give it with --fdl.NUM_HEADS=N (pax-ocl sample: --num_heads=N)",
                                   file.string()));
   }
   const int h = heads.value_or(num_heads.value_or(0));

@@ -3,6 +3,7 @@
 // bad arguments as one-line errors with exit code 2.
 #include <gtest/gtest.h>
 
+#include "common/errors.h"
 #include "tests/test_support.h"
 
 namespace paxocl::testing {
@@ -63,6 +64,27 @@ TEST_F(CliSample, WeightsWithoutATokenizerTakeAndPrintIds) {
   EXPECT_NE(heads.err.find("records 2 heads"), std::string::npos) << heads.err;
 }
 
+// Weights files sample cannot use, each a one-line error saying what to give: a LLaMA shard
+// without its config.json (read as GPT-2, its names are not GPT-2's) and a GPT-2 file that records
+// no head count (the flag sample takes for it).
+TEST_F(CliSample, WeightsOfAnotherFamilyOrWithoutSettingsAreOneLineErrors) {
+  const fs::path golden = PAXOCL_GOLDEN_DIR;
+  TempDir shards;
+  fs::copy_file(golden / "llama_tiny" / "model-00001-of-00003.safetensors", shards.path() / "llama.safetensors");
+  const struct {
+    fs::path file;
+    std::string words;
+    int exit_code;  // the file's data is wrong (3), or a flag is missing (2)
+  } cases[] = {{shards.path() / "llama.safetensors", "expected a Hugging Face GPT-2 model", kExitData},
+               {golden / "gpt2_tiny.safetensors", "--num_heads=N", kExitUsage}};
+  for (const auto& [file, words, exit_code] : cases) {
+    const auto r = run_command(kBinary + " sample --devices=0 --init_from=" + file.string() + " --prompt_ids=5,6");
+    EXPECT_EQ(r.exit_code, exit_code) << r.err;
+    EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  }
+}
+
 // More samples than the device holds: refused before any buffer exists, with the most that fit
 // (it once ended in an abort inside PoCL when an allocation failed late).
 TEST_F(CliSample, TooManySamplesForTheDeviceAreRefusedWithTheMostThatFit) {
@@ -98,7 +120,8 @@ TEST_F(CliSample, BadArgumentsAreOneLineErrors) {
                         Case{"--prompt_ids=5 --temperature=1e300", "--temperature=1e300"},
                         Case{"--prompt_ids=5 --top_p=nan", "--top_p=nan"}, Case{"--prompt_ids=5 --top_p=1.5", "--top_p=1.5"},
                         Case{"--prompt_ids=5 --top_k=-3", "--top_k=-3"},
-                        Case{"--prompt_ids=" + forty_ids, "the prompt has 40 tokens"}}) {
+                        Case{"--prompt_ids=" + forty_ids, "the prompt has 40 tokens"},
+                        Case{"--prompt_ids=5 --fdl.NUM_HEADS=4", "takes no --fdl.NAME hyper-parameters"}}) {
     const auto r = sample(c.args);
     EXPECT_NE(r.exit_code, 0) << c.args;
     EXPECT_NE(r.err.find(c.words), std::string::npos) << c.args << ": " << r.err;
