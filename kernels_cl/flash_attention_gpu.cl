@@ -108,14 +108,18 @@ inline size_t fa_at(uint b, uint rows_per_seq, uint row, size_t stride, uint col
   return ((size_t)b * rows_per_seq + row) * stride + col;
 }
 
-// Stores the work-item's head dims of its rm rows, times `scale`: row i to dst + row_at[i].
-inline void fa_store_rows(__global act_t* dst, const size_t* row_at, const bool* row_live, uint rm, const float* acc,
-                          const float* row_scale, uint tc) {
+// Stores the work-item's head dims of its rm rows (tr + FA_TR*i of a block starting at row `first`
+// of sequence b in a (rows_per_seq, stride) act buffer, at column `col`); rows at or past `live`
+// are not stored.
+inline void fa_store_rows(__global act_t* dst, const float* acc, uint rm, uint b, uint rows_per_seq, uint first,
+                          size_t stride, uint col, uint live, uint tr, uint tc) {
   for (uint i = 0; i < rm; ++i) {
-    if (!row_live[i]) continue;
+    const uint r = tr + FA_TR * i;
+    if (r >= live) continue;
+    const size_t at = fa_at(b, rows_per_seq, first + r, stride, col);
     for (uint j = 0; j < FA_DN; ++j) {
       const uint d = tc + FA_TC * j;
-      if (d < HS) act_store(dst, row_at[i] + d, acc[i * FA_DN + j] * row_scale[i]);
+      if (d < HS) act_store(dst, at + d, acc[i * FA_DN + j]);
     }
   }
 }
@@ -179,17 +183,13 @@ FA_KERNEL void flash_attention_forward(__global const act_t* q, const uint q_str
     }
     fa_accumulate(o, FWD_RM, Ps, FA_PITCH(FWD_BC), FWD_BC, Vs, tr, tc);
   }
-  size_t row_at[FWD_RM];
-  bool row_live[FWD_RM];
-  float inv[FWD_RM];
   for (uint i = 0; i < FWD_RM; ++i) {
     const uint r = tr + FA_TR * i;
-    row_live[i] = r < live_rows;
-    row_at[i] = fa_at(b, queries, t0 + r, out_stride, h * HS);
-    inv[i] = 1.0f / l[i];
-    if (row_live[i] && tc == 0) lse[((size_t)b * H + h) * stats_stride + p0 + t0 + r] = m[i] + log(l[i]);
+    if (r < live_rows && tc == 0) lse[((size_t)b * H + h) * stats_stride + p0 + t0 + r] = m[i] + log(l[i]);
+    const float inv = 1.0f / l[i];  // a dead row's inf is never stored
+    for (uint j = 0; j < FA_DN; ++j) o[i * FA_DN + j] *= inv;
   }
-  fa_store_rows(out, row_at, row_live, FWD_RM, o, inv, tc);
+  fa_store_rows(out, o, FWD_RM, b, queries, t0, out_stride, h * HS, live_rows, tr, tc);
 }
 
 #define DQ_RM (DQ_BR / FA_TR)
@@ -255,16 +255,8 @@ FA_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const uint
     barrier(CLK_LOCAL_MEM_FENCE);
     fa_accumulate(dq, DQ_RM, dSs, FA_PITCH(DQ_BC), DQ_BC, Ks, tr, tc);
   }
-  size_t row_at[DQ_RM];
-  bool row_live[DQ_RM];
-  float row_scale[DQ_RM];
-  for (uint i = 0; i < DQ_RM; ++i) {
-    const uint r = tr + FA_TR * i;
-    row_live[i] = r < live_rows;
-    row_at[i] = fa_at(b, T, t0 + r, width, h * HS);
-    row_scale[i] = scale;
-  }
-  fa_store_rows(dqkv, row_at, row_live, DQ_RM, dq, row_scale, tc);
+  for (uint i = 0; i < DQ_RM * FA_DN; ++i) dq[i] *= scale;
+  fa_store_rows(dqkv, dq, DQ_RM, b, T, t0, width, h * HS, live_rows, tr, tc);
 }
 
 #define KV_RM (KV_BR / FA_TR)
@@ -326,16 +318,6 @@ FA_KERNEL void flash_attention_backward_dkdv(__global const act_t* qkv, const ui
       fa_accumulate(dk, KV_RM, dSs, FA_PITCH(KV_BC), KV_BC, Qs, tr, tc);
     }
   }
-  size_t k_at[KV_RM], v_at[KV_RM];
-  bool row_live[KV_RM];
-  float one[KV_RM];
-  for (uint i = 0; i < KV_RM; ++i) {
-    const uint r = tr + FA_TR * i;
-    row_live[i] = r < live_rows;
-    k_at[i] = fa_at(b, T, u_first + r, width, k_col + kvh * HS);
-    v_at[i] = fa_at(b, T, u_first + r, width, v_col + kvh * HS);
-    one[i] = 1.0f;
-  }
-  fa_store_rows(dqkv, k_at, row_live, KV_RM, dk, one, tc);
-  fa_store_rows(dqkv, v_at, row_live, KV_RM, dv, one, tc);
+  fa_store_rows(dqkv, dk, KV_RM, b, T, u_first, width, k_col + kvh * HS, live_rows, tr, tc);
+  fa_store_rows(dqkv, dv, KV_RM, b, T, u_first, width, v_col + kvh * HS, live_rows, tr, tc);
 }
