@@ -2,8 +2,8 @@
 // file in a checkpoint directory, read for the tiny GPT's layout. A checkpoint either restores the
 // whole state or is skipped (DataError) or refused (ConfigError: another model's).
 //
-// Input: byte 0 flags, bytes 1..4 the manifest's length n (little-endian; clamped to what is
-// there), then n bytes of manifest.pb, then the bytes of part-00000.safetensors. With flag bit 0
+// Input (fuzz::split_sections): byte 0 flags, bytes 1..4 the manifest's length n (little-endian;
+// clamped to what is there), then n bytes of manifest.pb, then the bytes of part-00000.safetensors. With flag bit 0
 // set, the target rewrites the size and CRC32C the manifest records for the part file to match it
 // (when the manifest parses), so mutations of the part get past verification to the pieces.
 #include <cstdint>
@@ -38,12 +38,10 @@ std::string fix_part_record(const std::string& manifest_bytes, const std::string
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const models::ParameterLayout layout(fuzz::tiny_config(), 1);
   if (size < 5) return 0;
-  const bool fix = (data[0] & 1) != 0;
-  std::size_t n = data[1] | data[2] << 8 | data[3] << 16 | static_cast<std::size_t>(data[4]) << 24;
-  n = std::min(n, size - 5);
-  const std::string part(reinterpret_cast<const char*>(data) + 5 + n, size - 5 - n);
-  std::string manifest(reinterpret_cast<const char*>(data) + 5, n);
-  if (fix) manifest = fix_part_record(manifest, part);
+  const fuzz::Sections in = fuzz::split_sections(data, size, 2);
+  const std::string part(in.parts[1]);
+  std::string manifest(in.parts[0]);
+  if ((in.flags & 1) != 0) manifest = fix_part_record(manifest, part);
 
   const checkpoint::CheckpointDir dir(fuzz::scratch_dir() / "checkpoints");
   std::filesystem::remove_all(dir.root());

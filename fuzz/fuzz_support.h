@@ -13,8 +13,11 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "models/gpt_config.h"
+#include "models/llama_config.h"
+#include "models/weights_io.h"
 
 namespace paxocl::fuzz {
 
@@ -28,6 +31,17 @@ inline void write_file(const std::filesystem::path& file, const std::uint8_t* da
 }
 std::string read_file(const std::filesystem::path& file);
 
+// Targets whose input is several files: byte 0 is a flags byte, then every section but the last is
+// a 4-byte little-endian length n (clamped to what is left) and n bytes; the last section is the
+// rest. Missing bytes give empty sections (and flags 0), so every input splits.
+struct Sections {
+  std::uint8_t flags = 0;
+  std::vector<std::string_view> parts;
+};
+Sections split_sections(const std::uint8_t* data, std::size_t size, std::size_t count);
+// The input split_sections(…, parts.size()) splits into these: for make_seeds.
+std::string join_sections(std::uint8_t flags, const std::vector<std::string>& parts);
+
 // A property the target checks: when it does not hold, print `what` and abort (a libFuzzer crash).
 void require(bool ok, std::string_view what);
 
@@ -35,5 +49,10 @@ void require(bool ok, std::string_view what);
 // 1 layer, C=8, H=32, 2 heads of 4, 4 positions, vocabulary 16 (no padding rows).
 models::GptConfig tiny_config();
 inline constexpr int kTinyHeads = 2;
+// The smallest LLaMA fuzz_hf_llama's seeds hold: 1 layer, C=8, F=16, 2 query heads and 1 key/value
+// head of 4, 4 positions, vocabulary 16.
+models::LlamaConfig tiny_llama_config();
+// Deterministic weights for `config` (alignment 1): small distinct values; seeds and templates.
+models::HostWeights tiny_weights(const models::ModelConfig& config);
 
 }  // namespace paxocl::fuzz

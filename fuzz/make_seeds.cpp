@@ -8,11 +8,19 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "checkpoint/checkpoint_writer.h"
-#include "fuzz/fuzz_support.h"
-#include "inputs/token_shard.h"
+#include "common/float16.h"
+#include "common/safetensors.h"
 #include "config/experiment.h"
+#include "fuzz/fuzz_support.h"
+#include "fuzz/hf_llama_input.h"
+#include "fuzz/ssm_metadata_input.h"
+#include "inputs/token_shard.h"
+#include "models/hf_llama_io.h"
 #include "models/parameter_layout.h"
+#include "models/tensor_names.h"
 #include "models/weights_io.h"
 
 using namespace paxocl;
@@ -26,12 +34,13 @@ void seed(const std::string& target, const std::string& name, const std::string&
   fuzz::write_file(out_root / target / name, bytes);
 }
 
-// Deterministic weights for `config`: small distinct values, alignment gaps zero.
-models::HostWeights tiny_weights(const models::GptConfig& config) {
-  models::HostWeights w{config, 1, {}};
-  w.data.resize(models::ParameterLayout(config, 1).total());
-  for (std::size_t i = 0; i < w.data.size(); ++i) w.data[i] = static_cast<float>(i % 97) / 64.0f - 0.5f;
-  return w;
+// A safetensors file written by hand (other dtypes than the project's F32 writer): the header's
+// length (8 bytes, little-endian), the header space-padded to a multiple of 8 bytes, the data.
+std::string safetensors_bytes(std::string header, const std::string& data) {
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>(header.size() >> (8 * i));
+  return file + header + data;
 }
 
 void token_shard_seeds() {
@@ -63,18 +72,78 @@ void weights_seeds() {
   models::GptConfig padded = fuzz::tiny_config();
   padded.vocab_size = 12;  // 4 padding rows in llm.c files
   for (const auto& [name, config] : {std::pair{"tiny", fuzz::tiny_config()}, std::pair{"padded", padded}}) {
-    models::save_safetensors(st, tiny_weights(config));
+    models::save_safetensors(st, fuzz::tiny_weights(config));
     seed("fuzz_safetensors", std::string(name) + ".safetensors", fuzz::read_file(st));
-    models::save_llmc(llmc, tiny_weights(config));
+    models::save_llmc(llmc, fuzz::tiny_weights(config));
     seed("fuzz_llmc_weights", std::string(name) + ".bin", fuzz::read_file(llmc));
   }
   // Other dtypes and an empty tensor, for the reader alone.
   const std::string header =
       R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},)"
       R"("b":{"dtype":"I64","shape":[1,1],"data_offsets":[4,12]},"c":{"dtype":"BF16","shape":[0],"data_offsets":[12,12]}})";
-  std::string file(8, '\0');
-  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>(header.size() >> (8 * i));
-  seed("fuzz_safetensors", "dtypes.safetensors", file + header + std::string(12, '\x01'));
+  seed("fuzz_safetensors", "dtypes.safetensors", safetensors_bytes(header, std::string(12, '\x01')));
+}
+
+void hf_llama_seeds() {
+  namespace in = fuzz::hf_llama_input;
+  const fs::path dir = fuzz::scratch_dir() / "llama";
+  models::save_hf_llama(dir, fuzz::tiny_weights(fuzz::tiny_llama_config()));
+  const std::string config = fuzz::read_file(dir / in::kFiles[in::kConfig]);
+  const std::string whole = fuzz::read_file(dir / "model.safetensors");
+  seed("fuzz_hf_llama", "single_file", fuzz::join_sections(in::kSingleFile | in::kNoIndex, {config, "", whole, ""}));
+  seed("fuzz_hf_llama", "file_path", fuzz::join_sections(in::kLoadFile | in::kNoIndex, {config, "", whole, ""}));
+  // As transformers shards it, with an index: the embedding and layers in shard 1 (F32), the final
+  // norm and the head in shard 2 (BF16, Hugging Face's usual dtype; these values are exact in it).
+  // Once more tied (tie_word_embeddings, no lm_head.weight), loaded with alignment 16.
+  const SafetensorsReader reader(dir / "model.safetensors");
+  for (const bool tied : {false, true}) {
+    nlohmann::ordered_json header[2] = {{{"__metadata__", {{"format", "pt"}}}}, {{"__metadata__", {{"format", "pt"}}}}};
+    nlohmann::ordered_json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", nlohmann::ordered_json::object()}};
+    std::string data[2];
+    for (const auto& [name, entry] : reader.entries()) {
+      if (tied && name == "lm_head.weight") continue;
+      const int shard = name == "model.norm.weight" || name == "lm_head.weight" ? 1 : 0;
+      const std::vector<float> values = reader.read_f32(name);
+      std::string bytes;
+      if (shard == 0) bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+      for (const float v : shard == 1 ? values : std::vector<float>{}) {
+        const std::uint16_t b = float_to_bf16(v);
+        bytes.append(reinterpret_cast<const char*>(&b), sizeof b);
+      }
+      header[shard][name] = {{"dtype", shard == 0 ? "F32" : "BF16"},
+                             {"shape", entry.shape},
+                             {"data_offsets", {data[shard].size(), data[shard].size() + bytes.size()}}};
+      data[shard] += bytes;
+      index["weight_map"][name] = in::kFiles[in::kShard1 + shard];
+    }
+    index["metadata"]["total_size"] = data[0].size() + data[1].size();
+    nlohmann::ordered_json c = nlohmann::ordered_json::parse(config);
+    c["tie_word_embeddings"] = tied;
+    seed("fuzz_hf_llama", tied ? "sharded_tied" : "sharded",
+         fuzz::join_sections(tied ? in::kAligned : 0, {c.dump(2), index.dump(2), safetensors_bytes(header[0].dump(), data[0]),
+                                                       safetensors_bytes(header[1].dump(), data[1])}));
+  }
+}
+
+// What pax-ocl's export (save_safetensors) writes into __metadata__ for each model, and what it
+// wrote before it recorded every setting (f3fe53c: the SSM settings alone; NUM_HEADS then given).
+void ssm_metadata_seeds() {
+  namespace in = fuzz::ssm_metadata_input;
+  namespace hf = models::tensor_names::hf;
+  const fs::path file = fuzz::scratch_dir() / "ssm.safetensors";
+  const char* names[] = {"attention_ssm", "ssm", "ssm_attention", "attention"};
+  for (std::size_t m = 0; m < in::models().size(); ++m) {
+    models::save_safetensors(file, fuzz::tiny_weights(in::models()[m]));
+    const nlohmann::json metadata = SafetensorsReader(file).metadata();
+    seed("fuzz_ssm_metadata", names[m], static_cast<char>(m) + in::metadata_lines(metadata));
+    if (in::models()[m].ssm_blocks() == 0) continue;
+    nlohmann::ordered_json before = {{"format", "pt"}};
+    for (const std::string_view k : {hf::kMetaBlockKinds, hf::kMetaSsmStepSize, hf::kMetaSsmHippoType, hf::kMetaSsmLMax}) {
+      before[std::string(k)] = metadata.at(std::string(k));
+    }
+    seed("fuzz_ssm_metadata", std::string(names[m]) + "_before_the_record",
+         static_cast<char>(m | in::kGiveHeads) + in::metadata_lines(before));
+  }
 }
 
 void checkpoint_seeds() {
@@ -101,9 +170,8 @@ void checkpoint_seeds() {
     checkpoint::commit(dir, s, layout, 1, std::chrono::seconds(1));
     const std::string manifest = fuzz::read_file(dir.final_path(7) / checkpoint::CheckpointDir::kManifest);
     const std::string part = fuzz::read_file(dir.final_path(7) / "part-00000.safetensors");
-    std::string input(1, '\x01');  // flags: keep the part's size and CRC in the manifest in step
-    for (int i = 0; i < 4; ++i) input += static_cast<char>(manifest.size() >> (8 * i));
-    seed("fuzz_checkpoint", "checkpoint" + std::to_string(k), input + manifest + part);
+    // flags 1: keep the part's size and CRC in the manifest in step
+    seed("fuzz_checkpoint", "checkpoint" + std::to_string(k), fuzz::join_sections(1, {manifest, part}));
   }
 }
 
@@ -140,5 +208,7 @@ int main(int argc, char** argv) {
   checkpoint_seeds();
   experiment_seeds();
   tfrecord_seeds();
+  hf_llama_seeds();
+  ssm_metadata_seeds();
   return 0;
 }

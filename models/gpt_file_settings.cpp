@@ -55,7 +55,8 @@ std::optional<int> hf_gpt2_heads(const fs::path& file, const GptConfig& c) {
   } catch (const std::invalid_argument& e) {
     fail(config, e.what());
   }
-  if (!j.is_object() || j.value("model_type", std::string()) != "gpt2") {
+  // Compared as JSON: j.value(key, std::string()) throws nlohmann's type_error for a number.
+  if (!j.is_object() || !j.contains("model_type") || j["model_type"] != "gpt2") {
     fail(config, fmt::format("model_type is {}; beside a GPT-2 .safetensors pax-ocl expects \"gpt2\" (or move the file "
                              "away from this config.json)",
                              j.is_object() && j.contains("model_type") ? j["model_type"].dump() : "missing"));
@@ -85,9 +86,11 @@ std::optional<int> hf_gpt2_heads(const fs::path& file, const GptConfig& c) {
     }
   }
   // transformers' gelu_new and gelu_pytorch_tanh are the tanh approximation pax-ocl computes.
-  if (const std::string act = j.value("activation_function", std::string("gelu_new"));
+  if (const nlohmann::json act = j.contains("activation_function") && !j["activation_function"].is_null()
+                                     ? j["activation_function"]
+                                     : nlohmann::json("gelu_new");
       act != "gelu_new" && act != "gelu_pytorch_tanh") {
-    fail(config, fmt::format("\"activation_function\" is \"{}\"; pax-ocl's GPT computes gelu_new (tanh GELU)", act));
+    fail(config, fmt::format("\"activation_function\" is {}; pax-ocl's GPT computes gelu_new (tanh GELU)", act.dump()));
   }
   if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"] != true) {
     fail(config, "\"tie_word_embeddings\" is not true; pax-ocl's GPT ties its LM head to the token embedding");
@@ -163,6 +166,12 @@ void complete_gpt_settings(const fs::path& file, const nlohmann::json& metadata,
   if (!pax_record) {
     c.dims_per_head = c.model_dims / h;
     return;
+  }
+  // The format holds NUM_HEADS * DIMS_PER_HEAD = MODEL_DIMS only (save_safetensors refuses others);
+  // attention's tensors check that, but in a file of SSM blocks alone no tensor does.
+  if (c.attention_dims() != c.model_dims) {
+    fail(file, fmt::format("__metadata__ \"{}\" {} x \"{}\" {} is not MODEL_DIMS={}, which a GPT safetensors file "
+                           "needs", key("num_heads"), h, key("dims_per_head"), c.dims_per_head, c.model_dims));
   }
   // Every setting the file records agrees with its tensors (and every one this pax-ocl writes is there).
   const nlohmann::ordered_json expected = gpt_settings_metadata(c);

@@ -78,7 +78,8 @@ struct HfConfig {
 HfConfig read_config(const fs::path& file) {
   const nlohmann::json j = read_json(file);
   if (!j.is_object()) fail(file, "expected a JSON object");
-  if (j.value("model_type", std::string()) != "llama") {
+  // Compared as JSON: j.value("model_type", std::string()) throws nlohmann's type_error for a number.
+  if (!j.contains("model_type") || j["model_type"] != "llama") {
     fail(file, fmt::format("model_type is {}; only Hugging Face LLaMA checkpoints (\"llama\") load here",
                            j.contains("model_type") ? j["model_type"].dump() : "missing"));
   }
@@ -87,8 +88,14 @@ HfConfig read_config(const fs::path& file) {
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
     if (!j.contains(key) || j[key].is_null()) continue;
     const nlohmann::json& r = j[key];
-    const std::string type = r.is_object() ? r.value("rope_type", r.value("type", std::string("default"))) : "";
-    if (!r.is_object() || type != "default") {
+    // rope_type (transformers 5), else type (4), else default; compared as JSON (any type is refused).
+    auto type = [](const nlohmann::json& o) -> nlohmann::json {
+      for (const char* k : {"rope_type", "type"}) {
+        if (o.contains(k) && !o[k].is_null()) return o[k];
+      }
+      return "default";
+    };
+    if (!r.is_object() || type(r) != "default") {
       fail(file, fmt::format("\"{}\" is {}: only plain rotary embeddings (rope_type default) are supported", key, r.dump()));
     }
     rope_theta = config_number(file, r, "rope_theta", rope_theta);

@@ -225,13 +225,17 @@ void read_ssm_blocks(const fs::path& file, const SafetensorsReader& in, const st
   }
   c.ssm.state_size = static_cast<int>(shape[0]);
   c.ssm.hippo_type = field(names::hf::kMetaSsmHippoType);
-  const std::string step = field(names::hf::kMetaSsmStepSize), l_max = field(names::hf::kMetaSsmLMax);
-  try {
-    c.ssm.step_size = std::stof(step);
-    c.ssm.l_max = std::stoi(l_max);
-  } catch (const std::exception&) {
-    fail(file, fmt::format("__metadata__ SSM step size \"{}\" or l_max \"{}\" is not a number", step, l_max));
-  }
+  // The whole string is the number: std::stof read "0.02x" (or " 0.02") as 0.02, which files
+  // without pax-ocl's full record (gpt_file_settings.h) then loaded.
+  auto number = [&](std::string_view key, auto& value) {
+    const std::string text = field(key);
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      fail(file, fmt::format("__metadata__ \"{}\" is \"{}\", which is not a number", key, text));
+    }
+  };
+  number(names::hf::kMetaSsmStepSize, c.ssm.step_size);
+  number(names::hf::kMetaSsmLMax, c.ssm.l_max);
 }
 
 // dst (cols, rows) = transpose of src (rows, cols).

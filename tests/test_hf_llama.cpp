@@ -181,6 +181,9 @@ class BadCheckpoint : public ::testing::Test {
 TEST_F(BadCheckpoint, ScaledRopeIsRefused) {
   edit_json("config.json", [](nlohmann::json& j) { j["rope_parameters"] = {{"rope_type", "llama3"}, {"factor", 8.0}}; });
   expect_error({"config.json", "rope_parameters", "only plain rotary"});
+  // Not a string (issue 42; fuzz_hf_llama): refused alike, not nlohmann's type_error.
+  edit_json("config.json", [](nlohmann::json& j) { j["rope_parameters"] = {{"rope_type", 3}}; });
+  expect_error({"config.json", "rope_parameters", "only plain rotary"});
 }
 
 TEST_F(BadCheckpoint, IndivisibleKeyValueHeadsAreRefused) {
@@ -236,6 +239,9 @@ TEST_F(BadCheckpoint, ATensorInTwoShardsIsRefused) {
 TEST_F(BadCheckpoint, OtherModelTypesAreNotLlama) {
   edit_json("config.json", [](nlohmann::json& j) { j["model_type"] = "gpt2"; });
   expect_error({"config.json", "model_type", "gpt2"});
+  // Not a string (issue 42): fuzz_hf_llama found nlohmann's type_error escaping the reader for this.
+  edit_json("config.json", [](nlohmann::json& j) { j["model_type"] = 5; });
+  expect_error({"config.json", "model_type is 5"});
 }
 
 }  // namespace

@@ -453,6 +453,51 @@ TEST(WeightsIo, SsmBlocksRoundTripThroughSafetensorsWithTheirHyperParameters) {
     SCOPED_TRACE(std::string(h.key) + "=" + h.value);
     expect_file_error([&] { load_safetensors(f, std::nullopt, 16); }, f, {h.says});
   }
+  // A file of pax-ocl before it recorded every setting (the SSM settings alone; NUM_HEADS given)
+  // loads; a number with more after it, or blanks before it, is refused, not read as its prefix
+  // (fuzz_ssm_metadata found "5.size=0" loading as a step size of 5).
+  nlohmann::json before = {{"format", "pt"}};
+  for (const char* k : {"pax_ocl.block_kinds", "pax_ocl.ssm_step_size", "pax_ocl.ssm_hippo_type", "pax_ocl.ssm_l_max"}) {
+    before[k] = nlohmann::json::parse(bytes.substr(8, n))["__metadata__"][k];
+  }
+  auto write_before = [&](const nlohmann::json& metadata) {
+    auto edited = nlohmann::json::parse(bytes.substr(8, n));
+    edited["__metadata__"] = metadata;
+    std::string text = edited.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    const fs::path f = dir.path() / "before.safetensors";
+    write_safetensors_raw(f, text.size(), text, bytes.substr(8 + n));
+    return f;
+  };
+  const GptConfig old = load_safetensors(write_before(before), c.num_heads, 16).config.gpt();
+  EXPECT_EQ(old.ssm.step_size, 0.02f);
+  EXPECT_EQ(old.ssm.l_max, 40);
+  for (const auto& [key, value] : {std::pair{"pax_ocl.ssm_step_size", "5.size=0"}, std::pair{"pax_ocl.ssm_step_size", " 0.02"},
+                                   std::pair{"pax_ocl.ssm_l_max", "40abc"}}) {
+    nlohmann::json edited = before;
+    edited[key] = value;
+    SCOPED_TRACE(std::string(key) + "=" + value);
+    const fs::path f = write_before(edited);
+    expect_file_error([&] { load_safetensors(f, c.num_heads, 16); }, f, {key, "is not a number"});
+  }
+  // A file of SSM blocks alone has no attention tensor to check its head width against: the record's
+  // NUM_HEADS x DIMS_PER_HEAD must still be MODEL_DIMS, as in every file save_safetensors writes
+  // (fuzz_ssm_metadata found 2 x 9 with MODEL_DIMS 8 loading, then refused by the export).
+  GptConfig pure = c;
+  pure.block_kinds = {BlockKind::kSsm};
+  const ParameterLayout pure_layout(pure, 16);
+  save_safetensors(dir.path() / "pure.safetensors", HostWeights{pure, pure_layout.alignment(),
+                                                                std::vector<float>(pure_layout.total(), 0.25f)});
+  const std::string pure_bytes = read_bytes(dir.path() / "pure.safetensors");
+  std::uint64_t pure_n = 0;
+  std::memcpy(&pure_n, pure_bytes.data(), 8);
+  auto wide_head = nlohmann::json::parse(pure_bytes.substr(8, pure_n));
+  wide_head["__metadata__"]["pax_ocl.dims_per_head"] = "9";
+  std::string wide_text = wide_head.dump();
+  wide_text.append((8 - wide_text.size() % 8) % 8, ' ');
+  const fs::path wide = dir.path() / "wide_head.safetensors";
+  write_safetensors_raw(wide, wide_text.size(), wide_text, pure_bytes.substr(8 + pure_n));
+  expect_file_error([&] { load_safetensors(wide, std::nullopt, 16); }, wide, {"pax_ocl.dims_per_head", "MODEL_DIMS=16"});
   // llm.c's format cannot hold an SSM block.
   EXPECT_THROW(save_llmc(dir.path() / "ssm.bin", w), ConfigError);
   EXPECT_FALSE(fs::exists(dir.path() / "ssm.bin"));
@@ -511,6 +556,11 @@ TEST(WeightsIo, SafetensorsRecordEverySettingAndTheFileRules) {
   expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"layer_norm_epsilon"});
   write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "activation_function": "relu"})");
   expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"activation_function", "relu"});
+  // Not strings (issue 42): one-line errors, not nlohmann's type_error (found in the LLaMA reader's twin).
+  write_bytes(config, R"({"model_type": 2, "n_head": 2})");
+  expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"model_type is 2"});
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "activation_function": 1})");
+  expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"activation_function", "is 1"});
 }
 
 TEST(WeightsIo, BlockKindsParseAsAPattern) {
