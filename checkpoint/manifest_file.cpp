@@ -17,11 +17,6 @@ constexpr unsigned char kSealTag = (13 << 3) | 5;  // field 13, wire type 5 (fix
 constexpr std::size_t kSealBytes = 5;
 }  // namespace
 
-bool is_plain_file_name(std::string_view name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos &&
-         name.find('\0') == std::string_view::npos;
-}
-
 std::string seal_manifest(proto::CheckpointManifest manifest) {
   manifest.set_format_version(kManifestFormat);
   manifest.clear_manifest_crc32c();

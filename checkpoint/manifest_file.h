@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/regular_file.h"
 #include "proto/checkpoint.pb.h"
 
 namespace paxocl::checkpoint {
@@ -28,7 +29,6 @@ std::string seal_manifest(proto::CheckpointManifest manifest);
 // what is wrong.
 proto::CheckpointManifest open_manifest(const std::filesystem::path& directory, long step);
 
-// A file name with no directory part: not empty, no '/', not "." or "..".
-bool is_plain_file_name(std::string_view name);
+using paxocl::is_plain_file_name;  // common/regular_file.h
 
 }  // namespace paxocl::checkpoint

@@ -84,4 +84,9 @@ OpenedFile open_regular_file(const std::filesystem::path& file) {
   return out;
 }
 
+bool is_plain_file_name(std::string_view name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos &&
+         name.find('\0') == std::string_view::npos;
+}
+
 }  // namespace paxocl

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "common/unique_fd.h"
 
@@ -22,6 +23,11 @@ std::string why_not_directory(const std::filesystem::path& dir);
 // that open by name through another library (std::ifstream, SentencePiece) and for directories.
 void require_regular_file(const std::filesystem::path& file);
 void require_directory(const std::filesystem::path& dir);
+
+// A name a file in a given directory may have, read from a file (a checkpoint manifest, an HF
+// index): not empty, not "." or "..", no '/' (nothing outside the directory) and no NUL (which
+// the C library would end the name at: "a\0b" would open "a").
+bool is_plain_file_name(std::string_view name);
 
 // A regular file opened for reading, or why it was refused.
 struct OpenedFile {

@@ -14,6 +14,7 @@
 #include "common/atomic_file.h"
 #include "common/bounded_json.h"
 #include "common/errors.h"
+#include "common/regular_file.h"
 #include "common/float16.h"
 #include "common/safetensors.h"
 #include "models/parameter_layout.h"
@@ -145,8 +146,9 @@ class TensorFiles {
     for (const auto& [tensor, shard] : j["weight_map"].items()) {
       if (!shard.is_string()) fail(index, fmt::format("the shard of {} is {}, expected a file name", tensor, shard.dump()));
       const std::string file = shard.get<std::string>();
-      if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..") {
-        fail(index, fmt::format("shard \"{}\" of {} is not a file name in the checkpoint's directory", file, tensor));
+      if (!is_plain_file_name(file)) {
+        fail(index, fmt::format("shard {} of {} is not a file name in the checkpoint's directory",
+                                nlohmann::json(file).dump(), tensor));
       }
       if (!opened.contains(file)) opened[file] = add_file(path / file);
       if (!where_.contains(tensor)) fail(index, fmt::format("{} is mapped to {}, which does not hold it", tensor, file));

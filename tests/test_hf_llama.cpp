@@ -197,6 +197,15 @@ TEST_F(BadCheckpoint, ShardOutsideTheDirectoryIsRefused) {
   expect_error({"model.safetensors.index.json", "not a file name in the checkpoint's directory"});
 }
 
+// A NUL inside a shard name (found by fuzz_hf_llama): the C library would end the name there and
+// open another file than the one the index names.
+TEST_F(BadCheckpoint, ShardNameWithANulIsRefused) {
+  edit_json("model.safetensors.index.json", [](nlohmann::json& j) {
+    j["weight_map"]["model.norm.weight"] = std::string("model-00003-of-00003.safetensors\0x", 34);
+  });
+  expect_error({"model.safetensors.index.json", "\\u0000x", "not a file name in the checkpoint's directory"});
+}
+
 TEST_F(BadCheckpoint, MissingShardNamesIt) {
   fs::remove(dir() / "model-00003-of-00003.safetensors");
   expect_error({"model-00003-of-00003.safetensors"});
