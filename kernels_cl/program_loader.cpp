@@ -3,7 +3,6 @@
 #include <string>
 
 #include "device/cl_error.h"
-
 #include "kernels_cl/embedded_sources.h"
 
 namespace paxocl::kernels {

@@ -81,7 +81,6 @@ LayoutSpec layout_spec_of(const config::Experiment& e) {
   s.model = e.model_config();
   s.ici = mesh_shape(e, "ICI_MESH_SHAPE");
   s.dcn = mesh_shape(e, "DCN_MESH_SHAPE");
-  device::mesh_devices(s.ici, s.dcn);  // refuses a mesh too large before anything multiplies by it
   const double percore = e.get_float("PERCORE_BATCH_SIZE");
   const double global = percore * s.devices();
   if (!(global >= 1) || std::abs(global - std::round(global)) > 1e-6) {
