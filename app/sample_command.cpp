@@ -48,7 +48,7 @@ const FlagSpec kSampleFlags[] = {
     kSamplingFlags[1],
     kSamplingFlags[2],
     {"devices", "auto|gpu|cpu|0,1", "device selection; the first selected device decodes"},
-    {"gemm", "auto|blis|clblast|cpu-8x48|cpu-12x32|gpu-64x64", "GEMM implementation (env PAX_OCL_GEMM; default auto)"},
+    {"gemm", "auto|blis|onednn|clblast|cpu-8x48|cpu-12x32|gpu-64x64|gpu-direct|tensor-core", "GEMM implementation (env PAX_OCL_GEMM; default auto)"},
 };
 
 std::vector<int> parse_ids(const std::string& text) {

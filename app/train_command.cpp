@@ -24,7 +24,7 @@ const FlagSpec kJobFlags[] = {
     {"fdl_config_file", "FILE.json", "an experiment file: {\"fdl_config\": \"<base>\", \"NAME\": value, ...}"},
     {"job_log_dir", "DIR", "where the job writes its logs and summaries (default: a new directory under ./runs)"},
     {"devices", "auto|gpu|cpu|0,1", "device selection; the job uses the first selected device"},
-    {"gemm", "auto|blis|clblast|cpu-8x48|cpu-12x32|gpu-64x64", "GEMM implementation (env PAX_OCL_GEMM; default auto)"},
+    {"gemm", "auto|blis|onednn|clblast|cpu-8x48|cpu-12x32|gpu-64x64|gpu-direct|tensor-core", "GEMM implementation (env PAX_OCL_GEMM; default auto)"},
     {"init_from", "FILE", "initialise from weights: an llm.c checkpoint (.bin) or Hugging Face GPT-2 .safetensors; "
                           "the file's architecture and settings replace the experiment's (a --fdl model flag that "
                           "contradicts them is an error)"},

@@ -23,7 +23,7 @@
 #include "device/device_selection.h"
 #include "device/typed_buffer.h"
 #include "kernels_cl/auto_gemm.h"
-#include "kernels_cl/blis_gemm.h"
+#include "kernels_cl/host_gemm.h"
 #include "kernels_cl/tensor_core_gemm.h"
 
 namespace {
@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
   device::ProgramCache cache;
   if (which == "tc" || which == "tf32") return bench_tensor_cores(dev, cache, reps, argc > 3 ? argv[3] : "", which == "tf32");
   std::vector<std::string> policies = {"cpu-8x48", "cpu-12x32", "auto"};
-  if (kernels::blis_gemm_available(dev)) policies.insert(policies.begin(), "blis");
+  if (kernels::host_gemm_available(dev)) policies.insert(policies.begin(), {"onednn", "blis"});
   if (with_clblast) policies.push_back("clblast");
   std::vector<std::unique_ptr<kernels::Gemm>> gemms;
   for (const auto& p : policies) gemms.push_back(kernels::make_gemm(dev, cache, p));

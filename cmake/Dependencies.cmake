@@ -29,6 +29,14 @@ endif()
 add_library(PaxOcl::BLIS UNKNOWN IMPORTED)
 set_target_properties(PaxOcl::BLIS PROPERTIES IMPORTED_LOCATION ${PAXOCL_BLIS_LIBRARY}
                       INTERFACE_INCLUDE_DIRECTORIES ${PAXOCL_BLIS_INCLUDE_DIR})
+# oneDNN (libdnnl-dev): CPU devices' GEMMs as native kernels with kernels for the CPU's instruction
+# set (kernels_cl/onednn_gemm.h). Debian's build threads through OpenMP (libgomp), whose thread count
+# pax-ocl sets per call: hence OpenMP too.
+find_package(dnnl CONFIG)
+if(NOT dnnl_FOUND)
+  message(FATAL_ERROR "oneDNN not found: apt-get install libdnnl-dev")
+endif()
+find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(MPI REQUIRED COMPONENTS C)            # libopenmpi-dev
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)  # libhwloc-dev
 

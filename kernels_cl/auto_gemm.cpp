@@ -19,7 +19,9 @@
 #include "device/device_fingerprint.h"
 #include "device/typed_buffer.h"
 #include "kernels_cl/blis_gemm.h"
+#include "kernels_cl/host_gemm.h"
 #include "kernels_cl/direct_gemm.h"
+#include "kernels_cl/onednn_gemm.h"
 #include "kernels_cl/packed_gemm.h"
 #include "kernels_cl/tensor_core_gemm.h"
 
@@ -30,7 +32,7 @@ namespace {
 constexpr std::string_view kDirectPrefix = "gpu-direct-";
 
 const std::vector<std::string>& variant_names() {
-  static const std::vector<std::string> names = {"blis",      "clblast",    "cpu-8x48",
+  static const std::vector<std::string> names = {"blis",      "onednn",     "clblast",    "cpu-8x48",
                                                      "cpu-12x32", "gpu-64x64",  "gpu-direct",
                                                      "tensor-core"};
   return names;
@@ -44,6 +46,7 @@ std::unique_ptr<Gemm> make_variant(device::Device& device, device::ProgramCache&
   }
   if (name == "clblast") return make_clblast_gemm(device);
   if (name == "blis") return make_blis_gemm(device);
+  if (name == "onednn") return make_onednn_gemm(device);
   if (name == "cpu-8x48") return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kCpu, 8, 48});
   // "gpu-direct": the device's tuned (or default) tile; auto's candidate names its tile.
   if (name == "gpu-direct") return std::make_unique<DirectGemm>(cache, device);
@@ -252,7 +255,7 @@ std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, dev
     return std::make_unique<AutoGemm>(device, cache, gpu);
   }
   std::vector<std::string> cpu{"cpu-8x48", "cpu-12x32"};
-  if (blis_gemm_available(device)) cpu.insert(cpu.begin(), "blis");
+  if (host_gemm_available(device)) cpu.insert(cpu.begin(), {"onednn", "blis"});
   return std::make_unique<AutoGemm>(device, cache, cpu);
 }
 

@@ -1,7 +1,8 @@
 // make_gemm: the GEMM a device runs, chosen by policy (PAX_OCL_GEMM or the caller):
 //   auto      pax-ocl picks per shape class among the variants for the device class — CPU
-//             devices: BLIS as a native kernel where the device runs them (blis_gemm.h) and the
-//             register-tile OpenCL variants (cpu-8x48, cpu-12x32); GPUs and others: the packed
+//             devices: oneDNN and BLIS as native kernels where the device runs them
+//             (onednn_gemm.h, blis_gemm.h) and the register-tile OpenCL variants (cpu-8x48,
+//             cpu-12x32); GPUs and others: the packed
 //             work-group variant (gpu-64x64), the unpacked one (gpu-direct-<tile>, direct_gemm.h:
 //             the tile `pax-ocl tune` stored for the device, else three tiles of different sizes,
 //             direct_auto_tiles) and CLBlast. At the first GEMM of a class it times each candidate
@@ -12,7 +13,7 @@
 //             On a device whose tensor-core probe passed (NVIDIA, tensor_core_probe.h), GEMMs with
 //             A and B both bfloat16 or both float16 run on tensor cores (tensor-core, below) and
 //             the rest as above.
-//   blis | clblast | cpu-8x48 | cpu-12x32 | gpu-64x64   that implementation for every shape.
+//   blis | onednn | clblast | cpu-8x48 | cpu-12x32 | gpu-64x64   that implementation for every shape.
 //   gpu-direct   DirectGemm with the device's tuned (or default) tile for every shape.
 //   tensor-core   16-bit A and B on tensor cores where the probe passed, everything else on auto's
 //             float32-accumulating choice (tensor_core_gemm.h).

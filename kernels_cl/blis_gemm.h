@@ -1,16 +1,16 @@
-// BlisGemm (policy `blis`): GEMMs on a CPU device as OpenCL native kernels that call BLIS
-// (bli_sgemm_ex) on the buffers' own memory, in queue order, with events like any kernel. BLIS
-// picks its micro-kernels for the CPU it runs on at run time (haswell, zen3, skx, ...); each call
-// uses the device's compute units divided by the CPU devices open in this process (PoCL reports
-// every core for each; the devices run at once), so POCL_DEVICES="pthread pthread" on 2 cores gives
-// each device one BLIS thread. Float32 operands only (16-bit ones go
-// to the packed OpenCL GEMM under `auto`). A strided batch of at least as many matrices as threads
-// runs its matrices side by side, one single-threaded bli_sgemm_ex each; smaller ones in turn.
-// Operands reach the kernel as host pointers from clEnqueueMapBuffer (zero-copy on PoCL), so
-// devices sharing a context (the ICI ring) get coherent memory like any command's.
+// BlisGemm (policy `blis`): GEMMs on a CPU device as host GEMMs (host_gemm.h) that call BLIS
+// (bli_sgemm_ex), with host_gemm_threads threads per call. BLIS picks its micro-kernels for the CPU
+// at run time (haswell, zen3, skx, ...) from its model and brand string; where that misses an
+// instruction set the CPU reports (BLIS 0.9 runs AVX2 kernels on AVX-512 CPUs whose FMA units it
+// cannot tell from the brand string, common on cloud machines), the kernels are chosen from the
+// CPUID flags instead (blis_kernels_from_isa), and the log says so. Float32 operands only (16-bit
+// ones go to oneDNN or the packed OpenCL GEMM under `auto`). A strided batch of at least as many
+// matrices as threads runs its matrices side by side, one single-threaded bli_sgemm_ex each;
+// smaller ones in turn.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kernels_cl/gemm.h"
@@ -21,6 +21,9 @@ namespace paxocl::kernels {
 bool blis_gemm_available(const device::Device& device);
 // ConfigError naming the device when it cannot.
 std::unique_ptr<Gemm> make_blis_gemm(device::Device& device);
+// The BLIS_ARCH_TYPE id to set for a CPU whose CPUID reports AVX-512 F, DQ, BW and VL (`avx512`):
+// skx's, unless the user set BLIS_ARCH_TYPE (`user_chose`); nullopt leaves BLIS's own choice.
+std::optional<int> blis_kernels_from_isa(bool avx512, bool user_chose);
 // "BLIS 0.9.0, zen3 kernels": the library and the micro-kernels it chose for this CPU.
 std::string blis_description();
 

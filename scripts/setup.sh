@@ -14,6 +14,7 @@ PACKAGES=(
   ocl-icd-opencl-dev opencl-headers opencl-c-headers pocl-opencl-icd clinfo
   libclblast-dev libclfft-dev
   libblis-pthread-dev                 # CPU devices' GEMMs (BLIS, pthreads)
+  libdnnl-dev                         # CPU devices' GEMMs (oneDNN: kernels for the CPU's instruction set)
   openmpi-bin libopenmpi-dev
   hwloc libhwloc-dev
   libprotobuf-dev protobuf-compiler

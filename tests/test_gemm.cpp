@@ -11,6 +11,8 @@
 
 #include "kernels_cl/auto_gemm.h"
 #include "kernels_cl/blis_gemm.h"
+#include "kernels_cl/host_gemm.h"
+#include "kernels_cl/onednn_gemm.h"
 #include "kernels_cl/direct_gemm.h"
 #include "kernels_cl/direct_gemm_tuning.h"
 #include "kernels_cl/tensor_core_gemm.h"
@@ -32,8 +34,8 @@ class GemmTest : public DeviceTest, public ::testing::WithParamInterface<std::st
  public:
   void SetUp() override {
     DeviceTest::SetUp();
-    if (GetParam() == "blis" && !kernels::blis_gemm_available(*device_)) {
-      GTEST_SKIP() << "BLIS runs as a native kernel: this device runs none";
+    if ((GetParam() == "blis" || GetParam() == "onednn") && !kernels::host_gemm_available(*device_)) {
+      GTEST_SKIP() << GetParam() << " runs as a native kernel: this device runs none";
     }
   }
 };
@@ -147,7 +149,9 @@ TEST_P(GemmTest, SixteenBitOperandsAccumulateInFloat32) {
     if (direct) mixes.resize(1);
     for (const DTypes& dt : mixes) {
       if (!gemm->supports(dt.a, dt.b, dt.c)) {
-        EXPECT_TRUE(GetParam() == "clblast" || GetParam() == "blis") << "only CLBlast and BLIS take float32 alone";
+        // oneDNN takes 16-bit operands only where the CPU has kernels for them (AVX-512 for bfloat16).
+        EXPECT_TRUE(GetParam() == "clblast" || GetParam() == "blis" || GetParam() == "onednn")
+            << "only CLBlast, BLIS and oneDNN (on CPUs without 16-bit kernels) take float32 alone";
         continue;
       }
       std::uint64_t seed = 500;
@@ -176,7 +180,7 @@ TEST_F(GemmClBlast, RefusesSixteenBitOperandsWithAClearError) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, GemmTest,
-                         ::testing::Values("blis", "cpu-8x48", "cpu-12x32", "gpu-64x64", "gpu-direct", "clblast", "auto",
+                         ::testing::Values("blis", "onednn", "cpu-8x48", "cpu-12x32", "gpu-64x64", "gpu-direct", "clblast", "auto",
                                            "tensor-core"),
                          [](const auto& param_info) {
                            std::string n = param_info.param;
@@ -481,7 +485,29 @@ TEST(DirectGemmTuning, RoundTripsAndRejectsBadFiles) {
   EXPECT_EQ(auto_names(), (std::vector<std::string>{"128x128x8.r8x8", "64x64x16.r4x4"}));
 }
 
+// The host libraries (BLIS, oneDNN) with k == 0: C = beta C, and A and B never read (or mapped).
+TEST_F(GemmClBlast, HostGemmsWithKZeroScaleC) {
+  if (!kernels::host_gemm_available(*device_)) GTEST_SKIP() << "host GEMMs run as native kernels: this device runs none";
+  for (const char* policy : {"blis", "onednn"}) {
+    auto gemm = kernels::make_gemm(*device_, cache_, policy);
+    check(*this, *gemm, Case{7, 33, 0, 2, Transpose::kNo, Transpose::kYes}, 41, {}, Layout::kAwkward, -1.5f);
+    check(*this, *gemm, Case{5, 3, 0, 1, Transpose::kYes, Transpose::kNo}, 43, {}, Layout::kAwkward, 0.0f, CInit::kNaN);
+  }
+}
+
+// The library and the instruction set its kernels were chosen for, as the log states them; BLIS's
+// kernels from CPUID where the CPU reports AVX-512 and the user left BLIS_ARCH_TYPE alone.
+TEST(HostGemm, DescriptionsAndBlisKernelsByInstructionSet) {
+  EXPECT_NE(kernels::onednn_description().find("oneDNN "), std::string::npos) << kernels::onednn_description();
+  EXPECT_NE(kernels::onednn_description().find(" kernels"), std::string::npos) << kernels::onednn_description();
+  EXPECT_NE(kernels::blis_description().find("BLIS "), std::string::npos) << kernels::blis_description();
+  EXPECT_FALSE(kernels::blis_kernels_from_isa(false, false).has_value());
+  EXPECT_FALSE(kernels::blis_kernels_from_isa(true, true).has_value());  // BLIS_ARCH_TYPE set by the user wins
+  EXPECT_TRUE(kernels::blis_kernels_from_isa(true, false).has_value());
+}
+
 TEST(GemmPolicy, NamesAndErrors) {
+  EXPECT_EQ(kernels::gemm_policy_from(std::string("onednn")), "onednn");
   EXPECT_EQ(kernels::gemm_policy_from(std::string("cpu-8x48")), "cpu-8x48");
   EXPECT_EQ(kernels::gemm_policy_from(std::string("tensor-core")), "tensor-core");
   EXPECT_EQ(kernels::MmaTile::parse("128x256x16.w64x64.s2").name(), "128x256x16.w64x64.s2");

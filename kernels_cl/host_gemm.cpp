@@ -1,0 +1,96 @@
+#include "kernels_cl/host_gemm.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/errors.h"
+
+#include "device/queue.h"
+
+namespace paxocl::kernels {
+
+namespace {
+
+// The bytes an operand's matrices span, from its first element: `rows` x `cols` as stored, `batch`
+// of them `batch_stride` apart.
+std::size_t span_bytes(const GemmOperand& x, std::size_t rows, std::size_t cols, std::size_t batch) {
+  return ((batch - 1) * x.batch_stride + (rows - 1) * x.ld + cols) * device::dtype_size(x.dtype);
+}
+
+// One operand mapped for the native kernel; unmapped (in queue order) when it goes.
+class MappedOperand {
+ public:
+  MappedOperand(device::Queue& queue, const GemmOperand& x, std::size_t bytes, cl_map_flags flags)
+      : queue_(queue),
+        buffer_(x.buffer),
+        pointer_(queue.map(x.buffer, x.offset * device::dtype_size(x.dtype), bytes, flags)) {}
+  MappedOperand(const MappedOperand&) = delete;
+  MappedOperand& operator=(const MappedOperand&) = delete;
+  // Unmaps in queue order (after the native kernel); throws if the driver refuses.
+  void unmap() {
+    void* pointer = std::exchange(pointer_, nullptr);
+    if (pointer != nullptr) queue_.unmap(buffer_, pointer);
+  }
+  // Only reached still mapped when an exception is unwinding: it must not throw a second one.
+  ~MappedOperand() {
+    try {
+      unmap();
+    } catch (const std::exception& e) {
+      spdlog::error("host GEMM: unmapping an operand after an earlier failure: {}", e.what());
+    }
+  }
+  void* get() const { return pointer_; }
+
+ private:
+  device::Queue& queue_;
+  cl_mem buffer_;
+  void* pointer_;
+};
+
+}  // namespace
+
+bool host_gemm_available(const device::Device& device) {
+  return device.info().kind == device::DeviceKind::kCpu && device.info().native_kernels;
+}
+
+void require_host_gemm(const device::Device& device, const std::string& policy) {
+  if (host_gemm_available(device)) return;
+  throw ConfigError(fmt::format("--gemm={}: device '{}' cannot run it: it runs as a native kernel on a CPU device that "
+                                "reports CL_EXEC_NATIVE_KERNEL (PoCL's do); use --gemm=auto",
+                                policy, device.info().name));
+}
+
+unsigned host_gemm_threads(const device::Device& device) {
+  return std::max(1u, std::max(1u, device.info().compute_units) / device::OpenCpuDevice::sharers());
+}
+
+void enqueue_host_gemm(device::Queue& queue, const std::string& name, void (*kernel)(void*), const GemmShape& s,
+                       float alpha, const GemmOperand& a, const GemmOperand& b, float beta, const GemmOperand& c,
+                       unsigned threads, const void* library) {
+  if (s.m == 0 || s.n == 0 || s.batch == 0) return;
+  const bool at = s.a == Transpose::kYes, bt = s.b == Transpose::kYes;
+  // With k == 0 (C = beta C) nothing of A and B is read, and they are not mapped.
+  std::optional<MappedOperand> ma, mb;
+  if (s.k > 0) {
+    ma.emplace(queue, a, span_bytes(a, at ? s.k : s.m, at ? s.m : s.k, s.batch), CL_MAP_READ);
+    mb.emplace(queue, b, span_bytes(b, bt ? s.n : s.k, bt ? s.k : s.n, s.batch), CL_MAP_READ);
+  }
+  MappedOperand mc(queue, c, span_bytes(c, s.m, s.n, s.batch), CL_MAP_READ | CL_MAP_WRITE);
+  const HostGemmArgs args{.a = ma ? ma->get() : nullptr, .b = mb ? mb->get() : nullptr, .c = mc.get(),
+                          .lda = a.ld, .ldb = b.ld, .ldc = c.ld,
+                          .a_stride = a.batch_stride, .b_stride = b.batch_stride, .c_stride = c.batch_stride,
+                          .m = s.m, .n = s.n, .k = s.k, .batch = s.batch,
+                          .a_transposed = at, .b_transposed = bt,
+                          .a_dtype = a.dtype, .b_dtype = b.dtype, .c_dtype = c.dtype,
+                          .alpha = alpha, .beta = beta, .threads = threads, .library = library};
+  queue.native(name, kernel, &args, sizeof args);
+  mc.unmap();
+  if (mb) mb->unmap();
+  if (ma) ma->unmap();
+}
+
+}  // namespace paxocl::kernels
