@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One invocation, one machine: pax-ocl's training step and PyTorch CPU references of the same
 # model (bench/torch_reference.py: same configs, optimizer and thread count) — eager with the
-# matmul attention, eager with SDPA, and torch.compile with SDPA — then pax-ocl's GEMMs (BLIS and
-# the OpenCL kernels) against OpenBLAS on the model's GEMM shapes.
+# matmul attention, eager with SDPA, and torch.compile with SDPA — then the same in bfloat16:
+# pax-ocl's FPROP_DTYPE=bfloat16 beside PyTorch's eager SDPA step under bfloat16 autocast — then
+# pax-ocl's GEMMs (oneDNN, BLIS and the OpenCL kernels) against OpenBLAS on the model's GEMM shapes.
 # Usage: bench/compare.sh [CONFIGS (default "A B C D")] [STEPS (default 3)]
 # Env:   TORCH_PYTHON   a python with torch (default: /tmp/torch-venv/bin/python, created from
 #                       bench/requirements-torch.txt when missing; PyTorch is a benchmark-only
@@ -30,6 +31,9 @@ for variant in "" "--sdpa" "--sdpa --compile"; do
   # shellcheck disable=SC2086  # the variant's flags split on purpose
   for c in $configs; do "$python" bench/torch_reference.py --config "$c" --steps "$steps" --warmup 2 --threads "$threads" $variant; done
 done
+echo "# bfloat16: pax-ocl FPROP_DTYPE=bfloat16, PyTorch eager SDPA under bfloat16 autocast"
+for c in $configs; do POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=$threads build/bench/bench_train_step "$c" "$steps" auto bfloat16; done
+for c in $configs; do "$python" bench/torch_reference.py --config "$c" --steps "$steps" --warmup 2 --threads "$threads" --sdpa --precision bf16; done
 if [[ -x build/bench/bench_gemm ]]; then
   POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=$threads OPENBLAS_NUM_THREADS=$threads build/bench/bench_gemm all 3
 fi

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "device/cl_error.h"
+#include "device/known_peaks.h"
 
 namespace paxocl::device {
 
@@ -82,6 +83,10 @@ DeviceInfo describe(cl_platform_id platform, int platform_index, cl_device_id id
   d.compute_units = device_value<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS);
   d.clock_mhz = device_value<cl_uint>(id, CL_DEVICE_MAX_CLOCK_FREQUENCY);
   d.native_float_lanes = device_value<cl_uint>(id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT);
+  if (d.kind == DeviceKind::kCpu) {
+    d.bf16_flops_per_cycle = cpu_bf16_flops_per_cycle(__builtin_cpu_supports("amx-bf16") != 0,
+                                                      __builtin_cpu_supports("avx512bf16") != 0, d.native_float_lanes);
+  }
   d.global_mem_bytes = device_value<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE);
   d.local_mem_bytes = device_value<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE);
   d.max_alloc_bytes = device_value<cl_ulong>(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE);

@@ -31,6 +31,9 @@ struct DeviceInfo {
   std::uint32_t compute_units = 0;
   std::uint32_t clock_mhz = 0;
   std::uint32_t native_float_lanes = 0;  // CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT: 8 on AVX2, 16 on AVX-512
+  // CPU devices (the host's CPU): bfloat16 FLOPs per core per cycle from CPUID's AMX-BF16 and
+  // AVX512_BF16 flags (device::cpu_bf16_flops_per_cycle); 0 elsewhere.
+  std::uint32_t bf16_flops_per_cycle = 0;
   std::uint64_t global_mem_bytes = 0;
   std::uint64_t local_mem_bytes = 0;
   std::uint64_t max_alloc_bytes = 0;

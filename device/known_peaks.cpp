@@ -73,7 +73,8 @@ const std::vector<KnownPeak>& known_peaks() {
 TheoreticalPeak theoretical_peak(const DeviceInfo& device, PeakCompute compute, unsigned host_threads) {
   if (const std::optional<KnownPeak> known = known_peak(device.name)) {
     switch (compute) {
-      case PeakCompute::kSixteenBit: return {1e3 * known->bf16_tflops, fmt::format("datasheet {} BF16", known->model)};
+      case PeakCompute::kBFloat16:
+      case PeakCompute::kFloat16: return {1e3 * known->bf16_tflops, fmt::format("datasheet {} BF16", known->model)};
       case PeakCompute::kTf32:
         return {1e3 * known->bf16_tflops / 2, fmt::format("datasheet {} BF16 / 2 (TF32)", known->model)};
       case PeakCompute::kFloat32: break;
@@ -83,9 +84,20 @@ TheoreticalPeak theoretical_peak(const DeviceInfo& device, PeakCompute compute, 
   if (device.kind != DeviceKind::kCpu || device.clock_mhz == 0 || device.native_float_lanes == 0) return {};
   constexpr int kFmaPorts = 2, kFlopsPerFma = 2;
   const unsigned cores = std::min<unsigned>(device.compute_units, host_threads > 0 ? host_threads : device.compute_units);
+  if (compute == PeakCompute::kBFloat16 && device.bf16_flops_per_cycle > 0) {
+    return {static_cast<double>(cores) * device.clock_mhz * 1e-3 * device.bf16_flops_per_cycle,
+            fmt::format("{} cores x {} MHz x {} bfloat16 FLOPs per cycle ({})", cores, device.clock_mhz,
+                        device.bf16_flops_per_cycle, device.bf16_flops_per_cycle == 1024 ? "AMX" : "AVX-512 BF16")};
+  }
   return {static_cast<double>(cores) * device.clock_mhz * 1e-3 * device.native_float_lanes * kFmaPorts * kFlopsPerFma,
           fmt::format("{} cores x {} MHz x {} lanes x {} FMA ports x {}", cores, device.clock_mhz,
                       device.native_float_lanes, kFmaPorts, kFlopsPerFma)};
+}
+
+std::uint32_t cpu_bf16_flops_per_cycle(bool amx_bf16, bool avx512_bf16, std::uint32_t float_lanes) {
+  if (amx_bf16) return 1024;
+  constexpr std::uint32_t kProductsPerLane = 2, kFmaPorts = 2, kFlopsPerFma = 2;
+  return avx512_bf16 ? kProductsPerLane * float_lanes * kFmaPorts * kFlopsPerFma : 0;
 }
 
 }  // namespace paxocl::device

@@ -27,8 +27,8 @@ struct KnownPeak {
 std::optional<KnownPeak> known_peak(std::string_view device_name);
 
 // What a job's GEMMs compute in: float32 vector units, TF32 tensor cores (MATMUL_PRECISION=tf32 where
-// the probe passed), or 16-bit tensor units (FPROP_DTYPE bfloat16 / float16).
-enum class PeakCompute { kFloat32, kTf32, kSixteenBit };
+// the probe passed), or 16-bit units (FPROP_DTYPE bfloat16 / float16).
+enum class PeakCompute { kFloat32, kTf32, kBFloat16, kFloat16 };
 
 // The theoretical peak of one device in GFLOP/s for GEMMs computed as `compute`, where it can be
 // computed, and what it rests on ("datasheet NVIDIA H100 SXM5 BF16",
@@ -37,7 +37,9 @@ enum class PeakCompute { kFloat32, kTf32, kSixteenBit };
 //     one (NVIDIA's datasheets for every TF32 part listed: A100 156 / 312, H100 SXM 494.7 / 989.4);
 //   - a CPU device: min(compute units, host_threads) x clock x native float lanes x 2 FMA ports
 //     x 2 flops per FMA. Two FMA ports is the most any x86 core has for vectors, so this bounds
-//     what the device can do (a CPU computes 16-bit GEMMs in float32 too);
+//     what the device can do. bfloat16 on a CPU whose CPUID reports bfloat16 instructions
+//     (DeviceInfo::bf16_flops_per_cycle): min(compute units, host_threads) x clock x those FLOPs
+//     per core per cycle; float16, and bfloat16 elsewhere, as float32 (it is computed in float32);
 //   - otherwise nothing (peak 0).
 struct TheoreticalPeak {
   double gflops = 0;
@@ -45,6 +47,12 @@ struct TheoreticalPeak {
 };
 struct DeviceInfo;
 TheoreticalPeak theoretical_peak(const DeviceInfo& device, PeakCompute compute, unsigned host_threads);
-const std::vector<KnownPeak>& known_peaks();  // the table, for `pax-ocl devices` and the docs
+const std::vector<KnownPeak>& known_peaks();
+
+// bfloat16 FLOPs per core per cycle of a CPU's bfloat16 instructions: AMX (TDPBF16PS: a 16x32 by
+// 32x16 tile product, 16,384 FLOPs, every 16 cycles) 1024; AVX-512 BF16 (VDPBF16PS: 2 products per
+// float32 lane) 2 x `float_lanes` x 2 FMA ports x 2; 0 without either (bfloat16 then runs on the
+// float32 units).
+std::uint32_t cpu_bf16_flops_per_cycle(bool amx_bf16, bool avx512_bf16, std::uint32_t float_lanes);  // the table, for `pax-ocl devices` and the docs
 
 }  // namespace paxocl::device

@@ -43,7 +43,8 @@ double read_stored(const std::filesystem::path& file) {
 // (processes on one host too); 0 when a device's peak is unknown.
 std::pair<double, std::string> job_theoretical(const StepProgram& program, const config::JobConfig& job,
                                                const collectives::ProcessWorld& world) {
-  const device::PeakCompute compute = job.step.fprop_dtype != device::DType::kF32 ? device::PeakCompute::kSixteenBit
+  const device::PeakCompute compute = job.step.fprop_dtype == device::DType::kBF16  ? device::PeakCompute::kBFloat16
+                                      : job.step.fprop_dtype == device::DType::kF16 ? device::PeakCompute::kFloat16
                                       : program.runtime().float32_on_tensor_cores() ? device::PeakCompute::kTf32
                                                                                      : device::PeakCompute::kFloat32;
   const unsigned host_threads = std::max(1u, std::thread::hardware_concurrency());

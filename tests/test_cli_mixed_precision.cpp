@@ -120,5 +120,26 @@ TEST(CliMixedPrecision, Tf32WithoutTensorCoresSaysSoAndTrainsInFloat32) {
   EXPECT_NE(bad.err.find("MATMUL_PRECISION=fp16: use one of float32, tf32"), std::string::npos) << bad.err;
 }
 
+// Every CPU GEMM path (oneDNN and BLIS as native kernels, pax-ocl's own OpenCL GEMM) trains float32
+// to the same losses within float32 rounding over 20 steps (they sum in different orders); the log
+// names the library and the instruction set its kernels run.
+TEST(CliMixedPrecision, EveryCpuGemmPathTrainsToTheSameFloat32Losses) {
+  TempDir dir;
+  train(dir, "cpu-12x32", " --fdl.MAX_STEPS=20 --gemm=cpu-12x32");
+  const auto want = read_scalars(dir.path() / "cpu-12x32" / "summaries" / "train")["loss"];
+  ASSERT_FALSE(want.empty());
+  for (const std::string policy : {"onednn", "blis"}) {
+    const auto r = train(dir, policy, " --fdl.MAX_STEPS=20 --gemm=" + policy);
+    const std::regex library(policy == "onednn" ? R"(GEMM on CPU devices through oneDNN [0-9.]+, \w+ kernels)"
+                                                : R"(GEMM on CPU devices through BLIS [0-9.]+, \w+ kernels)");
+    EXPECT_TRUE(std::regex_search(r.err, library)) << r.err;
+    const auto got = read_scalars(dir.path() / policy / "summaries" / "train")["loss"];
+    ASSERT_EQ(got.size(), want.size()) << policy;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i].value, want[i].value, 1e-5 * std::abs(want[i].value)) << policy << " at step " << got[i].step;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace paxocl::testing

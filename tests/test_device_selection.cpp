@@ -110,12 +110,35 @@ TEST(KnownPeaks, TheoreticalPeakFollowsTheComputePrecision) {
   h100.kind = DeviceKind::kGpu;
   EXPECT_DOUBLE_EQ(theoretical_peak(h100, PeakCompute::kFloat32, 16).gflops, 67000.0);
   EXPECT_DOUBLE_EQ(theoretical_peak(h100, PeakCompute::kTf32, 16).gflops, 494700.0);
-  EXPECT_DOUBLE_EQ(theoretical_peak(h100, PeakCompute::kSixteenBit, 16).gflops, 989400.0);
+  EXPECT_DOUBLE_EQ(theoretical_peak(h100, PeakCompute::kBFloat16, 16).gflops, 989400.0);
+  EXPECT_DOUBLE_EQ(theoretical_peak(h100, PeakCompute::kFloat16, 16).gflops, 989400.0);
   EXPECT_NE(theoretical_peak(h100, PeakCompute::kTf32, 16).basis.find("TF32"), std::string::npos);
   DeviceInfo a100;
   a100.name = "NVIDIA A100-SXM4-80GB";
   a100.kind = DeviceKind::kGpu;
   EXPECT_DOUBLE_EQ(theoretical_peak(a100, PeakCompute::kTf32, 16).gflops, 156000.0);
+}
+
+// A CPU device's bfloat16 peak from its bfloat16 instructions (Intel's figures: AMX 1024 BF16
+// FLOPs per core per cycle; VDPBF16PS twice the float32 FMA rate); float16, and bfloat16 on a CPU
+// without them, at the float32 peak.
+TEST(KnownPeaks, CpuBfloat16PeakFollowsItsInstructions) {
+  EXPECT_EQ(cpu_bf16_flops_per_cycle(true, true, 16), 1024u);
+  EXPECT_EQ(cpu_bf16_flops_per_cycle(false, true, 16), 128u);
+  EXPECT_EQ(cpu_bf16_flops_per_cycle(false, false, 16), 0u);
+  DeviceInfo cpu;
+  cpu.name = "pthread-sapphirerapids-Intel(R) Xeon(R) Processor";
+  cpu.kind = DeviceKind::kCpu;
+  cpu.compute_units = 2;
+  cpu.clock_mhz = 2000;
+  cpu.native_float_lanes = 16;
+  EXPECT_DOUBLE_EQ(theoretical_peak(cpu, PeakCompute::kBFloat16, 2).gflops, 2 * 2.0 * 16 * 2 * 2);  // no bf16 units known
+  cpu.bf16_flops_per_cycle = cpu_bf16_flops_per_cycle(true, true, 16);
+  EXPECT_DOUBLE_EQ(theoretical_peak(cpu, PeakCompute::kFloat32, 2).gflops, 2 * 2.0 * 16 * 2 * 2);
+  EXPECT_DOUBLE_EQ(theoretical_peak(cpu, PeakCompute::kFloat16, 2).gflops, 2 * 2.0 * 16 * 2 * 2);
+  EXPECT_DOUBLE_EQ(theoretical_peak(cpu, PeakCompute::kBFloat16, 2).gflops, 2 * 2.0 * 1024);
+  EXPECT_NE(theoretical_peak(cpu, PeakCompute::kBFloat16, 2).basis.find("AMX"), std::string::npos);
+  EXPECT_DOUBLE_EQ(theoretical_peak(cpu, PeakCompute::kBFloat16, 1).gflops, 2.0 * 1024);  // one host thread
 }
 
 }  // namespace
