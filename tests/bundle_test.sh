@@ -19,7 +19,8 @@ mkdir "$work/unpacked"
 tar -C "$work/unpacked" -xzf "$tgz"
 root=$(ls -d "$work"/unpacked/pax-ocl-*)
 mb=$(du -sm "$root" | cut -f1)
-((mb < 80)) || fail "unpacked bundle is $mb MiB (limit 80)"
+# oneDNN alone is 38 MiB (its kernels for every instruction set); the rest was 69 MiB on 2026-11-26.
+((mb < 120)) || fail "unpacked bundle is $mb MiB (limit 120)"
 for f in bin/pax-ocl bin/run bin/run-tests bin/gpu_check.sh env.sh libexec/pax-ocl lib/libOpenCL.so.1 share/golden VERSION; do
   [[ -e $root/$f ]] || fail "bundle lacks $f"
 done

@@ -7,7 +7,7 @@
 #include "bench/suite/open_blas.h"
 #include "bench/suite/timing.h"
 #include "kernels_cl/auto_gemm.h"
-#include "kernels_cl/blis_gemm.h"
+#include "kernels_cl/host_gemm.h"
 #include "models/layers/causal_attention.h"
 
 namespace paxocl::bench {
@@ -89,7 +89,7 @@ Table bench_gemm(device::Device& device, device::ProgramCache& cache, const mode
 
   const bool cpu = device.info().kind == device::DeviceKind::kCpu;
   std::vector<std::string> policies = {"auto"};
-  if (cpu && kernels::blis_gemm_available(device)) policies.push_back("blis");
+  if (cpu && kernels::host_gemm_available(device)) policies.insert(policies.end(), {"onednn", "blis"});
   for (const char* p : cpu ? std::vector<const char*>{"cpu-8x48", "cpu-12x32"} : std::vector<const char*>{"gpu-64x64"}) {
     policies.push_back(p);
   }
