@@ -15,6 +15,7 @@
 #include "common/errors.h"
 #include "device/queue.h"
 #include "kernels_cl/host_gemm.h"
+#include "kernels_cl/openmp_wait_policy.h"
 
 namespace paxocl::kernels {
 
@@ -121,7 +122,9 @@ class OneDnnGemm final : public CountedGemm {
  public:
   explicit OneDnnGemm(device::Device& device) : device_(device) {
     static std::once_flag said;
-    std::call_once(said, [] { spdlog::info("GEMM on CPU devices through {}", onednn_description()); });
+    std::call_once(said, [] {
+      spdlog::info("GEMM on CPU devices through {} (OpenMP waits: {})", onednn_description(), openmp_wait_policy());
+    });
   }
 
   void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,

@@ -1,19 +1,20 @@
-// Passive waiting for oneDNN's OpenMP threads, compiled into every executable that links the
-// kernels (an INTERFACE source of paxocl_kernels).
-//
-// libgomp's threads spin for milliseconds after each parallel region by default. Between oneDNN's
-// GEMMs they took the cores from PoCL's kernels and BLIS's threads: bench_train_step C on 2 cores
-// (AMD EPYC, AVX2) took 2369 ms a step with `auto` mixing oneDNN and BLIS, against 1906 ms with
-// OMP_WAIT_POLICY=PASSIVE (2026-11-26). libgomp reads the variable once, in its constructor,
-// before any of pax-ocl's code runs, so it is set from the executable's preinit array, which the
-// dynamic linker runs before every shared library's constructors. A policy the user set is kept.
+#include "kernels_cl/openmp_wait_policy.h"
+
+#include <unistd.h>
+
 #include <cstdlib>
 
-namespace {
+namespace paxocl::kernels {
 
-void passive_openmp_waits(int, char**, char**) { setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0); }
+void restart_with_passive_openmp_waits(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
+  execv("/proc/self/exe", argv);  // returns only on failure: go on with libgomp's default
+}
 
-__attribute__((section(".preinit_array"), used)) void (*const kPassiveOpenmpWaits)(int, char**, char**) =
-    passive_openmp_waits;
+const char* openmp_wait_policy() {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  return policy != nullptr ? policy : "unset (libgomp spins)";
+}
 
-}  // namespace
+}  // namespace paxocl::kernels

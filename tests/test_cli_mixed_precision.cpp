@@ -122,7 +122,8 @@ TEST(CliMixedPrecision, Tf32WithoutTensorCoresSaysSoAndTrainsInFloat32) {
 
 // Every CPU GEMM path (oneDNN and BLIS as native kernels, pax-ocl's own OpenCL GEMM) trains float32
 // to the same losses within float32 rounding over 20 steps (they sum in different orders); the log
-// names the library and the instruction set its kernels run.
+// names the library and the instruction set its kernels run, and oneDNN's OpenMP threads wait
+// passively (pax-ocl sets OMP_WAIT_POLICY and restarts itself: openmp_wait_policy.h).
 TEST(CliMixedPrecision, EveryCpuGemmPathTrainsToTheSameFloat32Losses) {
   TempDir dir;
   train(dir, "cpu-12x32", " --fdl.MAX_STEPS=20 --gemm=cpu-12x32");
@@ -130,7 +131,7 @@ TEST(CliMixedPrecision, EveryCpuGemmPathTrainsToTheSameFloat32Losses) {
   ASSERT_FALSE(want.empty());
   for (const std::string policy : {"onednn", "blis"}) {
     const auto r = train(dir, policy, " --fdl.MAX_STEPS=20 --gemm=" + policy);
-    const std::regex library(policy == "onednn" ? R"(GEMM on CPU devices through oneDNN [0-9.]+, \w+ kernels)"
+    const std::regex library(policy == "onednn" ? R"(GEMM on CPU devices through oneDNN [0-9.]+, \w+ kernels \(OpenMP waits: PASSIVE\))"
                                                 : R"(GEMM on CPU devices through BLIS [0-9.]+, \w+ kernels)");
     EXPECT_TRUE(std::regex_search(r.err, library)) << r.err;
     const auto got = read_scalars(dir.path() / policy / "summaries" / "train")["loss"];
