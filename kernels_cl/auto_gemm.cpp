@@ -252,6 +252,7 @@ std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, dev
     std::vector<std::string> gpu{"gpu-64x64"};
     for (const DirectTile& t : direct_auto_tiles(device.info())) gpu.push_back(std::string(kDirectPrefix) + t.name());
     gpu.push_back("clblast");
+    if (onednn_gpu_refusal(device).empty()) gpu.push_back("onednn");  // Intel GPUs
     return std::make_unique<AutoGemm>(device, cache, gpu);
   }
   std::vector<std::string> cpu{"cpu-8x48", "cpu-12x32"};

@@ -5,8 +5,8 @@
 //             cpu-12x32); GPUs and others: the packed
 //             work-group variant (gpu-64x64), the unpacked one (gpu-direct-<tile>, direct_gemm.h:
 //             the tile `pax-ocl tune` stored for the device, else three tiles of different sizes,
-//             direct_auto_tiles) and CLBlast. At the first GEMM of a class it times each candidate
-//             on that shape (dimensions capped at 768 on CPU devices, 4096 on others; best of 5
+//             direct_auto_tiles), CLBlast and, on Intel GPUs whose probe passed, oneDNN
+//             (onednn_gemm.h). At the first GEMM of a class it times each candidate on that shape (dimensions capped at 768 on CPU devices, 4096 on others; best of 5
 //             rounds) and keeps the fastest; the choices are
 //             stored next to the program cache, so later processes skip the timing (a change of
 //             the candidate list, such as a newly tuned direct tile, times them again).

@@ -2,7 +2,9 @@
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <oneapi/dnnl/dnnl_ocl.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -14,6 +16,7 @@
 
 #include "common/errors.h"
 #include "device/queue.h"
+#include "device/buffer.h"
 #include "kernels_cl/host_gemm.h"
 #include "kernels_cl/openmp_wait_policy.h"
 
@@ -46,65 +49,152 @@ const char* isa_name(dnnl::cpu_isa isa) {
   }
 }
 
-// (rows, cols) of a row-major operand: `ld` between rows, or between columns when stored
+// Where operands start in their buffers: on CPU devices the native kernel gets pointers to the
+// first element already; on GPUs the offset is part of the memory descriptor (offset0).
+enum class Offsets { kInPointers, kInDescriptors };
+
+// Operand x as (rows, cols) row-major: `ld` between rows, or between columns when stored
 // transposed; with batch > 1, a leading batch dimension `batch_stride` apart.
-memory::desc operand_desc(std::size_t batch, std::size_t rows, std::size_t cols, std::size_t ld,
-                          std::size_t batch_stride, bool transposed, device::DType dtype) {
-  const auto d = [](std::size_t x) { return static_cast<memory::dim>(x); };
-  const memory::dim row_stride = transposed ? 1 : d(ld), col_stride = transposed ? d(ld) : 1;
-  if (batch == 1) return memory::desc({d(rows), d(cols)}, onednn_dtype(dtype), {row_stride, col_stride});
-  return memory::desc({d(batch), d(rows), d(cols)}, onednn_dtype(dtype), {d(batch_stride), row_stride, col_stride});
+memory::desc operand_desc(std::size_t batch, std::size_t rows, std::size_t cols, const GemmOperand& x, bool transposed,
+                          Offsets offsets) {
+  const auto d = [](std::size_t v) { return static_cast<memory::dim>(v); };
+  const memory::dim row_stride = transposed ? 1 : d(x.ld), col_stride = transposed ? d(x.ld) : 1;
+  memory::desc md = batch == 1
+                        ? memory::desc({d(rows), d(cols)}, onednn_dtype(x.dtype), {row_stride, col_stride})
+                        : memory::desc({d(batch), d(rows), d(cols)}, onednn_dtype(x.dtype),
+                                       {d(x.batch_stride), row_stride, col_stride});
+  if (offsets == Offsets::kInDescriptors) md.data.offset0 = d(x.offset);
+  return md;
 }
 
-// A matmul primitive for one shape, layout, dtype mix, alpha and beta.
+// C (m, n) = alpha op(A) op(B) + beta C as a matmul primitive descriptor (k at least 1).
+dnnl::matmul::primitive_desc matmul_desc(const dnnl::engine& engine, const GemmShape& s, float alpha,
+                                         const GemmOperand& a, const GemmOperand& b, float beta, const GemmOperand& c,
+                                         Offsets offsets) {
+  const std::size_t k = std::max<std::size_t>(s.k, 1);
+  const auto ad = operand_desc(s.batch, s.m, k, a, s.a == Transpose::kYes, offsets);
+  const auto bd = operand_desc(s.batch, k, s.n, b, s.b == Transpose::kYes, offsets);
+  const auto cd = operand_desc(s.batch, s.m, s.n, c, false, offsets);
+  dnnl::primitive_attr attr;
+  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+  if (beta != 0.0f) {
+    dnnl::post_ops sum;
+    sum.append_sum(beta);
+    attr.set_post_ops(sum);
+  }
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), attr, engine);
+}
+
+// C = beta C on host memory at `c` (oneDNN's matmul leaves C as it was when k == 0).
+void scale_rows(void* c, const GemmShape& s, const GemmOperand& co, float beta) {
+  const std::size_t size = device::dtype_size(co.dtype);
+  for (std::size_t bi = 0; bi < s.batch; ++bi)
+    for (std::size_t i = 0; i < s.m; ++i) {
+      auto* bytes = static_cast<std::byte*>(c) + (bi * co.batch_stride + i * co.ld) * size;
+      std::vector<float> row = device::decode(co.dtype, std::span<const std::byte>(bytes, s.n * size));
+      for (float& x : row) x = beta == 0.0f ? 0.0f : beta * x;
+      const auto encoded = device::encode(co.dtype, row);
+      std::memcpy(bytes, encoded.data(), encoded.size());
+    }
+}
+
+// A matmul primitive for one shape, layout, dtype mix, alpha and beta, with what the CPU's native
+// kernel needs to run it.
 struct PreparedMatmul {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul matmul;
-  dnnl::engine* engine = nullptr;
+  GemmShape shape;
+  GemmOperand c;  // its layout, for k == 0
+  float beta = 0;
+  const dnnl::engine* engine = nullptr;
   dnnl::stream* stream = nullptr;
   std::string* failure = nullptr;  // the GEMM's first execution failure (guarded by failure_mutex)
   std::mutex* failure_mutex = nullptr;
 };
 
-// The key of a PreparedMatmul: shape, strides, transposes, dtypes, alpha and beta.
-using MatmulKey = std::tuple<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t,
-                             std::size_t, std::size_t, std::size_t, bool, bool, int, int, int, float, float>;
+// The key of a PreparedMatmul: shape, transposes, dtypes, leading dimensions, batch strides,
+// offsets (GPUs only), alpha and beta.
+using MatmulKey = std::tuple<std::size_t, std::size_t, std::size_t, std::size_t, bool, bool, int, int, int, std::size_t,
+                             std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t,
+                             std::size_t, float, float>;
 
-dnnl::matmul::primitive_desc matmul_desc(const dnnl::engine& engine, const HostGemmArgs& g) {
-  const std::size_t batch = g.batch;
-  const auto a = operand_desc(batch, g.m, g.k, g.lda, g.a_stride, g.a_transposed, g.a_dtype);
-  const auto b = operand_desc(batch, g.k, g.n, g.ldb, g.b_stride, g.b_transposed, g.b_dtype);
-  const auto c = operand_desc(batch, g.m, g.n, g.ldc, g.c_stride, false, g.c_dtype);
-  dnnl::primitive_attr attr;
-  if (g.alpha != 1.0f) attr.set_output_scales(0, {g.alpha});
-  if (g.beta != 0.0f) {
-    dnnl::post_ops sum;
-    sum.append_sum(g.beta);
-    attr.set_post_ops(sum);
-  }
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine);
-}
+// What the CPU and GPU forms share: an engine, the dtype mixes it takes and its primitives.
+class OneDnnGemmBase : public CountedGemm {
+ public:
+  std::string name() const override { return "onednn"; }
 
-// C = beta C when k == 0 (oneDNN's matmul leaves C as it was there, sum post-op or not).
-void scale_c(const HostGemmArgs& g) {
-  std::vector<float> row(g.n);
-  const std::size_t size = device::dtype_size(g.c_dtype);
-  for (std::size_t bi = 0; bi < g.batch; ++bi)
-    for (std::size_t i = 0; i < g.m; ++i) {
-      auto* bytes = static_cast<std::byte*>(g.c) + (bi * g.c_stride + i * g.ldc) * size;
-      row = device::decode(g.c_dtype, std::span<const std::byte>(bytes, g.n * size));
-      for (float& x : row) x = g.beta == 0.0f ? 0.0f : g.beta * x;
-      const auto encoded = device::encode(g.c_dtype, row);
-      std::memcpy(bytes, encoded.data(), encoded.size());
+  // Float32 always; other mixes where oneDNN makes a non-reference matmul for them on this engine.
+  bool supports(device::DType a, device::DType b, device::DType c) const override {
+    if (all_float32(a, b, c)) return true;
+    std::lock_guard lock(mutex_);
+    const auto key = std::make_tuple(static_cast<int>(a), static_cast<int>(b), static_cast<int>(c));
+    if (const auto it = supported_.find(key); it != supported_.end()) return it->second;
+    bool ok = false;
+    try {
+      const GemmShape s{Transpose::kNo, Transpose::kNo, 64, 64, 64};
+      ok = !std::string(matmul_desc(engine_, s, 1.0f, GemmOperand{nullptr, 0, 64, 0, a}, GemmOperand{nullptr, 0, 64, 0, b},
+                                    0.0f, GemmOperand{nullptr, 0, 64, 0, c}, offsets_)
+                            .impl_info_str())
+                .starts_with("ref");
+    } catch (const dnnl::error&) {
+      ok = false;  // unimplemented here
     }
-}
+    spdlog::debug("oneDNN {} x {} -> {} matmul here: {}", device::dtype_name(a), device::dtype_name(b),
+                  device::dtype_name(c), ok ? "yes" : "no");
+    supported_.emplace(key, ok);
+    return ok;
+  }
+
+ protected:
+  OneDnnGemmBase(dnnl::engine engine, Offsets offsets) : engine_(std::move(engine)), offsets_(offsets) {}
+
+  void check_dtypes(const GemmOperand& a, const GemmOperand& b, const GemmOperand& c) const {
+    if (supports(a.dtype, b.dtype, c.dtype)) return;
+    throw DeviceError(fmt::format("oneDNN has no {} x {} -> {} matmul here", device::dtype_name(a.dtype),
+                                  device::dtype_name(b.dtype), device::dtype_name(c.dtype)));
+  }
+
+  PreparedMatmul& prepared(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                           const GemmOperand& c) {
+    const bool batched = s.batch > 1, offsets = offsets_ == Offsets::kInDescriptors;
+    const MatmulKey key{s.m, s.n, s.k, s.batch, s.a == Transpose::kYes, s.b == Transpose::kYes,
+                        static_cast<int>(a.dtype), static_cast<int>(b.dtype), static_cast<int>(c.dtype),
+                        a.ld, b.ld, c.ld, batched ? a.batch_stride : 0, batched ? b.batch_stride : 0,
+                        batched ? c.batch_stride : 0, offsets ? a.offset : 0, offsets ? b.offset : 0,
+                        offsets ? c.offset : 0, alpha, beta};
+    std::lock_guard lock(mutex_);
+    auto it = prepared_.find(key);
+    if (it != prepared_.end()) return it->second;
+    dnnl::matmul::primitive_desc pd;
+    try {
+      pd = matmul_desc(engine_, s, alpha, a, b, beta, c, offsets_);
+    } catch (const dnnl::error& e) {
+      throw DeviceError(fmt::format("oneDNN could not make a {}x{}x{} (batch {}) matmul: {}", s.m, s.n, s.k, s.batch,
+                                    e.what()));
+    }
+    spdlog::debug("oneDNN matmul {}x{}x{} batch {}: {}", s.m, s.n, s.k, s.batch, pd.impl_info_str());
+    dnnl::matmul matmul(pd);
+    PreparedMatmul p{std::move(pd), std::move(matmul), s, c, beta, &engine_, nullptr, nullptr, nullptr};
+    return prepared_.emplace(key, std::move(p)).first->second;  // node-based: its address stays
+  }
+
+  dnnl::engine engine_;
+
+ private:
+  Offsets offsets_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::tuple<int, int, int>, bool> supported_;
+  std::map<MatmulKey, PreparedMatmul> prepared_;
+};
+
+// ---- CPU devices: the matmul in a native kernel on the mapped operands ----
 
 // The native kernel. Exceptions must not cross into the OpenCL runtime: the first is kept for run().
 void run_onednn_matmul(void* p) {
   const auto& g = *static_cast<const HostGemmArgs*>(p);
   const auto& prepared = *static_cast<const PreparedMatmul*>(g.library);
   try {
-    if (g.k == 0) return scale_c(g);
+    if (g.k == 0) return scale_rows(g.c, prepared.shape, prepared.c, prepared.beta);
     omp_set_num_threads(static_cast<int>(g.threads));  // this thread's parallel regions only
     const dnnl::engine& engine = *prepared.engine;
     memory a(prepared.pd.src_desc(), engine, const_cast<void*>(g.a));
@@ -118,9 +208,10 @@ void run_onednn_matmul(void* p) {
   }
 }
 
-class OneDnnGemm final : public CountedGemm {
+class OneDnnCpuGemm final : public OneDnnGemmBase {
  public:
-  explicit OneDnnGemm(device::Device& device) : device_(device) {
+  explicit OneDnnCpuGemm(device::Device& device)
+      : OneDnnGemmBase(dnnl::engine(dnnl::engine::kind::cpu, 0), Offsets::kInPointers), device_(device) {
     static std::once_flag said;
     std::call_once(said, [] {
       spdlog::info("GEMM on CPU devices through {} (OpenMP waits: {})", onednn_description(), openmp_wait_policy());
@@ -129,71 +220,20 @@ class OneDnnGemm final : public CountedGemm {
 
   void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override {
-    if (!supports(a.dtype, b.dtype, c.dtype)) {
-      throw DeviceError(fmt::format("oneDNN has no {} x {} -> {} matmul on this CPU ({})", device::dtype_name(a.dtype),
-                                    device::dtype_name(b.dtype), device::dtype_name(c.dtype), onednn_description()));
-    }
+    check_dtypes(a, b, c);
     throw_failure();
     if (s.m == 0 || s.n == 0 || s.batch == 0) return;
+    PreparedMatmul& p = prepared(s, alpha, a, b, beta, c);
+    p.stream = &stream_;
+    p.failure = &failure_;
+    p.failure_mutex = &failure_mutex_;
     device::Queue& queue = device_.queue();
     const auto start = start_call(queue);
-    enqueue_host_gemm(queue, "onednn_matmul", run_onednn_matmul, s, alpha, a, b, beta, c, host_gemm_threads(device_),
-                      &prepared(s, alpha, a, b, beta, c));
+    enqueue_host_gemm(queue, "onednn_matmul", run_onednn_matmul, s, alpha, a, b, beta, c, host_gemm_threads(device_), &p);
     end_call(queue, start);
   }
 
-  std::string name() const override { return "onednn"; }
-
-  // Float32 always; other mixes where oneDNN makes a non-reference matmul for them here.
-  bool supports(device::DType a, device::DType b, device::DType c) const override {
-    if (all_float32(a, b, c)) return true;
-    std::lock_guard lock(mutex_);
-    const auto key = std::make_tuple(static_cast<int>(a), static_cast<int>(b), static_cast<int>(c));
-    if (const auto it = supported_.find(key); it != supported_.end()) return it->second;
-    bool ok = false;
-    try {
-      const HostGemmArgs probe{.lda = 64, .ldb = 64, .ldc = 64, .m = 64, .n = 64, .k = 64, .a_dtype = a, .b_dtype = b,
-                               .c_dtype = c};
-      ok = !std::string(matmul_desc(engine_, probe).impl_info_str()).starts_with("ref");
-    } catch (const dnnl::error&) {
-      ok = false;  // unimplemented for this CPU
-    }
-    spdlog::debug("oneDNN {} x {} -> {} matmul on this CPU: {}", device::dtype_name(a), device::dtype_name(b),
-                  device::dtype_name(c), ok ? "yes" : "no");
-    supported_.emplace(key, ok);
-    return ok;
-  }
-
  private:
-  const PreparedMatmul& prepared(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
-                                 const GemmOperand& c) {
-    const bool at = s.a == Transpose::kYes, bt = s.b == Transpose::kYes;
-    const MatmulKey key{s.m, s.n, s.k, s.batch, a.ld, b.ld, c.ld,
-                        s.batch > 1 ? a.batch_stride : 0, s.batch > 1 ? b.batch_stride : 0,
-                        s.batch > 1 ? c.batch_stride : 0, at, bt, static_cast<int>(a.dtype),
-                        static_cast<int>(b.dtype), static_cast<int>(c.dtype), alpha, beta};
-    std::lock_guard lock(mutex_);
-    auto it = prepared_.find(key);
-    if (it != prepared_.end()) return it->second;
-    const HostGemmArgs g{.lda = a.ld, .ldb = b.ld, .ldc = c.ld, .a_stride = a.batch_stride,
-                         .b_stride = b.batch_stride, .c_stride = c.batch_stride,
-                         .m = s.m, .n = s.n, .k = std::max<std::size_t>(s.k, 1), .batch = s.batch,
-                         .a_transposed = at, .b_transposed = bt, .a_dtype = a.dtype, .b_dtype = b.dtype,
-                         .c_dtype = c.dtype, .alpha = alpha, .beta = beta};
-    dnnl::matmul::primitive_desc pd;
-    try {
-      pd = matmul_desc(engine_, g);
-    } catch (const dnnl::error& e) {
-      throw DeviceError(fmt::format("oneDNN could not make a {}x{}x{} (batch {}) matmul: {}", s.m, s.n, s.k, s.batch,
-                                    e.what()));
-    }
-    spdlog::debug("oneDNN matmul {}x{}x{} batch {}: {}", s.m, s.n, s.k, s.batch, pd.impl_info_str());
-    dnnl::matmul matmul(pd);
-    it = prepared_.emplace(key, PreparedMatmul{std::move(pd), std::move(matmul), &engine_, &stream_, &failure_,
-                                               &failure_mutex_}).first;
-    return it->second;
-  }
-
   // A failure inside an earlier native kernel, as an exception here (its results are not to be used).
   void throw_failure() {
     std::lock_guard lock(failure_mutex_);
@@ -201,22 +241,133 @@ class OneDnnGemm final : public CountedGemm {
   }
 
   device::Device& device_;
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};  // used by this device's native kernels, one at a time (in-order queue)
-  mutable std::mutex mutex_;
-  mutable std::map<std::tuple<int, int, int>, bool> supported_;
-  std::map<MatmulKey, PreparedMatmul> prepared_;  // node-based: kernels in flight keep their entry's address
   std::mutex failure_mutex_;
   std::string failure_;
 };
+
+// ---- GPUs: the matmul on the device's own context and queue (OpenCL interop) ----
+
+class OneDnnGpuGemm final : public OneDnnGemmBase {
+ public:
+  OneDnnGpuGemm(device::Device& device, dnnl::engine engine)
+      : OneDnnGemmBase(std::move(engine), Offsets::kInDescriptors),
+        device_(device),
+        stream_(dnnl::ocl_interop::make_stream(engine_, device.queue().get())) {}
+
+  void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+           const GemmOperand& c) override {
+    check_dtypes(a, b, c);
+    if (s.m == 0 || s.n == 0 || s.batch == 0) return;
+    device::Queue& queue = device_.queue();
+    const auto start = start_call(queue);
+    if (s.k == 0) {
+      scale_on_host(s, c, beta);
+    } else {
+      const PreparedMatmul& p = prepared(s, alpha, a, b, beta, c);
+      using dnnl::ocl_interop::make_memory;
+      using dnnl::ocl_interop::memory_kind;
+      const memory am = make_memory(p.pd.src_desc(), engine_, memory_kind::buffer, a.buffer);
+      const memory bm = make_memory(p.pd.weights_desc(), engine_, memory_kind::buffer, b.buffer);
+      const memory cm = make_memory(p.pd.dst_desc(), engine_, memory_kind::buffer, c.buffer);
+      // Enqueued on the device's in-order queue: ordered with every other command, no wait here.
+      p.matmul.execute(stream_, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    }
+    end_call(queue, start);
+  }
+
+ private:
+  // k == 0: C = beta C through a blocking map (never on a model's path; correct, not fast).
+  void scale_on_host(const GemmShape& s, const GemmOperand& c, float beta) {
+    device::Queue& queue = device_.queue();
+    const std::size_t bytes = ((s.batch - 1) * c.batch_stride + (s.m - 1) * c.ld + s.n) * device::dtype_size(c.dtype);
+    void* host = queue.map(c.buffer, c.offset * device::dtype_size(c.dtype), bytes, CL_MAP_READ | CL_MAP_WRITE);
+    queue.finish();
+    scale_rows(host, s, c, beta);
+    queue.unmap(c.buffer, host);
+  }
+
+  device::Device& device_;
+  dnnl::stream stream_;
+};
+
+// A GPU by Intel ("Intel(R) Corporation"; a PoCL CPU device on an Intel CPU says "GenuineIntel").
+bool is_intel_gpu(const device::DeviceInfo& info) {
+  return info.kind == device::DeviceKind::kGpu &&
+         (info.vendor.find("Intel") != std::string::npos || info.platform_name.find("Intel") != std::string::npos);
+}
+
+// C = A B on 16x16x16 float32 operands at offsets, against the host in double precision.
+std::string check_numerics(Gemm& gemm, device::Device& device) {
+  constexpr std::size_t n = 16, off = 5;
+  std::vector<float> a(off + n * n), b(off + n * n), c(off + n * n, 0.0f);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = static_cast<float>((i * 7) % 13) / 8.0f - 0.75f;
+    b[i] = static_cast<float>((i * 5) % 11) / 8.0f - 0.5f;
+  }
+  device::Buffer<float> ab(device.context(), a.size(), "onednn_probe.a"), bb(device.context(), b.size(), "onednn_probe.b"),
+      cb(device.context(), c.size(), "onednn_probe.c");
+  device.queue().write(ab, std::span<const float>(a));
+  device.queue().write(bb, std::span<const float>(b));
+  device.queue().write(cb, std::span<const float>(c));
+  gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, n, n, n}, 1.0f, GemmOperand{ab.get(), off, n}, GemmOperand{bb.get(), off, n},
+           0.0f, GemmOperand{cb.get(), off, n});
+  device.queue().read(cb, std::span<float>(c));
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (std::size_t p = 0; p < n; ++p) want += static_cast<double>(a[off + i * n + p]) * b[off + p * n + j];
+      if (std::abs(c[off + i * n + j] - want) > 1e-3 * (1.0 + std::abs(want))) {
+        return fmt::format("a probe GEMM gave {} where {} was due", c[off + i * n + j], want);
+      }
+    }
+  return {};
+}
 
 }  // namespace
 
 bool onednn_gemm_available(const device::Device& device) { return host_gemm_available(device); }
 
 std::unique_ptr<Gemm> make_onednn_gemm(device::Device& device) {
+  if (device.info().kind != device::DeviceKind::kCpu) {
+    if (const std::string why = onednn_gpu_refusal(device); !why.empty()) {
+      throw ConfigError(fmt::format("--gemm=onednn: device '{}' cannot run it: {}; use --gemm=auto", device.info().name, why));
+    }
+    return make_onednn_gpu_gemm(device);
+  }
   require_host_gemm(device, "onednn");
-  return std::make_unique<OneDnnGemm>(device);
+  return std::make_unique<OneDnnCpuGemm>(device);
+}
+
+std::unique_ptr<Gemm> make_onednn_gpu_gemm(device::Device& device, bool require_intel) {
+  if (require_intel && !is_intel_gpu(device.info())) {
+    throw DeviceError(fmt::format("not an Intel GPU: {} ({})", device.info().vendor, device::to_string(device.info().kind)));
+  }
+  dnnl::engine engine;
+  try {
+    engine = dnnl::ocl_interop::make_engine(device.info().id, device.context().get());
+  } catch (const dnnl::error& e) {
+    throw DeviceError(fmt::format("oneDNN refused the device: {}", e.what()));
+  }
+  return std::make_unique<OneDnnGpuGemm>(device, std::move(engine));
+}
+
+std::string onednn_gpu_refusal(device::Device& device) {
+  static std::mutex mutex;
+  static std::map<cl_device_id, std::string> refusals;  // per device, once per process
+  std::lock_guard lock(mutex);
+  if (const auto it = refusals.find(device.info().id); it != refusals.end()) return it->second;
+  std::string why;
+  try {
+    auto gemm = make_onednn_gpu_gemm(device);
+    why = check_numerics(*gemm, device);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  // Said at info where it matters (Intel GPUs), at debug for every other device.
+  spdlog::log(is_intel_gpu(device.info()) ? spdlog::level::info : spdlog::level::debug, "oneDNN GEMM on {}: {}",
+              device.info().name, why.empty() ? "yes (its OpenCL interop passed a probe GEMM)" : "no (" + why + ")");
+  return refusals.emplace(device.info().id, why).first->second;
 }
 
 std::string onednn_description() {

@@ -1,5 +1,6 @@
-// OneDnnGemm (policy `onednn`): GEMMs on a CPU device as host GEMMs (host_gemm.h) that run oneDNN's
-// matmul primitive, whose kernels oneDNN generates at run time for the instruction set CPUID
+// The oneDNN GEMM (policy `onednn`): oneDNN's matmul primitive as a Gemm.
+//
+// On CPU devices: host GEMMs (host_gemm.h) that run the matmul primitive, whose kernels oneDNN generates at run time for the instruction set CPUID
 // reports (AMX, AVX-512 BF16, AVX-512, AVX2), whatever the CPU's model or brand string. Every
 // transpose, offset, leading dimension and strided batch goes to oneDNN as memory-descriptor
 // strides (nothing is packed or copied by pax-ocl); alpha as the output scale, beta as a sum post-op
@@ -9,6 +10,13 @@
 // call: host_gemm_threads, set on oneDNN's OpenMP runtime for the calling thread only, so devices
 // and processes sharing a host do not oversubscribe it. Primitives are made once per shape,
 // layout and dtype mix and kept for the GEMM's life.
+//
+// On Intel GPUs: the same primitive on the device's own OpenCL context and queue (oneDNN's OpenCL
+// interop; its matrix kernels use the XMX units where the GPU has them), operands as the buffers
+// themselves with their offsets in the memory descriptors, enqueued in queue order. Probed once
+// per device (onednn_gpu_refusal): oneDNN must accept the device and a probe GEMM must match the
+// host's; `auto` on GPUs times it beside pax-ocl's GEMMs only then. oneDNN refuses other vendors'
+// devices itself (PoCL's: "could not create an engine").
 #pragma once
 
 #include <memory>
@@ -18,10 +26,16 @@
 
 namespace paxocl::kernels {
 
-// Whether `device` can run OneDnnGemm: a CPU device with native kernels.
+// Whether `device` can run the CPU form: a CPU device with native kernels.
 bool onednn_gemm_available(const device::Device& device);
-// ConfigError naming the device when it cannot.
+// The form for the device's kind; ConfigError naming the device and why when it cannot run it.
 std::unique_ptr<Gemm> make_onednn_gemm(device::Device& device);
+// The GPU form; DeviceError when the device is not an Intel GPU (unless !require_intel, for tests)
+// or oneDNN refuses it.
+std::unique_ptr<Gemm> make_onednn_gpu_gemm(device::Device& device, bool require_intel = true);
+// Empty when the GPU form runs on `device` and its probe GEMM is right; else why not. Once per
+// device and process; logged (at info on Intel GPUs).
+std::string onednn_gpu_refusal(device::Device& device);
 // "oneDNN 2.6.3, avx512_core_amx kernels": the library and the instruction set it dispatches to.
 std::string onednn_description();
 

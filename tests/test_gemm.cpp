@@ -495,6 +495,28 @@ TEST_F(GemmClBlast, HostGemmsWithKZeroScaleC) {
   }
 }
 
+// oneDNN's GPU form runs on Intel GPUs only, probed once per device. On any other device the probe
+// says why not, and oneDNN itself refuses the device cleanly when asked anyway (PoCL's: "could not
+// create an engine"). On an Intel GPU its probe GEMM must pass and the form matches the reference.
+TEST_F(GemmClBlast, OneDnnGpuFormRunsOnIntelGpusAndIsRefusedCleanlyElsewhere) {
+  const std::string why = kernels::onednn_gpu_refusal(*device_);
+  const bool intel_gpu = device_->info().kind == device::DeviceKind::kGpu &&
+                         device_->info().vendor.find("Intel") != std::string::npos;
+  if (intel_gpu) {
+    ASSERT_EQ(why, "") << "oneDNN on " << device_->info().name;
+    auto gemm = kernels::make_onednn_gpu_gemm(*device_);
+    check(*this, *gemm, Case{97, 50, 65, 3, Transpose::kYes, Transpose::kNo}, 61);
+    return;
+  }
+  EXPECT_NE(why.find("not an Intel GPU"), std::string::npos) << why;
+  try {
+    kernels::make_onednn_gpu_gemm(*device_, /*require_intel=*/false);
+    ADD_FAILURE() << "oneDNN accepted " << device_->info().name << " as a GPU";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("oneDNN refused the device"), std::string::npos) << e.what();
+  }
+}
+
 // The library and the instruction set its kernels were chosen for, as the log states them; BLIS's
 // kernels from CPUID where the CPU reports AVX-512 and the user left BLIS_ARCH_TYPE alone.
 TEST(HostGemm, DescriptionsAndBlisKernelsByInstructionSet) {
