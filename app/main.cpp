@@ -14,6 +14,7 @@
 #include "collectives/process_world.h"
 #include "device/device.h"
 #include "common/errors.h"
+#include "kernels_cl/blis_gemm.h"
 #include "kernels_cl/openmp_wait_policy.h"
 
 namespace {
@@ -65,6 +66,7 @@ int dispatch(const CliArgs& args, const paxocl::collectives::ProcessWorld& world
 
 int main(int argc, char** argv) {
   paxocl::kernels::restart_with_passive_openmp_waits(argv);  // before any thread starts
+  paxocl::kernels::select_blis_kernels();
   std::unique_ptr<paxocl::collectives::ProcessWorld> world;
   try {
     world = std::make_unique<paxocl::collectives::ProcessWorld>(&argc, &argv);

@@ -25,6 +25,7 @@
 #include "kernels_cl/auto_gemm.h"
 #include "kernels_cl/host_gemm.h"
 #include "kernels_cl/tensor_core_gemm.h"
+#include "kernels_cl/blis_gemm.h"
 #include "kernels_cl/openmp_wait_policy.h"
 
 namespace {
@@ -140,6 +141,7 @@ int bench_tensor_cores(device::Device& dev, device::ProgramCache& cache, int rep
 
 int main(int argc, char** argv) {
   paxocl::kernels::restart_with_passive_openmp_waits(argv);  // before any thread starts
+  paxocl::kernels::select_blis_kernels();
   const std::string which = argc > 1 ? argv[1] : "all";
   const int reps = argc > 2 ? std::atoi(argv[2]) : 3;
   const bool with_clblast = argc > 3 && std::strcmp(argv[3], "--clblast") == 0;

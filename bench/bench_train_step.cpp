@@ -17,6 +17,7 @@
 #include "models/adam_optimizer.h"
 #include "common/rng.h"
 #include "models/gpt_model.h"
+#include "kernels_cl/blis_gemm.h"
 #include "kernels_cl/openmp_wait_policy.h"
 
 namespace {
@@ -117,6 +118,7 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
 
 int main(int argc, char** argv) {
   paxocl::kernels::restart_with_passive_openmp_waits(argv);  // before any thread starts
+  paxocl::kernels::select_blis_kernels();
   const std::string which = argc > 1 ? argv[1] : "all";
   const int steps = argc > 2 ? std::stoi(argv[2]) : 5;
   const std::string gemm = kernels::gemm_policy_from(argc > 3 ? std::optional<std::string>(argv[3]) : std::nullopt);

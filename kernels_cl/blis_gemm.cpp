@@ -46,23 +46,6 @@ void run_native_gemm(void* p) {
   for (std::thread& t : team) t.join();
 }
 
-// Sets BLIS_ARCH_TYPE from CPUID where blis_kernels_from_isa says so, before BLIS first looks at
-// the CPU (it reads the variable once, at its first call); logs the choice once.
-void select_blis_kernels() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-    const char* user = std::getenv("BLIS_ARCH_TYPE");
-    if (const auto id = blis_kernels_from_isa(avx512, user != nullptr && *user != '\0')) {
-      setenv("BLIS_ARCH_TYPE", std::to_string(*id).c_str(), 1);
-      spdlog::info("BLIS: the CPU reports AVX-512, so its {} kernels are chosen by instruction set (BLIS 0.9 falls back "
-                   "to AVX2 ones when it does not know the CPU model's FMA units)",
-                   bli_arch_string(static_cast<arch_t>(*id)));
-    }
-  });
-}
-
 class BlisGemm final : public CountedGemm {
  public:
   explicit BlisGemm(device::Device& device) : device_(device) {
@@ -101,9 +84,29 @@ std::unique_ptr<Gemm> make_blis_gemm(device::Device& device) {
   return std::make_unique<BlisGemm>(device);
 }
 
+namespace {
+bool kernels_chosen_by_isa = false;  // set once, by select_blis_kernels
+}  // namespace
+
+void select_blis_kernels() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    const char* user = std::getenv("BLIS_ARCH_TYPE");
+    if (const auto id = blis_kernels_from_isa(avx512, user != nullptr && *user != '\0')) {
+      setenv("BLIS_ARCH_TYPE", std::to_string(*id).c_str(), 1);
+      kernels_chosen_by_isa = true;
+    }
+  });
+}
+
 std::string blis_description() {
   select_blis_kernels();
-  return fmt::format("BLIS {}, {} kernels", bli_info_get_version_str(), bli_arch_string(bli_arch_query_id()));
+  // BLIS 0.9 falls back to AVX2 kernels on AVX-512 CPUs whose FMA units it cannot tell from the
+  // brand string: the log says when CPUID chose instead.
+  return fmt::format("BLIS {}, {} kernels{}", bli_info_get_version_str(), bli_arch_string(bli_arch_query_id()),
+                     kernels_chosen_by_isa ? " (chosen from CPUID: AVX-512)" : "");
 }
 
 }  // namespace paxocl::kernels

@@ -24,6 +24,11 @@ std::unique_ptr<Gemm> make_blis_gemm(device::Device& device);
 // The BLIS_ARCH_TYPE id to set for a CPU whose CPUID reports AVX-512 F, DQ, BW and VL (`avx512`):
 // skx's, unless the user set BLIS_ARCH_TYPE (`user_chose`); nullopt leaves BLIS's own choice.
 std::optional<int> blis_kernels_from_isa(bool avx512, bool user_chose);
+// Sets BLIS_ARCH_TYPE from CPUID where blis_kernels_from_isa says so, before BLIS first looks at
+// the CPU (it reads the variable once, at its first call), and logs the choice; later calls do
+// nothing. Programs call it first in main, while they have one thread (setenv is not safe beside
+// other threads' getenv); BlisGemm and blis_description call it too.
+void select_blis_kernels();
 // "BLIS 0.9.0, zen3 kernels": the library and the micro-kernels it chose for this CPU.
 std::string blis_description();
 
