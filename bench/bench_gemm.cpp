@@ -23,10 +23,10 @@
 #include "device/device_selection.h"
 #include "device/typed_buffer.h"
 #include "kernels_cl/auto_gemm.h"
-#include "kernels_cl/host_gemm.h"
-#include "kernels_cl/tensor_core_gemm.h"
 #include "kernels_cl/blis_gemm.h"
+#include "kernels_cl/host_gemm.h"
 #include "kernels_cl/openmp_wait_policy.h"
+#include "kernels_cl/tensor_core_gemm.h"
 
 namespace {
 

@@ -72,8 +72,6 @@ class BlisGemm final : public CountedGemm {
 
 }  // namespace
 
-bool blis_gemm_available(const device::Device& device) { return host_gemm_available(device); }
-
 std::optional<int> blis_kernels_from_isa(bool avx512, bool user_chose) {
   if (!avx512 || user_chose) return std::nullopt;
   return static_cast<int>(BLIS_ARCH_SKX);

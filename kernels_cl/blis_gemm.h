@@ -17,8 +17,6 @@
 
 namespace paxocl::kernels {
 
-// Whether `device` can run BlisGemm: a CPU device with native kernels.
-bool blis_gemm_available(const device::Device& device);
 // ConfigError naming the device when it cannot.
 std::unique_ptr<Gemm> make_blis_gemm(device::Device& device);
 // The BLIS_ARCH_TYPE id to set for a CPU whose CPUID reports AVX-512 F, DQ, BW and VL (`avx512`):

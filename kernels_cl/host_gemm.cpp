@@ -8,18 +8,11 @@
 #include <spdlog/spdlog.h>
 
 #include "common/errors.h"
-
 #include "device/queue.h"
 
 namespace paxocl::kernels {
 
 namespace {
-
-// The bytes an operand's matrices span, from its first element: `rows` x `cols` as stored, `batch`
-// of them `batch_stride` apart.
-std::size_t span_bytes(const GemmOperand& x, std::size_t rows, std::size_t cols, std::size_t batch) {
-  return ((batch - 1) * x.batch_stride + (rows - 1) * x.ld + cols) * device::dtype_size(x.dtype);
-}
 
 // One operand mapped for the native kernel; unmapped (in queue order) when it goes.
 class MappedOperand {
@@ -52,6 +45,10 @@ class MappedOperand {
 };
 
 }  // namespace
+
+std::size_t span_bytes(const GemmOperand& x, std::size_t rows, std::size_t cols, std::size_t batch) {
+  return ((batch - 1) * x.batch_stride + (rows - 1) * x.ld + cols) * device::dtype_size(x.dtype);
+}
 
 bool host_gemm_available(const device::Device& device) {
   return device.info().kind == device::DeviceKind::kCpu && device.info().native_kernels;

@@ -30,6 +30,10 @@ struct HostGemmArgs {
   const void* library = nullptr;  // the library's own state for the call; outlives the queue's commands
 };
 
+// The bytes an operand's matrices span from its first element: `rows` x `cols` as stored, `batch`
+// of them `batch_stride` apart.
+std::size_t span_bytes(const GemmOperand& x, std::size_t rows, std::size_t cols, std::size_t batch);
+
 // Whether `device` can run host GEMMs: a CPU device that runs native kernels (PoCL's do).
 bool host_gemm_available(const device::Device& device);
 // Throws ConfigError naming the device and the GEMM policy when it cannot.

@@ -224,9 +224,11 @@ class OneDnnCpuGemm final : public OneDnnGemmBase {
     throw_failure();
     if (s.m == 0 || s.n == 0 || s.batch == 0) return;
     PreparedMatmul& p = prepared(s, alpha, a, b, beta, c);
-    p.stream = &stream_;
-    p.failure = &failure_;
-    p.failure_mutex = &failure_mutex_;
+    if (p.stream == nullptr) {  // new: no native kernel reads it yet (later calls would race with one)
+      p.stream = &stream_;
+      p.failure = &failure_;
+      p.failure_mutex = &failure_mutex_;
+    }
     device::Queue& queue = device_.queue();
     const auto start = start_call(queue);
     enqueue_host_gemm(queue, "onednn_matmul", run_onednn_matmul, s, alpha, a, b, beta, c, host_gemm_threads(device_), &p);
@@ -280,8 +282,8 @@ class OneDnnGpuGemm final : public OneDnnGemmBase {
   // k == 0: C = beta C through a blocking map (never on a model's path; correct, not fast).
   void scale_on_host(const GemmShape& s, const GemmOperand& c, float beta) {
     device::Queue& queue = device_.queue();
-    const std::size_t bytes = ((s.batch - 1) * c.batch_stride + (s.m - 1) * c.ld + s.n) * device::dtype_size(c.dtype);
-    void* host = queue.map(c.buffer, c.offset * device::dtype_size(c.dtype), bytes, CL_MAP_READ | CL_MAP_WRITE);
+    void* host = queue.map(c.buffer, c.offset * device::dtype_size(c.dtype), span_bytes(c, s.m, s.n, s.batch),
+                           CL_MAP_READ | CL_MAP_WRITE);
     queue.finish();
     scale_rows(host, s, c, beta);
     queue.unmap(c.buffer, host);
@@ -325,8 +327,6 @@ std::string check_numerics(Gemm& gemm, device::Device& device) {
 }
 
 }  // namespace
-
-bool onednn_gemm_available(const device::Device& device) { return host_gemm_available(device); }
 
 std::unique_ptr<Gemm> make_onednn_gemm(device::Device& device) {
   if (device.info().kind != device::DeviceKind::kCpu) {

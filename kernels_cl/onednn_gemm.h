@@ -26,8 +26,6 @@
 
 namespace paxocl::kernels {
 
-// Whether `device` can run the CPU form: a CPU device with native kernels.
-bool onednn_gemm_available(const device::Device& device);
 // The form for the device's kind; ConfigError naming the device and why when it cannot run it.
 std::unique_ptr<Gemm> make_onednn_gemm(device::Device& device);
 // The GPU form; DeviceError when the device is not an Intel GPU (unless !require_intel, for tests)
