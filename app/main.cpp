@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "app/agreed_step.h"
 #include "app/cli_args.h"
@@ -66,7 +68,7 @@ int dispatch(const CliArgs& args, const paxocl::collectives::ProcessWorld& world
 
 int main(int argc, char** argv) {
   paxocl::kernels::restart_with_passive_openmp_waits(argv);  // before any thread starts
-  paxocl::kernels::select_blis_kernels();
+  const std::string blis_warning = paxocl::kernels::ignore_blis_arch_type_where_it_aborts();
   std::unique_ptr<paxocl::collectives::ProcessWorld> world;
   try {
     world = std::make_unique<paxocl::collectives::ProcessWorld>(&argc, &argv);
@@ -78,6 +80,7 @@ int main(int argc, char** argv) {
     world->check_slurm_agrees();
     paxocl::device::OpenCpuDevice::set_processes_on_host(static_cast<unsigned>(world->local_size()));
     paxocl::app::init_logging(args.flag("log_level"), world->rank(), world->size());
+    if (!blis_warning.empty()) spdlog::warn(blis_warning);
     return dispatch(args, *world);
   } catch (const paxocl::app::AgreedError& e) {
     // Every process knows this error; rank 0 reports it once and all exit cleanly.

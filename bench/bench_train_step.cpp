@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "device/device_selection.h"
 #include "kernels_cl/auto_gemm.h"
 #include "models/adam_optimizer.h"
@@ -118,7 +120,7 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
 
 int main(int argc, char** argv) {
   paxocl::kernels::restart_with_passive_openmp_waits(argv);  // before any thread starts
-  paxocl::kernels::select_blis_kernels();
+  if (const std::string w = paxocl::kernels::ignore_blis_arch_type_where_it_aborts(); !w.empty()) spdlog::warn(w);
   const std::string which = argc > 1 ? argv[1] : "all";
   const int steps = argc > 2 ? std::stoi(argv[2]) : 5;
   const std::string gemm = kernels::gemm_policy_from(argc > 3 ? std::optional<std::string>(argv[3]) : std::nullopt);

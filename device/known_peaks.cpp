@@ -70,6 +70,16 @@ const std::vector<KnownPeak>& known_peaks() {
   return peaks;
 }
 
+std::string_view peak_compute_name(PeakCompute compute) {
+  switch (compute) {
+    case PeakCompute::kFloat32: return "float32";
+    case PeakCompute::kTf32: return "tf32";
+    case PeakCompute::kBFloat16: return "bfloat16";
+    case PeakCompute::kFloat16: return "float16";
+  }
+  return "float32";
+}
+
 TheoreticalPeak theoretical_peak(const DeviceInfo& device, PeakCompute compute, unsigned host_threads) {
   if (const std::optional<KnownPeak> known = known_peak(device.name)) {
     switch (compute) {

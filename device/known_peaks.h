@@ -29,6 +29,8 @@ std::optional<KnownPeak> known_peak(std::string_view device_name);
 // What a job's GEMMs compute in: float32 vector units, TF32 tensor cores (MATMUL_PRECISION=tf32 where
 // the probe passed), or 16-bit units (FPROP_DTYPE bfloat16 / float16).
 enum class PeakCompute { kFloat32, kTf32, kBFloat16, kFloat16 };
+// "float32", "tf32", "bfloat16", "float16".
+std::string_view peak_compute_name(PeakCompute compute);
 
 // The theoretical peak of one device in GFLOP/s for GEMMs computed as `compute`, where it can be
 // computed, and what it rests on ("datasheet NVIDIA H100 SXM5 BF16",

@@ -256,7 +256,14 @@ std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, dev
     return std::make_unique<AutoGemm>(device, cache, gpu);
   }
   std::vector<std::string> cpu{"cpu-8x48", "cpu-12x32"};
-  if (host_gemm_available(device)) cpu.insert(cpu.begin(), {"onednn", "blis"});
+  if (host_gemm_available(device)) {
+    cpu.insert(cpu.begin(), "onednn");
+    if (const std::string refusal = blis_auto_refusal(); refusal.empty()) {
+      cpu.insert(cpu.begin() + 1, "blis");
+    } else if (announce_once("blis left out of auto")) {
+      spdlog::info("BLIS left out of --gemm=auto: {} (--gemm=blis still runs it)", refusal);
+    }
+  }
   return std::make_unique<AutoGemm>(device, cache, cpu);
 }
 

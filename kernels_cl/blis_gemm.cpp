@@ -72,39 +72,34 @@ class BlisGemm final : public CountedGemm {
 
 }  // namespace
 
-std::optional<int> blis_kernels_from_isa(bool avx512, bool user_chose) {
-  if (!avx512 || user_chose) return std::nullopt;
-  return static_cast<int>(BLIS_ARCH_SKX);
-}
-
 std::unique_ptr<Gemm> make_blis_gemm(device::Device& device) {
   require_host_gemm(device, "blis");
   return std::make_unique<BlisGemm>(device);
 }
 
 namespace {
-bool kernels_chosen_by_isa = false;  // set once, by select_blis_kernels
+const bool kCpuAvx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
 }  // namespace
 
-void select_blis_kernels() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-    const char* user = std::getenv("BLIS_ARCH_TYPE");
-    if (const auto id = blis_kernels_from_isa(avx512, user != nullptr && *user != '\0')) {
-      setenv("BLIS_ARCH_TYPE", std::to_string(*id).c_str(), 1);
-      kernels_chosen_by_isa = true;
-    }
-  });
+std::string blis_narrower_than_cpu(bool cpu_avx512, const std::string& blis_config) {
+  if (!cpu_avx512 || blis_config == "skx" || blis_config == "knl") return "";
+  return fmt::format("BLIS chose its '{}' kernels (AVX2 at most) on a CPU whose CPUID reports AVX-512", blis_config);
+}
+
+std::string blis_auto_refusal() { return blis_narrower_than_cpu(kCpuAvx512, bli_arch_string(bli_arch_query_id())); }
+
+std::string ignore_blis_arch_type_where_it_aborts() {
+  const char* user = std::getenv("BLIS_ARCH_TYPE");
+  if (user == nullptr || std::string(bli_info_get_version_str()) != "0.9.0") return "";
+  std::string warning =
+      fmt::format("BLIS_ARCH_TYPE={} ignored: BLIS 0.9.0 aborts whenever it is set; BLIS picks its kernels itself", user);
+  unsetenv("BLIS_ARCH_TYPE");
+  return warning;
 }
 
 std::string blis_description() {
-  select_blis_kernels();
-  // BLIS 0.9 falls back to AVX2 kernels on AVX-512 CPUs whose FMA units it cannot tell from the
-  // brand string: the log says when CPUID chose instead.
-  return fmt::format("BLIS {}, {} kernels{}", bli_info_get_version_str(), bli_arch_string(bli_arch_query_id()),
-                     kernels_chosen_by_isa ? " (chosen from CPUID: AVX-512)" : "");
+  return fmt::format("BLIS {}, {} kernels", bli_info_get_version_str(), bli_arch_string(bli_arch_query_id()));
 }
 
 }  // namespace paxocl::kernels

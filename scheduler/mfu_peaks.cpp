@@ -16,19 +16,26 @@ namespace paxocl::scheduler {
 
 namespace {
 
-// GFLOP/s of a 1024^3 GEMM on the model's GEMM, best of 3 after a warm-up.
-double measure_gemm(device::Device& dev, kernels::Gemm& gemm) {
-  const std::size_t n = 1024;
-  device::Buffer<float> a(dev.context(), n * n, "peak.a"), b(dev.context(), n * n, "peak.b"), c(dev.context(), n * n, "peak.c");
-  const kernels::GemmShape s{kernels::Transpose::kNo, kernels::Transpose::kYes, n, n, n};
-  double best = 1e30;
-  for (int i = 0; i < 4; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    gemm.run(s, 1.0f, {a.get(), 0, n}, {b.get(), 0, n}, 0.0f, {c.get(), 0, n});
-    dev.queue().finish();
-    if (i > 0) best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+// GFLOP/s of square GEMMs on the model's GEMM with the model's operand dtype (A, B and C in `act`),
+// best of 3 after a warm-up: 1024^3, then 2048^3 and 4096^3 while a call takes under 25 ms. A GPU
+// reaches its GEMM speed only at the larger sizes (a 1024^3 GEMM leaves most of an H100's SMs idle
+// in its last wave); a CPU stays at 1024^3, whose call already takes longer.
+double measure_gemm(device::Device& dev, kernels::Gemm& gemm, device::DType act) {
+  double best_gflops = 0;
+  for (std::size_t n = 1024; n <= 4096; n *= 2) {
+    device::Buffer<float> a(dev.context(), n * n, "peak.a"), b(dev.context(), n * n, "peak.b"), c(dev.context(), n * n, "peak.c");
+    const kernels::GemmShape s{kernels::Transpose::kNo, kernels::Transpose::kYes, n, n, n};
+    double best = 1e30;
+    for (int i = 0; i < 4; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      gemm.run(s, 1.0f, {a.get(), 0, n, 0, act}, {b.get(), 0, n, 0, act}, 0.0f, {c.get(), 0, n, 0, act});
+      dev.queue().finish();
+      if (i > 0) best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    best_gflops = std::max(best_gflops, 2.0 * static_cast<double>(n * n * n) / best / 1e9);
+    if (best > 0.025) break;
   }
-  return 2.0 * static_cast<double>(n * n * n) / best / 1e9;
+  return best_gflops;
 }
 
 double read_stored(const std::filesystem::path& file) {
@@ -39,14 +46,20 @@ double read_stored(const std::filesystem::path& file) {
   return in >> v && v > 0 && v < 1e9 ? v : 0.0;  // anything unreadable is no record
 }
 
+// How the job's GEMMs compute: the peaks are per kind (a TF32 or bfloat16 GEMM's speed is no
+// measure of a float32 job).
+device::PeakCompute job_compute(const StepProgram& program, const config::JobConfig& job) {
+  return job.step.fprop_dtype == device::DType::kBF16  ? device::PeakCompute::kBFloat16
+         : job.step.fprop_dtype == device::DType::kF16 ? device::PeakCompute::kFloat16
+         : program.runtime().float32_on_tensor_cores() ? device::PeakCompute::kTf32
+                                                        : device::PeakCompute::kFloat32;
+}
+
 // Theoretical GFLOP/s of the job: each process's devices, CPU devices sharing their host's cores
 // (processes on one host too); 0 when a device's peak is unknown.
 std::pair<double, std::string> job_theoretical(const StepProgram& program, const config::JobConfig& job,
                                                const collectives::ProcessWorld& world) {
-  const device::PeakCompute compute = job.step.fprop_dtype == device::DType::kBF16  ? device::PeakCompute::kBFloat16
-                                      : job.step.fprop_dtype == device::DType::kF16 ? device::PeakCompute::kFloat16
-                                      : program.runtime().float32_on_tensor_cores() ? device::PeakCompute::kTf32
-                                                                                     : device::PeakCompute::kFloat32;
+  const device::PeakCompute compute = job_compute(program, job);
   const unsigned host_threads = std::max(1u, std::thread::hardware_concurrency());
   double accelerators = 0, cpus = 0;
   std::string basis;
@@ -79,9 +92,10 @@ std::pair<double, std::string> job_theoretical(const StepProgram& program, const
 MfuPeaks::MfuPeaks(StepProgram& program, const config::JobConfig& job, const collectives::ProcessWorld& world,
                    const std::filesystem::path& store_dir)
     : replicas_(job.mesh.replicas(world.size())) {
-  measured_now_ = measure_gemm(program.device(), program.runtime().gemm());
+  measured_now_ = measure_gemm(program.device(), program.runtime().gemm(), job.step.fprop_dtype);
   if (!store_dir.empty()) {
-    file_ = store_dir / fmt::format("gemm-peak-{:016x}.txt", device::device_fingerprint(program.device().info()));
+    file_ = store_dir / fmt::format("gemm-peak-{:016x}-{}.txt", device::device_fingerprint(program.device().info()),
+                                    device::peak_compute_name(job_compute(program, job)));
   }
   const double stored = file_.empty() ? 0.0 : read_stored(file_);
   per_device_measured_ = std::max(stored, measured_now_);

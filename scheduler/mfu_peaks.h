@@ -1,9 +1,11 @@
 // MfuPeaks: the two peaks a training job's MFU is measured against, job-wide, in GFLOP/s; MFU
 // cannot exceed 100% against either:
-//   measured:    the best GEMM rate seen on this kind of device: a 1024^3 GEMM on the job's GEMM
-//                at start-up, or a step that beat it. Stored per device fingerprint beside the
-//                program cache (gemm-peak-<fingerprint>.txt) and only ever raised; per device,
-//                times the job's model replicas.
+//   measured:    the best GEMM rate seen on this kind of device computing as the job does
+//                (float32, TF32, bfloat16, float16): square GEMMs of 1024 to 4096 on the job's GEMM
+//                with its operand dtype at start-up, or a step that beat them. Stored per device
+//                fingerprint and compute beside the program cache
+//                (gemm-peak-<fingerprint>-<compute>.txt) and only ever raised; per device, times the
+//                job's model replicas.
 //   theoretical: device::theoretical_peak (a datasheet, or cores x clock x lanes x FMA for a CPU)
 //                over the job's devices, CPU devices of one host sharing its cores; 0 when some
 //                device's is unknown.

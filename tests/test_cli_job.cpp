@@ -3,10 +3,14 @@
 // experiment runs again as it is, and `pax-ocl eval` evaluates a job.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -136,6 +140,25 @@ TEST(CliJob, EverySummaryIsFiniteAndMfuIsAtMostOne) {
       EXPECT_LE(p.value, 1.0f) << tag << " at step " << p.step;
     }
   }
+}
+
+// The measured GEMM peak is kept per device and per way of computing: a bfloat16 job's peak (16-bit
+// operands, tensor cores on a GPU) never becomes a float32 job's, nor the reverse.
+TEST(CliJob, MeasuredGemmPeaksAreKeptPerDtype) {
+  TempDir dir;
+  const std::string cache = "PAX_OCL_CACHE_DIR=" + (dir.path() / "cache").string() + " ";
+  for (const std::string dtype : {"float32", "bfloat16"}) {
+    const auto r = run_command(cache + kBinary + kSmall + " --fdl.MAX_STEPS=2 --devices=0 --fdl.FPROP_DTYPE=" + dtype +
+                               " --job_log_dir=" + (dir.path() / dtype).string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  std::vector<std::string> peaks;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path() / "cache")) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("gemm-peak-")) peaks.push_back(name.substr(name.rfind('-') + 1));
+  }
+  std::sort(peaks.begin(), peaks.end());
+  EXPECT_EQ(peaks, (std::vector<std::string>{"bfloat16.txt", "float32.txt"}));
 }
 
 TEST(CliJob, TraceOfChosenStepsShowsKernelsAndCommunication) {
