@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <tuple>
 #include <utility>
 
@@ -17,10 +18,10 @@ namespace {
 enum class FlashKernel { kForward, kDq, kDkDv };
 
 // Local floats of one kernel of flash_attention_gpu.cl at this tile (keep in step with its
-// __local arrays): padded (rows, hs + 1) head tiles, (rows, cols + 1) probability tiles and
-// (rows, kFlashLanes) row reductions.
+// __local arrays): padded (rows, FA_LD) head tiles (hs + 4 for float4 rows, hs + 1 otherwise),
+// (rows, cols + 4) probability tiles and (rows, kFlashLanes) row reductions.
 std::size_t local_floats(FlashKernel kernel, std::size_t hs, FlashKernelTile tile) {
-  const std::size_t ld = hs + 1, pitch = tile.cols + 1, rows = tile.rows, cols = tile.cols;
+  const std::size_t ld = hs % 4 == 0 ? hs + 4 : hs + 1, pitch = tile.cols + 4, rows = tile.rows, cols = tile.cols;
   switch (kernel) {
     case FlashKernel::kForward: return (rows + 2 * cols) * ld + rows * pitch + 2 * rows * kFlashLanes;
     case FlashKernel::kDq: return (2 * rows + 2 * cols) * ld + rows * pitch + rows * kFlashLanes;
@@ -96,6 +97,14 @@ std::string attention_path(const device::DeviceInfo& device, std::size_t head_si
 }
 
 namespace {
+// PAX_OCL_FLASH_VECTOR_READS=0: the kernels' scalar local-memory reads (a measuring switch: the
+// float4 form against the scalar one on a GPU); the float4 form otherwise. local_floats sizes the
+// tiles for the float4 form's rows, which the scalar form's never exceed.
+std::string vector_reads_option() {
+  const char* env = std::getenv("PAX_OCL_FLASH_VECTOR_READS");
+  return env != nullptr && std::string(env) == "0" ? " -DFA_VEC_DOTS=0 -DFA_VEC_DIMS=0" : "";
+}
+
 FlashTiles tiles_for(const device::Device& device, std::size_t head_size) {
   if (!uses_flash_attention(device.info(), head_size)) {
     throw ConfigError(fmt::format("flash attention needs the GPU kernel set and tiles of head size {} that fit {} "
@@ -113,9 +122,10 @@ FlashAttentionKernels::FlashAttentionKernels(device::ProgramCache& cache, device
       tiles_(tiles_for(device, head_size)),
       set_(cache, device, "flash_attention",
            {"flash_attention_forward", "flash_attention_backward_dq", "flash_attention_backward_dkdv"},
-           fmt::format("{} -DHS={} -DFA_WG={} -DFWD_BR={} -DFWD_BC={} -DDQ_BR={} -DDQ_BC={} -DKV_BR={} -DKV_BC={}",
+           fmt::format("{} -DHS={} -DFA_WG={} -DFWD_BR={} -DFWD_BC={} -DDQ_BR={} -DDQ_BC={} -DKV_BR={} -DKV_BC={}{}",
                        device::dtype_build_option(act), head_size, tiles_.group_size, tiles_.forward.rows,
-                       tiles_.forward.cols, tiles_.dq.rows, tiles_.dq.cols, tiles_.dkdv.rows, tiles_.dkdv.cols)) {}
+                       tiles_.forward.cols, tiles_.dq.rows, tiles_.dq.cols, tiles_.dkdv.rows, tiles_.dkdv.cols,
+                       vector_reads_option())) {}
 
 template <typename... Args>
 void FlashAttentionKernels::launch(const char* kernel, std::size_t blocks, std::size_t heads, std::size_t B,

@@ -20,7 +20,7 @@
 // visited. Each kernel has its own tile (FWD_*, DQ_*, KV_*): the backward ones hold more in local
 // memory per row.
 // scripts/check_ptx.sh builds (the tiles flash_tiles picks for GPT-2's and LLaMA-7B's heads at PAX_WG 256):
-// check_ptx: -DHS=64 -DFA_WG=128 -DFWD_BR=64 -DFWD_BC=32 -DDQ_BR=64 -DDQ_BC=16 -DKV_BR=32 -DKV_BC=32
+// check_ptx: -DHS=64 -DFA_WG=128 -DFWD_BR=64 -DFWD_BC=32 -DDQ_BR=32 -DDQ_BC=32 -DKV_BR=32 -DKV_BC=32
 // check_ptx: -DHS=128 -DFA_WG=128 -DFWD_BR=32 -DFWD_BC=16 -DDQ_BR=32 -DDQ_BC=8 -DKV_BR=16 -DKV_BC=16
 
 #ifndef HS
@@ -32,16 +32,42 @@
 #ifndef FWD_BR
 #define FWD_BR 64
 #define FWD_BC 32
-#define DQ_BR 64
-#define DQ_BC 16
+#define DQ_BR 32
+#define DQ_BC 32
 #define KV_BR 32
 #define KV_BC 32
 #endif
 #define FA_TC 8                              // work-items per row (kernels_cl/flash_attention.h: kFlashLanes)
 #define FA_TR (FA_WG / FA_TC)                // rows of work-items
 #define FA_DN ((HS + FA_TC - 1) / FA_TC)     // head dims per work-item
-#define FA_LD (HS + 1)                       // a tile row in local memory, padded against bank conflicts
-#define FA_PITCH(BC) ((BC) + 1)              // a row of a (rows, BC) probability tile, padded likewise
+// Vector reads from local memory: with HS a multiple of 4 the dot products over head dims read
+// float4s (16-byte aligned tile rows, padded by 4 floats so that 8 consecutive rows start in 8
+// different groups of 4 banks), and with HS a multiple of 4 * FA_TC each work-item's head dims come
+// in runs of 4 (dims 4*tc + 4*FA_TC*g + e), so the P V-style products read float4s of both sides.
+// Every sum keeps its order (over d, or over c), whichever form runs.
+// Building with -DFA_VEC_DOTS=0 -DFA_VEC_DIMS=0 keeps the scalar reads (PAX_OCL_FLASH_VECTOR_READS=0,
+// to measure one form against the other on a GPU).
+#ifndef FA_VEC_DOTS
+#define FA_VEC_DOTS (HS % 4 == 0)
+#endif
+#ifndef FA_VEC_DIMS
+#define FA_VEC_DIMS (HS % (4 * FA_TC) == 0)
+#endif
+#if FA_VEC_DIMS && !FA_VEC_DOTS
+#error "FA_VEC_DIMS reads float4s of tile rows: it needs FA_VEC_DOTS's 16-byte aligned rows"
+#endif
+#if FA_VEC_DOTS
+#define FA_LD (HS + 4)                       // a tile row in local memory, padded against bank conflicts
+#else
+#define FA_LD (HS + 1)
+#endif
+#define FA_PITCH(BC) ((BC) + 4)              // a row of a (rows, BC) probability tile, padded likewise
+#define FA_LOCAL __local __attribute__((aligned(16)))
+#if FA_VEC_DIMS
+#define FA_DIM(tc, j) (4 * (tc) + 4 * FA_TC * ((j) >> 2) + ((j) & 3))  // head dim of accumulator j of lane tc
+#else
+#define FA_DIM(tc, j) ((tc) + FA_TC * (j))
+#endif
 #define FA_KERNEL __kernel __attribute__((reqd_work_group_size(FA_WG, 1, 1)))
 
 #if FA_WG % FA_TC != 0 || FWD_BR % FA_TR != 0 || DQ_BR % FA_TR != 0 || KV_BR % FA_TR != 0 || \
@@ -61,11 +87,30 @@ inline void fa_load_tile(__local float* tile, uint rows, __global const act_t* s
   }
 }
 
+// Component e of v (e < 4; a register after unrolling).
+inline float fa_lane(float4 v, uint e) { return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; }
+
 // s[i*nc + j] = a-row (tr + FA_TR*i) . b-row (tc + FA_TC*j) over HS dims, both padded tiles: a
 // register tile of A B^T (scores, or dout v^T). nc and rm are compile-time after inlining.
 inline void fa_dots(float* s, uint rm, uint nc, __local const float* a, __local const float* b, uint tr,
                     uint tc) {
   for (uint i = 0; i < rm * nc; ++i) s[i] = 0.0f;
+#if FA_VEC_DOTS
+#pragma unroll
+  for (uint d = 0; d < HS; d += 4) {
+    float4 av[FA_RM_MAX], bv[FA_NC_MAX];
+    for (uint i = 0; i < rm; ++i) av[i] = *(__local const float4*)(a + (tr + FA_TR * i) * FA_LD + d);
+    for (uint j = 0; j < nc; ++j) bv[j] = *(__local const float4*)(b + (tc + FA_TC * j) * FA_LD + d);
+    for (uint i = 0; i < rm; ++i)
+      for (uint j = 0; j < nc; ++j) {
+        float x = s[i * nc + j];
+        x = fma(av[i].x, bv[j].x, x);
+        x = fma(av[i].y, bv[j].y, x);
+        x = fma(av[i].z, bv[j].z, x);
+        s[i * nc + j] = fma(av[i].w, bv[j].w, x);
+      }
+  }
+#else
   for (uint d = 0; d < HS; ++d) {
     float av[FA_RM_MAX], bv[FA_NC_MAX];
     for (uint i = 0; i < rm; ++i) av[i] = a[(tr + FA_TR * i) * FA_LD + d];
@@ -73,20 +118,44 @@ inline void fa_dots(float* s, uint rm, uint nc, __local const float* a, __local 
     for (uint i = 0; i < rm; ++i)
       for (uint j = 0; j < nc; ++j) s[i * nc + j] = fma(av[i], bv[j], s[i * nc + j]);
   }
+#endif
 }
 
-// acc[i*FA_DN + j] += sum over c < cols of p[row_i][c] * b[c][d_j]: rows tr + FA_TR*i of a (rows,
-// pld) probability tile, head dims d_j = tc + FA_TC*j of a padded tile (P V, dS K, P^T dO, ...).
+// acc[i*FA_DN + j] += sum over c < cols of p[row_i][c] * b[c][FA_DIM(tc, j)]: rows tr + FA_TR*i of a
+// (rows, pld) probability tile (cols and pld multiples of 4) and a padded tile (P V, dS K, P^T dO, ...).
 inline void fa_accumulate(float* acc, uint rm, __local const float* p, uint pld, uint cols,
                           __local const float* b, uint tr, uint tc) {
+#if FA_VEC_DIMS
+#pragma unroll
+  for (uint c0 = 0; c0 < cols; c0 += 4) {
+    float4 pv[FA_RM_MAX];
+    for (uint i = 0; i < rm; ++i) pv[i] = *(__local const float4*)(p + (tr + FA_TR * i) * pld + c0);
+#pragma unroll
+    for (uint e = 0; e < 4; ++e) {
+      float4 bv[FA_DN / 4];
+      for (uint g = 0; g < FA_DN / 4; ++g) bv[g] = *(__local const float4*)(b + (c0 + e) * FA_LD + 4 * tc + 4 * FA_TC * g);
+      for (uint i = 0; i < rm; ++i) {
+        const float pe = fa_lane(pv[i], e);
+        for (uint g = 0; g < FA_DN / 4; ++g) {
+          float* x = acc + i * FA_DN + 4 * g;
+          x[0] = fma(pe, bv[g].x, x[0]);
+          x[1] = fma(pe, bv[g].y, x[1]);
+          x[2] = fma(pe, bv[g].z, x[2]);
+          x[3] = fma(pe, bv[g].w, x[3]);
+        }
+      }
+    }
+  }
+#else
   for (uint c = 0; c < cols; ++c) {
     float pv[FA_RM_MAX], bv[FA_DN];
     for (uint i = 0; i < rm; ++i) pv[i] = p[(tr + FA_TR * i) * pld + c];
     // Dims past HS (HS not a multiple of FA_TC) read a live element and are never stored.
-    for (uint j = 0; j < FA_DN; ++j) bv[j] = b[c * FA_LD + min(tc + FA_TC * j, (uint)HS - 1)];
+    for (uint j = 0; j < FA_DN; ++j) bv[j] = b[c * FA_LD + min((uint)FA_DIM(tc, j), (uint)HS - 1)];
     for (uint i = 0; i < rm; ++i)
       for (uint j = 0; j < FA_DN; ++j) acc[i * FA_DN + j] = fma(pv[i], bv[j], acc[i * FA_DN + j]);
   }
+#endif
 }
 
 // Each of the work-item's rm rows' value, combined over the row's FA_TC lanes in lane order
@@ -108,7 +177,7 @@ inline size_t fa_at(uint b, uint rows_per_seq, uint row, size_t stride, uint col
   return ((size_t)b * rows_per_seq + row) * stride + col;
 }
 
-// Stores the work-item's head dims of its rm rows (tr + FA_TR*i of a block starting at row `first`
+// Stores the work-item's head dims (FA_DIM) of its rm rows (tr + FA_TR*i of a block starting at row `first`
 // of sequence b in a (rows_per_seq, stride) act buffer, at column `col`); rows at or past `live`
 // are not stored.
 inline void fa_store_rows(__global act_t* dst, const float* acc, uint rm, uint b, uint rows_per_seq, uint first,
@@ -118,7 +187,7 @@ inline void fa_store_rows(__global act_t* dst, const float* acc, uint rm, uint b
     if (r >= live) continue;
     const size_t at = fa_at(b, rows_per_seq, first + r, stride, col);
     for (uint j = 0; j < FA_DN; ++j) {
-      const uint d = tc + FA_TC * j;
+      const uint d = FA_DIM(tc, j);
       if (d < HS) act_store(dst, at + d, acc[i * FA_DN + j]);
     }
   }
@@ -132,7 +201,7 @@ FA_KERNEL void flash_attention_forward(__global const act_t* q, const uint q_str
                                        __global act_t* out, const uint out_stride, __global float* lse,
                                        const uint stats_stride, const uint queries, const uint p0, const uint H,
                                        const uint group, const float scale) {
-  __local float Qs[FWD_BR * FA_LD], Ks[FWD_BC * FA_LD], Vs[FWD_BC * FA_LD], Ps[FWD_BR * FA_PITCH(FWD_BC)];
+  FA_LOCAL float Qs[FWD_BR * FA_LD], Ks[FWD_BC * FA_LD], Vs[FWD_BC * FA_LD], Ps[FWD_BR * FA_PITCH(FWD_BC)];
   __local float red_max[FWD_BR * FA_TC], red_sum[FWD_BR * FA_TC];
   const uint lid = get_local_id(0), tr = lid / FA_TC, tc = lid - tr * FA_TC;
   const uint t0 = get_group_id(0) * FWD_BR, h = get_group_id(1), b = get_group_id(2), kvh = h / group;
@@ -203,7 +272,7 @@ FA_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const uint
                                            const uint dout_stride, __global const float* lse,
                                            __global float* delta, __global act_t* dqkv, const uint T, const uint H,
                                            const uint group, const float scale) {
-  __local float Qs[DQ_BR * FA_LD], dOs[DQ_BR * FA_LD], Ks[DQ_BC * FA_LD], Vs[DQ_BC * FA_LD], dSs[DQ_BR * FA_PITCH(DQ_BC)];
+  FA_LOCAL float Qs[DQ_BR * FA_LD], dOs[DQ_BR * FA_LD], Ks[DQ_BC * FA_LD], Vs[DQ_BC * FA_LD], dSs[DQ_BR * FA_PITCH(DQ_BC)];
   __local float red[DQ_BR * FA_TC];
   const uint lid = get_local_id(0), tr = lid / FA_TC, tc = lid - tr * FA_TC;
   const uint t0 = get_group_id(0) * DQ_BR, h = get_group_id(1), b = get_group_id(2), kvh = h / group;
@@ -272,8 +341,9 @@ FA_KERNEL void flash_attention_backward_dkdv(__global const act_t* qkv, const ui
                                              __global const float* lse, __global const float* delta,
                                              __global act_t* dqkv, const uint T, const uint H, const uint group,
                                              const float scale) {
-  __local float Ks[KV_BR * FA_LD], Vs[KV_BR * FA_LD], Qs[KV_BC * FA_LD], dOs[KV_BC * FA_LD];
-  __local float Ps[KV_BR * FA_PITCH(KV_BC)], dSs[KV_BR * FA_PITCH(KV_BC)], lse_s[KV_BC], delta_s[KV_BC];
+  FA_LOCAL float Ks[KV_BR * FA_LD], Vs[KV_BR * FA_LD], Qs[KV_BC * FA_LD], dOs[KV_BC * FA_LD];
+  FA_LOCAL float Ps[KV_BR * FA_PITCH(KV_BC)], dSs[KV_BR * FA_PITCH(KV_BC)];
+  __local float lse_s[KV_BC], delta_s[KV_BC];
   const uint lid = get_local_id(0), tr = lid / FA_TC, tc = lid - tr * FA_TC;
   const uint u_first = get_group_id(0) * KV_BR, kvh = get_group_id(1), b = get_group_id(2);
   const uint live_rows = min((uint)KV_BR, T - u_first);
