@@ -15,46 +15,24 @@ __kernel void softmax_cross_entropy(__global act_t* logits, __global float* loss
   const float8 m8 = fmax(m16.lo, m16.hi);
   const float4 m4 = fmax(m8.lo, m8.hi);
   mx = fmax(mx, fmax(fmax(m4.x, m4.y), fmax(m4.z, m4.w)));
-  const int target = targets[n];
-  const float w = weights[n];
-  const float target_logit = act_load(row, target);
-  uint argmax = 0;  // the first maximum, before the row is overwritten
-  while (argmax + 1 < V && act_load(row, argmax) != mx) ++argmax;
-  // float32 rows: one exp per element, kept in the row by the summing pass and scaled by the
-  // gradient pass (exp is most of this kernel's time on a CPU). A 16-bit row would round the kept
-  // value once more, so 16-bit rows take exp again in the gradient pass.
   float16 s16 = (float16)(0.0f);
   float sum = 0.0f;
-#ifdef PAX_ACT_F32
-  for (v = 0; v + 16 <= V; v += 16) {
-    const float16 e = exp(vload16(0, row + v) - mx);
-    s16 += e;
-    vstore16(e, 0, row + v);
-  }
-  for (; v < V; ++v) {
-    const float e = exp(row[v] - mx);
-    sum += e;
-    row[v] = e;
-  }
-#else
   for (v = 0; v + 16 <= V; v += 16) s16 += exp(act_load16(row + v) - mx);
   for (; v < V; ++v) sum += exp(act_load(row, v) - mx);
-#endif
   const float8 s8 = s16.lo + s16.hi;
   const float4 s4 = s8.lo + s8.hi;
   sum += (s4.x + s4.y) + (s4.z + s4.w);
   const float lse = mx + log(sum);
+  const int target = targets[n];
+  const float w = weights[n];
+  const float target_logit = act_load(row, target);
   losses[n] = w * (lse - target_logit);
+  uint argmax = 0;  // the first maximum, before the row is overwritten
+  while (argmax + 1 < V && act_load(row, argmax) != mx) ++argmax;
   correct[n] = argmax == (uint)target ? w : 0.0f;
   const float g = w * inv_weight_sum;
-#ifdef PAX_ACT_F32
-  const float g_over_sum = g / sum;
-  for (v = 0; v + 16 <= V; v += 16) vstore16(g_over_sum * vload16(0, row + v), 0, row + v);
-  for (; v < V; ++v) row[v] *= g_over_sum;
-#else
   for (v = 0; v + 16 <= V; v += 16) act_store16(row + v, g * exp(act_load16(row + v) - lse));
   for (; v < V; ++v) act_store(row, v, g * exp(act_load(row, v) - lse));
-#endif
   // The target's entry from its logit, in float: a 16-bit row would otherwise be rounded twice.
   const float p_target = g * exp(target_logit - lse);
   act_store(row, target, p_target - g);
