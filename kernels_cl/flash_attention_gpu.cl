@@ -133,7 +133,7 @@ inline void fa_accumulate(float* acc, uint rm, __local const float* p, uint pld,
 #pragma unroll
     for (uint e = 0; e < 4; ++e) {
       float4 bv[FA_DN / 4];
-      for (uint g = 0; g < FA_DN / 4; ++g) bv[g] = *(__local const float4*)(b + (c0 + e) * FA_LD + 4 * tc + 4 * FA_TC * g);
+      for (uint g = 0; g < FA_DN / 4; ++g) bv[g] = *(__local const float4*)(b + (c0 + e) * FA_LD + FA_DIM(tc, 4 * g));
       for (uint i = 0; i < rm; ++i) {
         const float pe = fa_lane(pv[i], e);
         for (uint g = 0; g < FA_DN / 4; ++g) {

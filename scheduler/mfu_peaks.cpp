@@ -58,9 +58,8 @@ device::PeakCompute job_compute(const StepProgram& program, const config::JobCon
 
 // Theoretical GFLOP/s of the job: each process's devices, CPU devices sharing their host's cores
 // (processes on one host too); 0 when a device's peak is unknown.
-std::pair<double, std::string> job_theoretical(const StepProgram& program, const config::JobConfig& job,
+std::pair<double, std::string> job_theoretical(const StepProgram& program, device::PeakCompute compute,
                                                const collectives::ProcessWorld& world) {
-  const device::PeakCompute compute = job_compute(program, job);
   const unsigned host_threads = std::max(1u, std::thread::hardware_concurrency());
   double accelerators = 0, cpus = 0;
   std::string basis;
@@ -93,15 +92,16 @@ std::pair<double, std::string> job_theoretical(const StepProgram& program, const
 MfuPeaks::MfuPeaks(StepProgram& program, const config::JobConfig& job, const collectives::ProcessWorld& world,
                    const std::filesystem::path& store_dir)
     : replicas_(job.mesh.replicas(world.size())) {
+  const device::PeakCompute compute = job_compute(program, job);
   measured_now_ = measure_gemm(program.device(), program.runtime().gemm(), job.step.fprop_dtype);
   if (!store_dir.empty()) {
     file_ = store_dir / fmt::format("gemm-peak-{:016x}-{}.txt", device::device_fingerprint(program.device().info()),
-                                    device::peak_compute_name(job_compute(program, job)));
+                                    device::peak_compute_name(compute));
   }
   const double stored = file_.empty() ? 0.0 : read_stored(file_);
   per_device_measured_ = std::max(stored, measured_now_);
   if (measured_now_ > stored) store();
-  std::tie(theoretical_, theoretical_basis_) = job_theoretical(program, job, world);
+  std::tie(theoretical_, theoretical_basis_) = job_theoretical(program, compute, world);
 }
 
 void MfuPeaks::observe(double achieved_gflops) {
