@@ -29,17 +29,23 @@ std::size_t DirectTile::local_bytes() const {
 }
 
 std::string DirectTile::defines() const {
-  return fmt::format("-DTM={} -DTN={} -DTK={} -DWM={} -DWN={}", tm, tn, tk, wm, wn);
+  return fmt::format("-DTM={} -DTN={} -DTK={} -DWM={} -DWN={}{}", tm, tn, tk, wm, wn,
+                     ku ? fmt::format(" -DKU={}", ku) : "");
 }
 
-std::string DirectTile::name() const { return fmt::format("{}x{}x{}.r{}x{}", tm, tn, tk, wm, wn); }
+std::string DirectTile::name() const {
+  return fmt::format("{}x{}x{}.r{}x{}{}", tm, tn, tk, wm, wn, ku ? fmt::format(".u{}", ku) : "");
+}
 
 DirectTile DirectTile::parse(std::string_view name) {
   DirectTile t;
   char tail = 0;
   const std::string s(name);
-  if (std::sscanf(s.c_str(), "%dx%dx%d.r%dx%d%c", &t.tm, &t.tn, &t.tk, &t.wm, &t.wn, &tail) != 5) {
-    throw ConfigError(fmt::format("direct GEMM tile '{}' is malformed; expected TMxTNxTK.rWMxWN, e.g. {}", name,
+  // Without a tail: TMxTNxTK.rWMxWN; with one: ... .uKU and nothing after it.
+  const bool plain = std::sscanf(s.c_str(), "%dx%dx%d.r%dx%d%c", &t.tm, &t.tn, &t.tk, &t.wm, &t.wn, &tail) == 5;
+  if (!plain &&
+      std::sscanf(s.c_str(), "%dx%dx%d.r%dx%d.u%d%c", &t.tm, &t.tn, &t.tk, &t.wm, &t.wn, &t.ku, &tail) != 6) {
+    throw ConfigError(fmt::format("direct GEMM tile '{}' is malformed; expected TMxTNxTK.rWMxWN[.uKU], e.g. {}", name,
                                   DirectTile{}.name()));
   }
   // gemm_direct.cl's #error conditions, checked here so a bad tile fails before any build; a
@@ -47,15 +53,20 @@ DirectTile DirectTile::parse(std::string_view name) {
   const bool ok = t.wm > 0 && t.wn > 0 && t.tk > 0 && t.wm % 4 == 0 && t.wn % 4 == 0 && t.tk % 4 == 0 &&
                   t.tm % t.wm == 0 && t.tn % t.wn == 0 && t.wm * t.wn <= 128 && t.threads() <= 1024 &&
                   (t.tm * t.tk / 4) % t.threads() == 0 && (t.tn * t.tk / 4) % t.threads() == 0 &&
-                  t.tm * t.tk / 4 >= t.threads() && t.tn * t.tk / 4 >= t.threads();
+                  t.tm * t.tk / 4 >= t.threads() && t.tn * t.tk / 4 >= t.threads() &&
+                  (t.ku == 0 || (t.ku > 0 && t.ku < t.tk && t.tk % t.ku == 0));
   if (!ok) throw ConfigError(fmt::format("direct GEMM tile '{}' is not one gemm_direct.cl can run", name));
   return t;
 }
 
 std::vector<DirectTile> direct_tile_candidates(const device::DeviceInfo& device) {
-  static const char* const kAll[] = {"128x64x16.r8x8",  "64x64x16.r4x4",  "64x64x16.r8x4",  "128x128x16.r8x8",
-                                     "128x128x8.r8x8",  "128x64x8.r8x8",  "64x128x16.r8x8", "128x32x16.r8x4",
-                                     "64x32x16.r4x4",   "32x32x16.r4x4"};
+  // Around the measured best (64x64, 8 x 4 on an H200): register tiles of 16 to 64, 64 to 256
+  // work-items, slices of 8 to 32, and three partial unrolls that trade loop overhead for registers
+  // (all slower than the whole slice on the H200; a compiler short of registers may differ).
+  static const char* const kAll[] = {
+      "128x64x16.r8x8", "64x64x16.r4x4",  "64x64x16.r8x4",    "128x128x16.r8x8",   "128x128x8.r8x8",   "128x64x8.r8x8",
+      "64x128x16.r8x8", "128x32x16.r8x4", "64x32x16.r4x4",    "32x32x16.r4x4",     "64x64x8.r8x4",     "64x64x32.r8x4.u8",
+      "64x64x16.r4x8",  "128x64x16.r8x4", "64x64x16.r8x4.u4", "128x64x16.r8x8.u4", "128x64x16.r8x4.u4"};
   std::vector<DirectTile> fit;
   for (const char* name : kAll) {
     const DirectTile t = DirectTile::parse(name);
@@ -67,7 +78,7 @@ std::vector<DirectTile> direct_tile_candidates(const device::DeviceInfo& device)
 std::vector<DirectTile> direct_auto_tiles(const device::DeviceInfo& device) {
   if (const auto tuned = tuned_direct_tile(device)) return {*tuned};
   std::vector<DirectTile> fit;
-  for (const char* name : {"128x64x16.r8x8", "128x128x8.r8x8", "64x64x16.r4x4"}) {
+  for (const char* name : {"128x64x16.r8x8", "128x128x8.r8x8", "64x64x16.r8x4"}) {
     const DirectTile t = DirectTile::parse(name);
     if (fits(t, device)) fit.push_back(t);
   }

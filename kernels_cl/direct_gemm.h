@@ -27,14 +27,15 @@
 namespace paxocl::kernels {
 
 // A work-group's TM x TN block of C in TK-deep k slices; each work-item a WM x WN register tile:
-// (TM / WM) x (TN / WN) work-items.
+// (TM / WM) x (TN / WN) work-items. ku: the k steps unrolled together, a divisor of TK below it
+// (fewer registers, more loop overhead), or 0 for the whole slice; named ".uKU" when set.
 struct DirectTile {
-  int tm = 128, tn = 64, tk = 16, wm = 8, wn = 8;
+  int tm = 128, tn = 64, tk = 16, wm = 8, wn = 8, ku = 0;
 
   int threads() const { return tm / wm * (tn / wn); }
   std::size_t local_bytes() const;  // both operands' slices, double-buffered, as float32
-  std::string defines() const;      // "-DTM=128 -DTN=64 -DTK=16 -DWM=8 -DWN=8"
-  std::string name() const;         // "128x64x16.r8x8"
+  std::string defines() const;      // "-DTM=128 -DTN=64 -DTK=16 -DWM=8 -DWN=8" (+ " -DKU=4")
+  std::string name() const;         // "128x64x16.r8x8" (+ ".u4")
   // Throws ConfigError for a malformed name or a tile gemm_direct.cl cannot run.
   static DirectTile parse(std::string_view name);
   bool operator==(const DirectTile&) const = default;
@@ -47,7 +48,8 @@ std::vector<DirectTile> direct_tile_candidates(const device::DeviceInfo& device)
 // The tiles `auto` times beside the other GPU GEMMs at each shape class (auto_gemm.h): the one
 // `pax-ocl tune` stored for the device, alone; else, of those that fit, the default (128x64, 8 x 8
 // per work-item), a large one (128x128: fewer, fuller work-groups on big shapes) and a small one
-// (64x64, 4 x 4: more work-groups where a shape gives the large tiles too few to fill the device).
+// (64x64, 8 x 4: more work-groups where a shape gives the large tiles too few to fill the device;
+// the fastest of the ten tiles over GPT-2's shapes on an H200, docs/benchmarks.md).
 std::vector<DirectTile> direct_auto_tiles(const device::DeviceInfo& device);
 
 class DirectGemm final : public CountedGemm {

@@ -42,7 +42,8 @@ std::size_t register_floats(FlashKernel kernel, std::size_t hs, std::size_t rows
   return 0;
 }
 
-std::optional<FlashKernelTile> kernel_tile(FlashKernel kernel, std::size_t hs, std::size_t group, std::size_t budget) {
+std::optional<FlashKernelTile> kernel_tile(FlashKernel kernel, std::size_t hs, std::size_t group, std::size_t budget,
+                                           std::size_t max_register_floats) {
   const std::size_t row_items = group / kFlashLanes;
   std::optional<FlashKernelTile> best;
   for (std::size_t rows_per_item = 1; rows_per_item <= 8 && rows_per_item * row_items <= 64; rows_per_item *= 2) {
@@ -50,7 +51,7 @@ std::optional<FlashKernelTile> kernel_tile(FlashKernel kernel, std::size_t hs, s
       const FlashKernelTile tile{rows_per_item * row_items, cols_per_item * kFlashLanes};
       // The smallest tile is always a candidate: a large head then still runs, with what it needs.
       const bool smallest = rows_per_item == 1 && cols_per_item == 1;
-      if (!smallest && register_floats(kernel, hs, rows_per_item, cols_per_item) > kFlashMaxRegisterTile) continue;
+      if (!smallest && register_floats(kernel, hs, rows_per_item, cols_per_item) > max_register_floats) continue;
       if (local_floats(kernel, hs, tile) * sizeof(float) > budget) continue;
       const bool larger = !best || tile.rows * tile.cols > best->rows * best->cols ||
                           (tile.rows * tile.cols == best->rows * best->cols && tile.rows > best->rows);
@@ -61,13 +62,37 @@ std::optional<FlashKernelTile> kernel_tile(FlashKernel kernel, std::size_t hs, s
 }
 }  // namespace
 
-std::optional<FlashTiles> flash_tiles(std::size_t head_size, std::size_t group_size, std::size_t local_bytes) {
+FlashLimits flash_limits_from(const char* group, const char* register_floats) {
+  const auto read = [](const char* value, const char* name, std::size_t low, std::size_t high, std::size_t multiple,
+                       std::size_t fallback) {
+    if (value == nullptr || *value == '\0') return fallback;
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(value, &end, 10);
+    if (*end != '\0' || v < low || v > high || v % multiple != 0) {
+      throw ConfigError(fmt::format("{}={}: give a whole number from {} to {}{} (unset: {})", name, value, low, high,
+                                    multiple > 1 ? fmt::format(", a multiple of {}", multiple) : "", fallback));
+    }
+    return static_cast<std::size_t>(v);
+  };
+  return FlashLimits{read(group, "PAX_OCL_FLASH_GROUP", kFlashLanes, 1024, kFlashLanes, kFlashMaxGroup),
+                     read(register_floats, "PAX_OCL_FLASH_REGISTER_FLOATS", 16, 256, 1, kFlashMaxRegisterTile)};
+}
+
+FlashLimits flash_limits() {
+  static const FlashLimits limits =
+      flash_limits_from(std::getenv("PAX_OCL_FLASH_GROUP"), std::getenv("PAX_OCL_FLASH_REGISTER_FLOATS"));
+  return limits;
+}
+
+std::optional<FlashTiles> flash_tiles(std::size_t head_size, std::size_t group_size, std::size_t local_bytes,
+                                      const FlashLimits& limits) {
   const std::size_t budget = std::min(local_bytes, kFlashLocalBudget);
-  const std::size_t group = std::min(group_size, kFlashMaxGroup);
+  const std::size_t group = std::min(group_size, limits.max_group);
   if (head_size == 0 || group < kFlashLanes || group % kFlashLanes != 0) return std::nullopt;
-  const auto forward = kernel_tile(FlashKernel::kForward, head_size, group, budget);
-  const auto dq = kernel_tile(FlashKernel::kDq, head_size, group, budget);
-  const auto dkdv = kernel_tile(FlashKernel::kDkDv, head_size, group, budget);
+  const std::size_t regs = limits.max_register_floats;
+  const auto forward = kernel_tile(FlashKernel::kForward, head_size, group, budget, regs);
+  const auto dq = kernel_tile(FlashKernel::kDq, head_size, group, budget, regs);
+  const auto dkdv = kernel_tile(FlashKernel::kDkDv, head_size, group, budget, regs);
   if (!forward || !dq || !dkdv) return std::nullopt;
   const std::size_t floats = std::max({local_floats(FlashKernel::kForward, head_size, *forward),
                                        local_floats(FlashKernel::kDq, head_size, *dq),

@@ -43,12 +43,23 @@ inline constexpr std::size_t kFlashMaxRegisterTile = 64;  // floats of register 
 // Local memory a group may use: the device's, capped at 48 KiB (NVIDIA's OpenCL limit per group).
 inline constexpr std::size_t kFlashLocalBudget = 48 * 1024;
 
+// The two limits of the tile rule. Measuring switches, read once from the environment, to time
+// other tiles on a GPU without a rebuild: PAX_OCL_FLASH_GROUP (a multiple of 8 up to 1024; default
+// kFlashMaxGroup) and PAX_OCL_FLASH_REGISTER_FLOATS (16 to 256; default kFlashMaxRegisterTile).
+// ConfigError, one line, for a value outside those.
+struct FlashLimits {
+  std::size_t max_group = kFlashMaxGroup, max_register_floats = kFlashMaxRegisterTile;
+};
+FlashLimits flash_limits();
+FlashLimits flash_limits_from(const char* group, const char* register_floats);  // the parsing, for tests
+
 // Tiles for head size `head_size` when the GPU set's groups are `group_size` (flash attention
-// uses min(group_size, kFlashMaxGroup)), fitting `local_bytes` (capped at kFlashLocalBudget): per
+// uses min(group_size, limits.max_group)), fitting `local_bytes` (capped at kFlashLocalBudget): per
 // kernel the largest rows x cols (then more rows) whose register tiles stay within
-// kFlashMaxRegisterTile floats (one row and column per work-item always may), rows and cols at
+// limits.max_register_floats (one row and column per work-item always may), rows and cols at
 // most 64; nullopt when some kernel's smallest tile does not fit.
-std::optional<FlashTiles> flash_tiles(std::size_t head_size, std::size_t group_size, std::size_t local_bytes);
+std::optional<FlashTiles> flash_tiles(std::size_t head_size, std::size_t group_size, std::size_t local_bytes,
+                                      const FlashLimits& limits = flash_limits());
 // Whether `device` runs attention as flash attention at this head size: its kernel set is the GPU
 // one and flash_tiles finds tiles for it.
 bool uses_flash_attention(const device::DeviceInfo& device, std::size_t head_size);

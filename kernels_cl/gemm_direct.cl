@@ -21,10 +21,11 @@
 // for every transpose); a chunk is one vector load when the host says the operand is 4-aligned
 // (vec_a / vec_b: offset, leading dimension and batch stride multiples of 4) and the chunk lies
 // inside the matrix, else up to 4 guarded scalar loads. Beyond m, n or k: zeros; C stores guarded.
-// The tiles auto times on GPUs (direct_auto_tiles), for scripts/check_ptx.sh:
+// The tiles auto times on GPUs (direct_auto_tiles) and a partly unrolled one, for scripts/check_ptx.sh:
 // check_ptx: -DTM=128 -DTN=64 -DTK=16 -DWM=8 -DWN=8
 // check_ptx: -DTM=128 -DTN=128 -DTK=8 -DWM=8 -DWN=8
-// check_ptx: -DTM=64 -DTN=64 -DTK=16 -DWM=4 -DWN=4
+// check_ptx: -DTM=64 -DTN=64 -DTK=16 -DWM=8 -DWN=4
+// check_ptx: -DTM=64 -DTN=64 -DTK=16 -DWM=8 -DWN=4 -DKU=4
 #ifndef TM
 #define TM 128
 #endif
@@ -39,6 +40,17 @@
 #endif
 #ifndef WN
 #define WN 8
+#endif
+// KU: the k steps of a slice unrolled together (a divisor of TK; default TK, the whole slice). A
+// smaller KU keeps fewer local-memory reads in flight, so fewer registers: a trade `pax-ocl tune`
+// measures, since the best one depends on the device's compiler.
+#ifndef KU
+#define KU TK
+#endif
+#if KU < TK
+#define DIRECT_K_RUN_PRAGMA _Pragma("unroll 1")
+#else
+#define DIRECT_K_RUN_PRAGMA
 #endif
 #ifndef A_DTYPE
 #define A_DTYPE 0
@@ -55,9 +67,9 @@
 #define CHUNKS_A (TM * TK / 4 / NT)   // 4-element chunks of a slice each work-item fetches
 #define CHUNKS_B (TN * TK / 4 / NT)
 
-#if TM % WM || TN % WN || WM % 4 || WN % 4 || TK % 4 || (TM * TK / 4) % NT || (TN * TK / 4) % NT || \
+#if TM % WM || TN % WN || WM % 4 || WN % 4 || TK % 4 || KU < 1 || TK % KU || (TM * TK / 4) % NT || (TN * TK / 4) % NT || \
     CHUNKS_A < 1 || CHUNKS_B < 1
-#error "gemm_direct.cl: WM, WN, TK multiples of 4 dividing TM, TN; each slice a whole number of chunks per work-item"
+#error "gemm_direct.cl: WM, WN, TK multiples of 4 dividing TM, TN; KU dividing TK; each slice a whole number of chunks per work-item"
 #endif
 
 // Helpers inlined always: the register arrays they take stay registers, and no compiler is left
@@ -179,18 +191,21 @@ DIRECT_FN void gemm_direct(__global act_t* c, const uint c_offset, const uint ld
     }
     __local const float* as = as_all + (s & 1) * (TK * LA);
     __local const float* bs = bs_all + (s & 1) * (TK * LB);
+    DIRECT_K_RUN_PRAGMA
+    for (uint k_run = 0; k_run < TK; k_run += KU) {
 #pragma unroll
-    for (uint kk = 0; kk < TK; ++kk) {
-      float4 av[WM / 4], bv[WN / 4];
+      for (uint kk = k_run; kk < k_run + KU; ++kk) {
+        float4 av[WM / 4], bv[WN / 4];
 #pragma unroll
-      for (uint i = 0; i < WM / 4; ++i) av[i] = *(__local const float4*)(as + kk * LA + i * NY * 4 + ty * 4);
+        for (uint i = 0; i < WM / 4; ++i) av[i] = *(__local const float4*)(as + kk * LA + i * NY * 4 + ty * 4);
 #pragma unroll
-      for (uint j = 0; j < WN / 4; ++j) bv[j] = *(__local const float4*)(bs + kk * LB + j * NX * 4 + tx * 4);
+        for (uint j = 0; j < WN / 4; ++j) bv[j] = *(__local const float4*)(bs + kk * LB + j * NX * 4 + tx * 4);
 #pragma unroll
-      for (uint i = 0; i < WM; ++i) {
-        const float4 a = (float4)(direct_lane(av[i / 4], i % 4));
+        for (uint i = 0; i < WM; ++i) {
+          const float4 a = (float4)(direct_lane(av[i / 4], i % 4));
 #pragma unroll
-        for (uint j = 0; j < WN / 4; ++j) acc[i][j] = fma(a, bv[j], acc[i][j]);
+          for (uint j = 0; j < WN / 4; ++j) acc[i][j] = fma(a, bv[j], acc[i][j]);
+        }
       }
     }
     if (more) {

@@ -349,10 +349,11 @@ TEST_F(TensorCoreGemmTest, ProbeBuildsNothingOffNvidia) {
 }
 
 // DirectGemm (gpu-direct): no packing pass, so every layout reaches the kernel itself. Two tiles
-// (the default 128x64x16.r8x8 and a small 32x32x8.r4x4 whose blocks the shapes cross many times),
+// (the default 128x64x16.r8x8 and a small 32x32x8.r4x4.u4 whose blocks the shapes cross many times
+// and whose slices run as two unrolled halves),
 // each transpose, awkward placement (odd offsets and leading dimensions: scalar loads) and aligned
 // placement (multiples of 8: vector loads), m, n and k each through 1, 7, 63, 65, 129 and 300.
-const char* const kDirectTiles[] = {"128x64x16.r8x8", "32x32x8.r4x4"};
+const char* const kDirectTiles[] = {"128x64x16.r8x8", "32x32x8.r4x4.u4"};
 
 std::vector<Case> direct_cases(Transpose ta, Transpose tb) {
   std::vector<Case> cases;
@@ -370,7 +371,7 @@ std::vector<Case> direct_cases(Transpose ta, Transpose tb) {
 using DirectGemmTest = DeviceTest;
 TEST_F(DirectGemmTest, MatchesFloat64ReferenceForEveryLayout) {
   // Also the other tiles `auto` times on GPUs (direct_auto_tiles), float32 only.
-  for (const char* tile : {kDirectTiles[0], kDirectTiles[1], "128x128x8.r8x8", "64x64x16.r4x4"}) {
+  for (const char* tile : {kDirectTiles[0], kDirectTiles[1], "128x128x8.r8x8", "64x64x16.r8x4"}) {
     kernels::DirectGemm gemm(cache_, *device_, kernels::DirectTile::parse(tile));
     SCOPED_TRACE(gemm.name());
     std::uint64_t seed = 2000;
@@ -480,9 +481,9 @@ TEST(DirectGemmTuning, RoundTripsAndRejectsBadFiles) {
     for (const auto& t : kernels::direct_auto_tiles(info)) names.push_back(t.name());
     return names;
   };
-  EXPECT_EQ(auto_names(), (std::vector<std::string>{"128x64x16.r8x8", "128x128x8.r8x8", "64x64x16.r4x4"}));
+  EXPECT_EQ(auto_names(), (std::vector<std::string>{"128x64x16.r8x8", "128x128x8.r8x8", "64x64x16.r8x4"}));
   info.local_mem_bytes = 20 * 1024;
-  EXPECT_EQ(auto_names(), (std::vector<std::string>{"128x128x8.r8x8", "64x64x16.r4x4"}));
+  EXPECT_EQ(auto_names(), (std::vector<std::string>{"128x128x8.r8x8", "64x64x16.r8x4"}));
 }
 
 // The host libraries (BLIS, oneDNN) with k == 0: C = beta C, and A and B never read (or mapped).
@@ -549,6 +550,15 @@ TEST(GemmPolicy, NamesAndErrors) {
   EXPECT_EQ(kernels::DirectTile::parse("128x64x16.r8x8"), kernels::DirectTile{});
   EXPECT_THROW(kernels::DirectTile::parse("128x64"), ConfigError);
   EXPECT_THROW(kernels::DirectTile::parse("128x64x16.r8x6"), ConfigError);  // WN not a multiple of 4
+  const kernels::DirectTile unrolled = kernels::DirectTile::parse("64x64x16.r8x4.u4");
+  EXPECT_EQ(unrolled.ku, 4);
+  EXPECT_EQ(unrolled.name(), "64x64x16.r8x4.u4");
+  EXPECT_NE(unrolled.defines().find("-DKU=4"), std::string::npos);
+  EXPECT_EQ(kernels::DirectTile{}.defines().find("KU"), std::string::npos);  // the whole slice: no define
+  EXPECT_THROW(kernels::DirectTile::parse("64x64x16.r8x4.u3"), ConfigError);   // KU not dividing TK
+  EXPECT_THROW(kernels::DirectTile::parse("64x64x16.r8x4.u16"), ConfigError);  // KU = TK is the plain name
+  EXPECT_THROW(kernels::DirectTile::parse("64x64x16.r8x4.u4x"), ConfigError);
+  EXPECT_THROW(kernels::DirectTile::parse("64x64x16.r8x4u4"), ConfigError);
   EXPECT_THROW(kernels::gemm_policy_from(std::string("fastest")), ConfigError);
   EXPECT_EQ(kernels::gemm_shape_class(GemmShape{Transpose::kNo, Transpose::kNo, 2048, 64, 384, 1}), "mbig.n64.k512.single");
 }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <tuple>
 
 #include "models/layers/causal_attention.h"
 #include "models/layers/embedding.h"
@@ -589,7 +590,7 @@ TEST(FlashAttentionTiles, FitTheLocalMemory) {
     for (const std::size_t group : {32, 64, 128, 256, 1024})
       for (const std::size_t local : {std::size_t{16} << 10, std::size_t{32} << 10, std::size_t{2} << 20}) {
         SCOPED_TRACE(fmt::format("hs {} group {} local {}", hs, group, local));
-        const auto tiles = kernels::flash_tiles(hs, group, local);
+        const auto tiles = kernels::flash_tiles(hs, group, local, kernels::FlashLimits{});
         if (!tiles) {  // only large heads fit nothing: 80 in 16 KiB with 16 rows of work-items, 128 and more
           EXPECT_TRUE(hs >= 128 || (hs >= 80 && local == std::size_t{16} << 10));
           continue;
@@ -607,12 +608,30 @@ TEST(FlashAttentionTiles, FitTheLocalMemory) {
       }
   // GPT-2's heads on a GPU (PAX_WG 256): a forward tile of 64 queries by 32 keys, 4 x 4 scores a
   // work-item, within 48 KiB.
-  const auto h100 = kernels::flash_tiles(64, 256, 228u << 10);
+  const auto h100 = kernels::flash_tiles(64, 256, 228u << 10, kernels::FlashLimits{});
   ASSERT_TRUE(h100.has_value());
   EXPECT_EQ(h100->group_size, 128u);
   EXPECT_EQ(h100->forward.rows, 64u);
   EXPECT_EQ(h100->forward.cols, 32u);
   EXPECT_FALSE(kernels::flash_tiles(4096, 256, 48u << 10).has_value());
+  // The measuring switches' limits: groups of 64 (8 rows of work-items) and 32 register floats
+  // leave GPT-2's forward 2 x 4 scores and 2 x 8 head dims a work-item: 16 queries by 32 keys.
+  const auto limited = kernels::flash_tiles(64, 256, 228u << 10, kernels::flash_limits_from("64", "32"));
+  ASSERT_TRUE(limited.has_value());
+  EXPECT_EQ(limited->group_size, 64u);
+  EXPECT_EQ(limited->forward.rows, 16u);
+  EXPECT_EQ(limited->forward.cols, 32u);
+  const auto unset = kernels::flash_limits_from(nullptr, "");
+  EXPECT_EQ(unset.max_group, kernels::kFlashMaxGroup);
+  EXPECT_EQ(unset.max_register_floats, kernels::kFlashMaxRegisterTile);
+  for (const auto& [group, regs, names] : {std::tuple{"60", "", "PAX_OCL_FLASH_GROUP=60"},
+                                           std::tuple{"2048", "", "PAX_OCL_FLASH_GROUP=2048"},
+                                           std::tuple{"", "8", "PAX_OCL_FLASH_REGISTER_FLOATS=8"},
+                                           std::tuple{"", "32x", "PAX_OCL_FLASH_REGISTER_FLOATS=32x"}}) {
+    const std::string message = error_message<ConfigError>([&] { kernels::flash_limits_from(group, regs); });
+    EXPECT_NE(message.find(names), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
 }
 
 TEST_P(ActKernelTest, AttentionRefusesKvHeadsThatDoNotDivideTheHeads) {
