@@ -1,7 +1,10 @@
 #include "kernels_cl/direct_gemm.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <span>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -107,18 +110,30 @@ KernelSet& DirectGemm::kernels(device::DType a, device::DType b, device::DType c
                                           device::dtype_build_option(c), tile_.defines());
   auto& set = programs_[options];
   if (!set) {
-    set = std::make_unique<KernelSet>(cache_, device_, "gemm_direct",
-                                      std::initializer_list<const char*>{"gemm_direct_nn", "gemm_direct_nt",
-                                                                         "gemm_direct_tn", "gemm_direct_tt"},
-                                      options);
+    set = std::make_unique<KernelSet>(
+        cache_, device_, "gemm_direct",
+        std::initializer_list<const char*>{"gemm_direct_nn", "gemm_direct_nt", "gemm_direct_tn", "gemm_direct_tt",
+                                           "gemm_direct_split_sum"},
+        options);
   }
   return *set;
 }
 
-void DirectGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
-                     const GemmOperand& c) {
-  if (s.m == 0 || s.n == 0 || s.batch == 0) return;
-  const auto start = start_call(device_.queue());
+std::size_t DirectGemm::split_k(const GemmShape& s) const {
+  if (s.batch != 1 || s.m == 0 || s.n == 0) return 1;
+  const std::size_t blocks = ((s.m + tile_.tm - 1) / tile_.tm) * ((s.n + tile_.tn - 1) / tile_.tn);
+  const std::size_t want = 8 * std::max<std::size_t>(device_.info().compute_units, 1);
+  std::size_t splits = 1;
+  for (std::size_t next = 2; next <= 16 && blocks * splits < want; next *= 2) {
+    const bool deep = s.k % (4 * next) == 0 && s.k / next >= kSplitMinK;
+    if (!deep || next * s.m * s.n * sizeof(float) > kSplitMaxBytes) break;
+    splits = next;
+  }
+  return splits;
+}
+
+void DirectGemm::launch(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                        const GemmOperand& c) {
   const std::size_t nx = static_cast<std::size_t>(tile_.tn / tile_.wn), ny = static_cast<std::size_t>(tile_.tm / tile_.wm);
   const std::size_t blocks_n = (s.n + tile_.tn - 1) / tile_.tn, blocks_m = (s.m + tile_.tm - 1) / tile_.tm;
   const std::array<std::size_t, 3> global{blocks_n * nx, blocks_m * ny, s.batch}, local{nx, ny, 1};
@@ -128,6 +143,36 @@ void DirectGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, cons
                  u32(c.batch_stride), a.buffer, u32(a.offset), u32(a.ld), u32(a.batch_stride), b.buffer, u32(b.offset),
                  u32(b.ld), u32(b.batch_stride), u32(s.m), u32(s.n), u32(s.k), alpha, beta,
                  cl_uint{aligned4(a, s.batch)}, cl_uint{aligned4(b, s.batch)});
+}
+
+void DirectGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                     const GemmOperand& c) {
+  if (s.m == 0 || s.n == 0 || s.batch == 0) return;
+  const auto start = start_call(device_.queue());
+  const std::size_t splits = split_k(s);
+  if (splits == 1) {
+    launch(s, alpha, a, b, beta, c);
+  } else {
+    // Split j multiplies k range [j*kc, (j+1)*kc): a batch whose operands step by kc along k.
+    const std::size_t kc = s.k / splits, plane = s.m * s.n;
+    if (split_partials_.count() < splits * plane) {
+      split_partials_ = device::Buffer<float>(device_.context(), splits * plane, "direct GEMM split-k partials");
+      // Zeroed once, from the host: every element is written before the sum reads it, but Oclgrind's
+      // --uninitialized counts only host writes as initialising a buffer (not a fill, not a kernel's
+      // stores) and would flag every read of the partials.
+      const std::vector<float> zeros(split_partials_.count(), 0.0f);
+      device_.queue().write(split_partials_, std::span<const float>(zeros));
+    }
+    GemmOperand pa = a, pb = b;
+    pa.batch_stride = s.a == Transpose::kNo ? kc : kc * a.ld;  // A (m, k) or A^T stored (k, m)
+    pb.batch_stride = s.b == Transpose::kNo ? kc * b.ld : kc;  // B (k, n) or B^T stored (n, k)
+    const GemmOperand partials{split_partials_.get(), 0, s.n, plane, device::DType::kF32};
+    launch(GemmShape{s.a, s.b, s.m, s.n, kc, splits}, 1.0f, pa, pb, 0.0f, partials);
+    const std::array<std::size_t, 2> local{32, 4}, global{(s.n + 31) / 32 * 32, (s.m + 3) / 4 * 4};
+    kernels(a.dtype, b.dtype, c.dtype)
+        .launch_nd("gemm_direct_split_sum", global, local, c.buffer, u32(c.offset), u32(c.ld), split_partials_.get(),
+                   u32(s.m), u32(s.n), u32(splits), alpha, beta);
+  }
   end_call(device_.queue(), start);
 }
 

@@ -12,6 +12,10 @@
 //
 // Tile: DirectTile, compile-time defines of the program (-DTM -DTN -DTK -DWM -DWN): the given
 // one, else the one `pax-ocl tune` stored for the device (direct_gemm_tuning.h), else DirectTile{}.
+// Split k: a single product whose C has too few blocks to keep the device busy (weight gradients:
+// m and n a layer's widths, k the tokens) runs as `splits` products over consecutive k ranges into
+// a float32 workspace, then one pass sums them in split order (deterministic) and applies alpha
+// and beta (split_k() says how many; 1: not split).
 #pragma once
 
 #include <map>
@@ -21,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "device/buffer.h"
 #include "kernels_cl/gemm.h"
 #include "kernels_cl/kernel_set.h"
 
@@ -62,17 +67,27 @@ class DirectGemm final : public CountedGemm {
   std::string name() const override { return "gpu-direct-" + tile_.name(); }
   bool supports(device::DType, device::DType, device::DType) const override { return true; }
   const DirectTile& tile() const { return tile_; }
+  // The k splits run() uses for this shape: doubled from 1 while C's blocks times the splits stay
+  // under 8 per compute unit, up to 16, each split at least kSplitMinK deep and a multiple of 4
+  // (aligned vector loads), the workspace within kSplitMaxBytes; 1 for batched products.
+  std::size_t split_k(const GemmShape& shape) const;
+  static constexpr std::size_t kSplitMinK = 256;
+  static constexpr std::size_t kSplitMaxBytes = std::size_t{64} << 20;
 
   // The tile a DirectGemm built without one uses on `device`: tuned, else the default.
   static DirectTile default_tile(const device::Device& device);
 
  private:
   KernelSet& kernels(device::DType a, device::DType b, device::DType c);
+  // One launch of the tiled kernel (C's dtype selects the program).
+  void launch(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+              const GemmOperand& c);
 
   device::ProgramCache& cache_;
   device::Device& device_;
   DirectTile tile_;
   std::map<std::string, std::unique_ptr<KernelSet>> programs_;  // by build options
+  device::Buffer<float> split_partials_;                         // grown on demand; queue order guards reuse
 };
 
 }  // namespace paxocl::kernels

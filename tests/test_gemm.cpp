@@ -394,6 +394,29 @@ TEST_F(DirectGemmTest, BetaZeroNeverReadsCAndBetaOneAccumulates) {
   }
 }
 
+// Split k (weight-gradient shapes: few blocks of C, deep k): the partial products over k ranges and
+// their in-order sum with alpha and beta, every transpose, both placements, beta 0 over a NaN C and
+// beta 1, a 16-bit mix; k = 1000 splits in two (not a multiple of 16), 2048 in four or more.
+TEST_F(DirectGemmTest, SplitKMatchesFloat64Reference) {
+  kernels::DirectGemm gemm(cache_, *device_, kernels::DirectTile::parse(kDirectTiles[1]));
+  const auto shape = [](std::size_t m, std::size_t n, std::size_t k, std::size_t batch = 1) {
+    return GemmShape{Transpose::kYes, Transpose::kNo, m, n, k, batch};
+  };
+  ASSERT_GE(gemm.split_k(shape(33, 17, 2048)), 4u);
+  EXPECT_EQ(gemm.split_k(shape(33, 65, 1000)), 2u);
+  EXPECT_EQ(gemm.split_k(shape(33, 65, 300)), 1u);      // too shallow
+  EXPECT_EQ(gemm.split_k(shape(33, 17, 2048, 2)), 1u);  // batched products are not split
+  std::uint64_t seed = 5000;
+  for (Transpose ta : {Transpose::kNo, Transpose::kYes})
+    for (Transpose tb : {Transpose::kNo, Transpose::kYes})
+      for (Layout layout : {Layout::kAwkward, Layout::kAligned}) {
+        check(*this, gemm, Case{33, 17, 2048, 1, ta, tb}, seed += 3, {}, layout, 0.0f, CInit::kNaN);
+        check(*this, gemm, Case{33, 65, 1000, 1, ta, tb}, seed += 3, {}, layout, 1.0f);
+      }
+  check(*this, gemm, Case{33, 65, 1000, 1, Transpose::kYes, Transpose::kNo}, 5100,
+        DTypes{device::DType::kBF16, device::DType::kBF16, device::DType::kBF16}, Layout::kAligned, 1.0f);
+}
+
 // 16-bit A, B and C in several mixes, both placements: four mixes on the small tile, two on the
 // default one (each mix is a program of its own, seconds of PoCL's compiler apiece).
 TEST_F(DirectGemmTest, SixteenBitOperandsAccumulateInFloat32) {
@@ -432,6 +455,10 @@ TEST_F(DirectGemmSmall, EdgesTransposesBatchesAndDtypes) {
     check(*this, gemm, Case{7, 9, 20, 1, Transpose::kNo, Transpose::kNo}, 4100, {}, Layout::kAligned, 1.0f);
     check(*this, gemm, Case{33, 5, 17, 1, Transpose::kYes, Transpose::kNo}, 4101,
           DTypes{device::DType::kBF16, device::DType::kF16, device::DType::kBF16}, Layout::kAligned);
+    // Split k: two partial products and their sum (beta 1 reads C once, in the sum).
+    const Case deep{33, 17, 512, 1, Transpose::kYes, Transpose::kNo};
+    ASSERT_EQ(gemm.split_k(GemmShape{deep.a, deep.b, deep.m, deep.n, deep.k, 1}), 2u);
+    check(*this, gemm, deep, 4102, {}, Layout::kAligned, 1.0f);
   }
 }
 
