@@ -75,7 +75,10 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
             << std::flush;
 }
 
-void TrainingReport::restart_interval() { interval_start_ = Clock::now(); }
+void TrainingReport::restart_interval() {
+  interval_start_ = Clock::now();
+  timed_steps_ = 0;
+}
 
 void TrainingReport::step_done(long step, const models::LossStats& stats, const models::OptimizerStepStats& opt, double lr) {
   interval_ += stats;
@@ -83,11 +86,18 @@ void TrainingReport::step_done(long step, const models::LossStats& stats, const 
   clipped_norm_sum_ += opt.grad_norm * opt.grad_scale;
   ++interval_steps_;
   ++steps_done_;
+  if (steps_done_ == 1) {  // the rate starts after the first step
+    const Clock::time_point now = Clock::now();
+    first_step_seconds_ = std::chrono::duration<double>(now - interval_start_).count();
+    interval_start_ = now;
+  } else {
+    ++timed_steps_;
+  }
   if (step % job_.cadence.summary_every == 0 || step == job_.cadence.max_steps) {
     write_summary(step, job_total(world_, interval_), lr);
     interval_ = {};
     grad_norm_sum_ = clipped_norm_sum_ = 0;
-    interval_steps_ = 0;
+    interval_steps_ = timed_steps_ = 0;
     interval_start_ = Clock::now();
   } else if (live_) {
     std::cout << fmt::format("\r\033[Kstep {:>6}/{}  loss {:.4f}", step, job_.cadence.max_steps, stats.mean_loss())
@@ -97,8 +107,9 @@ void TrainingReport::step_done(long step, const models::LossStats& stats, const 
 
 void TrainingReport::write_summary(long step, const models::LossStats& total, double lr) {
   if (!out_) return;
-  const double secs = std::chrono::duration<double>(Clock::now() - interval_start_).count();
-  const double steps_per_sec = interval_steps_ / secs, tokens_per_sec = steps_per_sec * tokens_per_step_;
+  const bool timed = timed_steps_ > 0;
+  const double secs = timed ? std::chrono::duration<double>(Clock::now() - interval_start_).count() : first_step_seconds_;
+  const double steps_per_sec = (timed ? timed_steps_ : 1) / secs, tokens_per_sec = steps_per_sec * tokens_per_step_;
   const double tflops = steps_per_sec * flops_per_step_ / 1e12;
   peaks_.observe(tflops * 1e3);  // a peak below the achieved rate is raised: MFU <= 100%
   const double mfu = peaks_.mfu(tflops * 1e3), mfu_theoretical = peaks_.mfu_theoretical(tflops * 1e3);

@@ -50,6 +50,11 @@ class TrainingReport {
   models::LossStats interval_;
   double grad_norm_sum_ = 0, clipped_norm_sum_ = 0;
   long interval_steps_ = 0;
+  // Throughput counts the steps timed since interval_start_: not the run's first step, which also
+  // times the GEMM candidates and builds programs (start-up, not throughput: a 30-step run on an
+  // H200 read 57K tok/s for 107K). A summary at the first step reports that step's own time.
+  long timed_steps_ = 0;
+  double first_step_seconds_ = 0;
 };
 
 // "1:05" or "1:02:03".
