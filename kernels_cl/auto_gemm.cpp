@@ -93,15 +93,12 @@ class AutoGemm final : public Gemm {
 
   void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override {
-    std::string cls = gemm_shape_class(s);
-    if (!all_float32(a.dtype, b.dtype, c.dtype)) cls += fmt::format(".{}{}{}", dtype_letter(a.dtype), dtype_letter(b.dtype), dtype_letter(c.dtype));
-    const std::string choice = choice_for(cls, s, a.dtype, b.dtype, c.dtype);
-    if (announce_once(fmt::format("gemm {} {}", fmt::ptr(device_.info().id), choice))) {
-      spdlog::info("GEMM on {}: {} (first for shape class {})", device_.info().name, choice, cls);
-    }
-    Gemm& gemm = variant(choice);
-    gemm.set_profiling(profiling_);
-    gemm.run(s, alpha, a, b, beta, c);
+    chosen(s, a, b, c).run(s, alpha, a, b, beta, c);
+  }
+  // The class's choice fuses the epilogue if it can (the direct GEMM); timing ignores epilogues.
+  bool run_fused(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                 const GemmOperand& c, const GemmEpilogue& epilogue) override {
+    return chosen(s, a, b, c).run_fused(s, alpha, a, b, beta, c, epilogue);
   }
 
   std::string name() const override { return "auto"; }
@@ -120,6 +117,19 @@ class AutoGemm final : public Gemm {
   }
 
  private:
+  // The variant for this call's shape class (timed at the class's first call), profiling set.
+  Gemm& chosen(const GemmShape& s, const GemmOperand& a, const GemmOperand& b, const GemmOperand& c) {
+    std::string cls = gemm_shape_class(s);
+    if (!all_float32(a.dtype, b.dtype, c.dtype)) cls += fmt::format(".{}{}{}", dtype_letter(a.dtype), dtype_letter(b.dtype), dtype_letter(c.dtype));
+    const std::string choice = choice_for(cls, s, a.dtype, b.dtype, c.dtype);
+    if (announce_once(fmt::format("gemm {} {}", fmt::ptr(device_.info().id), choice))) {
+      spdlog::info("GEMM on {}: {} (first for shape class {})", device_.info().name, choice, cls);
+    }
+    Gemm& gemm = variant(choice);
+    gemm.set_profiling(profiling_);
+    return gemm;
+  }
+
   Gemm& variant(const std::string& name) {
     auto it = variants_.find(name);
     if (it == variants_.end()) it = variants_.emplace(name, make_variant(device_, cache_, name)).first;

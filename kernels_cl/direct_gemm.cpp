@@ -22,6 +22,26 @@ bool aligned4(const GemmOperand& x, std::size_t batch) {
   return x.offset % 4 == 0 && x.ld % 4 == 0 && (batch == 1 || x.batch_stride % 4 == 0);
 }
 
+// gemm_direct.cl's epilogue arguments: bias, its offset, G, its offset and ld, the DIRECT_* bits;
+// C's buffer stands in for an absent part (never read or written then).
+struct EpilogueArgs {
+  cl_mem bias, g;
+  cl_uint bias_offset = 0, g_offset = 0, ldg = 0, bits = 0;
+
+  EpilogueArgs(const GemmOperand& c, const GemmEpilogue& e)
+      : bias(e.bias.buffer ? e.bias.buffer : c.buffer), g(e.gelu.buffer ? e.gelu.buffer : c.buffer) {
+    if (e.bias.buffer) {
+      bias_offset = u32(e.bias.offset);
+      bits |= 1u;  // DIRECT_BIAS
+    }
+    if (e.gelu.buffer) {
+      g_offset = u32(e.gelu.offset);
+      ldg = u32(e.gelu.ld);
+      bits |= 2u;  // DIRECT_GELU
+    }
+  }
+};
+
 bool fits(const DirectTile& t, const device::DeviceInfo& d) {
   return static_cast<std::uint64_t>(t.threads()) <= d.max_work_group_size && t.local_bytes() <= d.local_mem_bytes;
 }
@@ -102,12 +122,13 @@ DirectGemm::DirectGemm(device::ProgramCache& cache, device::Device& device, std:
                                   tile_.name(), tile_.threads(), tile_.local_bytes(), device.info().name,
                                   device.info().max_work_group_size, device.info().local_mem_bytes));
   }
-  kernels(device::DType::kF32, device::DType::kF32, device::DType::kF32);  // build errors at construction
+  kernels(device::DType::kF32, device::DType::kF32, device::DType::kF32, false);  // build errors at construction
 }
 
-KernelSet& DirectGemm::kernels(device::DType a, device::DType b, device::DType c) {
-  const std::string options = fmt::format("-DA_DTYPE={} -DB_DTYPE={} {} {}", kind(a), kind(b),
-                                          device::dtype_build_option(c), tile_.defines());
+KernelSet& DirectGemm::kernels(device::DType a, device::DType b, device::DType c, bool epilogue) {
+  const std::string options = fmt::format("-DA_DTYPE={} -DB_DTYPE={} {} {}{}", kind(a), kind(b),
+                                          device::dtype_build_option(c), tile_.defines(),
+                                          epilogue ? " -DDIRECT_EPILOGUE=1" : "");
   auto& set = programs_[options];
   if (!set) {
     set = std::make_unique<KernelSet>(
@@ -133,25 +154,41 @@ std::size_t DirectGemm::split_k(const GemmShape& s) const {
 }
 
 void DirectGemm::launch(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
-                        const GemmOperand& c) {
+                        const GemmOperand& c, const GemmEpilogue& epilogue) {
+  const EpilogueArgs e(c, epilogue);
   const std::size_t nx = static_cast<std::size_t>(tile_.tn / tile_.wn), ny = static_cast<std::size_t>(tile_.tm / tile_.wm);
   const std::size_t blocks_n = (s.n + tile_.tn - 1) / tile_.tn, blocks_m = (s.m + tile_.tm - 1) / tile_.tm;
   const std::array<std::size_t, 3> global{blocks_n * nx, blocks_m * ny, s.batch}, local{nx, ny, 1};
   const char ta = s.a == Transpose::kYes ? 't' : 'n', tb = s.b == Transpose::kYes ? 't' : 'n';
-  kernels(a.dtype, b.dtype, c.dtype)
+  kernels(a.dtype, b.dtype, c.dtype, e.bits != 0)
       .launch_nd(fmt::format("gemm_direct_{}{}", ta, tb), global, local, c.buffer, u32(c.offset), u32(c.ld),
                  u32(c.batch_stride), a.buffer, u32(a.offset), u32(a.ld), u32(a.batch_stride), b.buffer, u32(b.offset),
                  u32(b.ld), u32(b.batch_stride), u32(s.m), u32(s.n), u32(s.k), alpha, beta,
-                 cl_uint{aligned4(a, s.batch)}, cl_uint{aligned4(b, s.batch)});
+                 cl_uint{aligned4(a, s.batch)}, cl_uint{aligned4(b, s.batch)}, e.bias, e.bias_offset, e.g, e.g_offset,
+                 e.ldg, e.bits);
 }
 
 void DirectGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                      const GemmOperand& c) {
+  multiply(s, alpha, a, b, beta, c, GemmEpilogue{});
+}
+
+bool DirectGemm::run_fused(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                           const GemmOperand& c, const GemmEpilogue& epilogue) {
+  const bool in_c_dtype = (!epilogue.bias.buffer || epilogue.bias.dtype == c.dtype) &&
+                          (!epilogue.gelu.buffer || epilogue.gelu.dtype == c.dtype);
+  if (s.batch != 1 || !in_c_dtype) return false;
+  multiply(s, alpha, a, b, beta, c, epilogue);
+  return true;
+}
+
+void DirectGemm::multiply(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                          const GemmOperand& c, const GemmEpilogue& epilogue) {
   if (s.m == 0 || s.n == 0 || s.batch == 0) return;
   const auto start = start_call(device_.queue());
   const std::size_t splits = split_k(s);
   if (splits == 1) {
-    launch(s, alpha, a, b, beta, c);
+    launch(s, alpha, a, b, beta, c, epilogue);
   } else {
     // Split j multiplies k range [j*kc, (j+1)*kc): a batch whose operands step by kc along k.
     const std::size_t kc = s.k / splits, plane = s.m * s.n;
@@ -167,11 +204,13 @@ void DirectGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, cons
     pa.batch_stride = s.a == Transpose::kNo ? kc : kc * a.ld;  // A (m, k) or A^T stored (k, m)
     pb.batch_stride = s.b == Transpose::kNo ? kc * b.ld : kc;  // B (k, n) or B^T stored (n, k)
     const GemmOperand partials{split_partials_.get(), 0, s.n, plane, device::DType::kF32};
-    launch(GemmShape{s.a, s.b, s.m, s.n, kc, splits}, 1.0f, pa, pb, 0.0f, partials);
+    launch(GemmShape{s.a, s.b, s.m, s.n, kc, splits}, 1.0f, pa, pb, 0.0f, partials, GemmEpilogue{});
     const std::array<std::size_t, 2> local{32, 4}, global{(s.n + 31) / 32 * 32, (s.m + 3) / 4 * 4};
-    kernels(a.dtype, b.dtype, c.dtype)
+    const EpilogueArgs e(c, epilogue);
+    kernels(a.dtype, b.dtype, c.dtype, e.bits != 0)
         .launch_nd("gemm_direct_split_sum", global, local, c.buffer, u32(c.offset), u32(c.ld), split_partials_.get(),
-                   u32(s.m), u32(s.n), u32(splits), alpha, beta);
+                   u32(s.m), u32(s.n), u32(splits), alpha, beta, e.bias, e.bias_offset, e.g, e.g_offset, e.ldg,
+                   e.bits);
   }
   end_call(device_.queue(), start);
 }

@@ -16,6 +16,8 @@
 // m and n a layer's widths, k the tokens) runs as `splits` products over consecutive k ranges into
 // a float32 workspace, then one pass sums them in split order (deterministic) and applies alpha
 // and beta (split_k() says how many; 1: not split).
+// run_fused: the bias and GELU epilogue (gemm.h) in the kernel's stores, or in the split sum's,
+// from a program of its own (the plain GEMM's registers stay those of a kernel without one).
 #pragma once
 
 #include <map>
@@ -64,6 +66,8 @@ class DirectGemm final : public CountedGemm {
 
   void run(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override;
+  bool run_fused(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                 const GemmOperand& c, const GemmEpilogue& epilogue) override;
   std::string name() const override { return "gpu-direct-" + tile_.name(); }
   bool supports(device::DType, device::DType, device::DType) const override { return true; }
   const DirectTile& tile() const { return tile_; }
@@ -78,10 +82,13 @@ class DirectGemm final : public CountedGemm {
   static DirectTile default_tile(const device::Device& device);
 
  private:
-  KernelSet& kernels(device::DType a, device::DType b, device::DType c);
+  // The program for these dtypes, with the epilogue compiled in or not (-DDIRECT_EPILOGUE=1).
+  KernelSet& kernels(device::DType a, device::DType b, device::DType c, bool epilogue);
+  void multiply(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                const GemmOperand& c, const GemmEpilogue& epilogue);
   // One launch of the tiled kernel (C's dtype selects the program).
   void launch(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
-              const GemmOperand& c);
+              const GemmOperand& c, const GemmEpilogue& epilogue);
 
   device::ProgramCache& cache_;
   device::Device& device_;

@@ -1,16 +1,6 @@
-// GELU, tanh approximation (Pax: approximate=True):
-//   gelu(x) = 0.5 x (1 + tanh(u)),  u = k (x + 0.044715 x^3),  k = sqrt(2/pi)
-// Evaluated through s = 0.5 (1 + tanh(u)) = sigmoid(2u), which keeps full relative precision in
-// the far negative tail where 1 + tanh(u) would cancel to zero in float:
-//   gelu(x) = x s,   gelu'(x) = s + 2 x s (1 - s) u'   (since sech^2(u) = 4 s (1 - s))
-// Activations, their gradients and the bias (the step's copy) are act_t (kernels_cl/dtype.cl);
-// everything is computed in float.
-#define GELU_K 0.7978845608028654f
-
-inline float gelu_sigmoid(const float x) {
-  const float u = GELU_K * (x + 0.044715f * x * x * x);
-  return 1.0f / (1.0f + exp(-2.0f * u));
-}
+// GELU, tanh approximation: the formula and gelu_sigmoid are gelu_math.cl's (prepended to every
+// program). Activations, their gradients and the bias (the step's copy) are act_t
+// (kernels_cl/dtype.cl); everything is computed in float.
 
 __kernel void gelu_forward(__global act_t* out, __global const act_t* x, const uint n) {
   const uint i = get_global_id(0);

@@ -1,13 +1,7 @@
 // CPU variant of gelu.cl (PoCL): float16 vectors, 16 elements (or one row) per work-item; types as in gelu.cl.
 // gelu(x) = x s,  gelu'(x) = s + 2 x s (1 - s) u',  s = sigmoid(2u),  u = k (x + 0.044715 x^3).
-#define GELU_K 0.7978845608028654f
-
 inline float16 gelu_sigmoid16(const float16 x) {
   const float16 u = GELU_K * (x + 0.044715f * x * x * x);
-  return 1.0f / (1.0f + exp(-2.0f * u));
-}
-inline float gelu_sigmoid(const float x) {
-  const float u = GELU_K * (x + 0.044715f * x * x * x);
   return 1.0f / (1.0f + exp(-2.0f * u));
 }
 inline float16 gelu_grad16(const float16 x) {

@@ -1,9 +1,8 @@
 // GELU (tanh approximation), GPU twin of gelu.cl (same formulas and argument lists): each
 // work-item owns 4 consecutive elements (act_load4 / act_store4), a scalar tail past the last
 // whole four.   (n) or (N, C)
-#define GELU_K 0.7978845608028654f
 
-// s = 0.5 (1 + tanh(u)) = sigmoid(2u), u = k (x + 0.044715 x^3): gelu(x) = x s (see gelu.cl).
+// s = 0.5 (1 + tanh(u)) = sigmoid(2u), u = k (x + 0.044715 x^3): gelu(x) = x s (see gelu_math.cl).
 inline float4 gelu_sigmoid4(const float4 x) {
   const float4 u = GELU_K * (x + 0.044715f * x * x * x);
   return 1.0f / (1.0f + exp(-2.0f * u));

@@ -40,6 +40,16 @@ struct GemmShape {
   std::size_t batch = 1;
 };
 
+// What a GEMM may apply as it stores C, saving an element-wise pass over C (Gemm::run_fused):
+//   C = alpha * op(A) op(B) + beta * C + bias      bias (n) in C's dtype, added to every row
+//   G = gelu(that sum)                              G (m, n), C's dtype, its own offset and ld
+// Each part is absent while its buffer is null. G is computed from the float
+// sum, before C is rounded to its dtype.
+struct GemmEpilogue {
+  GemmOperand bias;  // offset and dtype used
+  GemmOperand gelu;  // offset, ld and dtype used
+};
+
 struct GemmStats {
   long calls = 0;
   double device_ms = 0;  // time in GEMMs while profiling is on (queue drained around each call)
@@ -50,6 +60,13 @@ class Gemm {
   virtual ~Gemm() = default;
   virtual void run(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                    const GemmOperand& c) = 0;
+  // run() with the epilogue applied as C is stored, where this implementation can (batch 1, the
+  // bias and G in C's dtype); false, having enqueued nothing, where it cannot: the caller then
+  // applies the epilogue itself.
+  virtual bool run_fused(const GemmShape&, float /*alpha*/, const GemmOperand& /*a*/, const GemmOperand& /*b*/,
+                         float /*beta*/, const GemmOperand& /*c*/, const GemmEpilogue&) {
+    return false;
+  }
   virtual std::string name() const = 0;
   // Whether run() takes operands of these dtypes (all float32 is always supported).
   virtual bool supports(device::DType a, device::DType b, device::DType c) const = 0;

@@ -11,12 +11,13 @@ device::Program load_program(device::ProgramCache& cache, const device::Device& 
                              std::string_view extra_options) {
   std::string options(kBuildOptions);
   if (!extra_options.empty()) options.append(" ").append(extra_options);
-  // Every program starts with the storage-type helpers; #line keeps compiler messages' line numbers.
+  // Every program starts with the storage-type helpers and GELU's formula (gelu_math.cl: the GELU
+  // kernels and the direct GEMM's epilogue share it); #line keeps compiler messages' line numbers.
   // The source comes from program_source(): the embedded copy, or PAX_OCL_KERNEL_SOURCE_DIR's file.
   // The program cache keys on this full text, so an edited source never reuses an old binary.
   // GPU twins (built with -DPAX_WG, kernel_set.cpp) also get the work-group reductions (group_reduce.cl).
   const bool gpu_twin = options.find("-DPAX_WG=") != std::string::npos;
-  const std::string source = program_source("dtype") + "\n" + (gpu_twin ? program_source("group_reduce") + "\n" : "") +
+  const std::string source = program_source("dtype") + "\n" + program_source("gelu_math") + "\n" + (gpu_twin ? program_source("group_reduce") + "\n" : "") +
                              "#line 1\n" + program_source(name);
   try {
     return cache.build(device.context(), device.info(), name, source, options);

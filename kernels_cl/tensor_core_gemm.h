@@ -61,6 +61,11 @@ class TensorCoreGemm final : public Gemm {
 
   void run(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override;
+  // On tensor cores: false (the mma kernel has no epilogue); elsewhere the fallback's answer.
+  bool run_fused(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                 const GemmOperand& c, const GemmEpilogue& epilogue) override {
+    return !on_tensor_cores(a.dtype, b.dtype) && fallback_->run_fused(shape, alpha, a, b, beta, c, epilogue);
+  }
   std::string name() const override { return "tensor-core"; }
   bool supports(device::DType a, device::DType b, device::DType c) const override {
     return on_tensor_cores(a, b) || fallback_->supports(a, b, c);

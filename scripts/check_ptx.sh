@@ -84,7 +84,7 @@ compile_check() {
   shift 2
   # Programs built with -DPAX_WG also get the work-group helpers (program_loader.cpp does the same).
   {
-    cat "$kdir/dtype.cl"
+    cat "$kdir/dtype.cl" "$kdir/gelu_math.cl"
     case " $* " in *" -DPAX_WG="*) cat "$kdir/group_reduce.cl" ;; esac
     echo '#line 1'
     cat "$kdir/$program.cl"
@@ -181,7 +181,7 @@ for p in "${gpu_programs[@]}"; do wanted "$p" && build_program "$p" "-DPAX_WG=$w
 if [ "$portable" = 1 ]; then
   for f in "$kdir"/*.cl; do
     p="$(basename "$f" .cl)"
-    case "$p" in dtype | group_reduce | *_cpu | *_gpu | gemm_mma | tensor_core_probe | gemm_direct) continue ;; esac
+    case "$p" in dtype | gelu_math | group_reduce | *_cpu | *_gpu | gemm_mma | tensor_core_probe | gemm_direct) continue ;; esac
     wanted "$p" && build_program "$p" "-DPAX_WG=$wg"
   done
 fi

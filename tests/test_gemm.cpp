@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <numbers>
 #include <optional>
 #include <span>
 
@@ -64,9 +65,20 @@ enum class Layout { kAwkward, kAligned };
 // C before the GEMM: random values, or NaN inside the matrices (beta must then be 0, and C never read).
 enum class CInit { kRandom, kNaN };
 
+// The epilogue to fuse (Gemm::run_fused, batch 1): a bias per column of C, GELU of the result into G.
+struct Fused {
+  bool bias = false, gelu = false;
+};
+
+// GELU's tanh form in double, straight from its definition (gelu_math.cl evaluates it otherwise).
+double gelu_reference(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+}
+
 // beta: -1.5 or 0 by k's parity unless given.
 void check(DeviceTest& t, kernels::Gemm& gemm, const Case& c, std::uint64_t seed, DTypes dt = {},
-           Layout layout = Layout::kAwkward, std::optional<float> beta_given = std::nullopt, CInit c_init = CInit::kRandom) {
+           Layout layout = Layout::kAwkward, std::optional<float> beta_given = std::nullopt, CInit c_init = CInit::kRandom,
+           std::optional<Fused> fused = std::nullopt) {
   const GemmShape s{c.a, c.b, c.m, c.n, c.k, c.batch};
   const auto r8 = [](std::size_t x) { return (x + 7) / 8 * 8; };
   const bool al = layout == Layout::kAligned;
@@ -90,8 +102,20 @@ void check(DeviceTest& t, kernels::Gemm& gemm, const Case& c, std::uint64_t seed
   }
   auto ab = t.upload(dt.a, A), bb = t.upload(dt.b, B), cb = t.upload(dt.c, C);
   const float alpha = 0.75f, beta = beta_given.value_or(c.k % 2 ? 0.0f : -1.5f);  // both beta paths
-  gemm.run(s, alpha, GemmOperand{ab.get(), off, lda, sa, dt.a}, GemmOperand{bb.get(), off, ldb, sb, dt.b}, beta,
-           GemmOperand{cb.get(), off, ldc, sc, dt.c});
+  const GemmOperand ao{ab.get(), off, lda, sa, dt.a}, bo{bb.get(), off, ldb, sb, dt.b}, co{cb.get(), off, ldc, sc, dt.c};
+  // The epilogue's operands, at offsets of their own and G with a leading dimension unlike C's.
+  const std::size_t bias_off = 5, g_off = 2, ldg = c.n + 3;
+  auto bias = DeviceTest::rounded(dt.c, DeviceTest::random(bias_off + c.n + 1, seed + 3));
+  std::vector<double> G(g_off + c.m * ldg + 1, 0.25);
+  auto biasb = t.upload(dt.c, bias), gb = t.upload(dt.c, G);
+  if (fused) {
+    kernels::GemmEpilogue e;
+    if (fused->bias) e.bias = GemmOperand{biasb.get(), bias_off, 0, 0, dt.c};
+    if (fused->gelu) e.gelu = GemmOperand{gb.get(), g_off, ldg, 0, dt.c};
+    ASSERT_TRUE(gemm.run_fused(s, alpha, ao, bo, beta, co, e)) << gemm.name() << " refused the epilogue";
+  } else {
+    gemm.run(s, alpha, ao, bo, beta, co);
+  }
   for (std::size_t bi = 0; bi < c.batch; ++bi)
     for (std::size_t i = 0; i < c.m; ++i)
       for (std::size_t j = 0; j < c.n; ++j) {
@@ -102,12 +126,14 @@ void check(DeviceTest& t, kernels::Gemm& gemm, const Case& c, std::uint64_t seed
           acc += a * b;
         }
         double& out = C[off + bi * sc + i * ldc + j];
-        out = alpha * acc + (beta != 0.0f ? beta * out : 0.0);
+        out = alpha * acc + (beta != 0.0f ? beta * out : 0.0) + (fused && fused->bias ? bias[bias_off + j] : 0.0);
+        if (fused && fused->gelu) G[g_off + i * ldg + j] = gelu_reference(out);
       }
   // Elements outside the matrices (padding, offsets) must be untouched: compare everything. Float32
   // accumulation (1e-4) plus one rounding of C to its dtype: half a unit in its last place. A GEMM
   // that accumulated in 16 bits would be off by ~sqrt(k) units at k = 1000.
   expect_close(t.download(cb, C.size()), C, 1e-4, 1e-4 + device::dtype_unit_roundoff(dt.c), gemm.name().c_str());
+  if (fused) expect_close(t.download(gb, G.size()), G, 1e-4, 1e-4 + device::dtype_unit_roundoff(dt.c), "G");
 }
 
 TEST_P(GemmTest, MatchesFloat64ReferenceOnAwkwardShapes) {
@@ -417,6 +443,36 @@ TEST_F(DirectGemmTest, SplitKMatchesFloat64Reference) {
         DTypes{device::DType::kBF16, device::DType::kBF16, device::DType::kBF16}, Layout::kAligned, 1.0f);
 }
 
+// The fused epilogue (Linear's forward on GPUs): bias, GELU without a bias, and both; one tile
+// pass and a split-k pass (the epilogue then runs in the split sum), float32 and bfloat16 C, beta 0
+// over a NaN C and beta 1; batched products and 16-bit epilogue operands under a float32 C refused.
+TEST_F(DirectGemmTest, FusedBiasAndGeluMatchFloat64Reference) {
+  using device::DType;
+  kernels::DirectGemm gemm(cache_, *device_, kernels::DirectTile::parse(kDirectTiles[1]));
+  const Case one_pass{129, 67, 65, 1, Transpose::kNo, Transpose::kYes}, split{33, 17, 1000, 1, Transpose::kNo, Transpose::kYes};
+  ASSERT_EQ(gemm.split_k(GemmShape{one_pass.a, one_pass.b, one_pass.m, one_pass.n, one_pass.k}), 1u);
+  ASSERT_GT(gemm.split_k(GemmShape{split.a, split.b, split.m, split.n, split.k}), 1u);
+  std::uint64_t seed = 6000;
+  for (const Fused parts : {Fused{true, false}, Fused{false, true}, Fused{true, true}})
+    for (const Case& c : {one_pass, split})
+      for (Layout layout : {Layout::kAwkward, Layout::kAligned}) {
+        check(*this, gemm, c, seed += 4, {}, layout, 0.0f, CInit::kNaN, parts);
+        check(*this, gemm, c, seed += 4, {}, layout, 1.0f, CInit::kRandom, parts);
+      }
+  check(*this, gemm, one_pass, 6100, DTypes{DType::kBF16, DType::kBF16, DType::kBF16}, Layout::kAligned, 0.0f,
+        CInit::kRandom, Fused{true, true});
+  check(*this, gemm, split, 6101, DTypes{DType::kBF16, DType::kBF16, DType::kBF16}, Layout::kAligned, 0.0f,
+        CInit::kRandom, Fused{true, true});
+
+  auto c = upload(DType::kF32, std::vector<double>(64, 1.0)), bias16 = upload(DType::kBF16, std::vector<double>(8, 1.0));
+  const GemmOperand f32{c.get(), 0, 8, 8, DType::kF32};
+  kernels::GemmEpilogue e;
+  e.bias = GemmOperand{c.get(), 0, 0, 0, DType::kF32};
+  EXPECT_FALSE(gemm.run_fused(GemmShape{Transpose::kNo, Transpose::kNo, 2, 2, 2, 2}, 1.0f, f32, f32, 0.0f, f32, e));
+  e.bias = GemmOperand{bias16.get(), 0, 0, 0, DType::kBF16};
+  EXPECT_FALSE(gemm.run_fused(GemmShape{Transpose::kNo, Transpose::kNo, 2, 2, 2}, 1.0f, f32, f32, 0.0f, f32, e));
+}
+
 // 16-bit A, B and C in several mixes, both placements: four mixes on the small tile, two on the
 // default one (each mix is a program of its own, seconds of PoCL's compiler apiece).
 TEST_F(DirectGemmTest, SixteenBitOperandsAccumulateInFloat32) {
@@ -459,6 +515,10 @@ TEST_F(DirectGemmSmall, EdgesTransposesBatchesAndDtypes) {
     const Case deep{33, 17, 512, 1, Transpose::kYes, Transpose::kNo};
     ASSERT_EQ(gemm.split_k(GemmShape{deep.a, deep.b, deep.m, deep.n, deep.k, 1}), 2u);
     check(*this, gemm, deep, 4102, {}, Layout::kAligned, 1.0f);
+    // The fused bias and GELU, in the tile's stores and in the split sum's.
+    check(*this, gemm, Case{35, 67, 21, 1, Transpose::kNo, Transpose::kYes}, 4103, {}, Layout::kAwkward, 0.0f,
+          CInit::kNaN, Fused{true, true});
+    check(*this, gemm, deep, 4104, {}, Layout::kAligned, 0.0f, CInit::kNaN, Fused{true, true});
   }
 }
 

@@ -70,8 +70,9 @@ class GptModelTest : public DeviceTest {
   std::vector<std::unique_ptr<kernels::DeviceRuntime>> runtimes_;
 };
 
-void expect_loss_and_every_gradient_match_the_reference(GptModelTest& test, const GptConfig& c) {
-  auto model = test.make_model(c, 2);
+void expect_loss_and_every_gradient_match_the_reference(GptModelTest& test, const GptConfig& c,
+                                                        const std::string& gemm = "auto") {
+  auto model = test.make_model(c, 2, gemm);
   const auto params = random_parameters(model->layout(), 1);
   model->set_parameters(params);
   const inputs::Batch batch = random_batch(c, 2, 6, 2);
@@ -91,6 +92,9 @@ void expect_loss_and_every_gradient_match_the_reference(GptModelTest& test, cons
 
 TEST_F(GptModelTest, LossAndEveryGradientMatchTheFloat64Reference) {
   expect_loss_and_every_gradient_match_the_reference(*this, tiny_config());
+  // The direct GEMM adds Linear's bias and GELU in its epilogue (GemmEpilogue): the backward then
+  // reads the pre-activation it stored.
+  expect_loss_and_every_gradient_match_the_reference(*this, tiny_config(), "gpu-direct");
 }
 
 // praxis's SSMTransformer blocks (every block the SSM) and a hybrid, with either convolution.
@@ -178,7 +182,7 @@ TEST_F(GptModelTest, SameSeedGivesBitwiseIdenticalLosses) {
 TEST_F(GptModelTest, EveryGemmPathGivesTheSameLossCurve) {
   const GptConfig c = small_config();
   const std::vector<double> reference = train(*this, c, 8, 31, "cpu-8x48");
-  for (const char* gemm : {"cpu-12x32", "gpu-64x64", "clblast"}) {
+  for (const char* gemm : {"cpu-12x32", "gpu-64x64", "clblast", "gpu-direct"}) {
     const std::vector<double> losses = train(*this, c, 8, 31, gemm);
     for (std::size_t i = 0; i < losses.size(); ++i) {
       EXPECT_NEAR(losses[i], reference[i], 1e-4 * reference[i]) << gemm << " step " << i;

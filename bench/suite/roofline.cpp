@@ -41,6 +41,10 @@ std::vector<KernelTraffic> step_kernel_traffic(const models::GptConfig& model, s
   const double U = std::min(N, static_cast<double>(model.vocab_size));  // distinct tokens, at most
   const double wpe_rows = T;
 
+  // Float32 activations: Linear's bias and GELU run in the direct GEMM's epilogue (gemm.h's
+  // GemmEpilogue), no element-wise pass; the GEMM reads the bias and writes G beside C. 16-bit
+  // operands take the tensor-core GEMM on an H100, which has no epilogue: the passes stay.
+  const bool fused = act_bytes == 4;
   std::vector<KernelTraffic> k;
   auto add = [&](std::string kernel, std::string group, std::size_t calls, double bytes, double flops) {
     k.push_back({std::move(kernel), std::move(group), calls, bytes, flops, false});
@@ -52,13 +56,13 @@ std::vector<KernelTraffic> step_kernel_traffic(const models::GptConfig& model, s
   add("embedding_forward", "elementwise", 1, N * i + N * C * a + wpe_rows * C * a + N * C * a, N * C);
   add("layernorm_forward", "layernorm", L + 1, N * C * a + 2 * C * a + N * C * a + 2 * N * f,
       kLayerNormForward * N * C);
-  add("bias_add (qkv)", "elementwise", L, 2 * N * 3 * D * a + 3 * D * a, N * 3 * D);
+  if (!fused) add("bias_add (qkv)", "elementwise", L, 2 * N * 3 * D * a + 3 * D * a, N * 3 * D);
   add("flash_attention_forward", "attention", L, N * 3 * D * a + N * D * a + stats * f,
       pairs * (4 * hs + kFlashForwardExtra));
-  add("bias_add (C)", "elementwise", 2 * L, 2 * N * C * a + C * a, N * C);
+  if (!fused) add("bias_add (C)", "elementwise", 2 * L, 2 * N * C * a + C * a, N * C);
   add("layernorm_forward_residual", "layernorm", L, 2 * N * C * a + 2 * C * a + 2 * N * C * a + 2 * N * f,
       (kLayerNormForward + 1) * N * C);
-  add("bias_gelu_forward", "elementwise", L, N * H * a + H * a + 2 * N * H * a, (kGeluForward + 1) * N * H);
+  if (!fused) add("bias_gelu_forward", "elementwise", L, N * H * a + H * a + 2 * N * H * a, (kGeluForward + 1) * N * H);
   add("residual_add", "elementwise", L, 3 * N * C * a, N * C);
   add("softmax_cross_entropy", "cross-entropy", 1, 2 * N * Vp * a + N * i + N * f + 2 * N * f, kCrossEntropy * N * Vp);
   // Backward.
@@ -93,7 +97,9 @@ std::vector<KernelTraffic> step_kernel_traffic(const models::GptConfig& model, s
     if (!dw && !g.name.ends_with(" fwd") && !g.name.ends_with(" dX")) continue;
     const double m = static_cast<double>(g.shape.m), n = static_cast<double>(g.shape.n),
                  kk = static_cast<double>(g.shape.k), batches = static_cast<double>(g.shape.batch);
-    const double bytes = batches * ((m * kk + kk * n) * a + m * n * (dw ? 2 * f : a));
+    double bytes = batches * ((m * kk + kk * n) * a + m * n * (dw ? 2 * f : a));
+    if (fused && g.name.ends_with(" fwd") && !g.name.starts_with("lm head")) bytes += n * a;  // the bias
+    if (fused && g.name == "fc fwd") bytes += m * n * a;                                       // G = gelu(C)
     k.push_back({"GEMM " + g.name, "GEMM", g.count, bytes, 2 * m * n * kk * batches, true});
   }
   return k;

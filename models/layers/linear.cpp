@@ -24,19 +24,27 @@ Linear::Linear(const device::Device& device, device::DType act, Param weight, st
 ActBuffer& Linear::forward(LayerContext& ctx, const ActBuffer& x) {
   x_ = &x;
   const std::size_t N = ctx.rows();
-  // z (N, out) = x (N, in) * W^T (+ b)
-  ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, N, out_, in_}, 1.0f, operand(x, 0, in_),
-               operand(weight_.compute, 0, in_), 0.0f, operand(z_, 0, out_));
-  if (activation_ == Activation::kGelu) {
-    if (bias_) {
-      ctx.kernels.gelu.bias_forward(z_, activated_, bias_->compute, N, out_);
-    } else {
-      ctx.kernels.gelu.forward(activated_, z_, N * out_);
-    }
-    return activated_;
+  // z (N, out) = x (N, in) * W^T (+ b), and with GELU act(z): in the GEMM's epilogue where it has
+  // one (the direct GEMM on GPUs), else by the element-wise kernels after it.
+  const GemmShape shape{Transpose::kNo, Transpose::kYes, N, out_, in_};
+  const bool gelu = activation_ == Activation::kGelu;
+  kernels::GemmEpilogue epilogue;
+  if (bias_) epilogue.bias = operand(bias_->compute, 0, out_);
+  if (gelu) epilogue.gelu = operand(activated_, 0, out_);
+  ActBuffer& y = gelu ? activated_ : z_;
+  if ((bias_ || gelu) && ctx.gemm.run_fused(shape, 1.0f, operand(x, 0, in_), operand(weight_.compute, 0, in_), 0.0f,
+                                            operand(z_, 0, out_), epilogue)) {
+    return y;
   }
-  if (bias_) ctx.kernels.bias.add(z_, bias_->compute, N, out_);
-  return z_;
+  ctx.gemm.run(shape, 1.0f, operand(x, 0, in_), operand(weight_.compute, 0, in_), 0.0f, operand(z_, 0, out_));
+  if (gelu && bias_) {
+    ctx.kernels.gelu.bias_forward(z_, activated_, bias_->compute, N, out_);
+  } else if (gelu) {
+    ctx.kernels.gelu.forward(activated_, z_, N * out_);
+  } else if (bias_) {
+    ctx.kernels.bias.add(z_, bias_->compute, N, out_);
+  }
+  return y;
 }
 
 ActBuffer& Linear::backward(LayerContext& ctx, const ActBuffer& dy_in, const std::function<void(ActBuffer&)>& after_dx) {
