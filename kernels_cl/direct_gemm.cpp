@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -22,22 +23,24 @@ bool aligned4(const GemmOperand& x, std::size_t batch) {
   return x.offset % 4 == 0 && x.ld % 4 == 0 && (batch == 1 || x.batch_stride % 4 == 0);
 }
 
-// gemm_direct.cl's epilogue arguments: bias, its offset, G, its offset and ld, the DIRECT_* bits;
-// C's buffer stands in for an absent part (never read or written then).
+// gemm_direct.cl's epilogue arguments: bias, its offset, aux (G or Z), its offset and ld, the
+// DIRECT_* bits; C's buffer stands in for an absent part (never read or written then).
 struct EpilogueArgs {
-  cl_mem bias, g;
-  cl_uint bias_offset = 0, g_offset = 0, ldg = 0, bits = 0;
+  cl_mem bias, aux;
+  cl_uint bias_offset = 0, aux_offset = 0, ld_aux = 0, bits = 0;
 
-  EpilogueArgs(const GemmOperand& c, const GemmEpilogue& e)
-      : bias(e.bias.buffer ? e.bias.buffer : c.buffer), g(e.gelu.buffer ? e.gelu.buffer : c.buffer) {
+  EpilogueArgs(const GemmOperand& c, const GemmEpilogue& e) : bias(c.buffer), aux(c.buffer) {
     if (e.bias.buffer) {
+      bias = e.bias.buffer;
       bias_offset = u32(e.bias.offset);
       bits |= 1u;  // DIRECT_BIAS
     }
-    if (e.gelu.buffer) {
-      g_offset = u32(e.gelu.offset);
-      ldg = u32(e.gelu.ld);
-      bits |= 2u;  // DIRECT_GELU
+    for (const auto& [m, bit] : {std::pair{&e.gelu, 2u}, std::pair{&e.gelu_grad, 4u}}) {  // DIRECT_GELU(_GRAD)
+      if (!m->buffer) continue;
+      aux = m->buffer;
+      aux_offset = u32(m->offset);
+      ld_aux = u32(m->ld);
+      bits |= bit;
     }
   }
 };
@@ -164,8 +167,8 @@ void DirectGemm::launch(const GemmShape& s, float alpha, const GemmOperand& a, c
       .launch_nd(fmt::format("gemm_direct_{}{}", ta, tb), global, local, c.buffer, u32(c.offset), u32(c.ld),
                  u32(c.batch_stride), a.buffer, u32(a.offset), u32(a.ld), u32(a.batch_stride), b.buffer, u32(b.offset),
                  u32(b.ld), u32(b.batch_stride), u32(s.m), u32(s.n), u32(s.k), alpha, beta,
-                 cl_uint{aligned4(a, s.batch)}, cl_uint{aligned4(b, s.batch)}, e.bias, e.bias_offset, e.g, e.g_offset,
-                 e.ldg, e.bits);
+                 cl_uint{aligned4(a, s.batch)}, cl_uint{aligned4(b, s.batch)}, e.bias, e.bias_offset, e.aux,
+                 e.aux_offset, e.ld_aux, e.bits);
 }
 
 void DirectGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
@@ -175,9 +178,11 @@ void DirectGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, cons
 
 bool DirectGemm::run_fused(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                            const GemmOperand& c, const GemmEpilogue& epilogue) {
-  const bool in_c_dtype = (!epilogue.bias.buffer || epilogue.bias.dtype == c.dtype) &&
-                          (!epilogue.gelu.buffer || epilogue.gelu.dtype == c.dtype);
-  if (s.batch != 1 || !in_c_dtype) return false;
+  bool in_c_dtype = true;
+  for (const GemmOperand* x : {&epilogue.bias, &epilogue.gelu, &epilogue.gelu_grad}) {
+    in_c_dtype = in_c_dtype && (!x->buffer || x->dtype == c.dtype);
+  }
+  if (s.batch != 1 || !in_c_dtype || (epilogue.gelu.buffer && epilogue.gelu_grad.buffer)) return false;
   multiply(s, alpha, a, b, beta, c, epilogue);
   return true;
 }
@@ -209,8 +214,8 @@ void DirectGemm::multiply(const GemmShape& s, float alpha, const GemmOperand& a,
     const EpilogueArgs e(c, epilogue);
     kernels(a.dtype, b.dtype, c.dtype, e.bits != 0)
         .launch_nd("gemm_direct_split_sum", global, local, c.buffer, u32(c.offset), u32(c.ld), split_partials_.get(),
-                   u32(s.m), u32(s.n), u32(splits), alpha, beta, e.bias, e.bias_offset, e.g, e.g_offset, e.ldg,
-                   e.bits);
+                   u32(s.m), u32(s.n), u32(splits), alpha, beta, e.bias, e.bias_offset, e.aux, e.aux_offset,
+                   e.ld_aux, e.bits);
   }
   end_call(device_.queue(), start);
 }

@@ -8,10 +8,6 @@ inline float16 gelu_grad16(const float16 x) {
   const float16 s = gelu_sigmoid16(x);
   return s + 2.0f * x * s * (1.0f - s) * (GELU_K * (1.0f + 3.0f * 0.044715f * x * x));
 }
-inline float gelu_grad(const float x) {
-  const float s = gelu_sigmoid(x);
-  return s + 2.0f * x * s * (1.0f - s) * (GELU_K * (1.0f + 3.0f * 0.044715f * x * x));
-}
 
 __kernel void gelu_forward(__global act_t* out, __global const act_t* x, const uint n) {
   const uint base = get_global_id(0) * 16;

@@ -41,13 +41,16 @@ struct GemmShape {
 };
 
 // What a GEMM may apply as it stores C, saving an element-wise pass over C (Gemm::run_fused):
-//   C = alpha * op(A) op(B) + beta * C + bias      bias (n) in C's dtype, added to every row
-//   G = gelu(that sum)                              G (m, n), C's dtype, its own offset and ld
-// Each part is absent while its buffer is null. G is computed from the float
-// sum, before C is rounded to its dtype.
+//   v = alpha * op(A) op(B) + beta * C + bias      bias (n) in C's dtype, added to every row
+//   C = v, or with gelu_grad C = v * gelu'(Z)       Z (m, n): a GELU's input (its backward)
+//   G = gelu(v)                                     G (m, n): a GELU's output (its forward)
+// Each part is absent while its buffer is null; gelu and gelu_grad are not given together. G is
+// computed from the float v, before C is rounded to its dtype. Z and G are in C's dtype, each with
+// its own offset and ld.
 struct GemmEpilogue {
-  GemmOperand bias;  // offset and dtype used
-  GemmOperand gelu;  // offset, ld and dtype used
+  GemmOperand bias;       // offset and dtype used
+  GemmOperand gelu;       // G: offset, ld and dtype used
+  GemmOperand gelu_grad;  // Z: offset, ld and dtype used
 };
 
 struct GemmStats {
@@ -61,8 +64,8 @@ class Gemm {
   virtual void run(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                    const GemmOperand& c) = 0;
   // run() with the epilogue applied as C is stored, where this implementation can (batch 1, the
-  // bias and G in C's dtype); false, having enqueued nothing, where it cannot: the caller then
-  // applies the epilogue itself.
+  // epilogue's operands in C's dtype); false, having enqueued nothing, where it cannot: the caller
+  // then applies the epilogue itself.
   virtual bool run_fused(const GemmShape&, float /*alpha*/, const GemmOperand& /*a*/, const GemmOperand& /*b*/,
                          float /*beta*/, const GemmOperand& /*c*/, const GemmEpilogue&) {
     return false;

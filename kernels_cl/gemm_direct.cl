@@ -10,8 +10,9 @@
 // reads C (it may hold NaN garbage).
 //
 // Epilogue (gemm.h's GemmEpilogue; `epilogue` bits, batch 1): DIRECT_BIAS adds bias[col] (act_t)
-// to the float result, DIRECT_GELU also stores gelu of it (gelu_math.cl) into G (act_t, its own
-// offset and ld). Without a bit its buffer is never read or written (the host passes C's there).
+// to the float result; DIRECT_GELU_GRAD multiplies it by gelu'(Z[row, col]); DIRECT_GELU also
+// stores gelu of it into G (gelu_math.cl). Z or G is `aux` (act_t, its own offset and ld; never
+// both). Without a bit its buffer is never read or written (the host passes C's there).
 // Only programs built with -DDIRECT_EPILOGUE=1 look at the bits: DirectGemm builds the plain GEMM
 // without it, so the epilogue costs the plain kernels nothing (clang + ptxas, tile 64x64 r8x4: the
 // forward's gemm_direct_nt keeps its 80 registers with it, the other entry points take up to 14 more).
@@ -85,6 +86,7 @@
 #endif
 #define DIRECT_BIAS 1u
 #define DIRECT_GELU 2u
+#define DIRECT_GELU_GRAD 4u
 
 // Helpers inlined always: the register arrays they take stay registers, and no compiler is left
 // with a C99 `inline` definition to call (clang's NVPTX target emitted an unresolved call).
@@ -133,16 +135,17 @@ DIRECT_FN float4 direct_fetch(__global const void* x, const int kind, const uint
 // Lane l of v (l a constant after unrolling).
 DIRECT_FN float direct_lane(const float4 v, const uint l) { return l == 0 ? v.x : l == 1 ? v.y : l == 2 ? v.z : v.w; }
 
-// Stores element (row, col) of C from its float value v, with the epilogue's bias and GELU.
-// cb: C at its offset (and batch); bias and g at their offsets.
+// Stores element (row, col) of C from its float value v, with the epilogue. cb: C at its offset
+// (and batch); bias and aux at theirs.
 DIRECT_FN void direct_store(__global act_t* cb, const uint ldc, const uint row, const uint col, float v,
-                            const float beta, __global const act_t* bias, __global act_t* g, const uint ldg,
+                            const float beta, __global const act_t* bias, __global act_t* aux, const uint ld_aux,
                             const uint epilogue) {
-  const size_t at = (size_t)row * ldc + col;
+  const size_t at = (size_t)row * ldc + col, aux_at = (size_t)row * ld_aux + col;
   if (beta != 0.0f) v += beta * act_load(cb, at);  // beta == 0: C is never read
   if (DIRECT_EPILOGUE && (epilogue & DIRECT_BIAS)) v += act_load(bias, col);
+  if (DIRECT_EPILOGUE && (epilogue & DIRECT_GELU_GRAD)) v *= gelu_grad(act_load(aux, aux_at));
   act_store(cb, at, v);
-  if (DIRECT_EPILOGUE && (epilogue & DIRECT_GELU)) act_store(g, (size_t)row * ldg + col, v * gelu_sigmoid(v));
+  if (DIRECT_EPILOGUE && (epilogue & DIRECT_GELU)) act_store(aux, aux_at, v * gelu_sigmoid(v));
 }
 
 // Chunk c (of E * TK / 4) of a slice: its (e, kk) within the tile, for either stored layout.
@@ -193,8 +196,8 @@ DIRECT_FN void gemm_direct(__global act_t* c, const uint c_offset, const uint ld
                            __global const void* a_base, const uint lda, __global const void* b_base, const uint ldb,
                            const uint m, const uint n, const uint k, const float alpha, const float beta,
                            const uint vec_a, const uint vec_b, const int ta, const int tb, __local float* as_all,
-                           __local float* bs_all, __global const act_t* bias, __global act_t* g, const uint ldg,
-                           const uint epilogue) {
+                           __local float* bs_all, __global const act_t* bias, __global act_t* aux,
+                           const uint ld_aux, const uint epilogue) {
   const uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * NX + tx;
   const uint col0 = get_group_id(0) * TN, row0 = get_group_id(1) * TM;
   float4 acc[WM][WN / 4];  // acc[i][j / 4] lane j % 4: row i, column j of the register tile
@@ -250,7 +253,7 @@ DIRECT_FN void gemm_direct(__global act_t* c, const uint c_offset, const uint ld
     for (uint j = 0; j < WN; ++j) {
       const uint col = col0 + j / 4 * NX * 4 + tx * 4 + j % 4;
       if (col >= n) continue;
-      direct_store(cb, ldc, row, col, alpha * direct_lane(acc[i][j / 4], j % 4), beta, bias, g, ldg, epilogue);
+      direct_store(cb, ldc, row, col, alpha * direct_lane(acc[i][j / 4], j % 4), beta, bias, aux, ld_aux, epilogue);
     }
   }
 }
@@ -261,12 +264,12 @@ DIRECT_FN void gemm_direct(__global act_t* c, const uint c_offset, const uint ld
       const uint a_offset, const uint lda, const uint a_stride, __global const b_t* b, const uint b_offset,        \
       const uint ldb, const uint b_stride, const uint m, const uint n, const uint k, const float alpha,            \
       const float beta, const uint vec_a, const uint vec_b, __global const act_t* bias, const uint bias_offset,     \
-      __global act_t* g, const uint g_offset, const uint ldg, const uint epilogue) {                               \
+      __global act_t* aux, const uint aux_offset, const uint ld_aux, const uint epilogue) {                        \
     __local float4 as4[2 * TK * LA / 4], bs4[2 * TK * LB / 4]; /* float4: 16-byte aligned */                       \
     const size_t batch = get_group_id(2);                                                                          \
     gemm_direct(c, c_offset, ldc, c_stride, a + a_offset + batch * a_stride, lda, b + b_offset + batch * b_stride, \
                 ldb, m, n, k, alpha, beta, vec_a, vec_b, TA, TB, (__local float*)as4, (__local float*)bs4,         \
-                bias + bias_offset, g + g_offset, ldg, epilogue);                                                  \
+                bias + bias_offset, aux + aux_offset, ld_aux, epilogue);                                           \
   }
 
 PAX_GEMM_DIRECT_KERNEL(gemm_direct_nn, 0, 0)
@@ -282,12 +285,13 @@ PAX_GEMM_DIRECT_KERNEL(gemm_direct_tt, 1, 1)
 __kernel void gemm_direct_split_sum(__global act_t* c, const uint c_offset, const uint ldc,
                                     __global const float* partials, const uint m, const uint n, const uint splits,
                                     const float alpha, const float beta, __global const act_t* bias,
-                                    const uint bias_offset, __global act_t* g, const uint g_offset, const uint ldg,
-                                    const uint epilogue) {
+                                    const uint bias_offset, __global act_t* aux, const uint aux_offset,
+                                    const uint ld_aux, const uint epilogue) {
   const uint col = get_global_id(0), row = get_global_id(1);
   if (row >= m || col >= n) return;
   const size_t plane = (size_t)m * n;
   float sum = 0.0f;
   for (uint s = 0; s < splits; ++s) sum += partials[s * plane + (size_t)row * n + col];
-  direct_store(c + c_offset, ldc, row, col, alpha * sum, beta, bias + bias_offset, g + g_offset, ldg, epilogue);
+  direct_store(c + c_offset, ldc, row, col, alpha * sum, beta, bias + bias_offset, aux + aux_offset, ld_aux,
+               epilogue);
 }

@@ -65,14 +65,20 @@ enum class Layout { kAwkward, kAligned };
 // C before the GEMM: random values, or NaN inside the matrices (beta must then be 0, and C never read).
 enum class CInit { kRandom, kNaN };
 
-// The epilogue to fuse (Gemm::run_fused, batch 1): a bias per column of C, GELU of the result into G.
+// The epilogue to fuse (Gemm::run_fused, batch 1): a bias per column of C, GELU of the result into
+// G, or the result times gelu'(Z) (Z random, in the buffer G would use).
 struct Fused {
-  bool bias = false, gelu = false;
+  bool bias = false, gelu = false, gelu_grad = false;
 };
 
-// GELU's tanh form in double, straight from its definition (gelu_math.cl evaluates it otherwise).
+// GELU's tanh form and its derivative in double, straight from the definition (gelu_math.cl
+// evaluates them otherwise).
 double gelu_reference(double x) {
   return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+}
+double gelu_grad_reference(double x) {
+  const double k = std::sqrt(2.0 / std::numbers::pi), t = std::tanh(k * (x + 0.044715 * x * x * x));
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
 }
 
 // beta: -1.5 or 0 by k's parity unless given.
@@ -107,11 +113,14 @@ void check(DeviceTest& t, kernels::Gemm& gemm, const Case& c, std::uint64_t seed
   const std::size_t bias_off = 5, g_off = 2, ldg = c.n + 3;
   auto bias = DeviceTest::rounded(dt.c, DeviceTest::random(bias_off + c.n + 1, seed + 3));
   std::vector<double> G(g_off + c.m * ldg + 1, 0.25);
+  if (fused && fused->gelu_grad) G = DeviceTest::rounded(dt.c, DeviceTest::random(G.size(), seed + 4));  // Z
+  const std::vector<double> Z = G;
   auto biasb = t.upload(dt.c, bias), gb = t.upload(dt.c, G);
   if (fused) {
     kernels::GemmEpilogue e;
     if (fused->bias) e.bias = GemmOperand{biasb.get(), bias_off, 0, 0, dt.c};
     if (fused->gelu) e.gelu = GemmOperand{gb.get(), g_off, ldg, 0, dt.c};
+    if (fused->gelu_grad) e.gelu_grad = GemmOperand{gb.get(), g_off, ldg, 0, dt.c};
     ASSERT_TRUE(gemm.run_fused(s, alpha, ao, bo, beta, co, e)) << gemm.name() << " refused the epilogue";
   } else {
     gemm.run(s, alpha, ao, bo, beta, co);
@@ -128,6 +137,7 @@ void check(DeviceTest& t, kernels::Gemm& gemm, const Case& c, std::uint64_t seed
         double& out = C[off + bi * sc + i * ldc + j];
         out = alpha * acc + (beta != 0.0f ? beta * out : 0.0) + (fused && fused->bias ? bias[bias_off + j] : 0.0);
         if (fused && fused->gelu) G[g_off + i * ldg + j] = gelu_reference(out);
+        if (fused && fused->gelu_grad) out *= gelu_grad_reference(Z[g_off + i * ldg + j]);
       }
   // Elements outside the matrices (padding, offsets) must be untouched: compare everything. Float32
   // accumulation (1e-4) plus one rounding of C to its dtype: half a unit in its last place. A GEMM
@@ -443,9 +453,10 @@ TEST_F(DirectGemmTest, SplitKMatchesFloat64Reference) {
         DTypes{device::DType::kBF16, device::DType::kBF16, device::DType::kBF16}, Layout::kAligned, 1.0f);
 }
 
-// The fused epilogue (Linear's forward on GPUs): bias, GELU without a bias, and both; one tile
-// pass and a split-k pass (the epilogue then runs in the split sum), float32 and bfloat16 C, beta 0
-// over a NaN C and beta 1; batched products and 16-bit epilogue operands under a float32 C refused.
+// The fused epilogue (Linear's forward on GPUs, and the MLP's dx GEMM through GELU): bias, GELU
+// without a bias, both, and gelu'(Z); one tile pass and a split-k pass (the epilogue then runs in
+// the split sum), float32 and bfloat16 C, beta 0 over a NaN C and beta 1; batched products, 16-bit
+// epilogue operands under a float32 C, and GELU with its gradient at once refused.
 TEST_F(DirectGemmTest, FusedBiasAndGeluMatchFloat64Reference) {
   using device::DType;
   kernels::DirectGemm gemm(cache_, *device_, kernels::DirectTile::parse(kDirectTiles[1]));
@@ -453,7 +464,7 @@ TEST_F(DirectGemmTest, FusedBiasAndGeluMatchFloat64Reference) {
   ASSERT_EQ(gemm.split_k(GemmShape{one_pass.a, one_pass.b, one_pass.m, one_pass.n, one_pass.k}), 1u);
   ASSERT_GT(gemm.split_k(GemmShape{split.a, split.b, split.m, split.n, split.k}), 1u);
   std::uint64_t seed = 6000;
-  for (const Fused parts : {Fused{true, false}, Fused{false, true}, Fused{true, true}})
+  for (const Fused parts : {Fused{true, false}, Fused{false, true}, Fused{true, true}, Fused{false, false, true}})
     for (const Case& c : {one_pass, split})
       for (Layout layout : {Layout::kAwkward, Layout::kAligned}) {
         check(*this, gemm, c, seed += 4, {}, layout, 0.0f, CInit::kNaN, parts);
@@ -463,6 +474,8 @@ TEST_F(DirectGemmTest, FusedBiasAndGeluMatchFloat64Reference) {
         CInit::kRandom, Fused{true, true});
   check(*this, gemm, split, 6101, DTypes{DType::kBF16, DType::kBF16, DType::kBF16}, Layout::kAligned, 0.0f,
         CInit::kRandom, Fused{true, true});
+  check(*this, gemm, one_pass, 6102, DTypes{DType::kBF16, DType::kBF16, DType::kBF16}, Layout::kAligned, 0.0f,
+        CInit::kRandom, Fused{false, false, true});
 
   auto c = upload(DType::kF32, std::vector<double>(64, 1.0)), bias16 = upload(DType::kBF16, std::vector<double>(8, 1.0));
   const GemmOperand f32{c.get(), 0, 8, 8, DType::kF32};
@@ -470,6 +483,9 @@ TEST_F(DirectGemmTest, FusedBiasAndGeluMatchFloat64Reference) {
   e.bias = GemmOperand{c.get(), 0, 0, 0, DType::kF32};
   EXPECT_FALSE(gemm.run_fused(GemmShape{Transpose::kNo, Transpose::kNo, 2, 2, 2, 2}, 1.0f, f32, f32, 0.0f, f32, e));
   e.bias = GemmOperand{bias16.get(), 0, 0, 0, DType::kBF16};
+  EXPECT_FALSE(gemm.run_fused(GemmShape{Transpose::kNo, Transpose::kNo, 2, 2, 2}, 1.0f, f32, f32, 0.0f, f32, e));
+  e = {};
+  e.gelu = e.gelu_grad = f32;
   EXPECT_FALSE(gemm.run_fused(GemmShape{Transpose::kNo, Transpose::kNo, 2, 2, 2}, 1.0f, f32, f32, 0.0f, f32, e));
 }
 
@@ -515,10 +531,11 @@ TEST_F(DirectGemmSmall, EdgesTransposesBatchesAndDtypes) {
     const Case deep{33, 17, 512, 1, Transpose::kYes, Transpose::kNo};
     ASSERT_EQ(gemm.split_k(GemmShape{deep.a, deep.b, deep.m, deep.n, deep.k, 1}), 2u);
     check(*this, gemm, deep, 4102, {}, Layout::kAligned, 1.0f);
-    // The fused bias and GELU, in the tile's stores and in the split sum's.
+    // The fused bias and GELU, and GELU's gradient, in the tile's stores and in the split sum's.
     check(*this, gemm, Case{35, 67, 21, 1, Transpose::kNo, Transpose::kYes}, 4103, {}, Layout::kAwkward, 0.0f,
           CInit::kNaN, Fused{true, true});
     check(*this, gemm, deep, 4104, {}, Layout::kAligned, 0.0f, CInit::kNaN, Fused{true, true});
+    check(*this, gemm, deep, 4105, {}, Layout::kAwkward, 0.0f, CInit::kNaN, Fused{false, false, true});
   }
 }
 

@@ -57,8 +57,11 @@ TEST(Roofline, CountsTheTinyStepsBytesAndFlopsByHand) {
   EXPECT_EQ(find(ks, "GEMM qkv fwd").bytes, 4 * (N * C + 3 * D * C + N * 3 * D + 3 * D));
   EXPECT_EQ(find(ks, "GEMM qkv fwd").bytes, 1888);
   EXPECT_EQ(find(ks, "GEMM fc fwd").bytes, 4 * (N * C + H * C + 2 * N * H + H));
-  EXPECT_EQ(find(ks, "GEMM fc.proj dX").bytes, 4 * (N * C + C * H + N * H));
-  for (const char* gone : {"bias_add (qkv)", "bias_add (C)", "bias_gelu_forward"}) EXPECT_THROW(find(ks, gone), std::runtime_error);
+  EXPECT_EQ(find(ks, "GEMM fc.proj dX").bytes, 4 * (N * C + C * H + 2 * N * H));  // and z, for gelu'(z)
+  EXPECT_EQ(find(ks, "GEMM fc dX").bytes, 4 * (N * H + H * C + N * C));
+  for (const char* gone : {"bias_add (qkv)", "bias_add (C)", "bias_gelu_forward", "gelu_backward"}) {
+    EXPECT_THROW(find(ks, gone), std::runtime_error) << gone;
+  }
   EXPECT_EQ(find(ks, "GEMM lm head dW").bytes, 4 * (Vp * N + N * C) + 8 * Vp * C);
   EXPECT_EQ(find(ks, "GEMM lm head dW").flops, 2 * Vp * C * N);
   // A 16-bit activation dtype halves the activations and adds the parameters' cast.
@@ -67,6 +70,7 @@ TEST(Roofline, CountsTheTinyStepsBytesAndFlopsByHand) {
   EXPECT_EQ(find(half, "cast_to_act (parameters)").bytes, 6 * P);
   // 16-bit: the tensor-core GEMM has no epilogue, so bias and GELU keep their passes.
   EXPECT_EQ(find(half, "bias_gelu_forward").bytes, 2 * (3 * N * H + H));
+  EXPECT_EQ(find(half, "gelu_backward").bytes, 2 * 3 * N * H);
   EXPECT_EQ(find(half, "GEMM qkv fwd").bytes, 2 * (N * C + 3 * D * C + N * 3 * D));
 }
 

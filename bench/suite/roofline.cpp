@@ -42,8 +42,9 @@ std::vector<KernelTraffic> step_kernel_traffic(const models::GptConfig& model, s
   const double wpe_rows = T;
 
   // Float32 activations: Linear's bias and GELU run in the direct GEMM's epilogue (gemm.h's
-  // GemmEpilogue), no element-wise pass; the GEMM reads the bias and writes G beside C. 16-bit
-  // operands take the tensor-core GEMM on an H100, which has no epilogue: the passes stay.
+  // GemmEpilogue), no element-wise pass; the forward GEMMs read the bias and fc's writes G beside
+  // C, and the MLP's dx GEMM reads z for gelu'(z). 16-bit operands take the tensor-core GEMM on an
+  // H100, which has no epilogue: the passes stay.
   const bool fused = act_bytes == 4;
   std::vector<KernelTraffic> k;
   auto add = [&](std::string kernel, std::string group, std::size_t calls, double bytes, double flops) {
@@ -71,7 +72,7 @@ std::vector<KernelTraffic> step_kernel_traffic(const models::GptConfig& model, s
   add("layernorm_backward_params", "layernorm", 2 * L + 1, 2 * N * C * a + 2 * N * f + 2 * 2 * C * f,
       kLayerNormBackwardParams * N * C);
   add("bias_grad (C)", "optimizer", 2 * L, N * C * a + 2 * C * f, N * C);
-  add("gelu_backward", "elementwise", L, 3 * N * H * a, kGeluBackward * N * H);
+  if (!fused) add("gelu_backward", "elementwise", L, 3 * N * H * a, kGeluBackward * N * H);
   add("bias_grad (H)", "optimizer", L, N * H * a + 2 * H * f, N * H);
   add("layernorm_backward_dx (+ residual)", "layernorm", 2 * L, 3 * N * C * a + C * a + 2 * N * f + N * C * a,
       (kLayerNormBackwardDx + 1) * N * C);
@@ -100,6 +101,7 @@ std::vector<KernelTraffic> step_kernel_traffic(const models::GptConfig& model, s
     double bytes = batches * ((m * kk + kk * n) * a + m * n * (dw ? 2 * f : a));
     if (fused && g.name.ends_with(" fwd") && !g.name.starts_with("lm head")) bytes += n * a;  // the bias
     if (fused && g.name == "fc fwd") bytes += m * n * a;                                       // G = gelu(C)
+    if (fused && g.name == "fc.proj dX") bytes += m * n * a;                                   // z, for gelu'(z)
     k.push_back({"GEMM " + g.name, "GEMM", g.count, bytes, 2 * m * n * kk * batches, true});
   }
   return k;

@@ -1,5 +1,7 @@
 #include "models/layers/linear.h"
 
+#include <stdexcept>
+
 
 namespace paxocl::models {
 
@@ -47,22 +49,45 @@ ActBuffer& Linear::forward(LayerContext& ctx, const ActBuffer& x) {
   return y;
 }
 
-ActBuffer& Linear::backward(LayerContext& ctx, const ActBuffer& dy_in, const std::function<void(ActBuffer&)>& after_dx) {
+ActBuffer& Linear::backward(LayerContext& ctx, const ActBuffer& dy, const std::function<void(ActBuffer&)>& after_dx) {
+  if (activation_ != Activation::kGelu) return backward_at_z(ctx, dy, after_dx, nullptr);
+  ctx.kernels.gelu.backward(dz_, z_, dy, ctx.rows() * out_);
+  return backward_at_z(ctx, dz_, after_dx, nullptr);
+}
+
+ActBuffer& Linear::backward_from_preactivation(LayerContext& ctx, const ActBuffer& dz,
+                                               const std::function<void(ActBuffer&)>& after_dx) {
+  return backward_at_z(ctx, dz, after_dx, nullptr);
+}
+
+bool Linear::backward_through_gelu(LayerContext& ctx, const ActBuffer& dy, const ActBuffer& gelu_input) {
+  if (activation_ == Activation::kGelu) throw std::logic_error("backward_through_gelu: the GELU is this layer's input's");
+  bool fused = false;
+  backward_at_z(ctx, dy, {}, &gelu_input, &fused);
+  return fused;
+}
+
+ActBuffer& Linear::backward_at_z(LayerContext& ctx, const ActBuffer& dz, const std::function<void(ActBuffer&)>& after_dx,
+                                 const ActBuffer* dx_gelu_input, bool* dx_fused) {
   const std::size_t N = ctx.rows();
-  const ActBuffer* dz = &dy_in;
-  if (activation_ == Activation::kGelu) {
-    ctx.kernels.gelu.backward(dz_, z_, dy_in, N * out_);
-    dz = &dz_;
+  // dx (N, in) = dz (N, out) * W (out, in), times gelu'(dx_gelu_input) where the GEMM's epilogue can
+  const GemmShape dx_shape{Transpose::kNo, Transpose::kNo, N, in_, out_};
+  bool fused = false;
+  if (dx_gelu_input) {
+    kernels::GemmEpilogue epilogue;
+    epilogue.gelu_grad = operand(*dx_gelu_input, 0, in_);
+    fused = ctx.gemm.run_fused(dx_shape, 1.0f, operand(dz, 0, out_), operand(weight_.compute, 0, in_), 0.0f,
+                               operand(dx_, 0, in_), epilogue);
   }
-  const ActBuffer& dy = *dz;
-  // dx (N, in) = dz (N, out) * W (out, in)
-  ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, N, in_, out_}, 1.0f, operand(dy, 0, out_),
-               operand(weight_.compute, 0, in_), 0.0f, operand(dx_, 0, in_));
+  if (!fused) {
+    ctx.gemm.run(dx_shape, 1.0f, operand(dz, 0, out_), operand(weight_.compute, 0, in_), 0.0f, operand(dx_, 0, in_));
+  }
+  if (dx_fused) *dx_fused = fused;
   if (after_dx) after_dx(dx_);
   // dW (out, in) += dz^T (out, N) * x (N, in), accumulated in float32
-  ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, out_, in_, N}, 1.0f, operand(dy, 0, out_),
+  ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, out_, in_, N}, 1.0f, operand(dz, 0, out_),
                operand(*x_, 0, in_), 1.0f, operand(weight_.grad, 0, in_));
-  if (bias_) ctx.kernels.bias.grad(bias_->grad, dy, N, out_);
+  if (bias_) ctx.kernels.bias.grad(bias_->grad, dz, N, out_);
   return dx_;
 }
 

@@ -1,5 +1,6 @@
 // Linear: y = act(x W^T + b).      x (N, in)  W (out, in)  b (out)  y (N, out)
-// act is the identity or GELU-tanh; with GELU, bias and activation run as one fused kernel.
+// act is the identity or GELU-tanh. The bias and GELU run in the GEMM's epilogue where it has one
+// (gemm.h's GemmEpilogue: the direct GEMM on GPUs), else as one fused kernel after it.
 // The bias is optional (LLaMA has none): without it y = act(x W^T) and there is no db.
 // forward remembers x (the caller keeps it alive until backward); backward returns dx (N, in) and
 // accumulates dW += dz^T x and db += colsum(dz), z the pre-activation. Activations are in the
@@ -27,7 +28,23 @@ class Linear {
   // weight gradient's, so a collective on dx (tensor parallelism) can overlap that GEMM.
   ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy, const std::function<void(ActBuffer&)>& after_dx = {});
 
+  // A GELU between two layers (Mlp: fc's, whose output is proj's input) may be differentiated
+  // inside the second one's dx GEMM (GemmEpilogue::gelu_grad): backward_through_gelu is backward
+  // for a layer without activation whose dx GEMM also multiplies by gelu'(gelu_input), the first
+  // layer's pre-activation, where the GEMM can; it returns whether it did (else dx() is the plain
+  // input gradient). The first layer then continues from dx() with backward_from_preactivation
+  // (its own GELU backward skipped), or with backward as usual.
+  bool backward_through_gelu(LayerContext& ctx, const ActBuffer& dy, const ActBuffer& gelu_input);
+  ActBuffer& backward_from_preactivation(LayerContext& ctx, const ActBuffer& dz,
+                                         const std::function<void(ActBuffer&)>& after_dx = {});
+  const ActBuffer& preactivation() const { return z_; }  // z (N, out), valid from forward to backward
+  ActBuffer& dx() { return dx_; }                         // (N, in), the last backward's
+
  private:
+  // backward from dz, the gradient at z; dx_gelu_input / dx_fused: backward_through_gelu's.
+  ActBuffer& backward_at_z(LayerContext& ctx, const ActBuffer& dz, const std::function<void(ActBuffer&)>& after_dx,
+                           const ActBuffer* dx_gelu_input, bool* dx_fused = nullptr);
+
   Param weight_;
   std::optional<Param> bias_;
   std::size_t in_, out_;

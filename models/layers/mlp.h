@@ -12,8 +12,13 @@ class Mlp {
 
   ActBuffer& forward(LayerContext& ctx, const ActBuffer& x) { return proj_.forward(ctx, fc_.forward(ctx, x)); }
   // after_dx: as Linear::backward's, for the input gradient.
+  // GELU's backward runs in proj's dx GEMM where the GEMM has the epilogue (the direct GEMM on
+  // GPUs), else as fc's own kernel.
   ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy, const std::function<void(ActBuffer&)>& after_dx = {}) {
-    return fc_.backward(ctx, proj_.backward(ctx, dy), after_dx);
+    if (proj_.backward_through_gelu(ctx, dy, fc_.preactivation())) {
+      return fc_.backward_from_preactivation(ctx, proj_.dx(), after_dx);
+    }
+    return fc_.backward(ctx, proj_.dx(), after_dx);
   }
 
  private:
