@@ -6,10 +6,12 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <tuple>
 #include <utility>
 
 #include "common/errors.h"
+#include "common/whole_number.h"
 #include "kernels_cl/launch_checks.h"
 
 namespace paxocl::kernels {
@@ -66,13 +68,12 @@ FlashLimits flash_limits_from(const char* group, const char* register_floats) {
   const auto read = [](const char* value, const char* name, std::size_t low, std::size_t high, std::size_t multiple,
                        std::size_t fallback) {
     if (value == nullptr || *value == '\0') return fallback;
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(value, &end, 10);
-    if (*end != '\0' || v < low || v > high || v % multiple != 0) {
+    const std::optional<unsigned long long> v = parse_whole_number(value);
+    if (!v || *v < low || *v > high || *v % multiple != 0) {
       throw ConfigError(fmt::format("{}={}: give a whole number from {} to {}{} (unset: {})", name, value, low, high,
                                     multiple > 1 ? fmt::format(", a multiple of {}", multiple) : "", fallback));
     }
-    return static_cast<std::size_t>(v);
+    return static_cast<std::size_t>(*v);
   };
   return FlashLimits{read(group, "PAX_OCL_FLASH_GROUP", kFlashLanes, 1024, kFlashLanes, kFlashMaxGroup),
                      read(register_floats, "PAX_OCL_FLASH_REGISTER_FLOATS", 16, 256, 1, kFlashMaxRegisterTile)};

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 
+#include "common/whole_number.h"
 #include "kernels_cl/embedded_sources.h"
 #include "kernels_cl/program_loader.h"
 
@@ -80,9 +82,9 @@ std::size_t gpu_group_size(const device::DeviceInfo& device) {
   const std::size_t limit = std::min<std::size_t>(1024, device_max);
   const char* v = std::getenv(kGpuGroupSizeEnvVar);
   if (v == nullptr || *v == '\0') return std::min(kGpuDefaultGroupSize, device_max);
-  char* end = nullptr;
-  const unsigned long long size = std::strtoull(v, &end, 10);
-  if (*end != '\0' || size < 32 || size > limit || (size & (size - 1)) != 0) {
+  const std::optional<unsigned long long> parsed = parse_whole_number(v);
+  const unsigned long long size = parsed.value_or(0);
+  if (size < 32 || size > limit || (size & (size - 1)) != 0) {
     throw ConfigError(fmt::format("{}={}: the GPU kernels' work-group size must be a power of two from 32 to {} "
                                   "(this device's limit)",
                                   kGpuGroupSizeEnvVar, v, limit));

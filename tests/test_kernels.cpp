@@ -627,7 +627,10 @@ TEST(FlashAttentionTiles, FitTheLocalMemory) {
   for (const auto& [group, regs, names] : {std::tuple{"60", "", "PAX_OCL_FLASH_GROUP=60"},
                                            std::tuple{"2048", "", "PAX_OCL_FLASH_GROUP=2048"},
                                            std::tuple{"", "8", "PAX_OCL_FLASH_REGISTER_FLOATS=8"},
-                                           std::tuple{"", "32x", "PAX_OCL_FLASH_REGISTER_FLOATS=32x"}}) {
+                                           std::tuple{"", "32x", "PAX_OCL_FLASH_REGISTER_FLOATS=32x"},
+                                           std::tuple{"-64", "", "PAX_OCL_FLASH_GROUP=-64"},
+                                           std::tuple{" 64", "", "PAX_OCL_FLASH_GROUP= 64"},
+                                           std::tuple{"", "18446744073709551648", "PAX_OCL_FLASH_REGISTER_FLOATS=1844"}}) {
     const std::string message = error_message<ConfigError>([&] { kernels::flash_limits_from(group, regs); });
     EXPECT_NE(message.find(names), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
