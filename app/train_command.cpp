@@ -1,5 +1,6 @@
 // `pax-ocl train` and `pax-ocl eval`: a named experiment (--fdl_config, or --fdl_config_file
 // inheriting from one), Pax-style --fdl.NAME=VALUE overrides, and the job directory.
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include "app/commands.h"
 #include "app/experiment_flags.h"
 #include "common/errors.h"
+#include "device/auto_fprop_dtype.h"
 #include "device/device_selection.h"
 #include "kernels_cl/auto_gemm.h"
 #include "config/experiment.h"
@@ -69,6 +71,24 @@ config::JobFlags job_flags(const CliArgs& args, const config::Experiment& e) {
   return f;
 }
 
+// FPROP_DTYPE=auto (device/auto_fprop_dtype.h) resolved against the devices this process selects,
+// agreed by every process (bfloat16 only where each chose it), stated once and written into the
+// experiment, so experiment.json and every checkpoint record the dtype the job runs.
+void resolve_auto_fprop_dtype(config::Experiment& e, const config::JobFlags& flags,
+                              const collectives::ProcessWorld& world) {
+  if (e.get_string("FPROP_DTYPE") != "auto") return;
+  const auto selected =
+      device::select_devices(device::enumerate_devices(), device::parse_device_selection(flags.devices_spec));
+  device::AutoFpropDtype choice = device::auto_fprop_dtype(selected);
+  const std::vector<int> votes = world.all_gather(choice.dtype == device::DType::kBF16 ? 1 : 0);
+  if (choice.dtype == device::DType::kBF16 && std::find(votes.begin(), votes.end(), 0) != votes.end()) {
+    choice = {device::DType::kF32, "another process's devices have no bfloat16 matrix instructions"};
+  }
+  const std::string name(device::dtype_name(choice.dtype));
+  e.set_json("FPROP_DTYPE", name);
+  if (world.rank() == 0) spdlog::info("FPROP_DTYPE auto: {} ({})", name, choice.reason);
+}
+
 int run_job(const CliArgs& args, const collectives::ProcessWorld& world, const char* command, bool train) {
   if (args.flag_bool("help")) {
     if (world.rank() == 0) print_help(command);
@@ -76,6 +96,7 @@ int run_job(const CliArgs& args, const collectives::ProcessWorld& world, const c
   }
   config::Experiment e = load_experiment(args, !train);
   config::JobFlags flags = job_flags(args, e);
+  resolve_auto_fprop_dtype(e, flags, world);
   const config::JobConfig job = config::resolve_job(std::move(e), std::move(flags), world.size(), world.rank());
   return train ? scheduler::run_training(job, world) : scheduler::run_evaluation(job, world);
 }

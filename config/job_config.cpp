@@ -53,6 +53,9 @@ StepConfig resolve_step(const Experiment& e, const JobFlags& flags) {
   if (algorithm != "ring" && algorithm != "host") throw ConfigError(fmt::format("ICI_ALGORITHM={}: use ring or host", algorithm));
   s.ici_ring = algorithm == "ring";
   s.sequence_parallel = e.get_bool("SEQUENCE_PARALLEL");
+  if (e.get_string("FPROP_DTYPE") == "auto") {  // resolve_auto_fprop_dtype's job, before this
+    throw std::logic_error("FPROP_DTYPE=auto reached resolve_job unresolved");
+  }
   s.fprop_dtype = device::dtype_from_name(e.get_string("FPROP_DTYPE"));
   s.matmul_precision = kernels::matmul_precision_from_name(e.get_string("MATMUL_PRECISION"));
   s.loss_scale = models::DynamicLossScaler::Config{s.fprop_dtype == device::DType::kF16, e.get_float("LOSS_SCALE_INITIAL"),

@@ -92,6 +92,8 @@ struct JobConfig {
 // The job `experiment` describes for a world of `processes` processes, this one `rank`; reads
 // --init_from's weights when given. Throws ConfigError (one line, naming the field) for anything
 // inconsistent: the mesh against the processes, batches that do not divide, a schedule out of order.
+// FPROP_DTYPE must be a dtype by then: `auto` is resolved against the devices first (the train and
+// eval commands, app/train_command.cpp).
 JobConfig resolve_job(Experiment experiment, JobFlags flags, int processes, int rank);
 
 }  // namespace paxocl::config

@@ -89,7 +89,10 @@ LayoutSpec layout_spec_of(const config::Experiment& e) {
                                   percore, s.devices(), global));
   }
   s.global_batch = std::lround(global);
-  s.fprop = device::dtype_from_name(e.get_string("FPROP_DTYPE"));
+  // auto is resolved against a job's devices at start-up (device/auto_fprop_dtype.h); a plan has none
+  // and plans float32, saying so.
+  s.fprop_auto = e.get_string("FPROP_DTYPE") == "auto";
+  s.fprop = s.fprop_auto ? device::DType::kF32 : device::dtype_from_name(e.get_string("FPROP_DTYPE"));
   s.fsdp_prefetch_depth = static_cast<int>(e.get_int("FSDP_PREFETCH_DEPTH"));
   s.overlap = e.get_bool("OVERLAP_COMMUNICATION");
   // Sequence parallelism arrives with tensor parallelism (issue 20); until the experiment has it, off.

@@ -24,6 +24,7 @@ struct LayoutSpec {
   device::MeshShape dcn{1, 1, 1};  // processes along [data, fsdp, tensor]
   long global_batch = 1;           // sequences per step, the whole mesh
   device::DType fprop = device::DType::kF32;  // FPROP_DTYPE: activations and the weights' step copy
+  bool fprop_auto = false;  // FPROP_DTYPE=auto, planned as float32 (what it resolves to on all but bf16 CPUs)
   int fsdp_prefetch_depth = 1;     // FSDP_PREFETCH_DEPTH
   bool overlap = true;             // OVERLAP_COMMUNICATION
   bool sequence_parallel = false;  // SEQUENCE_PARALLEL (tensor > 1): norms and residuals on sequence shards

@@ -56,7 +56,10 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
   line(fmt::format("layout: {}", s.describe()));
   line(fmt::format("batch: {} sequences x {} tokens per step ({} tokens); each tensor group runs {} sequence(s); "
                    "FPROP_DTYPE {}",
-                   s.global_batch, s.model.max_seq_len(), si(p.tokens_per_step, ""), s.group_sequences(), dtype));
+                   s.global_batch, s.model.max_seq_len(), si(p.tokens_per_step, ""), s.group_sequences(),
+                   s.fprop_auto ? "auto, planned as float32 (a job picks bfloat16 on CPUs with bfloat16 matrix "
+                                  "instructions: name FPROP_DTYPE to plan that)"
+                                : dtype));
   line(fmt::format("accelerator: {}: {:.4g} TFLOP/s {} ({}), {:.1f} GiB, {} ({})", p.accelerator.name,
                    p.time.peak_gflops / 1e3, dtype,
                    p.accelerator.host_cpu ? p.accelerator.peak_basis

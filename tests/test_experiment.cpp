@@ -152,6 +152,7 @@ TEST(JobConfig, ResolvesEachProcesssShareOrRefusesWhatCannotRun) {
   e.set("ICI_MESH_SHAPE", "[2,1,1]");
   e.set("DCN_MESH_SHAPE", "[2,1,1]");
   e.set("PERCORE_BATCH_SIZE", "2");
+  e.set("FPROP_DTYPE", "float32");  // Default's auto is resolved against devices before resolve_job
   const config::JobConfig j = config::resolve_job(e, {}, 2, 1);
   EXPECT_EQ(j.input.batch_size, 4);  // 2 per device x 4 devices / 2 processes
   EXPECT_EQ(j.step.replica_batch, 2);

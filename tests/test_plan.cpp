@@ -51,12 +51,12 @@ config::Experiment experiment(const std::string& base, const std::vector<std::pa
 
 // A GPT whose sizes are not multiples of 16: C 40, H 100, T 24, V 300 (Vp 384), 2 heads of 20.
 std::vector<std::pair<std::string, std::string>> odd_gpt() {
-  return {{"NUM_LAYERS", "2"},  {"MODEL_DIMS", "40"}, {"HIDDEN_DIMS", "100"}, {"NUM_HEADS", "2"},
+  return {{"FPROP_DTYPE", "float32"}, {"NUM_LAYERS", "2"},  {"MODEL_DIMS", "40"}, {"HIDDEN_DIMS", "100"}, {"NUM_HEADS", "2"},
           {"DIMS_PER_HEAD", "20"}, {"MAX_SEQ_LEN", "24"}, {"VOCAB_SIZE", "300"}, {"PERCORE_BATCH_SIZE", "3"}};
 }
 // A grouped-query LLaMA: 4 heads over 2 kv heads of 12, F 80, T 20, V 200.
 std::vector<std::pair<std::string, std::string>> odd_llama() {
-  return {{"ARCHITECTURE", "llama"}, {"NUM_LAYERS", "3"}, {"MODEL_DIMS", "48"}, {"HIDDEN_DIMS", "80"},
+  return {{"FPROP_DTYPE", "float32"}, {"ARCHITECTURE", "llama"}, {"NUM_LAYERS", "3"}, {"MODEL_DIMS", "48"}, {"HIDDEN_DIMS", "80"},
           {"NUM_HEADS", "4"},        {"NUM_KV_HEADS", "2"}, {"DIMS_PER_HEAD", "12"}, {"MAX_SEQ_LEN", "20"},
           {"VOCAB_SIZE", "200"},     {"PERCORE_BATCH_SIZE", "2"}};
 }
