@@ -72,21 +72,29 @@ config::JobFlags job_flags(const CliArgs& args, const config::Experiment& e) {
 }
 
 // FPROP_DTYPE=auto (device/auto_fprop_dtype.h) resolved against the devices this process selects,
-// agreed by every process (bfloat16 only where each chose it), stated once and written into the
-// experiment, so experiment.json and every checkpoint record the dtype the job runs.
-void resolve_auto_fprop_dtype(config::Experiment& e, const config::JobFlags& flags,
-                              const collectives::ProcessWorld& world) {
-  if (e.get_string("FPROP_DTYPE") != "auto") return;
-  const auto selected =
-      device::select_devices(device::enumerate_devices(), device::parse_device_selection(flags.devices_spec));
-  device::AutoFpropDtype choice = device::auto_fprop_dtype(selected);
+// agreed by every process (bfloat16 only where each chose it) and written into the experiment, so
+// experiment.json and every checkpoint record the dtype the job runs. Returns the start-up line
+// saying so (empty without auto), for the job to print once no configuration error can follow (a
+// bad setting stays a one-line error). Devices that cannot be enumerated give float32 here and their
+// own error when the job opens them.
+std::string resolve_auto_fprop_dtype(config::Experiment& e, const config::JobFlags& flags,
+                                     const collectives::ProcessWorld& world) {
+  if (e.get_string("FPROP_DTYPE") != "auto") return "";
+  device::AutoFpropDtype choice;
+  try {
+    choice = device::auto_fprop_dtype(
+        device::select_devices(device::enumerate_devices(), device::parse_device_selection(flags.devices_spec)),
+        flags.gemm_policy);
+  } catch (const std::runtime_error& error) {
+    choice = {device::DType::kF32, fmt::format("no devices to choose by: {}", error.what())};
+  }
   const std::vector<int> votes = world.all_gather(choice.dtype == device::DType::kBF16 ? 1 : 0);
   if (choice.dtype == device::DType::kBF16 && std::find(votes.begin(), votes.end(), 0) != votes.end()) {
     choice = {device::DType::kF32, "another process's devices have no bfloat16 matrix instructions"};
   }
   const std::string name(device::dtype_name(choice.dtype));
   e.set_json("FPROP_DTYPE", name);
-  if (world.rank() == 0) spdlog::info("FPROP_DTYPE auto: {} ({})", name, choice.reason);
+  return fmt::format("FPROP_DTYPE auto: {} ({})", name, choice.reason);
 }
 
 int run_job(const CliArgs& args, const collectives::ProcessWorld& world, const char* command, bool train) {
@@ -96,8 +104,9 @@ int run_job(const CliArgs& args, const collectives::ProcessWorld& world, const c
   }
   config::Experiment e = load_experiment(args, !train);
   config::JobFlags flags = job_flags(args, e);
-  resolve_auto_fprop_dtype(e, flags, world);
-  const config::JobConfig job = config::resolve_job(std::move(e), std::move(flags), world.size(), world.rank());
+  const std::string auto_dtype = resolve_auto_fprop_dtype(e, flags, world);
+  config::JobConfig job = config::resolve_job(std::move(e), std::move(flags), world.size(), world.rank());
+  job.fprop_dtype_choice = auto_dtype;
   return train ? scheduler::run_training(job, world) : scheduler::run_evaluation(job, world);
 }
 

@@ -85,6 +85,9 @@ struct JobConfig {
   Cadence cadence{};
   int processes = 1;                     // the job's processes (DCN)
 
+  // FPROP_DTYPE=auto's start-up line, what it chose and why (empty when the experiment named a
+  // dtype); the train and eval commands set it, the job prints it once its configuration is checked.
+  std::string fprop_dtype_choice;
   // "data 2 x fsdp 1 (ICI [2,1,1] x DCN [1,1,1])": the layout, for logs and checkpoints.
   std::string sharding() const;
 };

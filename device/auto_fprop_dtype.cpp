@@ -6,8 +6,11 @@
 
 namespace paxocl::device {
 
-AutoFpropDtype auto_fprop_dtype(const std::vector<DeviceInfo>& devices) {
+AutoFpropDtype auto_fprop_dtype(const std::vector<DeviceInfo>& devices, const std::string& gemm_policy) {
   if (devices.empty()) return {DType::kF32, "no devices"};
+  if (gemm_policy == "blis" || gemm_policy == "clblast") {
+    return {DType::kF32, fmt::format("--gemm={} multiplies float32 only", gemm_policy)};
+  }
   const auto without = std::find_if(devices.begin(), devices.end(), [](const DeviceInfo& d) {
     return d.kind != DeviceKind::kCpu || d.bf16_flops_per_cycle == 0;
   });

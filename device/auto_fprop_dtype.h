@@ -7,7 +7,8 @@
 //   float32   every other device: a CPU without them widens 16-bit operands first (an AVX2 EPYC
 //             ran C in bfloat16 at half its float32 rate, 477 against 965 tok/s), and GPUs keep
 //             float32 unless the experiment names a 16-bit dtype, as Pax's GPU experiments do.
-// float16 is never chosen: oneDNN 2.6 has no float16 CPU matmul.
+// A GEMM policy that multiplies float32 only (blis, clblast) keeps float32 too. float16 is never
+// chosen: oneDNN 2.6 has no float16 CPU matmul.
 #pragma once
 
 #include <string>
@@ -23,6 +24,7 @@ struct AutoFpropDtype {
   std::string reason;  // "CPU devices with AMX-BF16 / AVX512_BF16 ...", for the start-up line
 };
 
-AutoFpropDtype auto_fprop_dtype(const std::vector<DeviceInfo>& devices);
+// `gemm_policy`: the job's --gemm (kernels_cl/auto_gemm.h's names).
+AutoFpropDtype auto_fprop_dtype(const std::vector<DeviceInfo>& devices, const std::string& gemm_policy = "auto");
 
 }  // namespace paxocl::device

@@ -86,6 +86,7 @@ struct Runtime {
                             std::min<int>(static_cast<int>(selected.size()), job.mesh.local_devices()));
     require_layout_fits(job, selected, mesh.devices_per_process());
     phases.release();  // from here on, no one-line configuration error can follow
+    if (!job.fprop_dtype_choice.empty() && world.rank() == 0) spdlog::info("{}", job.fprop_dtype_choice);
     program = make_step_program(selected, cache, world, StepOptions::of(job, mesh));
     const device::ProgramCacheStats programs = cache.stats();
     phases.done(fmt::format("step program built ({} programs from the cache, {} compiled)", programs.hits, programs.misses));

@@ -79,6 +79,7 @@ std::filesystem::path run_eval(const TempDir& dir, const std::string& flags) {
   const auto r = run_command(kBinary + " eval --init_from=" + (kGolden / "gpt2_tiny.safetensors").string() +
                              " --fdl.DATA=" + (kGolden / "gpt2_tiny_eval").string() +
                              " --fdl.NUM_HEADS=4" +  // the golden file (written by transformers) records no head count
+                             " --fdl.FPROP_DTYPE=float32" +  // the float64 golden figures: not auto's bfloat16 CPUs
                              " " + flags + " --job_log_dir=" + job.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return job;

@@ -49,6 +49,17 @@ TEST(CliJob, DefaultExperimentLossFallsAndTheJobDirectoryIsComplete) {
   const std::string log_text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_NE(log_text.find("step     60/60"), std::string::npos) << "console lines are logged too";
 
+  // Default's FPROP_DTYPE=auto is stated at start-up and recorded resolved, so a rerun or an eval
+  // of the job reads the dtype it ran (device/auto_fprop_dtype.h).
+  const std::string said = "FPROP_DTYPE auto: ";
+  const std::size_t at = r.err.find(said);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string dtype = r.err.substr(at + said.size(), r.err.find(' ', at + said.size()) - at - said.size());
+  EXPECT_TRUE(dtype == "float32" || dtype == "bfloat16") << dtype;
+  std::ifstream recorded(std::filesystem::path(job) / "experiment.json");
+  const std::string experiment((std::istreambuf_iterator<char>(recorded)), std::istreambuf_iterator<char>());
+  EXPECT_NE(experiment.find("\"FPROP_DTYPE\": \"" + dtype + "\""), std::string::npos) << experiment;
+
   // The resolved experiment reruns as it is, and eval reads it from the job directory.
   const auto again = run_command(kBinary + " train --fdl_config_file=" + job + "/experiment.json --fdl.MAX_STEPS=1" +
                                  " --fdl.EVAL_LOOP_NUM_BATCHES=1 --job_log_dir=" + (dir.path() / "again").string());
@@ -63,7 +74,7 @@ const std::string kSmall =
     " train --fdl.DATA=synthetic --fdl.VOCAB_SIZE=512 --fdl.NUM_LAYERS=2 --fdl.MODEL_DIMS=64 --fdl.HIDDEN_DIMS=256"
     " --fdl.NUM_HEADS=4 --fdl.DIMS_PER_HEAD=16 --fdl.MAX_SEQ_LEN=32 --fdl.MAX_STEPS=20 --fdl.SUMMARY_INTERVAL_STEPS=5"
     " --fdl.EVAL_INTERVAL_STEPS=0 --fdl.EVAL_LOOP_NUM_BATCHES=2 --fdl.LR_COS_WARMUP=2 --fdl.LR_COS_DECAY_START=3"
-    " --fdl.LR_COS_DECAY_END=20";
+    " --fdl.LR_COS_DECAY_END=20 --fdl.FPROP_DTYPE=float32";  // float32: layouts agree to its rounding
 
 void expect_same_curve(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
@@ -257,7 +268,7 @@ TEST(CliJob, ExperimentErrorsAreOneLine) {
       {"train --fdl.ICI_ALGORITHM=tree", "ICI_ALGORITHM=tree: use one of ring, host"},
       {"train --fdl.ICI_MESH_SHAPE=[4,1,1] --devices=0", "holds 4 device(s) per process, but this process has 1"},
       {"train --fdl.ICI_MESH_SHAPE=[2,1]", "ICI_MESH_SHAPE=[2,1]: expected 3 entries, got 2"},
-      {"train --fdl.FPROP_DTYPE=float8", "FPROP_DTYPE=float8: use one of float32, bfloat16, float16"},
+      {"train --fdl.FPROP_DTYPE=float8", "FPROP_DTYPE=float8: use one of auto, float32, bfloat16, float16"},
       {"train --fdl.FPROP_DTYPE=float16 --fdl.LOSS_SCALE_INITIAL=1000", "LOSS_SCALE_INITIAL=1000: use a power of two"},
       {"train --fdl.GRADIENT_BUCKET_BYTES=-1", "GRADIENT_BUCKET_BYTES=-1: the value must be at least 0"},
       {"train --fdl_config_file=/nonexistent.json", "cannot be read"},

@@ -105,8 +105,8 @@ TEST(CliMixedPrecision, Float16LossScaleHalvesOnOverflowAndGrowsBack) {
 // float32 or tf32 is a one-line error. (TF32 itself: test_gemm's emulated and on-GPU tests.)
 TEST(CliMixedPrecision, Tf32WithoutTensorCoresSaysSoAndTrainsInFloat32) {
   TempDir dir;
-  train(dir, "float32", " --fdl.MAX_STEPS=20");
-  const auto r = train(dir, "tf32", " --fdl.MAX_STEPS=20 --fdl.MATMUL_PRECISION=tf32");
+  train(dir, "float32", " --fdl.MAX_STEPS=20 --fdl.FPROP_DTYPE=float32");
+  const auto r = train(dir, "tf32", " --fdl.MAX_STEPS=20 --fdl.FPROP_DTYPE=float32 --fdl.MATMUL_PRECISION=tf32");
   EXPECT_NE(r.err.find("MATMUL_PRECISION=tf32: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("runs its float32 GEMMs in float32 (no TF32 tensor cores"), std::string::npos) << r.err;
   const auto want = read_scalars(dir.path() / "float32" / "summaries" / "train")["loss"];
@@ -127,11 +127,12 @@ TEST(CliMixedPrecision, Tf32WithoutTensorCoresSaysSoAndTrainsInFloat32) {
 // BLIS_ARCH_TYPE, on which BLIS 0.9.0 aborts whatever its value, is ignored with a warning.
 TEST(CliMixedPrecision, EveryCpuGemmPathTrainsToTheSameFloat32Losses) {
   TempDir dir;
-  train(dir, "cpu-12x32", " --fdl.MAX_STEPS=20 --gemm=cpu-12x32");
+  train(dir, "cpu-12x32", " --fdl.MAX_STEPS=20 --fdl.FPROP_DTYPE=float32 --gemm=cpu-12x32");
   const auto want = read_scalars(dir.path() / "cpu-12x32" / "summaries" / "train")["loss"];
   ASSERT_FALSE(want.empty());
   for (const std::string policy : {"onednn", "blis"}) {
-    const auto r = train(dir, policy, " --fdl.MAX_STEPS=20 --gemm=" + policy, policy == "blis" ? "BLIS_ARCH_TYPE=3 " : "");
+    const auto r = train(dir, policy, " --fdl.MAX_STEPS=20 --fdl.FPROP_DTYPE=float32 --gemm=" + policy,
+                         policy == "blis" ? "BLIS_ARCH_TYPE=3 " : "");
     if (r.err.find("through BLIS 0.9.0,") != std::string::npos) {
       EXPECT_NE(r.err.find("BLIS_ARCH_TYPE=3 ignored: BLIS 0.9.0 aborts whenever it is set"), std::string::npos) << r.err;
     }

@@ -44,7 +44,8 @@ class CliTrain : public ::testing::Test {
 TEST_F(CliTrain, InitFromLlmcFileGivesTheReferenceLoss) {
   const auto r = run_command(kBinary + " train --fdl.DATA=synthetic --init_from=" + file_.string() +
                              " --fdl.MAX_STEPS=1 --fdl.PERCORE_BATCH_SIZE=2 --fdl.SEED=5 --fdl.SUMMARY_INTERVAL_STEPS=1"
-                             " --fdl.EVAL_LOOP_NUM_BATCHES=2 --job_log_dir=" + (dir_.path() / "job").string());
+                             " --fdl.EVAL_LOOP_NUM_BATCHES=2 --fdl.FPROP_DTYPE=float32 --job_log_dir=" +
+                             (dir_.path() / "job").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(step +1/1  loss ([0-9.]+))"))) << r.out;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "device/auto_fprop_dtype.h"
 #include "device/device_selection.h"
 #include "device/known_peaks.h"
 #include "tests/test_support.h"
@@ -83,6 +84,36 @@ TEST(DeviceSelection, FlagBeatsEnvironmentBeatsAuto) {
   testing::ScopedEnv env(kDevicesEnvVar, "cpu");
   EXPECT_EQ(device_spec_from(std::nullopt), "cpu");
   EXPECT_EQ(device_spec_from(std::string("0,1")), "0,1");
+}
+
+// FPROP_DTYPE=auto: bfloat16 only where every device is a CPU with bfloat16 matrix instructions;
+// one CPU without them, any GPU, or a float32-only GEMM policy keeps the job in float32, and the
+// reason names that device or policy.
+TEST(AutoFpropDtype, BfloatSixteenOnlyWhereEveryDeviceIsACpuWithItsInstructions) {
+  DeviceInfo amx, avx2, gpu;
+  amx.name = "pthread-sapphirerapids-Intel(R) Xeon(R) Processor";
+  amx.kind = DeviceKind::kCpu;
+  amx.bf16_flops_per_cycle = cpu_bf16_flops_per_cycle(true, true, 16);
+  avx2.name = "pthread-haswell-AMD EPYC";
+  avx2.kind = DeviceKind::kCpu;
+  gpu.name = "NVIDIA H100";
+  gpu.kind = DeviceKind::kGpu;
+  gpu.bf16_flops_per_cycle = 1024;  // not read for GPUs
+  EXPECT_EQ(auto_fprop_dtype({amx, amx}).dtype, DType::kBF16);
+  EXPECT_NE(auto_fprop_dtype({amx}).reason.find("AMX-BF16 or AVX512_BF16"), std::string::npos);
+  const AutoFpropDtype mixed = auto_fprop_dtype({amx, avx2});
+  EXPECT_EQ(mixed.dtype, DType::kF32);
+  EXPECT_NE(mixed.reason.find(avx2.name), std::string::npos) << mixed.reason;
+  const AutoFpropDtype on_gpu = auto_fprop_dtype({gpu});
+  EXPECT_EQ(on_gpu.dtype, DType::kF32);
+  EXPECT_NE(on_gpu.reason.find("not a CPU device"), std::string::npos) << on_gpu.reason;
+  EXPECT_EQ(auto_fprop_dtype({}).dtype, DType::kF32);
+  for (const char* float32_only : {"blis", "clblast"}) {
+    const AutoFpropDtype chosen = auto_fprop_dtype({amx}, float32_only);
+    EXPECT_EQ(chosen.dtype, DType::kF32) << float32_only;
+    EXPECT_NE(chosen.reason.find(std::string("--gemm=") + float32_only), std::string::npos) << chosen.reason;
+  }
+  EXPECT_EQ(auto_fprop_dtype({amx}, "onednn").dtype, DType::kBF16);
 }
 
 }  // namespace
