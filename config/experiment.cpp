@@ -13,6 +13,7 @@
 #include "common/errors.h"
 #include "common/nearest_names.h"
 #include "config/hparam_values.h"
+#include "models/checkpoint_policy.h"
 
 namespace paxocl::config {
 
@@ -124,6 +125,10 @@ const std::vector<HParamSpec>& Experiment::schema() {
       {.name = "SEQUENCE_PARALLEL", .type = T::kBool,
        .help = "with a tensor axis > 1: Megatron-LM's sequence parallelism: norms and residual adds on each tensor "
                "rank's rows of the batch (activation memory), reduce-scatter + all-gather instead of all-reduces"},
+      {.name = "CHECKPOINT_POLICY", .type = T::kString,
+       .help = "rematerialization, praxis's names: which forward results each block keeps for its backward; the rest "
+               "is recomputed just before it (SAVE_EVERYTHING: none)",
+       .choices = models::checkpoint_policy_names()},
       {.name = "FSDP_PREFETCH_DEPTH", .type = T::kInt,
        .help = "FSDP: blocks whose all-gather is in flight ahead of the block computing (each costs a block of device memory)",
        .min = 0, .max = 1 << 16},
@@ -195,6 +200,7 @@ Values defaults() {
           {"PREFETCH_DEPTH", 2L},
           {"OVERLAP_COMMUNICATION", true},
           {"SEQUENCE_PARALLEL", false},
+          {"CHECKPOINT_POLICY", std::string("SAVE_EVERYTHING")},
           {"FSDP_PREFETCH_DEPTH", 1L},
           {"ICI_ALGORITHM", std::string("ring")},
           {"GRADIENT_BUCKET_BYTES", 0L},
@@ -304,8 +310,14 @@ const std::map<std::string, std::function<void(Values&)>>& registry() {
       {"LLaMA2_7B", [](Values& v) { llama_gpu(v, 32, 4096, 11008, 32, 32, 16, {1, 8, 1}, {1, 1, 1}); }},
       {"LLaMA2_70B", [](Values& v) { llama_gpu(v, 80, 8192, 28672, 64, 8, 4, {1, 8, 1}, {1, 2, 1}); }},
       {"Pile126M", [](Values& v) { gpt_gpu(v, 12, 768, 12, 64, 50304, 4, {8, 1, 1}, {8, 1, 1}, 6e-4, 636, 500000, 600000, 100, 5000, 0.023); }},
-      {"GPT5B", [](Values& v) { gpt_gpu(v, 24, 4096, 32, 128, 50304, 8, {1, 8, 1}, {1, 32, 1}, 1.6e-4, 115, 62500, 75000, 10, 250, 0.01); }},
-      {"GPT175B", [](Values& v) { gpt_gpu(v, 96, 12288, 96, 128, 50257, 6, {1, 8, 1}, {1, 32, 1}, 2e-5, 265, 108600, 75000, 10, 100, 0.023); }},
+      {"GPT5B", [](Values& v) {
+         gpt_gpu(v, 24, 4096, 32, 128, 50304, 8, {1, 8, 1}, {1, 32, 1}, 1.6e-4, 115, 62500, 75000, 10, 250, 0.01);
+         v["CHECKPOINT_POLICY"] = std::string("SAVE_DOT_WITH_NO_BATCH_DIM");  // Pax's GPT5B
+       }},
+      {"GPT175B", [](Values& v) {
+         gpt_gpu(v, 96, 12288, 96, 128, 50257, 6, {1, 8, 1}, {1, 32, 1}, 2e-5, 265, 108600, 75000, 10, 100, 0.023);
+         v["CHECKPOINT_POLICY"] = std::string("SAVE_NOTHING");  // Pax's GPT175B (inherited)
+       }},
   };
   return r;
 }

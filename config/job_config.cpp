@@ -53,6 +53,7 @@ StepConfig resolve_step(const Experiment& e, const JobFlags& flags) {
   if (algorithm != "ring" && algorithm != "host") throw ConfigError(fmt::format("ICI_ALGORITHM={}: use ring or host", algorithm));
   s.ici_ring = algorithm == "ring";
   s.sequence_parallel = e.get_bool("SEQUENCE_PARALLEL");
+  s.checkpoint_policy = models::checkpoint_policy_from_name(e.get_string("CHECKPOINT_POLICY"));
   if (e.get_string("FPROP_DTYPE") == "auto") {  // resolve_auto_fprop_dtype's job, before this
     throw std::logic_error("FPROP_DTYPE=auto reached resolve_job unresolved");
   }

@@ -19,6 +19,7 @@
 #include "inputs/input_params.h"
 #include "kernels_cl/gemm.h"
 #include "models/adam_optimizer.h"
+#include "models/checkpoint_policy.h"
 #include "models/loss_scaler.h"
 #include "models/lr_schedule.h"
 #include "models/weights_io.h"
@@ -54,6 +55,7 @@ struct StepConfig {
   int fsdp_prefetch_depth = 1;                       // FSDP_PREFETCH_DEPTH
   bool ici_ring = true;                              // ICI_ALGORITHM == ring
   bool sequence_parallel = false;                    // SEQUENCE_PARALLEL (tensor axis > 1)
+  models::CheckpointPolicy checkpoint_policy = models::CheckpointPolicy::kSaveEverything;  // CHECKPOINT_POLICY
   device::DType fprop_dtype = device::DType::kF32;   // FPROP_DTYPE
   kernels::MatmulPrecision matmul_precision = kernels::MatmulPrecision::kFloat32;  // MATMUL_PRECISION
   models::DynamicLossScaler::Config loss_scale;      // LOSS_SCALE_*; enabled for float16

@@ -68,11 +68,18 @@ std::size_t BlockModel::stream_rows() const {
 
 void BlockModel::begin_layers() {
   allocated_before_layers_ = runtime_.device().context().bytes_allocated();
+  saved_sites_ = models::saved_sites(options_.checkpoint_policy, options_.sequence_parallel);
+  shared_ = std::make_unique<SharedActivations>(runtime_.device());
   if (options_.sequence_parallel) {
     const std::size_t dims = config_.visit([](const auto& c) { return static_cast<std::size_t>(c.model_dims); });
     sequence_ = std::make_unique<SequenceParallel>(runtime_.device(), runtime_.act_dtype(), max_rows(), dims,
                                                    options_.tensor.size);
   }
+}
+
+BufferSource BlockModel::block_buffers(const std::string& block_prefix, BlockSite site) {
+  if (!shared_) throw std::logic_error("BlockModel::block_buffers before begin_layers");
+  return BufferSource(runtime_.device(), *shared_, block_prefix, saved_sites_, site);
 }
 
 // Full residency: the layout's offset. FSDP residency: unit(-1) at 0, then slot s of block units

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels_cl/device_runtime.h"
+#include "models/layers/buffer_source.h"
 #include "models/layers/sequence_parallel.h"
 #include "models/model.h"
 #include "models/model_config.h"
@@ -84,6 +85,9 @@ class BlockModel : public Model {
   // Call around the layers' construction: what they allocate is activation_bytes() (with sequence
   // parallelism's workspaces, which begin_layers allocates).
   void begin_layers();
+  // Where block `block_prefix`'s layer storing at `site` gets its buffers (the policy's sharing).
+  BufferSource block_buffers(const std::string& block_prefix, BlockSite site);
+  SavedSites saved_sites() const { return saved_sites_; }
   void end_layers() { activation_bytes_ = runtime_.device().context().bytes_allocated() - allocated_before_layers_; }
 
   // The phases' shared parts. start_pass checks the batch against the model (DataError), zeroes the
@@ -112,6 +116,8 @@ class BlockModel : public Model {
   std::unique_ptr<TensorSplit> split_;
   TensorGroup* tensor_group_ = nullptr;
   std::unique_ptr<SequenceParallel> sequence_;  // sequence parallelism's workspaces
+  SavedSites saved_sites_;
+  std::unique_ptr<SharedActivations> shared_;  // the blocks' shared buffers, from begin_layers
   // Sizes of FSDP residency: unit(-1), unit(0), ... (blocks of different kinds differ; a slot holds the largest).
   std::vector<std::size_t> unit_floats_;
   std::size_t unit_floats(int block) const { return unit_floats_.at(static_cast<std::size_t>(block + 1)); }

@@ -9,6 +9,9 @@
 // reduce-scattered into the device's rows instead, which the blocks and the final norm run on;
 // the final norm's output is all-gathered for the head, and the blocks' input gradient for the
 // embedding's backward. pass.x is then the device's rows (N/t, C).
+// Rematerialization (models/checkpoint_policy.h): the blocks share the forward results the policy
+// does not keep; a block's backward first recomputes them unless they are still its own (the last
+// block run forward).
 #pragma once
 
 #include <memory>
@@ -26,6 +29,8 @@ class DecoderModel : public BlockModel {
  public:
   Pass begin_pass(const inputs::Batch& batch, bool gradients) override {
     Pass pass{start_pass(batch, gradients), &batch, nullptr};
+    shared_state_of_ = -1;
+    recomputed_ = 0;
     LayerContext& ctx = pass.ctx;
     ActBuffer& x = embedding_->forward(ctx, batch.ids);
     if (ctx.sequence) {
@@ -40,6 +45,7 @@ class DecoderModel : public BlockModel {
   void forward_block(Pass& pass, int block) override {
     prepare_block(block);
     pass.x = &blocks_.at(static_cast<std::size_t>(block)).forward(pass.ctx, *pass.x);
+    shared_state_of_ = block;
   }
   LossStats forward_loss(Pass& pass) override {
     LayerContext& ctx = pass.ctx;
@@ -64,7 +70,13 @@ class DecoderModel : public BlockModel {
   }
   void backward_block(Pass& pass, int block) override {
     prepare_block(block);  // under FSDP the slot may hold another block's weights by now
-    pass.x = &blocks_.at(static_cast<std::size_t>(block)).backward(pass.ctx, *pass.x);
+    Block& b = blocks_.at(static_cast<std::size_t>(block));
+    if (rematerializes(options_.checkpoint_policy) && shared_state_of_ != block) {
+      b.recompute(pass.ctx, saved_sites());
+      shared_state_of_ = block;
+      ++recomputed_;
+    }
+    pass.x = &b.backward(pass.ctx, *pass.x);
   }
   void finish_backward(Pass& pass) override {
     LayerContext& ctx = pass.ctx;
@@ -81,6 +93,7 @@ class DecoderModel : public BlockModel {
   }
   std::vector<float> decode(const std::vector<int>& tokens, std::size_t n) override {
     LayerContext ctx = start_decode(tokens, decode_batch_, n, decoded_);
+    shared_state_of_ = -1;
     const ActBuffer* x = &embedding_->forward(ctx, tokens, decoded_);
     for (Block& block : blocks_) x = &block.forward(ctx, *x, decoded_);
     decoded_ += n;
@@ -89,6 +102,7 @@ class DecoderModel : public BlockModel {
   std::vector<float> last_logits(const std::vector<int>& ids, std::size_t batch) override {
     const std::size_t T = batch == 0 ? 0 : ids.size() / batch;
     LayerContext ctx = start_decode(ids, batch, T, 0);
+    shared_state_of_ = -1;
     const ActBuffer* x = &embedding_->forward(ctx, ids);
     for (Block& block : blocks_) x = &block.forward(ctx, *x);
     return head_->logits(ctx, final_norm_->forward(ctx, *x), T - 1, T, batch);
@@ -97,7 +111,8 @@ class DecoderModel : public BlockModel {
  protected:
   DecoderModel(kernels::DeviceRuntime& runtime, ModelConfig config, ModelOptions options, std::size_t dims)
       : BlockModel(runtime, std::move(config), options), dims_(dims) {}
-  std::size_t dims() const { return dims_; }  // C: the width of the residual stream
+  std::size_t dims() const { return dims_; }
+  int recomputed_blocks() const override { return recomputed_; }  // C: the width of the residual stream
 
   std::unique_ptr<Embedding> embedding_;
   std::vector<Block> blocks_;
@@ -107,6 +122,8 @@ class DecoderModel : public BlockModel {
  private:
   std::size_t dims_;
   std::size_t decode_batch_ = 0, decoded_ = 0;
+  int shared_state_of_ = -1;  // the block whose forward results the shared buffers hold (-1: none)
+  int recomputed_ = 0;        // blocks recomputed in this pass
 };
 
 }  // namespace paxocl::models

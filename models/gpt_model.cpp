@@ -33,28 +33,33 @@ GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, Mod
   for (int l = 0; l < config.num_layers; ++l) {
     auto name = [&](std::string_view suffix) { return ParameterLayout::layer_name(l, suffix); };
     const std::string prefix = fmt::format("{}{}", names::kBlockPrefix, l);  // its layers' labels
+    auto at = [&](BlockSite site) { return block_buffers(prefix, site); };
     auto mixer = [&]() -> TokenMixer {
       if (config.block_kind(l) == BlockKind::kSsm) {  // replicated under tensor parallelism: whole widths
-        return TokenMixer(Ssm(device, act, param(name(names::kSsmCRe)), param(name(names::kSsmCIm)),
+        return TokenMixer(Ssm(at(BlockSite::kSsm), act, param(name(names::kSsmCRe)), param(name(names::kSsmCIm)),
                               param(name(names::kSsmD)), config.ssm, C, options_.max_batch, options_.max_seq_len,
                               prefix + ".ssm"));
       }
       return TokenMixer(SelfAttention(
-          Linear(device, act, param(name(names::kQkvWeight)), param(name(names::kQkvBias)), C, 3 * D, rows, prefix + ".qkv"),
-          CausalAttention(device, act, NH, NH,  // GPT: multi-head, no kv-head sharing
+          Linear(at(BlockSite::kQkvProj), act, param(name(names::kQkvWeight)), param(name(names::kQkvBias)), C, 3 * D,
+                 rows, prefix + ".qkv"),
+          CausalAttention(at(BlockSite::kContext), act, NH, NH,  // GPT: multi-head, no kv-head sharing
                           static_cast<std::size_t>(config.dims_per_head), options_.max_batch, options_.max_seq_len,
                           options_.attention_workspace_bytes, prefix + ".attn"),
-          Linear(device, act, param(name(names::kAttnProjWeight)), rank0_param(name(names::kAttnProjBias)), D, C, rows,
-                 prefix + ".proj")));
+          Linear(at(BlockSite::kOutProj), act, param(name(names::kAttnProjWeight)),
+                 rank0_param(name(names::kAttnProjBias)), D, C, rows, prefix + ".proj")));
     };
     blocks_.emplace_back(
-        device, act,
-        LayerNorm(device, act, param(name(names::kLn1Scale)), param(name(names::kLn1Bias)), C, stream, prefix + ".ln1"),
+        at(BlockSite::kLayerOut), act,
+        LayerNorm(at(BlockSite::kNorm1), act, param(name(names::kLn1Scale)), param(name(names::kLn1Bias)), C, stream,
+                  prefix + ".ln1"),
         mixer(),
-        LayerNorm(device, act, param(name(names::kLn2Scale)), param(name(names::kLn2Bias)), C, stream, prefix + ".ln2"),
-        Mlp(Linear(device, act, param(name(names::kFcWeight)), param(name(names::kFcBias)), C, H, rows, prefix + ".fc",
-                   Linear::Activation::kGelu),
-            Linear(device, act, param(name(names::kFcProjWeight)), rank0_param(name(names::kFcProjBias)), H, C, rows, prefix + ".fcproj")),
+        LayerNorm(at(BlockSite::kNorm2), act, param(name(names::kLn2Scale)), param(name(names::kLn2Bias)), C, stream,
+                  prefix + ".ln2"),
+        Mlp(Linear(at(BlockSite::kFfn1), act, param(name(names::kFcWeight)), param(name(names::kFcBias)), C, H, rows,
+                   prefix + ".fc", Linear::Activation::kGelu),
+            Linear(at(BlockSite::kFfn2), act, param(name(names::kFcProjWeight)), rank0_param(name(names::kFcProjBias)),
+                   H, C, rows, prefix + ".fcproj")),
         C, stream, prefix);
   }
   final_norm_ = std::make_unique<LayerNorm>(device, act, param(names::kFinalNormScale), param(names::kFinalNormBias), C,

@@ -31,23 +31,27 @@ LlamaModel::LlamaModel(kernels::DeviceRuntime& runtime, const LlamaConfig& confi
   for (int l = 0; l < config.num_layers; ++l) {
     auto name = [&](std::string_view suffix) { return ParameterLayout::layer_name(l, suffix); };
     const std::string prefix = fmt::format("{}{}", tensor_names::kBlockPrefix, l);
+    auto at = [&](BlockSite site) { return block_buffers(prefix, site); };
     std::optional<KvReplicas> kv_replicas;
     if (local.kv_replicated) {
       const Param qkv = param(name(names::kQkvWeight));
       kv_replicas = KvReplicas{qkv.grad, H * hs, hs, C, local.kv_head_begin, config.num_kv_heads,
-                               make_buffer(device, 2 * static_cast<std::size_t>(config.num_kv_heads) * hs * C,
-                                           prefix + ".kv_replicas")};
+                               at(BlockSite::kQkvProj).transient(2 * static_cast<std::size_t>(config.num_kv_heads) * hs * C,
+                                                                 prefix + ".kv_replicas")};
     }
     blocks_.emplace_back(
-        device, act, RmsNorm(device, act, param(name(names::kAttnNormScale)), C, stream, eps, prefix + ".attn_norm"),
+        at(BlockSite::kLayerOut), act,
+        RmsNorm(at(BlockSite::kNorm1), act, param(name(names::kAttnNormScale)), C, stream, eps, prefix + ".attn_norm"),
         SelfAttention(
-            Linear(device, act, param(name(names::kQkvWeight)), std::nullopt, C, (H + 2 * Hkv) * hs, rows, prefix + ".qkv"),
-            CausalAttention(device, act, H, Hkv, hs, options_.max_batch, options_.max_seq_len,
+            Linear(at(BlockSite::kQkvProj), act, param(name(names::kQkvWeight)), std::nullopt, C, (H + 2 * Hkv) * hs, rows,
+                   prefix + ".qkv"),
+            CausalAttention(at(BlockSite::kContext), act, H, Hkv, hs, options_.max_batch, options_.max_seq_len,
                             options_.attention_workspace_bytes, prefix + ".attn"),
-            Linear(device, act, param(name(names::kAttnProjWeight)), std::nullopt, H * hs, C, rows, prefix + ".proj"),
+            Linear(at(BlockSite::kOutProj), act, param(name(names::kAttnProjWeight)), std::nullopt, H * hs, C, rows,
+                   prefix + ".proj"),
             rope, std::move(kv_replicas)),
-        RmsNorm(device, act, param(name(names::kMlpNormScale)), C, stream, eps, prefix + ".mlp_norm"),
-        SwigluMlp(device, act, param(name(names::kGateUpWeight)), param(name(names::kDownWeight)), C, F, rows,
+        RmsNorm(at(BlockSite::kNorm2), act, param(name(names::kMlpNormScale)), C, stream, eps, prefix + ".mlp_norm"),
+        SwigluMlp(at(BlockSite::kFfn1), act, param(name(names::kGateUpWeight)), param(name(names::kDownWeight)), C, F, rows,
                   prefix + ".mlp"),
         C, stream, prefix);
   }

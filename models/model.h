@@ -18,6 +18,7 @@
 
 #include "inputs/batch.h"
 #include "kernels_cl/device_runtime.h"
+#include "models/checkpoint_policy.h"
 #include "models/layers/layer_context.h"
 #include "models/layers/lm_head.h"  // LossStats
 #include "models/parameter_layout.h"
@@ -41,6 +42,9 @@ struct ModelOptions {
   // residual stream and the norms on this rank's rows, N / tensor.size of them (t must divide every
   // batch's N = B*T: ConfigError at the pass otherwise).
   bool sequence_parallel = false;
+  // CHECKPOINT_POLICY (models/checkpoint_policy.h): which forward results each block keeps for its
+  // backward; the others are recomputed just before it.
+  CheckpointPolicy checkpoint_policy = CheckpointPolicy::kSaveEverything;
 };
 
 class Model {
@@ -90,6 +94,9 @@ class Model {
   // copy of the parameters (0 for float32).
   virtual std::size_t activation_bytes() const = 0;
   virtual std::size_t weight_copy_bytes() const = 0;
+  // Rematerialization: the blocks whose forward the last backward recomputed (the last block's
+  // forward results are still in place when its backward starts: L - 1 of L, or 0).
+  virtual int recomputed_blocks() const = 0;
 
   // Decoding (sampling/): begin_decode(B) starts B sequences; decode(tokens, n) feeds each one's
   // next n tokens (B x n, row-major) at positions p .. p+n-1 (p: the tokens fed since

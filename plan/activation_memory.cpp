@@ -1,6 +1,7 @@
 #include "plan/activation_memory.h"
 
 #include <algorithm>
+#include <functional>
 #include <type_traits>
 
 #include <cstdint>
@@ -10,21 +11,38 @@ namespace paxocl::plan {
 
 namespace {
 
-// Appends buffers of `copies` copies each under `prefix`, sized in elements of the right type.
+using models::BlockSite;
+
+// Appends buffers under `prefix`, sized in elements of the right type: `copies` of each (one per
+// block of a kind, or 1 outside the blocks), or one where the blocks share it.
 class Inventory {
  public:
-  Inventory(std::vector<BufferSize>& out, device::DType act, std::size_t copies, std::string prefix)
-      : out_(out), act_(act), copies_(copies), prefix_(std::move(prefix)) {}
+  Inventory(std::vector<BufferSize>& out, device::DType act, std::size_t copies, std::string prefix,
+            models::SavedSites saved = {})
+      : out_(out), act_(act), blocks_(copies), copies_(copies), prefix_(std::move(prefix)), saved_(saved) {}
   void act(const std::string& name, std::size_t elements) { add(name, elements * device::dtype_size(act_)); }
   void f32(const std::string& name, std::size_t elements) { add(name, elements * sizeof(float)); }
   void i32(const std::string& name, std::size_t elements) { add(name, elements * sizeof(std::int32_t)); }
 
+  // The saved buffers of a site: per block if the policy keeps it, else shared (BufferSource::saved).
+  Inventory site(BlockSite s) const { return sharing(!saved_.has(s)); }
+  // Transient buffers: shared by the blocks (BufferSource::transient).
+  Inventory transient() const { return sharing(true); }
+  // Buffers each block owns whatever the policy.
+  Inventory own() const { return sharing(false); }
+
  private:
-  void add(const std::string& name, std::size_t bytes) { out_.push_back({prefix_ + name, bytes, copies_}); }
-  std::vector<BufferSize>& out_;
+  Inventory sharing(bool shared) const {
+    Inventory other = *this;
+    other.copies_ = shared ? std::min<std::size_t>(blocks_, 1) : blocks_;
+    return other;
+  }
+  void add(const std::string& name, std::size_t bytes) { out_.get().push_back({prefix_ + name, bytes, copies_}); }
+  std::reference_wrapper<std::vector<BufferSize>> out_;
   device::DType act_;
-  std::size_t copies_;
+  std::size_t blocks_, copies_;
   std::string prefix_;
+  models::SavedSites saved_;
 };
 
 struct Rows {
@@ -32,49 +50,52 @@ struct Rows {
   std::size_t outside;  // the rows of norms and residual sums: N, or N / t under sequence parallelism
 };
 
-void norm(Inventory& inv, const std::string& name, Rows rows, std::size_t C, bool layer_norm) {
-  inv.act(name + ".y", rows.outside * C);
-  if (layer_norm) inv.f32(name + ".mean", rows.outside);
-  inv.f32(name + ".rstd", rows.outside);
-  inv.act(name + ".dx", rows.outside * C);
+// `site`: the norm's site's inventory (the same for the transient gradient).
+void norm(Inventory site, const std::string& name, Rows rows, std::size_t C, bool layer_norm) {
+  site.act(name + ".y", rows.outside * C);
+  if (layer_norm) site.f32(name + ".mean", rows.outside);
+  site.f32(name + ".rstd", rows.outside);
+  site.transient().act(name + ".dx", rows.outside * C);
 }
 
-void linear(Inventory& inv, const std::string& name, std::size_t N, std::size_t in, std::size_t out, bool gelu) {
-  inv.act(name + ".z", N * out);
-  inv.act(name + ".dx", N * in);
+void linear(Inventory site, const std::string& name, std::size_t N, std::size_t in, std::size_t out, bool gelu) {
+  Inventory transient = site.transient();
+  site.act(name + ".z", N * out);
+  transient.act(name + ".dx", N * in);
   if (gelu) {
-    inv.act(name + ".gelu", N * out);
-    inv.act(name + ".dz", N * out);
+    site.act(name + ".gelu", N * out);
+    transient.act(name + ".dz", N * out);
   }
 }
 
-void attention(Inventory& inv, const std::string& name, const ActivationShape& s, std::size_t heads,
+void attention(Inventory site, const std::string& name, const ActivationShape& s, std::size_t heads,
                std::size_t kv_heads, std::size_t hs) {
   const std::size_t B = s.sequences, T = s.seq_len;
   constexpr std::size_t kQueryBlock = 256;  // CausalAttention::kQueryBlock
   const std::size_t Q = s.act == device::DType::kF32 ? std::min(T, kQueryBlock) : T;
   const std::size_t chunk = std::clamp<std::size_t>(s.attention_workspace_bytes / (2 * Q * T * sizeof(float)), 1, kv_heads);
-  inv.f32(name + ".lse", B * heads * T);
-  inv.act(name + ".out", B * T * heads * hs);
-  inv.f32(name + ".delta", B * heads * T);
-  inv.act(name + ".dqkv", B * T * (heads + 2 * kv_heads) * hs);
+  Inventory transient = site.transient();
+  site.f32(name + ".lse", B * heads * T);
+  site.act(name + ".out", B * T * heads * hs);
+  transient.f32(name + ".delta", B * heads * T);
+  transient.act(name + ".dqkv", B * T * (heads + 2 * kv_heads) * hs);
   if (s.flash_attention && s.flash_attention(hs)) return;  // tiles in local memory: no score workspace
-  inv.f32(name + ".scores", chunk * Q * T);
-  inv.f32(name + ".dscores", chunk * Q * T);
-  if (s.act != device::DType::kF32 && heads > kv_heads) inv.f32(name + ".dkv_sums", T * 2 * kv_heads * hs);
+  transient.f32(name + ".scores", chunk * Q * T);
+  transient.f32(name + ".dscores", chunk * Q * T);
+  if (s.act != device::DType::kF32 && heads > kv_heads) transient.f32(name + ".dkv_sums", T * 2 * kv_heads * hs);
 }
 
 // models/layers/ssm.h: output and input gradient, K and dK, the frozen table W z^l, the recurrence's
 // coefficients and the decoding state (allocated with the layer).
-void ssm(Inventory& inv, const std::string& name, const ActivationShape& s, std::size_t C, std::size_t N) {
+void ssm(Inventory site, const std::string& name, const ActivationShape& s, std::size_t C, std::size_t N) {
   const std::size_t B = s.sequences, T = s.seq_len;
-  inv.f32(name + ".K", T * C);
-  inv.f32(name + ".dK", T * C);
-  inv.f32(name + ".state", 2 * B * N * C);
-  inv.act(name + ".y", B * T * C);
-  inv.act(name + ".du", B * T * C);
-  inv.f32(name + ".powers", 2 * T * N);
-  inv.f32(name + ".steps", 4 * N);
+  site.f32(name + ".K", T * C);
+  site.transient().f32(name + ".dK", T * C);
+  site.own().f32(name + ".state", 2 * B * N * C);
+  site.act(name + ".y", B * T * C);
+  site.transient().act(name + ".du", B * T * C);
+  site.own().f32(name + ".powers", 2 * T * N);
+  site.own().f32(name + ".steps", 4 * N);
 }
 
 void sequence_parallel(Inventory& inv, Rows rows, std::size_t C) {
@@ -118,7 +139,7 @@ std::vector<BufferSize> activation_buffers(const models::ModelConfig& model, con
                     W = static_cast<std::size_t>(shard.qkv_rows), Vp = static_cast<std::size_t>(shard.padded_vocab);
   std::vector<BufferSize> out;
   Inventory once(out, s.act, 1, "");
-  Inventory block(out, s.act, static_cast<std::size_t>(model.num_blocks()), "h*.");
+  Inventory block(out, s.act, static_cast<std::size_t>(model.num_blocks()), "h*.", s.saved);
   model.visit([&](const auto& c) {
     const std::size_t C = static_cast<std::size_t>(c.model_dims), hs = static_cast<std::size_t>(c.dims_per_head);
     if (s.sequence_parallel) sequence_parallel(once, rows, C);
@@ -126,39 +147,41 @@ std::vector<BufferSize> activation_buffers(const models::ModelConfig& model, con
       embedding(once, N, C, true);
       // A hybrid's blocks (BLOCK_KINDS): the SSM's buffers in some, attention's in the others.
       const auto ssm_blocks = static_cast<std::size_t>(c.ssm_blocks());
-      Inventory attention_block(out, s.act, static_cast<std::size_t>(c.num_layers) - ssm_blocks, "h*.");
-      Inventory ssm_block(out, s.act, ssm_blocks, "h*.");
-      norm(block, "ln1", rows, C, true);
+      Inventory attention_block(out, s.act, static_cast<std::size_t>(c.num_layers) - ssm_blocks, "h*.", s.saved);
+      Inventory ssm_block(out, s.act, ssm_blocks, "h*.", s.saved);
+      norm(block.site(BlockSite::kNorm1), "ln1", rows, C, true);
       if (ssm_blocks < static_cast<std::size_t>(c.num_layers)) {
-        linear(attention_block, "qkv", N, C, W, false);
-        attention(attention_block, "attn", s, heads, heads, hs);
-        linear(attention_block, "proj", N, D, C, false);
+        linear(attention_block.site(BlockSite::kQkvProj), "qkv", N, C, W, false);
+        attention(attention_block.site(BlockSite::kContext), "attn", s, heads, heads, hs);
+        linear(attention_block.site(BlockSite::kOutProj), "proj", N, D, C, false);
       }
-      if (ssm_blocks > 0) ssm(ssm_block, "ssm", s, C, static_cast<std::size_t>(c.ssm.state_size));
-      norm(block, "ln2", rows, C, true);
-      linear(block, "fc", N, C, F, true);
-      linear(block, "fcproj", N, F, C, false);
-      block.act("x2", rows.outside * C);
-      block.act("y", rows.outside * C);
+      if (ssm_blocks > 0) ssm(ssm_block.site(BlockSite::kSsm), "ssm", s, C, static_cast<std::size_t>(c.ssm.state_size));
+      norm(block.site(BlockSite::kNorm2), "ln2", rows, C, true);
+      linear(block.site(BlockSite::kFfn1), "fc", N, C, F, true);
+      linear(block.site(BlockSite::kFfn2), "fcproj", N, F, C, false);
+      block.site(BlockSite::kNorm2).act("x2", rows.outside * C);
+      block.own().act("y", rows.outside * C);
       norm(once, "lnf", rows, C, true);
     } else {
       once.f32("rope.cos", s.seq_len * hs / 2);
       once.f32("rope.sin", s.seq_len * hs / 2);
       embedding(once, N, C, false);
-      norm(block, "attn_norm", rows, C, false);
-      linear(block, "qkv", N, C, W, false);
+      norm(block.site(BlockSite::kNorm1), "attn_norm", rows, C, false);
+      linear(block.site(BlockSite::kQkvProj), "qkv", N, C, W, false);
       // kv heads replicated over the tensor axis: each block sums their weight gradient's rows
       // through a (2 Hkv hs, C) scratch (models/layers/self_attention.h).
-      if (s.tensor > c.num_kv_heads) block.f32("kv_replicas", 2 * static_cast<std::size_t>(c.num_kv_heads) * hs * C);
-      attention(block, "attn", s, heads, kv, hs);
-      linear(block, "proj", N, D, C, false);
-      norm(block, "mlp_norm", rows, C, false);
-      linear(block, "mlp.gate_up", N, C, 2 * F, false);
-      linear(block, "mlp.down", N, F, C, false);
-      block.act("mlp.h", N * F);
-      block.act("mlp.dgu", N * 2 * F);
-      block.act("x2", rows.outside * C);
-      block.act("y", rows.outside * C);
+      if (s.tensor > c.num_kv_heads) {
+        block.transient().f32("kv_replicas", 2 * static_cast<std::size_t>(c.num_kv_heads) * hs * C);
+      }
+      attention(block.site(BlockSite::kContext), "attn", s, heads, kv, hs);
+      linear(block.site(BlockSite::kOutProj), "proj", N, D, C, false);
+      norm(block.site(BlockSite::kNorm2), "mlp_norm", rows, C, false);
+      linear(block.site(BlockSite::kFfn1), "mlp.gate_up", N, C, 2 * F, false);
+      linear(block.site(BlockSite::kFfn2), "mlp.down", N, F, C, false);
+      block.site(BlockSite::kFfn1).act("mlp.h", N * F);
+      block.transient().act("mlp.dgu", N * 2 * F);
+      block.site(BlockSite::kNorm2).act("x2", rows.outside * C);
+      block.own().act("y", rows.outside * C);
       norm(once, "norm", rows, C, false);
     }
     lm_head(once, s, N, C, Vp);

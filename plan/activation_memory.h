@@ -2,19 +2,28 @@
 // (models/layers/*.cpp): everything a model allocates between BlockModel::begin_layers() and
 // end_layers(), which BlockModel::activation_bytes() reports. Every buffer is sized for the device's
 // largest batch, rows N = B x T (B: its tensor group's sequences, T: MAX_SEQ_LEN), in the activation
-// dtype (a bytes) unless it is float32 or int32 by nature:
+// dtype (a bytes) unless it is float32 or int32 by nature. A block's buffers are one per block, or
+// one shared by the blocks (models/layers/buffer_source.h): the transient ones (input gradients,
+// workspaces) always, and the saved ones of the sites the checkpoint policy does not keep:
 //   Embedding      x (N, C) act; ids, tokens, positions (N) + starts (N+1) int32; a zero row
 //                  (1, or C without a position table) act
-//   LayerNorm      y, dx (N, C) act; mean, rstd (N) f32      RMSNorm: y, dx act; rstd f32
-//   Linear in->out z (N, out), dx (N, in) act; with GELU also gelu (N, out) and dz (N, out)
-//   Attention      (h query heads, g kv heads, hs): out (N, h hs), dqkv (N, (h + 2g) hs) act;
-//                  lse, delta (B, h, T) f32; scores, dscores (chunk, Q, T) f32 with Q = min(T, 256)
-//                  for float32 (else T) and chunk = clamp(workspace / (2 Q T 4), 1, g); 16-bit
-//                  grouped-query attention adds dkv_sums (T, 2 g hs) f32; flash attention (the GPU
-//                  kernel set) allocates none of scores, dscores, dkv_sums
-//   Block          x2, y (N, C) act, around norm1, attention (qkv Linear, core, proj Linear),
-//                  norm2 and the MLP (GPT: fc with GELU, proj; LLaMA: gate_up, down, h (N, F),
-//                  dgu (N, 2F))
+//   LayerNorm      y (N, C) act, mean, rstd (N) f32 saved; dx (N, C) act transient
+//                  RMSNorm: y act, rstd f32 saved; dx transient
+//   Linear in->out z (N, out) saved, dx (N, in) transient, act; with GELU also gelu (N, out) saved
+//                  and dz (N, out) transient
+//   Attention      (h query heads, g kv heads, hs): out (N, h hs) act and lse (B, h, T) f32 saved;
+//                  transient: dqkv (N, (h + 2g) hs) act; delta (B, h, T) f32; scores, dscores
+//                  (chunk, Q, T) f32 with Q = min(T, 256) for float32 (else T) and chunk =
+//                  clamp(workspace / (2 Q T 4), 1, g); 16-bit grouped-query attention adds dkv_sums
+//                  (T, 2 g hs) f32; flash attention (the GPU kernel set) allocates none of scores,
+//                  dscores, dkv_sums
+//   SSM            y (N, C) act, K (T, C) f32 saved; du act, dK f32 transient; the decoding state
+//                  and the frozen tables per block
+//   Block          x2 (N, C) act (norm2's site), y (N, C) act (always per block), around norm1 (site
+//                  norm1), attention (qkv Linear: qkv_proj, core: context, proj Linear: out_proj),
+//                  norm2 and the MLP (GPT: fc with GELU: ffn1, proj: ffn2; LLaMA: gate_up and h
+//                  (N, F): ffn1, down: ffn2, dgu (N, 2F) transient); LLaMA's kv replica scratch
+//                  (2 Hkv hs, C) f32 transient
 //   RoPE (LLaMA)   cos, sin (T, hs/2) f32, once for every block
 //   LmHead         logits (N, Vp) act; losses, correct, weights (N) f32; targets (N) int32; dy (N, C)
 // Tensor parallelism (tensor_parallel.h) narrows the split widths (heads, MLP units, Vp) and adds
@@ -31,6 +40,7 @@
 #include <vector>
 
 #include "device/dtype.h"
+#include "models/checkpoint_policy.h"
 #include "models/model_config.h"
 
 namespace paxocl::plan {
@@ -51,6 +61,7 @@ struct ActivationShape {
   bool sequence_parallel = false;
   std::size_t attention_workspace_bytes = std::size_t{64} << 20;
   std::function<bool(std::size_t head_size)> flash_attention;  // LayoutSpec::flash_attention
+  models::SavedSites saved{};  // the sites each block keeps (models::saved_sites)
 };
 
 std::vector<BufferSize> activation_buffers(const models::ModelConfig& model, const ActivationShape& shape);

@@ -25,6 +25,7 @@ ActivationShape activation_shape(const LayoutSpec& spec, bool sequence_parallel)
   s.act = spec.fprop;
   s.tensor = spec.along(MeshAxis::kTensor);
   s.sequence_parallel = sequence_parallel && s.tensor > 1;
+  s.saved = models::saved_sites(spec.checkpoint_policy, s.sequence_parallel);
   s.attention_workspace_bytes = spec.attention_workspace_bytes;
   s.flash_attention = spec.flash_attention;
   return s;

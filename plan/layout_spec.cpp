@@ -52,9 +52,12 @@ std::string LayoutSpec::describe() const {
 
 std::string LayoutSpec::flags() const {
   const double percore = static_cast<double>(global_batch) / devices();
-  return fmt::format("--fdl.ICI_MESH_SHAPE={} --fdl.DCN_MESH_SHAPE={} --fdl.PERCORE_BATCH_SIZE={:.10g}{}",
+  return fmt::format("--fdl.ICI_MESH_SHAPE={} --fdl.DCN_MESH_SHAPE={} --fdl.PERCORE_BATCH_SIZE={:.10g}{}{}",
                      device::to_string(ici), device::to_string(dcn), percore,
-                     sequence_parallel && along(MeshAxis::kTensor) > 1 ? " --fdl.SEQUENCE_PARALLEL=true" : "");
+                     sequence_parallel && along(MeshAxis::kTensor) > 1 ? " --fdl.SEQUENCE_PARALLEL=true" : "",
+                     models::rematerializes(checkpoint_policy)
+                         ? fmt::format(" --fdl.CHECKPOINT_POLICY={}", models::checkpoint_policy_name(checkpoint_policy))
+                         : std::string());
 }
 
 namespace {
@@ -97,6 +100,7 @@ LayoutSpec layout_spec_of(const config::Experiment& e) {
   s.overlap = e.get_bool("OVERLAP_COMMUNICATION");
   // Sequence parallelism arrives with tensor parallelism (issue 20); until the experiment has it, off.
   if (has_field("SEQUENCE_PARALLEL")) s.sequence_parallel = e.get_bool("SEQUENCE_PARALLEL");
+  if (has_field("CHECKPOINT_POLICY")) s.checkpoint_policy = models::checkpoint_policy_from_name(e.get_string("CHECKPOINT_POLICY"));
   s.validate();
   return s;
 }

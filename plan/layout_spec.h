@@ -14,6 +14,7 @@
 #include "config/experiment.h"
 #include "device/dtype.h"
 #include "device/mesh.h"
+#include "models/checkpoint_policy.h"
 #include "models/model_config.h"
 
 namespace paxocl::plan {
@@ -28,6 +29,8 @@ struct LayoutSpec {
   int fsdp_prefetch_depth = 1;     // FSDP_PREFETCH_DEPTH
   bool overlap = true;             // OVERLAP_COMMUNICATION
   bool sequence_parallel = false;  // SEQUENCE_PARALLEL (tensor > 1): norms and residuals on sequence shards
+  // CHECKPOINT_POLICY: the forward results each block keeps (models/checkpoint_policy.h)
+  models::CheckpointPolicy checkpoint_policy = models::CheckpointPolicy::kSaveEverything;
   // The device's CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes, which sets the parameter layout's alignment
   // (models/block_model.cpp); PoCL reports 128.
   std::size_t base_address_align_bytes = 128;
@@ -52,7 +55,8 @@ struct LayoutSpec {
   // "data 1 x fsdp 256 x tensor 1 = 256 devices (ICI [1,8,1] x DCN [1,32,1])"
   std::string describe() const;
   // The --fdl flags that select this layout: "--fdl.ICI_MESH_SHAPE=[1,8,1] --fdl.DCN_MESH_SHAPE=[1,32,1]
-  // --fdl.PERCORE_BATCH_SIZE=6" (and SEQUENCE_PARALLEL when it is on).
+  // --fdl.PERCORE_BATCH_SIZE=6" (and SEQUENCE_PARALLEL when it is on, CHECKPOINT_POLICY when it is not
+  // SAVE_EVERYTHING).
   std::string flags() const;
 };
 

@@ -65,7 +65,7 @@ std::unique_ptr<models::Model> StepProgram::build_model(kernels::DeviceRuntime& 
   return models::build_model(
       runtime, options.model,
       models::ModelOptions{static_cast<std::size_t>(rows), 0, 64u << 20, resident_block_slots, shard,
-                           shard.split() && options.step.sequence_parallel});
+                           shard.split() && options.step.sequence_parallel, options.step.checkpoint_policy});
 }
 
 std::vector<kernels::DeviceRuntime*> StepProgram::runtimes() const {

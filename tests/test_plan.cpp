@@ -12,6 +12,7 @@
 //   - GPT175B on 256 H100s gives sane figures and a verdict.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -135,7 +136,31 @@ INSTANTIATE_TEST_SUITE_P(
                                                                       {"SEQUENCE_PARALLEL", "true"}})},
         RealRunCase{"LlamaTensor2SequenceParallelKvReplicatedF16",
                     with(odd_llama(), {{"ICI_MESH_SHAPE", "[1,1,2]"}, {"NUM_KV_HEADS", "1"}, {"SEQUENCE_PARALLEL", "true"},
-                                       {"FPROP_DTYPE", "float16"}})}),
+                                       {"FPROP_DTYPE", "float16"}})},
+        // Rematerialization (CHECKPOINT_POLICY): the sites a policy does not keep, shared by the blocks.
+        RealRunCase{"GptSaveNothingF32", with(odd_gpt(), {{"CHECKPOINT_POLICY", "SAVE_NOTHING"}})},
+        RealRunCase{"GptDataParallelDotsNoBatchBf16", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1]"}, {"FPROP_DTYPE", "bfloat16"},
+                                                                       {"CHECKPOINT_POLICY", "SAVE_DOT_WITH_NO_BATCH_DIM"}})},
+        RealRunCase{"GptFsdpDotOnlyF32", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[1,2,1]"}, {"CHECKPOINT_POLICY", "SAVE_DOT_ONLY"}})},
+        RealRunCase{"GptTensor2ContextF32", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[1,1,2]"}, {"CHECKPOINT_POLICY", "SAVE_CONTEXT"}})},
+        RealRunCase{"GptTensor2SequenceParallelQkvOutProjBf16",
+                    with(odd_gpt(), {{"ICI_MESH_SHAPE", "[1,1,2]"}, {"SEQUENCE_PARALLEL", "true"}, {"FPROP_DTYPE", "bfloat16"},
+                                     {"CHECKPOINT_POLICY", "SAVE_QKV_OUT_PROJ"}})},
+        RealRunCase{"GptLongSequenceContextAndOutProjBf16",
+                    with(odd_gpt(), {{"NUM_LAYERS", "3"}, {"MAX_SEQ_LEN", "300"}, {"PERCORE_BATCH_SIZE", "1"},
+                                     {"FPROP_DTYPE", "bfloat16"}, {"CHECKPOINT_POLICY", "SAVE_CONTEXT_AND_OUT_PROJ"}})},
+        RealRunCase{"LlamaSaveNothingF32", with(odd_llama(), {{"CHECKPOINT_POLICY", "SAVE_NOTHING"}})},
+        RealRunCase{"LlamaFsdpExceptLogitsFfn1F16", with(odd_llama(), {{"ICI_MESH_SHAPE", "[1,2,1]"}, {"FPROP_DTYPE", "float16"},
+                                                                       {"CHECKPOINT_POLICY", "SAVE_DOT_EXCEPT_LOGITS_FFN1"}})},
+        RealRunCase{"LlamaTensor2SequenceParallelOutProjF32",
+                    with(odd_llama(), {{"ICI_MESH_SHAPE", "[1,1,2]"}, {"NUM_KV_HEADS", "1"}, {"SEQUENCE_PARALLEL", "true"},
+                                       {"CHECKPOINT_POLICY", "SAVE_OUT_PROJ"}})},
+        RealRunCase{"HybridFsdpSaveNothingBf16", with(odd_gpt(), {{"BLOCK_KINDS", "ssm,attention"}, {"NUM_LAYERS", "4"},
+                                                                  {"ICI_MESH_SHAPE", "[1,2,1]"}, {"FPROP_DTYPE", "bfloat16"},
+                                                                  {"CHECKPOINT_POLICY", "SAVE_NOTHING"}})},
+        RealRunCase{"SsmTensor2SequenceParallelDotOnlyF32",
+                    with(odd_gpt(), {{"BLOCK_KINDS", "ssm"}, {"ICI_MESH_SHAPE", "[1,1,2]"}, {"SEQUENCE_PARALLEL", "true"},
+                                     {"CHECKPOINT_POLICY", "SAVE_DOT_ONLY"}})}),
     [](const ::testing::TestParamInfo<RealRunCase>& c) { return c.param.name; });
 
 plan::LayoutSpec spec_of(const std::vector<std::pair<std::string, std::string>>& overrides, const std::string& base = "Default") {
@@ -265,28 +290,56 @@ TEST(Plan, TensorRankActivationsOfGptByHand) {
   const auto overrides = std::vector<std::pair<std::string, std::string>>{
       {"NUM_LAYERS", "3"}, {"MODEL_DIMS", "32"},  {"HIDDEN_DIMS", "64"},  {"NUM_HEADS", "4"},  {"DIMS_PER_HEAD", "8"},
       {"MAX_SEQ_LEN", "6"}, {"VOCAB_SIZE", "256"}, {"ICI_MESH_SHAPE", "[1,1,2]"}, {"PERCORE_BATCH_SIZE", "1.5"}};
-  const plan::LayoutSpec spec = spec_of(overrides);
   const std::size_t L = 3, C = 32, H = 64 / 2, h = 2, hs = 8, D = h * hs, T = 6, B = 3, N = B * T, Vp = 128, t = 2;
-  auto activations = [&](std::size_t outside) {  // rows of the norms and residual sums
-    const std::size_t norm = 2 * outside * C * 4 + 2 * outside * 4;  // y, dx; mean, rstd
-    const std::size_t attention = (B * h * T) * 4 * 2 + N * D * 4 + 2 * (h * T * T) * 4 + N * 3 * D * 4;  // lse, delta; out; scores, dscores (chunk h, Q = T); dqkv
-    const std::size_t block = norm                                    // ln1
-                              + (N * 3 * D + N * C) * 4 + attention   // qkv z, dx
-                              + (N * C + N * D) * 4                   // proj z, dx
-                              + norm                                  // ln2
-                              + (3 * N * H + N * C) * 4               // fc z, gelu, dz; dx
-                              + (N * C + N * H) * 4                   // fcproj z, dx
-                              + 2 * outside * C * 4;                  // x2, y
+  // A block's buffers by site (models/checkpoint_policy.h); `per_block`: the sites each block keeps,
+  // the others and every transient buffer once for all blocks.
+  enum Site { kNorm1, kQkv, kContext, kOutProj, kNorm2, kFfn1, kFfn2, kSites };
+  auto activations = [&](std::size_t outside, std::array<bool, kSites> per_block) {  // outside: the norms' rows
+    const std::size_t norm = outside * C * 4 + 2 * outside * 4;  // y; mean, rstd
+    std::array<std::size_t, kSites> site{};
+    site[kNorm1] = norm;
+    site[kQkv] = N * 3 * D * 4;                 // z
+    site[kContext] = (B * h * T) * 4 + N * D * 4;  // lse; out
+    site[kOutProj] = N * C * 4;                 // z
+    site[kNorm2] = norm + outside * C * 4;      // and x2
+    site[kFfn1] = 2 * N * H * 4;                // z, gelu
+    site[kFfn2] = N * C * 4;                    // z
+    const std::size_t transient = 2 * outside * C * 4               // ln1, ln2 dx
+                                  + N * C * 4                       // qkv dx
+                                  + (B * h * T) * 4 + 2 * (h * T * T) * 4 + N * 3 * D * 4  // delta; scores, dscores (chunk h, Q = T); dqkv
+                                  + N * D * 4                       // proj dx
+                                  + N * H * 4 + N * C * 4           // fc dz, dx
+                                  + N * H * 4;                      // fcproj dx
+    std::size_t blocks = L * outside * C * 4 + transient;  // every block's output y
+    for (int s = 0; s < kSites; ++s) blocks += (per_block[s] ? L : 1) * site[s];
     const std::size_t embedding = 4 + 4 * (4 * N + 1) + N * C * 4;   // zero row, ids/tokens/positions/starts, x
     const std::size_t head = N * Vp * 4 + 3 * N * 4 + N * C * 4 + N * 4 + t * N * 3 * 4;  // logits; losses.. ; dy; targets; row stats
-    return embedding + L * block + norm + head;
+    return embedding + blocks + norm + outside * C * 4 + head;  // lnf with its dx
   };
-  const plan::DeviceMemory m = plan::device_memory(spec);
-  EXPECT_EQ(m.activations_without_sp, activations(N));
-  // gathered input and gradient (N, C), first block's input and delta (N/t, C), 4 C packed norm gradients
-  const std::size_t workspaces = 2 * N * C * 4 + 2 * (N / t) * C * 4 + 4 * C * 4;
-  EXPECT_EQ(m.activations_with_sp, activations(N / t) + workspaces);
-  EXPECT_EQ(m.activations, m.activations_without_sp);  // SEQUENCE_PARALLEL is not on
+  const struct {
+    const char* policy;
+    std::array<bool, kSites> per_block;
+  } cases[] = {
+      {"SAVE_EVERYTHING", {true, true, true, true, true, true, true}},
+      {"SAVE_NOTHING", {}},
+      {"SAVE_DOT_WITH_NO_BATCH_DIM", {false, true, false, true, false, true, false}},
+      {"SAVE_DOT_ONLY", {false, true, true, true, false, true, false}},
+      {"SAVE_QKV_OUT_PROJ", {false, true, false, true, false, false, false}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.policy);
+    auto with_policy = overrides;
+    with_policy.emplace_back("CHECKPOINT_POLICY", c.policy);
+    const plan::DeviceMemory m = plan::device_memory(spec_of(with_policy));
+    EXPECT_EQ(m.activations_without_sp, activations(N, c.per_block));
+    // gathered input and gradient (N, C), first block's input and delta (N/t, C), 4 C packed norm
+    // gradients; out_proj is never kept under sequence parallelism (its buffer is the reduce-scatter's)
+    auto sp_blocks = c.per_block;
+    if (std::string(c.policy) != "SAVE_EVERYTHING") sp_blocks[kOutProj] = false;
+    const std::size_t workspaces = 2 * N * C * 4 + 2 * (N / t) * C * 4 + 4 * C * 4;
+    EXPECT_EQ(m.activations_with_sp, activations(N / t, sp_blocks) + workspaces);
+    EXPECT_EQ(m.activations, m.activations_without_sp);  // SEQUENCE_PARALLEL is not on
+  }
 }
 
 TEST(Plan, SequenceParallelCollectivesByHand) {

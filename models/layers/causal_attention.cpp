@@ -28,7 +28,7 @@ static std::size_t group_size(std::size_t heads, std::size_t kv_heads, const std
   return heads / kv_heads;
 }
 
-CausalAttention::CausalAttention(const device::Device& device, device::DType act, std::size_t num_heads,
+CausalAttention::CausalAttention(const BufferSource& buffers, device::DType act, std::size_t num_heads,
                                  std::size_t num_kv_heads, std::size_t dims_per_head, std::size_t max_batch,
                                  std::size_t max_seq_len, std::size_t workspace_bytes, const std::string& name)
     : heads_(num_heads), kv_heads_(num_kv_heads), group_(group_size(num_heads, num_kv_heads, name)),
@@ -36,7 +36,8 @@ CausalAttention::CausalAttention(const device::Device& device, device::DType act
       query_block_(act == device::DType::kF32 ? std::min(max_seq_len, kQueryBlock) : max_seq_len),
       max_batch_(max_batch),
       max_seq_len_(max_seq_len),
-      flash_(kernels::uses_flash_attention(device.info(), dims_per_head)) {
+      flash_(kernels::uses_flash_attention(buffers.device().info(), dims_per_head)) {
+  const device::Device& device = buffers.device();
   // Once per device and head size, not per layer.
   if (announce_once(fmt::format("attention {} {}", fmt::ptr(device.info().id), dims_per_head))) {
     spdlog::info("Attention on {}: {}", device.info().name, kernels::attention_path(device.info(), dims_per_head));
@@ -44,16 +45,16 @@ CausalAttention::CausalAttention(const device::Device& device, device::DType act
   const std::size_t T = max_seq_len, D = num_heads * dims_per_head;
   const std::size_t per_head = 2 * query_block_ * T * sizeof(float);  // scores + their gradient
   chunk_ = std::clamp<std::size_t>(workspace_bytes / per_head, 1, num_kv_heads);
-  auto buffer = [&](std::size_t count, const char* what) { return make_buffer(device, count, name + "." + what); };
-  lse_ = buffer(max_batch * num_heads * T, "lse");
-  out_ = make_buffer(device, act, max_batch * T * D, name + ".out");
-  delta_ = buffer(max_batch * num_heads * T, "delta");
-  dqkv_ = make_buffer(device, act, max_batch * T * qkv_width(), name + ".dqkv");
+  auto workspace = [&](std::size_t count, const char* what) { return buffers.transient(count, name + "." + what); };
+  lse_ = buffers.saved(max_batch * num_heads * T, name + ".lse");
+  out_ = buffers.saved(act, max_batch * T * D, name + ".out");
+  delta_ = workspace(max_batch * num_heads * T, "delta");
+  dqkv_ = buffers.transient(act, max_batch * T * qkv_width(), name + ".dqkv");
   if (flash_) return;  // flash attention needs no score workspace
-  scores_ = buffer(chunk_ * query_block_ * T, "scores");
-  dscores_ = buffer(chunk_ * query_block_ * T, "dscores");
+  scores_ = workspace(chunk_ * query_block_ * T, "scores");
+  dscores_ = workspace(chunk_ * query_block_ * T, "dscores");
   // Summing g GEMM results in a 16-bit dqkv would round dk and dv g times.
-  if (act != device::DType::kF32 && group_ > 1) dkv_sums_ = buffer(T * 2 * num_kv_heads * dims_per_head, "dkv_sums");
+  if (act != device::DType::kF32 && group_ > 1) dkv_sums_ = workspace(T * 2 * num_kv_heads * dims_per_head, "dkv_sums");
 }
 
 // A strided batch of heads of sequence b from its row t0 on, inside a row-major (B*T, width)

@@ -29,6 +29,7 @@
 // float32 whatever it is (Pax computes attention logits and softmax in float32).
 #pragma once
 
+#include "models/layers/buffer_source.h"
 #include "models/layers/layer_context.h"
 
 namespace paxocl::models {
@@ -37,7 +38,8 @@ class CausalAttention {
  public:
   // num_kv_heads must divide num_heads (ConfigError naming both otherwise); num_kv_heads =
   // num_heads is multi-head attention.
-  CausalAttention(const device::Device& device, device::DType act, std::size_t num_heads, std::size_t num_kv_heads,
+  // lse and out are saved (the context site), the rest transient (layers/buffer_source.h).
+  CausalAttention(const BufferSource& buffers, device::DType act, std::size_t num_heads, std::size_t num_kv_heads,
                   std::size_t dims_per_head, std::size_t max_batch, std::size_t max_seq_len,
                   std::size_t workspace_bytes, const std::string& name);
 
@@ -46,6 +48,7 @@ class CausalAttention {
   // p .. p+n-1 (rotary embeddings applied); their keys and values join the cache, and the output
   // (B*n, H*hs) attends to the cached positions 0 .. p+row. The cache (B, max_seq_len, 2*Hkv*hs),
   // grouped like the kv heads, is allocated by the first call; p = 0 starts new sequences.
+  const ActBuffer& output() const { return out_; }  // the last forward's
   const ActBuffer& decode(LayerContext& ctx, const ActBuffer& qkv, std::size_t position);
   // dout (N, H*hs) -> dqkv (N, W), which the caller may transform in place (RotaryEmbedding::backward).
   ActBuffer& backward(LayerContext& ctx, const ActBuffer& dout);

@@ -3,15 +3,15 @@
 
 namespace paxocl::models {
 
-LayerNorm::LayerNorm(const device::Device& device, device::DType act, Param scale, Param bias, std::size_t dims,
+LayerNorm::LayerNorm(const BufferSource& buffers, device::DType act, Param scale, Param bias, std::size_t dims,
                      std::size_t max_rows, const std::string& name)
     : scale_(std::move(scale)),
       bias_(std::move(bias)),
       dims_(dims),
-      y_(make_buffer(device, act, max_rows * dims, name + ".y")),
-      mean_(make_buffer(device, max_rows, name + ".mean")),
-      rstd_(make_buffer(device, max_rows, name + ".rstd")),
-      dx_(make_buffer(device, act, max_rows * dims, name + ".dx")) {}
+      y_(buffers.saved(act, max_rows * dims, name + ".y")),
+      mean_(buffers.saved(max_rows, name + ".mean")),
+      rstd_(buffers.saved(max_rows, name + ".rstd")),
+      dx_(buffers.transient(act, max_rows * dims, name + ".dx")) {}
 
 const ActBuffer& LayerNorm::forward(LayerContext& ctx, const ActBuffer& x) {
   x_ = &x;

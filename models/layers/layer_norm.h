@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/gpt_config.h"
+#include "models/layers/buffer_source.h"
 #include "models/layers/layer_context.h"
 
 namespace paxocl::models {
@@ -16,13 +17,15 @@ namespace paxocl::models {
 class LayerNorm {
  public:
   static constexpr float kEpsilon = GptConfig::kLayerNormEpsilon;
-  LayerNorm(const device::Device& device, device::DType act, Param scale, Param bias, std::size_t dims,
+  // y, mean and rstd are saved (the layer's site), dx transient (layers/buffer_source.h).
+  LayerNorm(const BufferSource& buffers, device::DType act, Param scale, Param bias, std::size_t dims,
             std::size_t max_rows, const std::string& name);
 
   const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x);
   // Residual fusion: sum = x + delta (into the caller's buffer, which it keeps alive), y = LN(sum).
   const ActBuffer& forward_residual(LayerContext& ctx, const ActBuffer& x, const ActBuffer& delta, ActBuffer& sum);
   // dx = d LN(dy), plus `dresidual` when given (the gradient arriving through a residual branch).
+  const ActBuffer& output() const { return y_; }  // the last forward's
   const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy, const ActBuffer* dresidual = nullptr);
   // dscale, dbias: what sequence parallelism sums over the tensor group (each device saw its rows).
   std::vector<FloatBuffer> parameter_gradients() const { return {scale_.grad, bias_.grad}; }

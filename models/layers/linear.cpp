@@ -8,18 +8,18 @@ namespace paxocl::models {
 using kernels::GemmShape;
 using kernels::Transpose;
 
-Linear::Linear(const device::Device& device, device::DType act, Param weight, std::optional<Param> bias,
+Linear::Linear(const BufferSource& buffers, device::DType act, Param weight, std::optional<Param> bias,
                std::size_t in, std::size_t out, std::size_t max_rows, const std::string& name, Activation activation)
     : weight_(std::move(weight)),
       bias_(std::move(bias)),
       in_(in),
       out_(out),
       activation_(activation),
-      z_(make_buffer(device, act, max_rows * out, name + ".z")),
-      dx_(make_buffer(device, act, max_rows * in, name + ".dx")) {
+      z_(buffers.saved(act, max_rows * out, name + ".z")),
+      dx_(buffers.transient(act, max_rows * in, name + ".dx")) {
   if (activation == Activation::kGelu) {
-    activated_ = make_buffer(device, act, max_rows * out, name + ".gelu");
-    dz_ = make_buffer(device, act, max_rows * out, name + ".dz");
+    activated_ = buffers.saved(act, max_rows * out, name + ".gelu");
+    dz_ = buffers.transient(act, max_rows * out, name + ".dz");
   }
 }
 

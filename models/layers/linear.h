@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "models/layers/buffer_source.h"
 #include "models/layers/layer_context.h"
 
 namespace paxocl::models {
@@ -18,7 +19,8 @@ namespace paxocl::models {
 class Linear {
  public:
   enum class Activation { kNone, kGelu };
-  Linear(const device::Device& device, device::DType act, Param weight, std::optional<Param> bias, std::size_t in,
+  // z and the GELU output are saved (the layer's site), dx and dz transient (layers/buffer_source.h).
+  Linear(const BufferSource& buffers, device::DType act, Param weight, std::optional<Param> bias, std::size_t in,
          std::size_t out, std::size_t max_rows, const std::string& name, Activation activation = Activation::kNone);
 
   // The output is the layer's own buffer; the caller may transform it in place (RoPE on the QKV
@@ -37,6 +39,7 @@ class Linear {
   bool backward_through_gelu(LayerContext& ctx, const ActBuffer& dy, const ActBuffer& gelu_input);
   ActBuffer& backward_from_preactivation(LayerContext& ctx, const ActBuffer& dz,
                                          const std::function<void(ActBuffer&)>& after_dx = {});
+  ActBuffer& output() { return activation_ == Activation::kGelu ? activated_ : z_; }  // forward's result
   const ActBuffer& preactivation() const { return z_; }  // z (N, out), valid from forward to backward
   ActBuffer& dx() { return dx_; }                         // (N, in), the last backward's
 

@@ -10,7 +10,9 @@ class Mlp {
   // `fc` must be built with Linear::Activation::kGelu.
   Mlp(Linear fc, Linear proj) : fc_(std::move(fc)), proj_(std::move(proj)) {}
 
-  ActBuffer& forward(LayerContext& ctx, const ActBuffer& x) { return proj_.forward(ctx, fc_.forward(ctx, x)); }
+  ActBuffer& forward(LayerContext& ctx, const ActBuffer& x) { return proj_.forward(ctx, hidden(ctx, x)); }
+  // The forward up to the ffn1 site (fc and its GELU), which rematerialization recomputes; returns it.
+  ActBuffer& hidden(LayerContext& ctx, const ActBuffer& x) { return fc_.forward(ctx, x); }
   // after_dx: as Linear::backward's, for the input gradient.
   // GELU's backward runs in proj's dx GEMM where the GEMM has the epilogue (the direct GEMM on
   // GPUs), else as fc's own kernel.

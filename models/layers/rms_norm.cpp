@@ -18,14 +18,14 @@ std::size_t checked_dims(std::size_t dims, float eps, const std::string& name) {
 }
 }  // namespace
 
-RmsNorm::RmsNorm(const device::Device& device, device::DType act, Param scale, std::size_t dims, std::size_t max_rows,
+RmsNorm::RmsNorm(const BufferSource& buffers, device::DType act, Param scale, std::size_t dims, std::size_t max_rows,
                  float eps, const std::string& name)
     : scale_(std::move(scale)),
       dims_(checked_dims(dims, eps, name)),
       eps_(eps),
-      y_(make_buffer(device, act, max_rows * dims, name + ".y")),
-      rstd_(make_buffer(device, max_rows, name + ".rstd")),
-      dx_(make_buffer(device, act, max_rows * dims, name + ".dx")) {}
+      y_(buffers.saved(act, max_rows * dims, name + ".y")),
+      rstd_(buffers.saved(max_rows, name + ".rstd")),
+      dx_(buffers.transient(act, max_rows * dims, name + ".dx")) {}
 
 const ActBuffer& RmsNorm::forward(LayerContext& ctx, const ActBuffer& x) {
   x_ = &x;

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "models/layers/buffer_source.h"
 #include "models/layers/layer_context.h"
 
 namespace paxocl::models {
@@ -16,7 +17,8 @@ class RmsNorm {
  public:
   static constexpr float kDefaultEpsilon = 1e-5f;
   // Throws ConfigError for dims == 0 or eps not > 0 (1 / sqrt(0) on a zero row).
-  RmsNorm(const device::Device& device, device::DType act, Param scale, std::size_t dims, std::size_t max_rows,
+  // y and rstd are saved (the layer's site), dx transient (layers/buffer_source.h).
+  RmsNorm(const BufferSource& buffers, device::DType act, Param scale, std::size_t dims, std::size_t max_rows,
           float eps, const std::string& name);
 
   const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x);
@@ -24,6 +26,7 @@ class RmsNorm {
   const ActBuffer& forward_residual(LayerContext& ctx, const ActBuffer& x, const ActBuffer& delta, ActBuffer& sum);
   // dx = d RMSNorm(dy), plus `dresidual` when given (the gradient arriving through a residual branch);
   // dscale (C) += the parameter gradient (float32, accumulates).
+  const ActBuffer& output() const { return y_; }  // the last forward's
   const ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy, const ActBuffer* dresidual = nullptr);
   // dscale: what sequence parallelism sums over the tensor group (each device saw its rows).
   std::vector<FloatBuffer> parameter_gradients() const { return {scale_.grad}; }

@@ -45,6 +45,19 @@ class SelfAttention {
     if (rope_) rope_->forward(ctx, qkv, decode_position.value_or(0));
     return proj_.forward(ctx, decode_position ? core_.decode(ctx, qkv, *decode_position) : core_.forward(ctx, qkv));
   }
+  // Rematerialization (models/checkpoint_policy.h): recomputes from x, by the forward's kernels, the
+  // parts of the forward state `saved` lacks (qkv_proj, context); with `projection` also the output
+  // projection, returned as forward returns it (a partial sum under tensor parallelism); else null.
+  ActBuffer* recompute(LayerContext& ctx, const ActBuffer& x, SavedSites saved, bool projection) {
+    if (recompute_reads_input(saved)) {
+      ActBuffer& qkv = qkv_.forward(ctx, x);
+      if (rope_) rope_->forward(ctx, qkv, 0);
+    }
+    if (!saved.has(BlockSite::kContext)) core_.forward(ctx, qkv_.output());
+    return projection ? &proj_.forward(ctx, core_.output()) : nullptr;
+  }
+  static bool recompute_reads_input(SavedSites saved) { return !saved.has(BlockSite::kQkvProj); }
+  ActBuffer& output() { return proj_.output(); }  // the last forward's (summed in place by the block)
   // Under tensor parallelism the output and the input gradient are partial sums (the block sums them).
   static constexpr bool tensor_partial() { return true; }
   // after_dx: as Linear::backward's, for the input gradient.

@@ -72,7 +72,7 @@ FloatBuffer uploaded(const device::Device& device, const std::vector<float>& val
 }
 }  // namespace
 
-Ssm::Ssm(const device::Device& device, device::DType act, Param c_re, Param c_im, Param d, const SsmConfig& config,
+Ssm::Ssm(const BufferSource& buffers, device::DType act, Param c_re, Param c_im, Param d, const SsmConfig& config,
          std::size_t channels, std::size_t max_batch, std::size_t max_seq_len, const std::string& name)
     : c_re_(std::move(c_re)),
       c_im_(std::move(c_im)),
@@ -83,11 +83,12 @@ Ssm::Ssm(const device::Device& device, device::DType act, Param c_re, Param c_im
       max_seq_len_(max_seq_len),
       name_(name),
       requested_(config.convolution == "direct" ? SsmConvolution::kDirect : SsmConvolution::kFft),
-      kernel_(make_buffer(device, max_seq_len * channels, name + ".K")),
-      kernel_grad_(make_buffer(device, max_seq_len * channels, name + ".dK")),
-      state_(make_buffer(device, 2 * max_batch * states_ * channels, name + ".state")),
-      y_(make_buffer(device, act, max_batch * max_seq_len * channels, name + ".y")),
-      du_(make_buffer(device, act, max_batch * max_seq_len * channels, name + ".du")) {
+      kernel_(buffers.saved(max_seq_len * channels, name + ".K")),
+      kernel_grad_(buffers.transient(max_seq_len * channels, name + ".dK")),
+      state_(make_buffer(buffers.device(), 2 * max_batch * states_ * channels, name + ".state")),
+      y_(buffers.saved(act, max_batch * max_seq_len * channels, name + ".y")),
+      du_(buffers.transient(act, max_batch * max_seq_len * channels, name + ".du")) {
+  const device::Device& device = buffers.device();
   const FrozenTables tables = frozen_tables(config, max_seq_len);
   powers_ = uploaded(device, tables.powers, name + ".powers");
   steps_ = uploaded(device, tables.steps, name + ".steps");

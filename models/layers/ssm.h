@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "models/layers/buffer_source.h"
 #include "models/layers/layer_context.h"
 #include "models/ssm_config.h"
 
@@ -23,7 +24,9 @@ class Ssm {
  public:
   // c_re, c_im: (N, C) row-major (n major, as praxis's [nh, dim]); d: (C). Throws ConfigError for a
   // bad config (SsmConfig::validate with max_seq_len), zero sizes or parameter views too short.
-  Ssm(const device::Device& device, device::DType act, Param c_re, Param c_im, Param d, const SsmConfig& config,
+  // y and K are saved (the ssm site), dK and du transient, the tables and the decoding state its
+  // own (layers/buffer_source.h).
+  Ssm(const BufferSource& buffers, device::DType act, Param c_re, Param c_im, Param d, const SsmConfig& config,
       std::size_t channels, std::size_t max_batch, std::size_t max_seq_len, const std::string& name);
 
   // u (N = B*T rows, C) in the activation dtype, rows b-major (row b*T + t), T = ctx.seq_len, B = ctx.batch.
@@ -34,6 +37,7 @@ class Ssm {
   // dy (N, C) -> du (N, C); accumulates dC_re, dC_im, dD. `after_dx`, if given, is called once du is enqueued (same
   // contract as Linear::backward's). forward remembered u (the caller keeps it alive).
   ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy, const std::function<void(ActBuffer&)>& after_dx = {});
+  ActBuffer& output() { return y_; }  // the last forward's
 
  private:
   void require_shape(const LayerContext& ctx, const char* what) const;

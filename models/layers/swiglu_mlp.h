@@ -17,10 +17,13 @@ namespace paxocl::models {
 class SwigluMlp {
  public:
   // Throws ConfigError for dims == 0 or hidden == 0.
-  SwigluMlp(const device::Device& device, device::DType act, Param gate_up_weight, Param down_weight,
+  // `buffers` is the ffn1 site's (gate_up and h; down stores at ffn2), layers/buffer_source.h.
+  SwigluMlp(const BufferSource& buffers, device::DType act, Param gate_up_weight, Param down_weight,
             std::size_t dims, std::size_t hidden, std::size_t max_rows, const std::string& name);
 
   ActBuffer& forward(LayerContext& ctx, const ActBuffer& x);   // (N, C) -> (N, C)
+  // The forward up to the ffn1 site (gate_up and h), which rematerialization recomputes; returns h.
+  ActBuffer& hidden(LayerContext& ctx, const ActBuffer& x);
   // -> dx (N, C); after_dx: as Linear::backward's.
   ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy, const std::function<void(ActBuffer&)>& after_dx = {});
 

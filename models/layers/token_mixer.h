@@ -28,6 +28,22 @@ class TokenMixer {
   ActBuffer& backward(LayerContext& ctx, const ActBuffer& dy, const std::function<void(ActBuffer&)>& after_dx = {}) {
     return std::visit([&](auto& m) -> ActBuffer& { return m.backward(ctx, dy, after_dx); }, mixer_);
   }
+  // Rematerialization: SelfAttention::recompute's contract; the SSM, one site, runs its forward
+  // unless `saved` keeps it, and returns its output when `projection` asks for the mixer's output.
+  ActBuffer* recompute(LayerContext& ctx, const ActBuffer& x, SavedSites saved, bool projection) {
+    if (auto* attention = std::get_if<SelfAttention>(&mixer_)) return attention->recompute(ctx, x, saved, projection);
+    Ssm& ssm = std::get<Ssm>(mixer_);
+    if (recompute_reads_input(saved)) ssm.forward(ctx, x);
+    return projection ? &ssm.output() : nullptr;
+  }
+  bool recompute_reads_input(SavedSites saved) const {
+    if (std::holds_alternative<Ssm>(mixer_)) return !saved.has(BlockSite::kSsm);
+    return SelfAttention::recompute_reads_input(saved);
+  }
+  // The last forward's output (attention's summed in place under tensor parallelism).
+  ActBuffer& output() {
+    return std::visit([](auto& m) -> ActBuffer& { return m.output(); }, mixer_);
+  }
   bool tensor_partial() const { return std::holds_alternative<SelfAttention>(mixer_); }
 
  private:

@@ -12,6 +12,9 @@
 // Norm must offer forward, forward_residual(ctx, x, delta, sum) and backward(ctx, dy, dresidual)
 // (layer_norm.h, rms_norm.h); Attention and Mlp forward(ctx, x) and backward(ctx, dy), and
 // Attention tensor_partial(): whether its results are partial sums over a tensor group (the SSM's are whole).
+// Rematerialization (models/checkpoint_policy.h): a block whose forward results live in buffers
+// shared with the other blocks (layers/buffer_source.h) has them recomputed by recompute(), from its
+// input (the previous block's output, which every policy keeps), just before its backward.
 #pragma once
 
 #include <functional>
@@ -30,20 +33,22 @@ namespace paxocl::models {
 template <typename Norm, typename Attention, typename MlpLayer>
 class TransformerBlock {
  public:
-  TransformerBlock(const device::Device& device, device::DType act, Norm norm1, Attention attention, Norm norm2,
+  // `buffers`: the block's (any site); x2 stores at the norm2 site, y at the layer output's.
+  TransformerBlock(const BufferSource& buffers, device::DType act, Norm norm1, Attention attention, Norm norm2,
                    MlpLayer mlp, std::size_t dims, std::size_t max_rows, const std::string& name)
       : norm1_(std::move(norm1)),
         attention_(std::move(attention)),
         norm2_(std::move(norm2)),
         mlp_(std::move(mlp)),
         dims_(dims),
-        x2_(make_buffer(device, act, max_rows * dims, name + ".x2")),
-        y_(make_buffer(device, act, max_rows * dims, name + ".y")) {}
+        x2_(buffers.at(BlockSite::kNorm2).saved(act, max_rows * dims, name + ".x2")),
+        y_(buffers.at(BlockSite::kLayerOut).saved(act, max_rows * dims, name + ".y")) {}
 
   // decode_position: decoding with the attention's key/value cache (SelfAttention::forward).
   // Tensor parallelism (ctx.tensor): the attention's and the MLP's outputs are partial sums over
   // the group (row-parallel projections), summed before the residual adds.
   const ActBuffer& forward(LayerContext& ctx, const ActBuffer& x, std::optional<std::size_t> decode_position = {}) {
+    input_ = &x;
     if (ctx.sequence) return forward_sequence_parallel(ctx, x);
     const std::size_t n = ctx.rows() * dims_;
     ActBuffer& a = attention_.forward(ctx, norm1_.forward(ctx, x), decode_position);
@@ -54,6 +59,23 @@ class TransformerBlock {
     if (ctx.tensor) ctx.tensor->sum(h, n);
     ctx.kernels.residual.add(y_, x2_, h, n);
     return y_;
+  }
+
+  // Rematerialization: recomputes, from the last forward's input, what the backward reads and
+  // `saved` lacks, by the forward's kernels in the forward's order (the same values, bit for bit),
+  // with the forward's collectives. The MLP's output and the block's are never recomputed: the
+  // backward reads neither. out_proj is recomputed only for the residual sum x2 (norm2's site).
+  void recompute(LayerContext& ctx, SavedSites saved) {
+    if (ctx.sequence) return recompute_sequence_parallel(ctx, saved);
+    const ActBuffer& x = *input_;
+    if (!saved.has(BlockSite::kNorm1)) norm1_.forward(ctx, x);
+    const bool residual = !saved.has(BlockSite::kNorm2);
+    ActBuffer* a = attention_.recompute(ctx, norm1_.output(), saved, residual && !saved.has(BlockSite::kOutProj));
+    if (residual) {
+      if (a != nullptr && ctx.tensor && attention_.tensor_partial()) ctx.tensor->sum(*a, ctx.rows() * dims_);
+      norm2_.forward_residual(ctx, x, a != nullptr ? *a : attention_.output(), x2_);
+    }
+    if (!saved.has(BlockSite::kFfn1)) mlp_.hidden(ctx, norm2_.output());
   }
 
   // Tensor parallelism: the input gradients of the column-parallel projections are partial sums;
@@ -100,6 +122,31 @@ class TransformerBlock {
     return y_;
   }
 
+  // recompute's, in the forward's layout. out_proj is never kept here (checkpoint_policy.h): its
+  // partial sums were the reduce-scatter's workspace.
+  void recompute_sequence_parallel(LayerContext& ctx, SavedSites saved) {
+    SequenceParallel& sp = *ctx.sequence;
+    TensorGroup& group = *ctx.tensor;
+    const std::size_t shard = ctx.stream_rows() * dims_;
+    const ActBuffer& x = *input_;
+    if (!saved.has(BlockSite::kNorm1)) norm1_.forward(ctx, x);
+    const bool residual = !saved.has(BlockSite::kNorm2);
+    if (attention_.recompute_reads_input(saved)) group.all_gather(norm1_.output(), sp.gathered_input, shard);
+    ActBuffer* a = attention_.recompute(ctx, sp.gathered_input, saved, residual);
+    if (residual) {
+      if (attention_.tensor_partial()) {
+        group.reduce_scatter(*a, sp.delta, shard);
+      } else {
+        SequenceParallel::take_own_rows(ctx, *a, sp.delta, shard);
+      }
+      norm2_.forward_residual(ctx, x, sp.delta, x2_);
+    }
+    if (!saved.has(BlockSite::kFfn1)) {
+      group.all_gather(norm2_.output(), sp.gathered_input, shard);
+      mlp_.hidden(ctx, sp.gathered_input);
+    }
+  }
+
   // The gradient of a reduce-scattered partial sum is the all-gathered gradient of the shard; the
   // column-parallel layers' input gradients (partial sums) are reduce-scattered, each started as
   // soon as it is computed so that it runs while the weight gradient's GEMM does. The layers'
@@ -139,6 +186,7 @@ class TransformerBlock {
   MlpLayer mlp_;
   std::size_t dims_;
   ActBuffer x2_, y_;
+  const ActBuffer* input_ = nullptr;    // the last forward's x (the previous block's output)
   const ActBuffer* normed1_ = nullptr;  // sequence parallelism: the norms' outputs (N/t, C), gathered
   const ActBuffer* normed2_ = nullptr;  // again in the backward
 };
