@@ -70,6 +70,31 @@ CheckpointPolicy checkpoint_policy_from_name(std::string_view name) {
 
 std::string_view checkpoint_policy_name(CheckpointPolicy policy) { return entry(policy).name; }
 
+double recompute_flops_per_token(const ModelConfig& model, SavedSites saved, int seq_len) {
+  if (saved.everything()) return 0.0;
+  const bool residual = !saved.has(BlockSite::kNorm2);
+  return model.visit([&](const auto& c) {
+    const double C = c.model_dims, D = static_cast<double>(c.num_heads) * c.dims_per_head, T = seq_len;
+    double qkv = 2.0 * C * 3.0 * D, ffn1 = 2.0 * C * c.hidden_dims;  // GPT
+    if constexpr (requires { c.num_kv_heads; }) {                     // LLaMA: grouped kv heads, SwiGLU's two halves
+      qkv = 2.0 * C * (static_cast<double>(c.num_heads) + 2.0 * c.num_kv_heads) * c.dims_per_head;
+      ffn1 = 2.0 * C * 2.0 * c.hidden_dims;
+    }
+    double attention_block = 0.0;  // an attention block's recompute
+    if (!saved.has(BlockSite::kQkvProj)) attention_block += qkv;
+    if (!saved.has(BlockSite::kContext)) attention_block += 4.0 * T * D;
+    if (residual && !saved.has(BlockSite::kOutProj)) attention_block += 2.0 * D * C;
+    const double mlp = saved.has(BlockSite::kFfn1) ? 0.0 : ffn1;
+    double total = 0.0;
+    for (int l = 0; l + 1 < c.num_layers; ++l) {
+      bool attention = true;
+      if constexpr (requires { c.block_kind(l); }) attention = c.block_kind(l) == BlockKind::kAttention;
+      total += mlp + (attention ? attention_block : 0.0);
+    }
+    return total;
+  });
+}
+
 SavedSites saved_sites(CheckpointPolicy policy, bool sequence_parallel) {
   unsigned sites = entry(policy).sites;
   if (sites == ~0u) return SavedSites{};

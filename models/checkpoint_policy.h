@@ -31,6 +31,8 @@
 #include <string_view>
 #include <vector>
 
+#include "models/model_config.h"
+
 namespace paxocl::models {
 
 // Where a block stores a forward result (bits of SavedSites).
@@ -76,5 +78,13 @@ std::string_view checkpoint_policy_name(CheckpointPolicy policy);
 // The sites each block keeps under `policy` (see the table above).
 SavedSites saved_sites(CheckpointPolicy policy, bool sequence_parallel);
 inline bool rematerializes(CheckpointPolicy policy) { return policy != CheckpointPolicy::kSaveEverything; }
+
+// The FLOPs a training step spends recomputing, per token of the batch, counted as
+// ModelConfig::flops_per_token counts the model's (GEMMs 2 x in x out, attention's two products 4 T D
+// per token and block, norms, softmax and the SSM's convolution not at all): the forward FLOPs of
+// the sites each recomputed block runs again (TransformerBlock::recompute), over every block but the
+// last, whose results are still in place when its backward starts. Hardware FLOPs utilisation
+// counts these beside the model's; MFU does not (as Pax and PaLM count it).
+double recompute_flops_per_token(const ModelConfig& model, SavedSites saved, int seq_len);
 
 }  // namespace paxocl::models

@@ -11,6 +11,39 @@ LinkBytes ring_bytes(CollectiveKind kind, double bytes, int n_ici, int n_dcn) {
   return LinkBytes{passes * (n_ici - 1) / n_ici * bytes, passes * (n_dcn - 1) / n_dcn * bytes / n_ici};
 }
 
+namespace {
+
+// Rematerialization under tensor parallelism: the collectives of the forward that each recomputed
+// block (every one but the last: models/checkpoint_policy.h) runs again (TransformerBlock::recompute):
+// the attention output's sum when out_proj is recomputed for the residual; under sequence
+// parallelism the gathers of the norms' outputs the recomputed mixer and MLP read, and the
+// attention output's reduce-scatter for the residual.
+template <typename Add>
+void recompute_collectives(const LayoutSpec& spec, double activation, Add& add) {
+  if (!models::rematerializes(spec.checkpoint_policy)) return;
+  const bool sp = spec.sequence_parallel;
+  const models::SavedSites saved = models::saved_sites(spec.checkpoint_policy, sp);
+  using models::BlockSite;
+  const bool residual = !saved.has(BlockSite::kNorm2);
+  long gathers = 0, scatters = 0, sums = 0;
+  for (int l = 0; l + 1 < spec.model.num_blocks(); ++l) {
+    const bool attention = !spec.model.is_gpt() || spec.model.gpt().block_kind(l) == models::BlockKind::kAttention;
+    if (sp) {
+      if (attention ? !saved.has(BlockSite::kQkvProj) : !saved.has(BlockSite::kSsm)) ++gathers;
+      if (residual && attention) ++scatters;
+      if (!saved.has(BlockSite::kFfn1)) ++gathers;
+    } else if (attention && residual && !saved.has(BlockSite::kOutProj)) {
+      ++sums;
+    }
+  }
+  add("TP all-gather, recomputed norm outputs", CollectiveKind::kAllGather, MeshAxis::kTensor, activation, gathers, gathers);
+  add("TP reduce-scatter, recomputed attention outputs", CollectiveKind::kReduceScatter, MeshAxis::kTensor, activation,
+      scatters, scatters);
+  add("TP all-reduce, recomputed attention outputs", CollectiveKind::kAllReduce, MeshAxis::kTensor, activation, sums, sums);
+}
+
+}  // namespace
+
 std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::ParameterLayout& layout) {
   std::vector<Collective> out;
   auto add = [&](std::string name, CollectiveKind kind, MeshAxis axis, double bytes, long operations, long exposed) {
@@ -67,6 +100,7 @@ std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::P
       add("TP all-reduce, activation gradients (backward)", CollectiveKind::kAllReduce, MeshAxis::kTensor, activation,
           sums, sums);
     }
+    recompute_collectives(spec, activation, add);
     add("TP all-gather, cross-entropy row statistics", CollectiveKind::kAllGather, MeshAxis::kTensor,
         static_cast<double>(t) * rows * 3 * sizeof(float), 1, 1);
   }

@@ -30,6 +30,11 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
   // Each infeed host reads its own rows (processes along the tensor axis share theirs).
   tokens_per_step_ = static_cast<double>(job.input.batch_size) * job.model.max_seq_len() * job.input.num_infeed_hosts;
   flops_per_step_ = job.model.flops_per_token(job.model.max_seq_len()) * tokens_per_step_;
+  const bool sequence_parallel = job.step.sequence_parallel && job.mesh.along(device::MeshAxis::kTensor) > 1;
+  recompute_flops_per_step_ =
+      models::recompute_flops_per_token(job.model, models::saved_sites(job.step.checkpoint_policy, sequence_parallel),
+                                        job.model.max_seq_len()) *
+      tokens_per_step_;
   train_start_ = interval_start_ = Clock::now();
   if (world.rank() != 0) return;
   // A live line only on a real terminal of a single process (launchers forward output through a pty).
@@ -56,7 +61,7 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
                    "device(s) ({} per process) on {}\n"
                    "model: {}\n"
                    "training state: {:.1f} MiB per device (parameters, gradients, Adam moments{})\n"
-                   "activations: {:.1f} MiB per device ({}, {} x {} tokens)\n"
+                   "activations: {:.1f} MiB per device ({}, {} x {} tokens, CHECKPOINT_POLICY={})\n"
                    "MFU is measured against the best GEMM peak measured on these devices: {:.1f} GFLOP/s in all (now: "
                    "{:.1f}), and against the theoretical peak: {}\n"
                    "job directory: {}\n",
@@ -66,7 +71,8 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
                    replicas, job.mesh.local_devices(), program.device().info().name, job.model.describe(),
                    mib(program.state_bytes_per_device()),
                    job.step.fprop_dtype == device::DType::kF32 ? "" : ", " + dtype + " weight copy",
-                   mib(model.activation_bytes()), dtype, job.step.replica_batch, job.model.max_seq_len(), peaks_.measured(),
+                   mib(model.activation_bytes()), dtype, job.step.replica_batch, job.model.max_seq_len(),
+                   models::checkpoint_policy_name(job.step.checkpoint_policy), peaks_.measured(),
                    peaks_.measured_now(),
                    peaks_.theoretical() > 0
                        ? fmt::format("{:.1f} GFLOP/s ({})", peaks_.theoretical(), peaks_.theoretical_basis())
@@ -111,8 +117,11 @@ void TrainingReport::write_summary(long step, const models::LossStats& total, do
   const double secs = timed ? std::chrono::duration<double>(Clock::now() - interval_start_).count() : first_step_seconds_;
   const double steps_per_sec = (timed ? timed_steps_ : 1) / secs, tokens_per_sec = steps_per_sec * tokens_per_step_;
   const double tflops = steps_per_sec * flops_per_step_ / 1e12;
-  peaks_.observe(tflops * 1e3);  // a peak below the achieved rate is raised: MFU <= 100%
+  // Hardware FLOPs: the model's and the rematerialization's recompute (HFU; MFU counts the model's).
+  const double hardware_tflops = steps_per_sec * (flops_per_step_ + recompute_flops_per_step_) / 1e12;
+  peaks_.observe(hardware_tflops * 1e3);  // a peak below the achieved rate is raised: HFU <= 100%
   const double mfu = peaks_.mfu(tflops * 1e3), mfu_theoretical = peaks_.mfu_theoretical(tflops * 1e3);
+  const double hfu = peaks_.mfu(hardware_tflops * 1e3);
   const double elapsed = std::chrono::duration<double>(Clock::now() - train_start_).count();
   const double eta = elapsed / static_cast<double>(steps_done_) * static_cast<double>(job_.cadence.max_steps - step);
   out_->scalar("loss", total.mean_loss(), step);
@@ -125,6 +134,7 @@ void TrainingReport::write_summary(long step, const models::LossStats& total, do
   out_->scalar("tokens_per_sec", tokens_per_sec, step);
   out_->scalar("tflops_per_sec", tflops, step);
   out_->scalar("mfu", mfu, step);
+  out_->scalar("hfu", hfu, step);
   if (peaks_.theoretical() > 0) out_->scalar("mfu_theoretical", mfu_theoretical, step);
   const models::DynamicLossScaler& scaler = program_.loss_scaler();
   if (scaler.enabled()) {
@@ -133,9 +143,10 @@ void TrainingReport::write_summary(long step, const models::LossStats& total, do
   }
   out_->scalar("steps_skipped", static_cast<double>(program_.steps_skipped()), step);
   const std::string line =
-      fmt::format("step {:>6}/{}  loss {:.4f}  log_pplx {:.4f}  lr {:.2e}  {:.0f} tok/s  MFU {:.1f}%{}  elapsed {}  ETA {}",
+      fmt::format("step {:>6}/{}  loss {:.4f}  log_pplx {:.4f}  lr {:.2e}  {:.0f} tok/s  MFU {:.1f}%{}{}  elapsed {}  ETA {}",
                   step, job_.cadence.max_steps, total.mean_loss(), total.mean_loss(), lr, tokens_per_sec, 100 * mfu,
                   peaks_.theoretical() > 0 ? fmt::format(" ({:.1f}% of theoretical)", 100 * mfu_theoretical) : "",
+                  models::rematerializes(job_.step.checkpoint_policy) ? fmt::format("  HFU {:.1f}%", 100 * hfu) : "",
                   hms(elapsed), hms(eta));
   std::cout << (live_ ? "\r\033[K" : "") << line << "\n" << std::flush;
   spdlog::default_logger()->sinks().back()->log(

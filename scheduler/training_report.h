@@ -1,10 +1,11 @@
 // TrainingReport: what a training job tells its user.
 //   At start-up (banner): the model, the tokens per step, the mesh, the training state's and the
-//   activations' memory per device, and what MFU is measured against (mfu_peaks.h: the best GEMM
+//   activations' memory per device (with CHECKPOINT_POLICY), and what MFU is measured against (mfu_peaks.h: the best GEMM
 //   peak measured on these devices, and the theoretical peak).
 //   Every SUMMARY_INTERVAL_STEPS and at the end: TensorBoard scalars (summaries/train: loss,
-//   log_pplx, accuracy, learning rate, gradient norms, throughput, MFU, skipped steps, the float16
-//   loss scale) and the console line (step, loss, lr, tokens/s, MFU, elapsed, ETA); on a terminal
+//   log_pplx, accuracy, learning rate, gradient norms, throughput, MFU, HFU, skipped steps, the
+//   float16 loss scale) and the console line (step, loss, lr, tokens/s, MFU, HFU when a checkpoint
+//   policy recomputes, elapsed, ETA); on a terminal
 //   of a single process a live line every step.
 // Rank 0 writes; step_done() is collective at summary steps (the loss totals are all-reduced).
 #pragma once
@@ -45,6 +46,7 @@ class TrainingReport {
   bool live_ = false;                   // a live line on a terminal
   MfuPeaks peaks_;
   double tokens_per_step_ = 0, flops_per_step_ = 0;
+  double recompute_flops_per_step_ = 0;  // rematerialization (models::recompute_flops_per_token)
   Clock::time_point train_start_, interval_start_;
   long steps_done_ = 0;  // in this run (the ETA's rate)
   models::LossStats interval_;

@@ -373,6 +373,35 @@ TEST(Plan, SequenceParallelCollectivesByHand) {
   }
 }
 
+// Rematerialization under tensor parallelism: every recomputed block (2 of 3) runs its forward's
+// collectives again where the recompute needs them (models/layers/transformer_block.h).
+TEST(Plan, RecomputeCollectivesByHand) {
+  const double S = 2.0 * 6 * 32 * 4;  // (N, C) float32
+  auto counts = [&](const std::string& policy, bool sp) {
+    std::vector<std::pair<std::string, std::string>> o = {
+        {"NUM_LAYERS", "3"}, {"MODEL_DIMS", "32"}, {"HIDDEN_DIMS", "64"}, {"NUM_HEADS", "4"}, {"DIMS_PER_HEAD", "8"},
+        {"MAX_SEQ_LEN", "6"}, {"VOCAB_SIZE", "256"}, {"ICI_MESH_SHAPE", "[1,1,2]"}, {"PERCORE_BATCH_SIZE", "1"},
+        {"SEQUENCE_PARALLEL", sp ? "true" : "false"}, {"CHECKPOINT_POLICY", policy}};
+    const plan::LayoutSpec spec = spec_of(o);
+    std::map<std::string, long> n;
+    for (const plan::Collective& c : plan::step_collectives(spec, plan::device_layout(spec))) {
+      if (c.name.find("recomputed") == std::string::npos) continue;
+      EXPECT_DOUBLE_EQ(c.bytes, S) << c.name;
+      n[c.name] = c.operations;
+    }
+    return n;
+  };
+  using Counts = std::map<std::string, long>;
+  EXPECT_EQ(counts("SAVE_EVERYTHING", false), Counts{});
+  EXPECT_EQ(counts("SAVE_NOTHING", false), (Counts{{"TP all-reduce, recomputed attention outputs", 2}}));
+  EXPECT_EQ(counts("SAVE_QKV_OUT_PROJ", false), Counts{});  // out_proj kept: the residual sum needs no sum
+  EXPECT_EQ(counts("SAVE_NOTHING", true), (Counts{{"TP all-gather, recomputed norm outputs", 4},
+                                                  {"TP reduce-scatter, recomputed attention outputs", 2}}));
+  // qkv_proj kept: only the MLP's input is gathered again; out_proj is recomputed under SP
+  EXPECT_EQ(counts("SAVE_QKV_OUT_PROJ", true), (Counts{{"TP all-gather, recomputed norm outputs", 2},
+                                                       {"TP reduce-scatter, recomputed attention outputs", 2}}));
+}
+
 TEST(Plan, TensorCollectivesByHand) {
   // t = 4: 2 devices of a process x 2 processes; bfloat16 activations; 3 blocks; 1 sequence per group.
   const plan::LayoutSpec spec = spec_of({{"NUM_LAYERS", "3"}, {"MODEL_DIMS", "32"}, {"HIDDEN_DIMS", "64"},

@@ -132,6 +132,28 @@ TEST(CheckpointPolicy, UnknownNameIsAOneLineErrorListingTheValidOnes) {
   }
 }
 
+// The recompute's FLOPs by hand: every block but the last runs its unkept sites' GEMMs again.
+TEST(CheckpointPolicy, RecomputeFlopsByHand) {
+  const double C = 12, D = 3 * 4, F = 20, T = 7;
+  const double qkv = 2 * C * 3 * D, context = 4 * T * D, out_proj = 2 * D * C, ffn1 = 2 * C * F;
+  const auto flops = [](const models::ModelConfig& m, CheckpointPolicy p, bool sp = false) {
+    return models::recompute_flops_per_token(m, models::saved_sites(p, sp), 7);
+  };
+  EXPECT_EQ(flops(gpt(), CheckpointPolicy::kSaveEverything), 0.0);
+  EXPECT_DOUBLE_EQ(flops(gpt(), CheckpointPolicy::kSaveNothing), 2 * (qkv + context + out_proj + ffn1));
+  EXPECT_DOUBLE_EQ(flops(gpt(), CheckpointPolicy::kSaveDotWithNoBatchDim), 2 * context);
+  EXPECT_DOUBLE_EQ(flops(gpt(), CheckpointPolicy::kSaveDotExceptLogitsFfn1), 2 * ffn1);
+  EXPECT_DOUBLE_EQ(flops(gpt(), CheckpointPolicy::kSaveQkvOutProj), 2 * (context + ffn1));
+  // under sequence parallelism out_proj is recomputed with the residual sum
+  EXPECT_DOUBLE_EQ(flops(gpt(), CheckpointPolicy::kSaveQkvOutProj, true), 2 * (context + out_proj + ffn1));
+  // the hybrid's blocks 0 (attention) and 1 (SSM, whose convolution FLOPs the model does not count)
+  EXPECT_DOUBLE_EQ(flops(hybrid(), CheckpointPolicy::kSaveNothing), (qkv + context + out_proj + ffn1) + ffn1);
+  // LLaMA: 4 query and 2 kv heads of 4, SwiGLU's gate and up
+  const double Dl = 4 * 4, llama_qkv = 2 * C * (4 + 2 * 2) * 4, llama_ffn1 = 2 * C * 2 * F;
+  EXPECT_DOUBLE_EQ(models::recompute_flops_per_token(llama(), models::saved_sites(CheckpointPolicy::kSaveNothing, false), 9),
+                   2 * (llama_qkv + 4 * 9 * Dl + 2 * Dl * C + llama_ffn1));
+}
+
 TEST(CheckpointPolicy, SitesFollowPraxisNames) {
   using models::BlockSite;
   const auto kept = [](CheckpointPolicy p, bool sp = false) { return models::saved_sites(p, sp); };
