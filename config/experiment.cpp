@@ -129,6 +129,10 @@ const std::vector<HParamSpec>& Experiment::schema() {
        .help = "rematerialization, praxis's names: which forward results each block keeps for its backward; the rest "
                "is recomputed just before it (SAVE_EVERYTHING: none)",
        .choices = models::checkpoint_policy_names()},
+      {.name = "NUM_SUB_BATCHES", .type = T::kInt,
+       .help = "gradient accumulation: each device's batch runs as this many sub-batches whose gradients are summed "
+               "before one optimizer step (activations of one sub-batch; praxis's ShardedStaticAccumulator)",
+       .min = 1, .max = 1 << 20},
       {.name = "FSDP_PREFETCH_DEPTH", .type = T::kInt,
        .help = "FSDP: blocks whose all-gather is in flight ahead of the block computing (each costs a block of device memory)",
        .min = 0, .max = 1 << 16},
@@ -201,6 +205,7 @@ Values defaults() {
           {"OVERLAP_COMMUNICATION", true},
           {"SEQUENCE_PARALLEL", false},
           {"CHECKPOINT_POLICY", std::string("SAVE_EVERYTHING")},
+          {"NUM_SUB_BATCHES", 1L},
           {"FSDP_PREFETCH_DEPTH", 1L},
           {"ICI_ALGORITHM", std::string("ring")},
           {"GRADIENT_BUCKET_BYTES", 0L},

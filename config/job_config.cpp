@@ -54,6 +54,7 @@ StepConfig resolve_step(const Experiment& e, const JobFlags& flags) {
   s.ici_ring = algorithm == "ring";
   s.sequence_parallel = e.get_bool("SEQUENCE_PARALLEL");
   s.checkpoint_policy = models::checkpoint_policy_from_name(e.get_string("CHECKPOINT_POLICY"));
+  s.sub_batches = static_cast<int>(e.get_int("NUM_SUB_BATCHES"));
   if (e.get_string("FPROP_DTYPE") == "auto") {  // resolve_auto_fprop_dtype's job, before this
     throw std::logic_error("FPROP_DTYPE=auto reached resolve_job unresolved");
   }
@@ -85,7 +86,7 @@ void check_sequence_parallel(const JobConfig& j) {
                                   device::to_string(j.mesh.ici), device::to_string(j.mesh.dcn)));
   }
   const long T = j.model.max_seq_len();
-  const long group = j.step.replica_batch;  // a tensor group's training and evaluation batch
+  const long group = j.step.replica_batch / j.step.sub_batches;  // a tensor group's (sub-)batch, training and evaluation
   if (group * T % tensor != 0) {
     throw ConfigError(fmt::format("SEQUENCE_PARALLEL: a tensor group's batch has {} x {} = {} rows (sequences x "
                                   "MAX_SEQ_LEN), which the tensor axis {} does not divide; choose a batch or "
@@ -150,6 +151,12 @@ JobConfig resolve_job(Experiment experiment, JobFlags flags, int processes, int 
                                   e.get_float("PERCORE_BATCH_SIZE"), in.batch_size, replicas));
   }
   j.step.replica_batch = in.batch_size / replicas;
+  if (j.step.replica_batch % j.step.sub_batches != 0) {
+    throw ConfigError(fmt::format("NUM_SUB_BATCHES={} does not divide the {} sequences each model replica runs per step "
+                                  "(PERCORE_BATCH_SIZE={}); choose a divisor of {}",
+                                  j.step.sub_batches, j.step.replica_batch, e.get_float("PERCORE_BATCH_SIZE"),
+                                  j.step.replica_batch));
+  }
   in.seed = j.seed;
   in.prefetch_depth = static_cast<int>(e.get_int("PREFETCH_DEPTH"));
   in.tokenizer_model = e.get_string("TOKENIZER");

@@ -49,6 +49,7 @@ struct MeshConfig {
 // How one training step runs on the devices (scheduler/step_program.h).
 struct StepConfig {
   int replica_batch = 1;  // sequences per model replica: a device, or a tensor group (its devices share them)
+  int sub_batches = 1;    // NUM_SUB_BATCHES: replica_batch runs as this many sub-batches, gradients accumulated
   std::string gemm_policy = "auto";                  // --gemm
   bool overlap = true;                               // OVERLAP_COMMUNICATION
   std::size_t bucket_bytes = 0;                      // GRADIENT_BUCKET_BYTES

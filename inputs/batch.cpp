@@ -1,12 +1,31 @@
 #include "inputs/batch.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "common/errors.h"
 
 namespace paxocl::inputs {
+
+Batch Batch::sequences(int first, int count) const {
+  if (first < 0 || count < 0 || first + count > batch) {
+    throw std::logic_error(fmt::format("sequences [{}, {}) of a batch of {}", first, first + count, batch));
+  }
+  Batch part{count, seq_len, {}, {}, {}};
+  const auto begin = static_cast<std::ptrdiff_t>(first) * seq_len, end = begin + static_cast<std::ptrdiff_t>(count) * seq_len;
+  part.ids.assign(ids.begin() + begin, ids.begin() + end);
+  part.targets.assign(targets.begin() + begin, targets.begin() + end);
+  part.weights.assign(weights.begin() + begin, weights.begin() + end);
+  return part;
+}
+
+double Batch::weight_sum() const {
+  double sum = 0;
+  for (float w : weights) sum += w;
+  return sum;
+}
 
 void Batch::validate(int vocab_size, int max_seq_len) const {
   if (batch < 1 || seq_len < 1) throw DataError(fmt::format("batch of {} x {} tokens: both must be at least 1", batch, seq_len));

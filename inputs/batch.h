@@ -18,6 +18,9 @@ struct Batch {
   // Throws DataError naming the first problem (sizes, ids or targets outside [0, vocab_size),
   // sequences longer than max_seq_len, negative or non-finite weights).
   void validate(int vocab_size, int max_seq_len) const;
+  // Sequences [first, first + count) as a batch of their own (logic_error outside this batch).
+  Batch sequences(int first, int count) const;
+  double weight_sum() const;  // the loss's denominator: sum of the weights, in double
 };
 
 }  // namespace paxocl::inputs

@@ -59,6 +59,7 @@ class BlockModel : public Model {
   const ParameterLayout& layout() const override { return layout_; }
   int vocab_size() const override { return config_.vocab_size(); }
   std::size_t max_seq_len() const override { return options_.max_seq_len; }
+  std::size_t max_batch() const override { return options_.max_batch; }
   FloatBuffer& parameter_buffer() override { return params_; }
   // The weights as a step reads them: params_ cast to the activation dtype (float32: params_ itself).
   const ActBuffer& compute_buffer() const { return compute_; }

@@ -54,7 +54,7 @@ class DecoderModel : public BlockModel {
       ctx.tensor->all_gather(*y, ctx.sequence->gathered_input, ctx.stream_rows() * dims());
       y = &ctx.sequence->gathered_input;
     }
-    return head_->forward(ctx, *y, pass.batch->targets, pass.batch->weights, loss_scale());
+    return head_->forward(ctx, *y, pass.batch->targets, pass.batch->weights, loss_scale(), pass.mean_over);
   }
   void begin_backward(Pass& pass) override {
     LayerContext& ctx = pass.ctx;

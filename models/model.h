@@ -54,6 +54,7 @@ class Model {
   virtual const ParameterLayout& layout() const = 0;
   virtual int vocab_size() const = 0;            // V: the real vocabulary (logits rows are this long)
   virtual std::size_t max_seq_len() const = 0;   // positions this instance was built for
+  virtual std::size_t max_batch() const = 0;     // sequences a pass may hold (ModelOptions::max_batch)
   virtual int resident_block_slots() const = 0;  // 0: every parameter resident (decoding needs it)
   virtual kernels::DeviceRuntime& runtime() const = 0;
   // Tensor parallelism: the group every pass sums partial results through (ModelOptions::tensor);
@@ -79,6 +80,9 @@ class Model {
     LayerContext ctx;
     const inputs::Batch* batch;
     const ActBuffer* x;  // (B*T, C): the activation (forward) or its gradient (backward) between phases
+    // Gradient accumulation: the weight sum of the whole batch whose mean loss the gradients are of,
+    // when this pass runs one of its sub-batches (0: this pass's own batch).
+    double mean_over = 0;
   };
   virtual Pass begin_pass(const inputs::Batch& batch, bool gradients) = 0;
   virtual void forward_block(Pass& pass, int block) = 0;
@@ -108,11 +112,14 @@ class Model {
   // full forward pass without a cache.
   virtual std::vector<float> last_logits(const std::vector<int>& ids, std::size_t batch) = 0;
 
-  // The phases in order, for one device.
+  // The phases in order, for one device. A batch of more sequences than max_batch() runs as
+  // sub-batches of max_batch() (the last may be smaller): evaluate adds their loss sums; training
+  // accumulates their gradients into those of the whole batch's mean loss (NUM_SUB_BATCHES,
+  // praxis's ShardedStaticAccumulator), zeroing the gradients once.
   LossStats evaluate(const inputs::Batch& batch);  // forward only: loss sums and accuracy
   double loss(const inputs::Batch& batch) { return evaluate(batch).mean_loss(); }
   // Gradients of the batch's mean loss into gradient_buffer(); returns the batch's loss sums.
-  // `block_done(l)` is called as soon as block l's backward is enqueued (l = L-1 down to 0): its
+  // `block_done(l)` is called as soon as block l's backward (its last sub-batch's) is enqueued (l = L-1 down to 0): its
   // gradients (layout().ranges_of_blocks(l, l)) are final once the queue gets there, which is
   // when their reduction can start while earlier blocks still compute.
   LossStats train_step_gradients(const inputs::Batch& batch, const std::function<void(int)>& block_done = {});

@@ -20,7 +20,7 @@ constexpr std::size_t kNormChunk = 4096;  // models::AdamOptimizer::kNormChunk: 
 
 ActivationShape activation_shape(const LayoutSpec& spec, bool sequence_parallel) {
   ActivationShape s;
-  s.sequences = static_cast<std::size_t>(spec.group_sequences());
+  s.sequences = static_cast<std::size_t>(spec.group_sequences() / spec.sub_batches);  // one sub-batch's
   s.seq_len = static_cast<std::size_t>(spec.model.max_seq_len());
   s.act = spec.fprop;
   s.tensor = spec.along(MeshAxis::kTensor);
@@ -60,6 +60,8 @@ DeviceMemory device_memory(const LayoutSpec& spec, const models::ParameterLayout
     m.resident_floats = m.layout_floats;
   }
   m.parameters = m.gradients = owned * sizeof(float);
+  // FSDP's gradient accumulation sums the sub-batches' reduce-scattered shards (scheduler/fsdp_step.h).
+  if (fsdp && spec.sub_batches > 1) m.gradients += m.shard_floats * sizeof(float);
   m.adam_moments = 2 * owned * sizeof(float);
   if (spec.fprop != device::DType::kF32) m.weight_copy = m.resident_floats * device::dtype_size(spec.fprop);
   m.optimizer_workspace = (owned + kNormChunk - 1) / kNormChunk * sizeof(float);

@@ -41,6 +41,11 @@ void LayoutSpec::validate() const {
   }
   if (const auto e = tensor_split_error(model, along(MeshAxis::kTensor))) throw ConfigError(*e);
   if (fsdp_prefetch_depth < 0) throw ConfigError(fmt::format("FSDP_PREFETCH_DEPTH={}: must be >= 0", fsdp_prefetch_depth));
+  if (sub_batches < 1 || group_sequences() % sub_batches != 0) {
+    throw ConfigError(fmt::format("NUM_SUB_BATCHES={} does not divide the {} sequences each model replica runs per step; "
+                                  "choose a divisor of {}",
+                                  sub_batches, group_sequences(), group_sequences()));
+  }
 }
 
 std::string LayoutSpec::describe() const {
@@ -52,12 +57,13 @@ std::string LayoutSpec::describe() const {
 
 std::string LayoutSpec::flags() const {
   const double percore = static_cast<double>(global_batch) / devices();
-  return fmt::format("--fdl.ICI_MESH_SHAPE={} --fdl.DCN_MESH_SHAPE={} --fdl.PERCORE_BATCH_SIZE={:.10g}{}{}",
+  return fmt::format("--fdl.ICI_MESH_SHAPE={} --fdl.DCN_MESH_SHAPE={} --fdl.PERCORE_BATCH_SIZE={:.10g}{}{}{}",
                      device::to_string(ici), device::to_string(dcn), percore,
                      sequence_parallel && along(MeshAxis::kTensor) > 1 ? " --fdl.SEQUENCE_PARALLEL=true" : "",
                      models::rematerializes(checkpoint_policy)
                          ? fmt::format(" --fdl.CHECKPOINT_POLICY={}", models::checkpoint_policy_name(checkpoint_policy))
-                         : std::string());
+                         : std::string(),
+                     sub_batches > 1 ? fmt::format(" --fdl.NUM_SUB_BATCHES={}", sub_batches) : std::string());
 }
 
 namespace {
@@ -101,6 +107,7 @@ LayoutSpec layout_spec_of(const config::Experiment& e) {
   // Sequence parallelism arrives with tensor parallelism (issue 20); until the experiment has it, off.
   if (has_field("SEQUENCE_PARALLEL")) s.sequence_parallel = e.get_bool("SEQUENCE_PARALLEL");
   if (has_field("CHECKPOINT_POLICY")) s.checkpoint_policy = models::checkpoint_policy_from_name(e.get_string("CHECKPOINT_POLICY"));
+  if (has_field("NUM_SUB_BATCHES")) s.sub_batches = static_cast<int>(e.get_int("NUM_SUB_BATCHES"));
   s.validate();
   return s;
 }

@@ -31,6 +31,7 @@ struct LayoutSpec {
   bool sequence_parallel = false;  // SEQUENCE_PARALLEL (tensor > 1): norms and residuals on sequence shards
   // CHECKPOINT_POLICY: the forward results each block keeps (models/checkpoint_policy.h)
   models::CheckpointPolicy checkpoint_policy = models::CheckpointPolicy::kSaveEverything;
+  int sub_batches = 1;  // NUM_SUB_BATCHES: a group's sequences run as this many sub-batches (activations of one)
   // The device's CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes, which sets the parameter layout's alignment
   // (models/block_model.cpp); PoCL reports 128.
   std::size_t base_address_align_bytes = 128;
@@ -50,13 +51,14 @@ struct LayoutSpec {
   // The parameter layout's alignment in floats, as BlockModel computes it for this dtype and device.
   std::size_t alignment_floats() const;
   // ConfigError naming the numbers: a mesh dimension below 1, a global batch that is not whole
-  // sequences per tensor group, a tensor size that cannot split the model (tensor_parallel.h).
+  // sequences per tensor group, a tensor size that cannot split the model (tensor_parallel.h),
+  // NUM_SUB_BATCHES not dividing a group's sequences.
   void validate() const;
   // "data 1 x fsdp 256 x tensor 1 = 256 devices (ICI [1,8,1] x DCN [1,32,1])"
   std::string describe() const;
   // The --fdl flags that select this layout: "--fdl.ICI_MESH_SHAPE=[1,8,1] --fdl.DCN_MESH_SHAPE=[1,32,1]
   // --fdl.PERCORE_BATCH_SIZE=6" (and SEQUENCE_PARALLEL when it is on, CHECKPOINT_POLICY when it is not
-  // SAVE_EVERYTHING).
+  // SAVE_EVERYTHING, NUM_SUB_BATCHES when it is not 1).
   std::string flags() const;
 };
 

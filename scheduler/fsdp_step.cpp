@@ -112,6 +112,10 @@ FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::Progr
       grad_shards_[d] = models::make_buffer(*l.device, floats, "gradient shard");
       l.runtime->kernels().elementwise.fill(param_shards_[d], 0.0f);  // alignment gaps stay zero
       l.runtime->kernels().elementwise.fill(grad_shards_[d], 0.0f);
+      if (options.step.sub_batches > 1) {
+        grad_sums_.resize(static_cast<std::size_t>(local));
+        grad_sums_[d] = models::make_buffer(*l.device, floats, "gradient shard sum");
+      }
       l.adam = std::make_unique<models::AdamOptimizer>(*l.runtime, floats,
                                                        adam_segments(lane.plan->decay_segments(process_, f)), options.adam);
       if (lane.tensor_split) {
@@ -122,7 +126,8 @@ FsdpStep::FsdpStep(const std::vector<device::DeviceInfo>& devices, device::Progr
 }
 
 std::size_t FsdpStep::state_bytes_per_device() const {
-  return (4 * param_shards_.front().count() + 2 * model().parameter_buffer().count()) * sizeof(float) +
+  const std::size_t sums = grad_sums_.empty() ? 0 : grad_sums_.front().count();
+  return (4 * param_shards_.front().count() + sums + 2 * model().parameter_buffer().count()) * sizeof(float) +
          model().weight_copy_bytes();
 }
 
@@ -241,7 +246,8 @@ Pending FsdpStep::gather(Lane& lane, int block, std::size_t devices, IciCommunic
   return p;
 }
 
-models::LossStats FsdpStep::run_pass(Lane& lane, const std::vector<inputs::Batch>& rows, bool train) {
+models::LossStats FsdpStep::run_pass(Lane& lane, const std::vector<inputs::Batch>& rows, bool train,
+                                     const std::vector<double>& mean_over) {
   const int L = options_.model.num_blocks();
   const std::size_t n = rows.size();
   // Lane member k is local device lane.devices[k]; the loops below run over k.
@@ -260,6 +266,7 @@ models::LossStats FsdpStep::run_pass(Lane& lane, const std::vector<inputs::Batch
   for (std::size_t d = 0; d < n; ++d) {
     wait_on_device(d, rest);
     passes.push_back(local(d).model->begin_pass(rows[d], train));
+    if (!mean_over.empty()) passes.back().mean_over = mean_over[d];
   }
 
   // Uses of the blocks in order: forward 0..L-1, then (training) backward L-1..0.
@@ -363,7 +370,30 @@ models::LossStats FsdpStep::run_step(const inputs::Batch& batch, double lr, doub
     std::vector<inputs::Batch> rows;
     const int per = batch.batch / static_cast<int>(lane.devices.size());
     for (std::size_t k = 0; k < lane.devices.size(); ++k) rows.push_back(device_rows(batch, static_cast<int>(k), per));
-    return run_pass(lane, rows, true);
+    const int sub_batches = options_.step.sub_batches;
+    if (sub_batches == 1) return run_pass(lane, rows, true);
+    // Gradient accumulation: each sub-batch's pass reduce-scatters into the shards, summed here.
+    std::vector<double> mean_over;
+    for (const inputs::Batch& r : rows) mean_over.push_back(r.weight_sum());
+    const int sub = per / sub_batches;
+    models::LossStats total;
+    for (int i = 0; i < sub_batches; ++i) {
+      std::vector<inputs::Batch> part;
+      for (const inputs::Batch& r : rows) part.push_back(r.sequences(i * sub, sub));
+      total += run_pass(lane, part, true, mean_over);
+      for (std::size_t d : lane.devices) {
+        device::Queue& q = locals_[d].device->queue();
+        if (i == 0) {
+          q.copy(grad_shards_[d], 0, grad_sums_[d], 0, grad_shards_[d].count());
+        } else {
+          locals_[d].runtime->kernels().elementwise.axpy(grad_sums_[d], grad_shards_[d], 1.0f);
+        }
+      }
+    }
+    for (std::size_t d : lane.devices) {
+      locals_[d].device->queue().copy(grad_sums_[d], 0, grad_shards_[d], 0, grad_shards_[d].count());
+    }
+    return total;
   });
   // The norm counts each shard once: devices of ICI data index 0 on processes of DCN data index 0
   // (with a tensor axis, without the replicated tensors of ranks other than 0: counted_).
@@ -378,7 +408,15 @@ models::LossStats FsdpStep::run_step(const inputs::Batch& batch, double lr, doub
 }
 
 models::LossStats FsdpStep::evaluate(const inputs::Batch& batch) {
-  return run_lanes([&](Lane& lane) { return run_pass(lane, {batch}, false); });
+  // As many sequences as training's sub-batches at a time (the model holds no more).
+  const int sub = static_cast<int>(model().max_batch());
+  return run_lanes([&](Lane& lane) {
+    models::LossStats loss;
+    for (int first = 0; first < batch.batch; first += sub) {
+      loss += run_pass(lane, {batch.sequences(first, std::min(sub, batch.batch - first))}, false);
+    }
+    return loss;
+  });
 }
 
 void FsdpStep::set_tracing(bool on) {

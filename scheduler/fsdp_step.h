@@ -13,6 +13,11 @@
 //     gradient is reused only after its reduce-scatter has read it;
 //   - at the end: the global gradient norm from the shards, and Adam on every shard.
 // Without overlap every collective is waited for when issued and nothing is prefetched.
+// Gradient accumulation (NUM_SUB_BATCHES = k): the program above runs once per sub-batch, the
+// blocks gathered again each time; each pass's reduce-scatter lands in the gradient shards, which
+// are summed over the passes (a device holds only its slots' gradients, so the reduction cannot wait
+// for the last sub-batch as data parallelism's does: k reduce-scatters per step, as praxis's
+// ShardedStaticAccumulator under XLA's FSDP).
 // The sums run in the same order as DataParallelStep's: the same gradients; only the gradient
 // norm's summation order differs (fp32 rounding).
 // With a tensor axis (tensor parallelism, models/tensor_split.h) each device holds its tensor
@@ -74,8 +79,10 @@ class FsdpStep : public StepProgram {
     std::unique_ptr<collectives::FsdpCommunicator> comm;
     std::unique_ptr<models::TensorSplit> tensor_split;  // tensor axis: whole image <-> the lane's parts
   };
-  // The forward (and with `train` the backward) of `rows[k]` on the lane's devices 0 .. rows.size()-1.
-  models::LossStats run_pass(Lane& lane, const std::vector<inputs::Batch>& rows, bool train);
+  // The forward (and with `train` the backward) of `rows[k]` on the lane's devices 0 .. rows.size()-1;
+  // `mean_over[k]` (gradient accumulation): the weight sum of the whole batch rows[k] is a sub-batch of.
+  models::LossStats run_pass(Lane& lane, const std::vector<inputs::Batch>& rows, bool train,
+                             const std::vector<double>& mean_over = {});
   // Every lane (on threads of their own with a tensor axis); the loss counted on tensor rank 0.
   models::LossStats run_lanes(const std::function<models::LossStats(Lane&)>& pass);
   collectives::Pending gather(Lane& lane, int block, std::size_t devices, collectives::IciCommunicator::Events wait_for);
@@ -90,6 +97,9 @@ class FsdpStep : public StepProgram {
   std::vector<Lane> lanes_;
   std::vector<int> fsdp_index_;  // per local device: its ICI fsdp coordinate (its shard of the chunk)
   std::vector<models::FloatBuffer> param_shards_, grad_shards_;  // per local device
+  // NUM_SUB_BATCHES > 1: the sum of the sub-batches' gradient shards (each pass reduce-scatters into
+  // grad_shards_; FSDP keeps no whole gradient across passes), per local device.
+  std::vector<models::FloatBuffer> grad_sums_;
   std::unique_ptr<TensorGroups> tensors_;                     // tensor axis only
   std::unique_ptr<models::ParameterLayout> global_layout_;   // tensor axis only: the whole model's
   std::vector<std::vector<models::AdamOptimizer::Segment>> counted_;  // tensor axis: per device, its norm's

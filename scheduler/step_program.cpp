@@ -61,7 +61,8 @@ std::vector<TraceEvent> StepProgram::collect_trace(const std::vector<std::int64_
 
 std::unique_ptr<models::Model> StepProgram::build_model(kernels::DeviceRuntime& runtime, const StepOptions& options,
                                                        int resident_block_slots, models::TensorShard shard) {
-  const int rows = options.step.replica_batch;
+  // Gradient accumulation: the model holds one sub-batch; larger batches run as sub-batches (model.h).
+  const int rows = options.step.replica_batch / options.step.sub_batches;
   return models::build_model(
       runtime, options.model,
       models::ModelOptions{static_cast<std::size_t>(rows), 0, 64u << 20, resident_block_slots, shard,
@@ -75,14 +76,7 @@ std::vector<kernels::DeviceRuntime*> StepProgram::runtimes() const {
 }
 
 inputs::Batch StepProgram::device_rows(const inputs::Batch& batch, int replica, int replica_batch) {
-  inputs::Batch part{replica_batch, batch.seq_len, {}, {}, {}};
-  const std::size_t rows = static_cast<std::size_t>(replica_batch) * static_cast<std::size_t>(batch.seq_len);
-  const auto begin = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(replica) * rows);
-  const auto end = begin + static_cast<std::ptrdiff_t>(rows);
-  part.ids.assign(batch.ids.begin() + begin, batch.ids.begin() + end);
-  part.targets.assign(batch.targets.begin() + begin, batch.targets.begin() + end);
-  part.weights.assign(batch.weights.begin() + begin, batch.weights.begin() + end);
-  return part;
+  return batch.sequences(replica * replica_batch, replica_batch);
 }
 
 StepOptions StepOptions::of(const config::JobConfig& job, const device::Mesh& mesh) {

@@ -158,6 +158,11 @@ INSTANTIATE_TEST_SUITE_P(
         RealRunCase{"HybridFsdpSaveNothingBf16", with(odd_gpt(), {{"BLOCK_KINDS", "ssm,attention"}, {"NUM_LAYERS", "4"},
                                                                   {"ICI_MESH_SHAPE", "[1,2,1]"}, {"FPROP_DTYPE", "bfloat16"},
                                                                   {"CHECKPOINT_POLICY", "SAVE_NOTHING"}})},
+        // Gradient accumulation (NUM_SUB_BATCHES): one sub-batch's activations; FSDP sums the shards.
+        RealRunCase{"GptFsdpThreeSubBatchesF32", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[1,2,1]"}, {"NUM_SUB_BATCHES", "3"}})},
+        RealRunCase{"LlamaDataParallelTwoSubBatchesSaveNothingBf16",
+                    with(odd_llama(), {{"ICI_MESH_SHAPE", "[2,1,1]"}, {"FPROP_DTYPE", "bfloat16"}, {"NUM_SUB_BATCHES", "2"},
+                                       {"CHECKPOINT_POLICY", "SAVE_NOTHING"}})},
         RealRunCase{"SsmTensor2SequenceParallelDotOnlyF32",
                     with(odd_gpt(), {{"BLOCK_KINDS", "ssm"}, {"ICI_MESH_SHAPE", "[1,1,2]"}, {"SEQUENCE_PARALLEL", "true"},
                                      {"CHECKPOINT_POLICY", "SAVE_DOT_ONLY"}})}),

@@ -24,7 +24,7 @@ LmHead::LmHead(const device::Device& device, device::DType act, Param wte, std::
                             name + ".partials")) {}
 
 LossStats LmHead::forward(LayerContext& ctx, const ActBuffer& y, const std::vector<int>& targets,
-                              const std::vector<float>& weights, float gradient_scale) {
+                              const std::vector<float>& weights, float gradient_scale, double mean_over) {
   y_ = &y;
   const std::size_t N = ctx.rows();
   double weight_sum = 0;
@@ -36,7 +36,8 @@ LossStats LmHead::forward(LayerContext& ctx, const ActBuffer& y, const std::vect
   ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, N, padded_vocab_, dims_}, 1.0f, operand(y, 0, dims_),
                operand(wte_.compute, 0, dims_), 0.0f, operand(logits_, 0, padded_vocab_));
   // dlogits of gradient_scale x the weighted mean loss
-  const float scale_over_weight = weight_sum > 0 ? static_cast<float>(gradient_scale / weight_sum) : 0.0f;
+  const double denominator = mean_over > 0 ? mean_over : weight_sum;
+  const float scale_over_weight = denominator > 0 ? static_cast<float>(gradient_scale / denominator) : 0.0f;
   if (shard_.parts > 1) {
     const auto parts = static_cast<std::size_t>(shard_.parts), rank = static_cast<std::size_t>(shard_.rank);
     q.zero(partials_.get(), parts * N * 3 * sizeof(float));

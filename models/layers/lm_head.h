@@ -45,9 +45,11 @@ class LmHead {
          std::size_t padded_vocab, std::size_t max_rows, const std::string& name, VocabShard shard = {});
 
   // The batch's loss sums (added on the host in double, in a fixed order). dlogits are those of
-  // gradient_scale x the weighted mean loss (the loss scale; 1 without one).
+  // gradient_scale x the weighted mean loss (the loss scale; 1 without one). `mean_over` > 0: the
+  // mean's denominator is that instead of these rows' weight sum (gradient accumulation: the whole
+  // batch's, of which these rows are a sub-batch).
   LossStats forward(LayerContext& ctx, const ActBuffer& y, const std::vector<int>& targets,
-                    const std::vector<float>& weights, float gradient_scale = 1.0f);
+                    const std::vector<float>& weights, float gradient_scale = 1.0f, double mean_over = 0.0);
   ActBuffer& backward(LayerContext& ctx);
   // Decoding: the logits of `rows` rows of y starting at `first_row`, `stride` rows apart (one per
   // sequence), on the host as float32 (rows, V) without the padding columns.
