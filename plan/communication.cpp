@@ -58,24 +58,30 @@ std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::P
   const double rest = static_cast<double>(layout.unit(-1).size) * sizeof(float),
                block = blocks / static_cast<double>(L) * sizeof(float);  // the mean block
   const int f = spec.along(MeshAxis::kFsdp);
+  const long k = spec.sub_batches;  // passes per step: FSDP's program and the tensor collectives run in each
   if (f == 1) {
     add("DP all-reduce, block gradients", CollectiveKind::kAllReduce, MeshAxis::kData, block, L, 0);
     add("DP all-reduce, other gradients", CollectiveKind::kAllReduce, MeshAxis::kData, rest, 1, 1);
   } else {
     const long slots = 1 + (spec.overlap ? std::min<long>(spec.fsdp_prefetch_depth, L - 1) : 0);
     const bool prefetch = spec.fsdp_prefetch_depth > 0;
-    add("FSDP all-gather, unit outside the blocks", CollectiveKind::kAllGather, MeshAxis::kFsdp, rest, 1, 1);
-    add("FSDP all-gather, blocks (forward)", CollectiveKind::kAllGather, MeshAxis::kFsdp, block, L, prefetch ? 1 : L);
-    add("FSDP all-gather, blocks (backward)", CollectiveKind::kAllGather, MeshAxis::kFsdp, block, L - slots,
-        prefetch ? 0 : L - slots);
-    add("FSDP reduce-scatter, blocks", CollectiveKind::kReduceScatter, MeshAxis::kFsdp, block, L, 1);
-    add("FSDP reduce-scatter, unit outside the blocks", CollectiveKind::kReduceScatter, MeshAxis::kFsdp, rest, 1, 1);
+    add("FSDP all-gather, unit outside the blocks", CollectiveKind::kAllGather, MeshAxis::kFsdp, rest, k, k);
+    add("FSDP all-gather, blocks (forward)", CollectiveKind::kAllGather, MeshAxis::kFsdp, block, k * L,
+        k * (prefetch ? 1 : L));
+    add("FSDP all-gather, blocks (backward)", CollectiveKind::kAllGather, MeshAxis::kFsdp, block, k * (L - slots),
+        k * (prefetch ? 0 : L - slots));
+    add("FSDP reduce-scatter, blocks", CollectiveKind::kReduceScatter, MeshAxis::kFsdp, block, k * L, k);
+    add("FSDP reduce-scatter, unit outside the blocks", CollectiveKind::kReduceScatter, MeshAxis::kFsdp, rest, k, k);
     add("DP all-reduce of FSDP gradient shards, blocks", CollectiveKind::kAllReduce, MeshAxis::kData, block / f, L, 1);
     add("DP all-reduce of FSDP gradient shards, other", CollectiveKind::kAllReduce, MeshAxis::kData, rest / f, 1, 1);
   }
   const int t = spec.along(MeshAxis::kTensor);
   if (t > 1) {
-    const double rows = static_cast<double>(spec.group_sequences()) * spec.model.max_seq_len();
+    // Every pass (sub-batch) runs the tensor collectives on its rows.
+    auto per_pass = [&](std::string name, CollectiveKind kind, MeshAxis axis, double bytes, long operations, long exposed) {
+      add(std::move(name), kind, axis, bytes, k * operations, k * exposed);
+    };
+    const double rows = static_cast<double>(spec.group_sequences() / k) * spec.model.max_seq_len();  // a pass's
     const double width = spec.model.visit([](const auto& c) { return static_cast<double>(c.model_dims); });
     const double activation = rows * width * static_cast<double>(device::dtype_size(spec.fprop));
     // Partial sums per pass: each attention block's two (attention, MLP), an SSM block's one (the
@@ -85,23 +91,23 @@ std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::P
     if (spec.sequence_parallel) {
       const bool gpt = spec.model.is_gpt();  // LayerNorm: scale and bias; RMSNorm: scale
       const double norm = (gpt ? 2.0 : 1.0) * width * sizeof(float);
-      add("TP reduce-scatter, activations (forward)", CollectiveKind::kReduceScatter, MeshAxis::kTensor, activation,
+      per_pass("TP reduce-scatter, activations (forward)", CollectiveKind::kReduceScatter, MeshAxis::kTensor, activation,
           sums, sums);
-      add("TP all-gather, activations (forward)", CollectiveKind::kAllGather, MeshAxis::kTensor, activation, 2 * L + 1,
+      per_pass("TP all-gather, activations (forward)", CollectiveKind::kAllGather, MeshAxis::kTensor, activation, 2 * L + 1,
           2 * L + 1);
-      add("TP reduce-scatter, activation gradients (backward)", CollectiveKind::kReduceScatter, MeshAxis::kTensor,
+      per_pass("TP reduce-scatter, activation gradients (backward)", CollectiveKind::kReduceScatter, MeshAxis::kTensor,
           activation, sums, sums);
-      add("TP all-gather, gradients and norm outputs (backward)", CollectiveKind::kAllGather,
+      per_pass("TP all-gather, gradients and norm outputs (backward)", CollectiveKind::kAllGather,
           MeshAxis::kTensor, activation, 4 * L + 1, 4 * L + 1);
-      add("TP all-reduce, the blocks' norm gradients", CollectiveKind::kAllReduce, MeshAxis::kTensor, 2 * norm, L, L);
-      add("TP all-reduce, the final norm's gradients", CollectiveKind::kAllReduce, MeshAxis::kTensor, norm, 1, 1);
+      per_pass("TP all-reduce, the blocks' norm gradients", CollectiveKind::kAllReduce, MeshAxis::kTensor, 2 * norm, L, L);
+      per_pass("TP all-reduce, the final norm's gradients", CollectiveKind::kAllReduce, MeshAxis::kTensor, norm, 1, 1);
     } else {
-      add("TP all-reduce, activations (forward)", CollectiveKind::kAllReduce, MeshAxis::kTensor, activation, sums, sums);
-      add("TP all-reduce, activation gradients (backward)", CollectiveKind::kAllReduce, MeshAxis::kTensor, activation,
+      per_pass("TP all-reduce, activations (forward)", CollectiveKind::kAllReduce, MeshAxis::kTensor, activation, sums, sums);
+      per_pass("TP all-reduce, activation gradients (backward)", CollectiveKind::kAllReduce, MeshAxis::kTensor, activation,
           sums, sums);
     }
-    recompute_collectives(spec, activation, add);
-    add("TP all-gather, cross-entropy row statistics", CollectiveKind::kAllGather, MeshAxis::kTensor,
+    recompute_collectives(spec, activation, per_pass);
+    per_pass("TP all-gather, cross-entropy row statistics", CollectiveKind::kAllGather, MeshAxis::kTensor,
         static_cast<double>(t) * rows * 3 * sizeof(float), 1, 1);
   }
   return out;

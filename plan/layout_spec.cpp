@@ -108,6 +108,8 @@ LayoutSpec layout_spec_of(const config::Experiment& e) {
   if (has_field("SEQUENCE_PARALLEL")) s.sequence_parallel = e.get_bool("SEQUENCE_PARALLEL");
   if (has_field("CHECKPOINT_POLICY")) s.checkpoint_policy = models::checkpoint_policy_from_name(e.get_string("CHECKPOINT_POLICY"));
   if (has_field("NUM_SUB_BATCHES")) s.sub_batches = static_cast<int>(e.get_int("NUM_SUB_BATCHES"));
+  s.checkpoint_policy_given = e.overridden("CHECKPOINT_POLICY") || models::rematerializes(s.checkpoint_policy);
+  s.sub_batches_given = e.overridden("NUM_SUB_BATCHES") || s.sub_batches != 1;
   s.validate();
   return s;
 }

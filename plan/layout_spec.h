@@ -32,6 +32,8 @@ struct LayoutSpec {
   // CHECKPOINT_POLICY: the forward results each block keeps (models/checkpoint_policy.h)
   models::CheckpointPolicy checkpoint_policy = models::CheckpointPolicy::kSaveEverything;
   int sub_batches = 1;  // NUM_SUB_BATCHES: a group's sequences run as this many sub-batches (activations of one)
+  // Whether the experiment or the command line chose them (else the plan may: plan.h's memory choice).
+  bool checkpoint_policy_given = true, sub_batches_given = true;
   // The device's CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes, which sets the parameter layout's alignment
   // (models/block_model.cpp); PoCL reports 128.
   std::size_t base_address_align_bytes = 128;
@@ -64,7 +66,8 @@ struct LayoutSpec {
 
 // The experiment's layout: its model (validated), ICI_MESH_SHAPE, DCN_MESH_SHAPE,
 // PERCORE_BATCH_SIZE, FPROP_DTYPE, FSDP_PREFETCH_DEPTH, OVERLAP_COMMUNICATION and, when the schema
-// has it, SEQUENCE_PARALLEL. ConfigError (one line) for anything LayoutSpec::validate refuses, or a
+// has it, SEQUENCE_PARALLEL, CHECKPOINT_POLICY and NUM_SUB_BATCHES (given when a --fdl flag or the
+// experiment sets them other than SAVE_EVERYTHING and 1). ConfigError (one line) for anything LayoutSpec::validate refuses, or a
 // PERCORE_BATCH_SIZE that is not a whole global batch.
 LayoutSpec layout_spec_of(const config::Experiment& experiment);
 

@@ -18,7 +18,7 @@ StepTime step_time(const Plan& p, const PlanOptions& options) {
   t.ici_gbps = options.ici_gbps.value_or(p.accelerator.ici_gbps);
   t.dcn_gbps = options.dcn_gbps.value_or(p.accelerator.dcn_gbps);
   if (t.peak_gflops > 0) {
-    t.compute_s = p.flops_per_device / (t.peak_gflops * 1e9 * t.mfu);
+    t.compute_s = (p.flops_per_device + p.recompute_flops_per_device) / (t.peak_gflops * 1e9 * t.mfu);
   } else {
     t.unknown.emplace_back("peak FLOP rate");
   }
@@ -41,6 +41,48 @@ StepTime step_time(const Plan& p, const PlanOptions& options) {
 
 MemoryLimits limits_of(const Accelerator& a) { return MemoryLimits{a.memory_bytes, a.max_alloc_bytes}; }
 
+double recompute_flops_per_token(const LayoutSpec& spec) {
+  const bool sp = spec.sequence_parallel && spec.along(device::MeshAxis::kTensor) > 1;
+  return models::recompute_flops_per_token(spec.model, models::saved_sites(spec.checkpoint_policy, sp),
+                                           spec.model.max_seq_len());
+}
+
+// The memory choice (plan.h): the spec with the policy and sub-batch count that fit with the least
+// recompute, then the fewest sub-batches; nullopt when none fits.
+std::optional<LayoutSpec> memory_choice(const LayoutSpec& spec, const MemoryLimits& limits) {
+  std::vector<models::CheckpointPolicy> policies = {spec.checkpoint_policy};
+  if (!spec.checkpoint_policy_given) {
+    policies.clear();
+    for (const std::string& name : models::checkpoint_policy_names()) {
+      policies.push_back(models::checkpoint_policy_from_name(name));
+    }
+  }
+  std::vector<int> counts = {spec.sub_batches};
+  if (!spec.sub_batches_given) {
+    counts.clear();
+    for (long k = 1; k <= spec.group_sequences(); ++k) {
+      if (spec.group_sequences() % k == 0) counts.push_back(static_cast<int>(k));
+    }
+  }
+  std::optional<LayoutSpec> best;
+  double best_flops = 0;
+  for (const models::CheckpointPolicy policy : policies) {
+    for (const int k : counts) {
+      LayoutSpec c = spec;
+      c.checkpoint_policy = policy;
+      c.sub_batches = k;
+      if (misfit(device_memory(c), limits)) continue;
+      const double flops = recompute_flops_per_token(c);
+      if (!best || flops < best_flops || (flops == best_flops && k < best->sub_batches)) {
+        best = c;
+        best_flops = flops;
+      }
+      break;  // more sub-batches of this policy only add passes
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 Plan make_plan(const LayoutSpec& spec, const Accelerator& accelerator, const PlanOptions& options) {
@@ -51,16 +93,29 @@ Plan make_plan(const LayoutSpec& spec, const Accelerator& accelerator, const Pla
   Plan p;
   p.spec = spec;
   p.accelerator = accelerator;
-  const models::ParameterLayout layout = device_layout(spec);
-  p.memory = device_memory(spec, layout);
-  const int T = spec.model.max_seq_len();
-  p.flops_per_token = spec.model.flops_per_token(T);
-  p.tokens_per_step = static_cast<double>(spec.global_batch) * T;
-  p.flops_per_device = p.flops_per_token * p.tokens_per_step / spec.devices();
-  p.collectives = step_collectives(spec, layout);
+  const MemoryLimits limits = limits_of(accelerator);
+  if ((!spec.checkpoint_policy_given || !spec.sub_batches_given) && misfit(device_memory(spec), limits)) {
+    if (const std::optional<LayoutSpec> chosen = memory_choice(spec, limits)) {
+      p.spec = *chosen;
+      p.choice = fmt::format("{}: CHECKPOINT_POLICY={} NUM_SUB_BATCHES={}, the least recompute that fits this layout "
+                             "({:.2f} TFLOP per token recomputed)",
+                             spec.checkpoint_policy_given ? "NUM_SUB_BATCHES not given"
+                             : spec.sub_batches_given     ? "CHECKPOINT_POLICY not given"
+                                                          : "CHECKPOINT_POLICY and NUM_SUB_BATCHES not given",
+                             models::checkpoint_policy_name(chosen->checkpoint_policy), chosen->sub_batches,
+                             recompute_flops_per_token(*chosen) / 1e12);
+    }
+  }
+  const models::ParameterLayout layout = device_layout(p.spec);
+  p.memory = device_memory(p.spec, layout);
+  const int T = p.spec.model.max_seq_len();
+  p.flops_per_token = p.spec.model.flops_per_token(T);
+  p.tokens_per_step = static_cast<double>(p.spec.global_batch) * T;
+  p.flops_per_device = p.flops_per_token * p.tokens_per_step / p.spec.devices();
+  p.recompute_flops_per_device = recompute_flops_per_token(p.spec) * p.tokens_per_step / p.spec.devices();
+  p.collectives = step_collectives(p.spec, layout);
   p.time = step_time(p, options);
 
-  const MemoryLimits limits = limits_of(accelerator);
   const std::optional<std::string> why = misfit(p.memory, limits);
   p.fits = !why;
   if (p.fits) {
@@ -69,7 +124,7 @@ Plan make_plan(const LayoutSpec& spec, const Accelerator& accelerator, const Pla
     return p;
   }
   p.verdict = "does not fit: " + *why;
-  p.smallest = smallest_fitting_layout(spec, limits);
+  p.smallest = smallest_fitting_layout(p.spec, limits);
   if (p.smallest) p.smallest_memory = device_memory(*p.smallest);
   return p;
 }

@@ -4,9 +4,10 @@
 //                       under FSDP), FSDP's resident units, the 16-bit weight copy, activations
 //                       (activation_memory.h) with and without sequence parallelism;
 //   FLOPs per device    ModelConfig::flops_per_token(T) x the global batch's tokens / devices
-//                       (model FLOPs: 6 x matmul parameters + 12 L T x attention width per token);
+//                       (model FLOPs: 6 x matmul parameters + 12 L T x attention width per token),
+//                       and the rematerialization's recompute (models::recompute_flops_per_token);
 //   communication       communication.h: bytes per device per step of each collective, ICI and DCN;
-//   step time           compute = FLOPs per device / (peak x MFU), the peak of the accelerator for
+//   step time           compute = (model + recompute FLOPs) per device / (peak x MFU), the peak for
 //                       FPROP_DTYPE (bfloat16 / float16: its BF16 figure) and MFU assumed (default
 //                       the accelerator's: 0.5 for a GPU); each collective operation takes
 //                       ICI bytes / ICI bandwidth + DCN bytes / DCN bandwidth; the operations that
@@ -15,6 +16,11 @@
 //                       while they take less than the compute:
 //                         step = max(compute, hidden communication) + exposed communication.
 //                       The optimizer update, kernel launches and input are not counted.
+//   memory choice       when the layout does not fit and CHECKPOINT_POLICY or NUM_SUB_BATCHES was
+//                       not given (LayoutSpec), the plan chooses them: among the policies (if not
+//                       given) and the sub-batch counts dividing a group's sequences (if not given)
+//                       that fit, the least recompute FLOPs, then the fewest sub-batches; it plans
+//                       that choice and says so (Plan::choice);
 //   verdict             fits when memory.total() <= the device's memory and the largest buffer
 //                       <= its largest allocation; otherwise the smallest layout that fits
 //                       (layout_search.h).
@@ -52,6 +58,8 @@ struct Plan {
   Accelerator accelerator;
   DeviceMemory memory;
   double flops_per_token = 0, tokens_per_step = 0, flops_per_device = 0;
+  double recompute_flops_per_device = 0;  // rematerialization: hardware FLOPs beside the model's
+  std::optional<std::string> choice;      // the memory choice made, one line
   std::vector<Collective> collectives;
   StepTime time;
   bool fits = false;

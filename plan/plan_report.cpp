@@ -60,6 +60,9 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
                    s.fprop_auto ? "auto, planned as float32 (a job picks bfloat16 on CPUs with bfloat16 matrix "
                                   "instructions: name FPROP_DTYPE to plan that)"
                                 : dtype));
+  line(fmt::format("memory: CHECKPOINT_POLICY={}, NUM_SUB_BATCHES={} ({} sequence(s) per pass)",
+                   models::checkpoint_policy_name(s.checkpoint_policy), s.sub_batches, s.group_sequences() / s.sub_batches));
+  if (p.choice) line("  chosen by the plan, " + *p.choice);
   line(fmt::format("accelerator: {}: {:.4g} TFLOP/s {} ({}), {:.1f} GiB, {} ({})", p.accelerator.name,
                    p.time.peak_gflops / 1e3, dtype,
                    p.accelerator.host_cpu ? p.accelerator.peak_basis
@@ -95,9 +98,13 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
                        : std::string()));
 
   line("");
-  line(fmt::format("compute: {} per device per step ({} per token x {} tokens / {} device{})",
+  line(fmt::format("compute: {} per device per step ({} per token x {} tokens / {} device{}){}",
                    si(p.flops_per_device, "FLOP"), si(p.flops_per_token, "FLOP"), si(p.tokens_per_step, ""),
-                   s.devices(), s.devices() == 1 ? "" : "s"));
+                   s.devices(), s.devices() == 1 ? "" : "s",
+                   p.recompute_flops_per_device > 0
+                       ? fmt::format(", and {} recomputed ({})", si(p.recompute_flops_per_device, "FLOP"),
+                                     models::checkpoint_policy_name(s.checkpoint_policy))
+                       : std::string()));
 
   line("");
   if (p.collectives.empty()) {
@@ -155,6 +162,8 @@ nlohmann::json plan_json(const Plan& p, const std::string& experiment) {
                           {"processes", l.processes()},
                           {"global_batch", l.global_batch},
                           {"sequence_parallel", l.sequence_parallel},
+                          {"checkpoint_policy", models::checkpoint_policy_name(l.checkpoint_policy)},
+                          {"num_sub_batches", l.sub_batches},
                           {"flags", l.flags()}};
   };
   nlohmann::json j;
@@ -183,7 +192,11 @@ nlohmann::json plan_json(const Plan& p, const std::string& experiment) {
                        {"ssm_fft_workspace", m.ssm_fft_workspace},
                        {"total", m.total()},
                        {"largest_buffer", {{"name", m.largest.name}, {"bytes", m.largest.bytes}}}};
-  j["flops"] = {{"per_token", p.flops_per_token}, {"tokens_per_step", p.tokens_per_step}, {"per_device", p.flops_per_device}};
+  j["flops"] = {{"per_token", p.flops_per_token},
+                {"tokens_per_step", p.tokens_per_step},
+                {"per_device", p.flops_per_device},
+                {"recompute_per_device", p.recompute_flops_per_device}};
+  if (p.choice) j["memory_choice"] = *p.choice;
   nlohmann::json comms = nlohmann::json::array();
   for (const Collective& c : p.collectives) {
     comms.push_back({{"name", c.name},

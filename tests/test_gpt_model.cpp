@@ -367,7 +367,8 @@ TEST_F(GptModelTest, BadBatchesAreDataErrors) {
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("outside the vocabulary [0, 23)"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(model->loss(random_batch(c, 3, 5, 52)), DataError);  // more rows than built for
+  // more rows than built for in one pass (Model::evaluate runs such a batch as sub-batches)
+  EXPECT_THROW(model->begin_pass(random_batch(c, 3, 5, 52), false), DataError);
   EXPECT_THROW(model->loss(random_batch(c, 1, 8, 53)), DataError);  // longer than MAX_SEQ_LEN
 }
 

@@ -495,21 +495,93 @@ TEST(Plan, Gpt175bOn256H100s) {
   EXPECT_EQ(p.memory.weight_copy, p.memory.resident_floats * 2);  // bfloat16
   // About 1.08 TFLOP per token (Pax's estimate for 175B), 3.1M tokens a step.
   EXPECT_NEAR(p.flops_per_token, 1.08e12, 0.03e12);
-  EXPECT_NEAR(p.time.compute_s, p.flops_per_device / (989.4e12 * 0.5), 1e-9);
+  // Pax's SAVE_NOTHING recomputes every block's forward but the last's, less the MLP's output
+  // projection (which the backward never reads): 8 of a block's 12 C^2 matmul parameters, a third
+  // of their 6 FLOPs per token each, so about 2/9 more than the model's FLOPs.
+  EXPECT_NEAR(p.recompute_flops_per_device / p.flops_per_device, 2.0 / 9, 0.01);
+  EXPECT_NEAR(p.time.compute_s, (p.flops_per_device + p.recompute_flops_per_device) / (989.4e12 * 0.5), 1e-9);
   EXPECT_GT(p.time.step_s, p.time.compute_s);
   EXPECT_LT(p.time.step_s, 2 * p.time.compute_s);
   EXPECT_TRUE(p.time.unknown.empty());
-  EXPECT_FALSE(p.verdict.empty());
+  // Pax's layout and policy fit once each device's 6 sequences run as 2 sub-batches of 3, which the
+  // plan chooses (the experiment names no NUM_SUB_BATCHES) and says so.
+  EXPECT_EQ(p.spec.checkpoint_policy, models::CheckpointPolicy::kSaveNothing);
+  EXPECT_EQ(p.spec.sub_batches, 2);
+  ASSERT_TRUE(p.choice.has_value());
+  EXPECT_NE(p.choice->find("NUM_SUB_BATCHES not given: CHECKPOINT_POLICY=SAVE_NOTHING NUM_SUB_BATCHES=2"), std::string::npos)
+      << *p.choice;
+  EXPECT_TRUE(p.fits) << p.verdict;
+  EXPECT_LE(static_cast<double>(p.memory.total()), h100.memory_bytes);
   EXPECT_EQ(p.fits, p.verdict.rfind("fits:", 0) == 0);
-  if (!p.fits) {
-    ASSERT_TRUE(p.smallest.has_value());
-    EXPECT_LE(static_cast<double>(p.smallest_memory->total()), h100.memory_bytes);
-  }
   const std::string text = plan::format_plan(p, "GPT175B");
   EXPECT_NE(text.find("verdict: "), std::string::npos);
   const nlohmann::json j = plan::plan_json(p, "GPT175B");
   EXPECT_EQ(j["memory_bytes"]["total"].get<std::size_t>(), p.memory.total());
   EXPECT_EQ(j["layout"]["devices"].get<int>(), 256);
+  EXPECT_EQ(j["layout"]["num_sub_batches"].get<int>(), 2);
+  EXPECT_NE(text.find("chosen by the plan, NUM_SUB_BATCHES not given"), std::string::npos) << text;
+}
+
+// GPT5B at Pax's layout with Pax's policy fits as it is: nothing to choose.
+TEST(Plan, Gpt5bWithPaxsPolicyFitsOn256H100s) {
+  plan::LayoutSpec spec = plan::layout_spec_of(config::Experiment::named("GPT5B"));
+  const plan::Accelerator h100 = plan::known_accelerator("H100");
+  spec.base_address_align_bytes = h100.base_address_align_bytes;
+  const plan::Plan p = plan::make_plan(spec, h100);
+  EXPECT_EQ(p.spec.checkpoint_policy, models::CheckpointPolicy::kSaveDotWithNoBatchDim);
+  EXPECT_EQ(p.spec.sub_batches, 1);
+  EXPECT_FALSE(p.choice.has_value());
+  EXPECT_TRUE(p.fits) << p.verdict;
+  spec.checkpoint_policy = models::CheckpointPolicy::kSaveEverything;  // keeps more
+  EXPECT_GT(plan::make_plan(spec, h100).memory.activations, p.memory.activations);
+}
+
+// Without a given policy or sub-batch count the plan picks the least recompute that fits, then the
+// fewest sub-batches: checked against every (policy, count) candidate.
+TEST(Plan, MemoryChoiceIsTheLeastRecomputeThatFits) {
+  plan::Accelerator device = plan::known_accelerator("H100");
+  const auto spec_with = [](const std::string& percore) {
+    return spec_of({{"FPROP_DTYPE", "float32"}, {"NUM_LAYERS", "4"}, {"MODEL_DIMS", "512"}, {"HIDDEN_DIMS", "2048"},
+                    {"NUM_HEADS", "8"}, {"DIMS_PER_HEAD", "64"}, {"MAX_SEQ_LEN", "1024"}, {"VOCAB_SIZE", "1000"},
+                    {"PERCORE_BATCH_SIZE", percore}});
+  };
+  const auto memory = [&](plan::LayoutSpec s, const std::string& policy, int k) {
+    s.checkpoint_policy = models::checkpoint_policy_from_name(policy);
+    s.sub_batches = k;
+    return static_cast<double>(plan::device_memory(s).total());
+  };
+  const auto expect_least_recompute = [&](const plan::LayoutSpec& spec, double bytes) -> plan::Plan {
+    device.memory_bytes = bytes;
+    const plan::Plan p = plan::make_plan(spec, device);
+    EXPECT_TRUE(p.choice.has_value()) << p.verdict;
+    EXPECT_TRUE(p.fits) << p.verdict;
+    const auto key = [](double flops, int k) { return std::make_pair(flops, k); };
+    const auto chosen = key(p.recompute_flops_per_device, p.spec.sub_batches);
+    for (const std::string& name : models::checkpoint_policy_names()) {
+      for (int k = 1; k <= spec.group_sequences(); ++k) {
+        if (spec.group_sequences() % k != 0 || memory(spec, name, k) > bytes) continue;
+        plan::LayoutSpec other = spec;
+        other.checkpoint_policy = models::checkpoint_policy_from_name(name);
+        other.sub_batches = k;
+        other.checkpoint_policy_given = other.sub_batches_given = true;
+        EXPECT_LE(chosen, key(plan::make_plan(other, device).recompute_flops_per_device, k)) << name << " x " << k;
+      }
+    }
+    return p;
+  };
+  const plan::LayoutSpec four = spec_with("4");
+  device.memory_bytes = 1e12;
+  EXPECT_FALSE(plan::make_plan(four, device).choice.has_value());  // fits as it is: nothing chosen
+  // Room for SAVE_EVERYTHING's state and one sequence's activations: no recompute, sub-batches.
+  const plan::Plan split = expect_least_recompute(four, memory(four, "SAVE_EVERYTHING", 4));
+  EXPECT_EQ(split.recompute_flops_per_device, 0.0);
+  EXPECT_GT(split.spec.sub_batches, 1);
+  // One sequence, less room than SAVE_EVERYTHING needs: a policy that recomputes.
+  const plan::LayoutSpec one = spec_with("1");
+  const plan::Plan remat = expect_least_recompute(
+      one, (memory(one, "SAVE_EVERYTHING", 1) + memory(one, "SAVE_NOTHING", 1)) / 2);
+  EXPECT_EQ(remat.spec.sub_batches, 1);
+  EXPECT_TRUE(models::rematerializes(remat.spec.checkpoint_policy));
 }
 
 }  // namespace
