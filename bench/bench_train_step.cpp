@@ -1,12 +1,15 @@
 // Training-step benchmark: times full steps (forward, backward, Adam update) of the GPT on one
 // device and prints tokens/s, achieved GFLOP/s (model FLOPs: 6 x matmul parameters + 12 L T C per
-// token) and the share of step time spent in GEMM (profiled device time of the GEMM kernels).
+// token) and the share of step time spent in GEMM (profiled device time of the GEMM kernels), the
+// activation memory the model allocated and the process's peak resident memory (VmHWM: on a CPU
+// device, device memory is the process's).
 // Usage: bench_train_step [A|B|C|D|T256|T512|T1024|T2048|all] [steps] [gemm policy: auto|clblast|cpu-8x48|...]
-//                         [FPROP_DTYPE: float32|bfloat16|float16]
+//                         [FPROP_DTYPE: float32|bfloat16|float16] [CHECKPOINT_POLICY: SAVE_EVERYTHING|SAVE_NOTHING|...]
 // (device: PAX_OCL_DEVICES, default auto)
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <algorithm>
 #include <map>
 #include <string>
@@ -17,6 +20,7 @@
 #include "device/device_selection.h"
 #include "kernels_cl/auto_gemm.h"
 #include "models/adam_optimizer.h"
+#include "models/checkpoint_policy.h"
 #include "common/rng.h"
 #include "models/gpt_model.h"
 #include "kernels_cl/blis_gemm.h"
@@ -44,8 +48,18 @@ constexpr BenchConfig kConfigs[] = {
     {"T2048", 4, 256, 4, 2048, 8192, 1},
 };
 
+// The process's peak resident set (VmHWM) in MiB; 0 where /proc does not say.
+double peak_resident_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
+  }
+  return 0.0;
+}
+
 void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache, int steps, const std::string& gemm,
-         device::DType fprop) {
+         device::DType fprop, models::CheckpointPolicy policy) {
   models::GptConfig c;
   c.num_layers = b.layers;
   c.model_dims = b.dims;
@@ -55,7 +69,9 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   c.max_seq_len = b.seq_len;
   c.vocab_size = b.vocab;
   kernels::DeviceRuntime runtime(dev, cache, fprop, gemm);
-  models::GptModel model(runtime, c, models::ModelOptions{static_cast<std::size_t>(b.batch), 0, 256u << 20});
+  models::ModelOptions options{static_cast<std::size_t>(b.batch), 0, 256u << 20};
+  options.checkpoint_policy = policy;
+  models::GptModel model(runtime, c, options);
   model.init(1);
   models::AdamOptimizer adam(runtime, model.layout().total(), model.layout().decayed_end(), {});
   Rng rng(2);
@@ -94,6 +110,10 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
               b.name, b.layers, b.dims, b.heads, b.seq_len, b.vocab, b.batch,
               static_cast<double>(model.layout().parameter_count()) / 1e6, ms, tokens / (ms * 1e-3), gflops,
               100.0 * gemm_stats.device_ms / steps / profiled_ms, first_ms, loss);
+  std::printf("       %s: activations %.1f MiB, %d of %d blocks recomputed per step, peak resident %.0f MiB\n",
+              std::string(models::checkpoint_policy_name(policy)).c_str(),
+              static_cast<double>(model.activation_bytes()) / (1024.0 * 1024.0), model.recomputed_blocks(), b.layers,
+              peak_resident_mib());
   runtime.gemm().set_profiling(false);
 
   // Breakdown by kernel: device time of each kernel over one traced step (CLBlast's own kernels,
@@ -125,6 +145,8 @@ int main(int argc, char** argv) {
   const int steps = argc > 2 ? std::stoi(argv[2]) : 5;
   const std::string gemm = kernels::gemm_policy_from(argc > 3 ? std::optional<std::string>(argv[3]) : std::nullopt);
   const device::DType fprop = argc > 4 ? device::dtype_from_name(argv[4]) : device::DType::kF32;
+  const models::CheckpointPolicy policy =
+      argc > 5 ? models::checkpoint_policy_from_name(argv[5]) : models::CheckpointPolicy::kSaveEverything;
   const auto selected = device::select_devices(device::enumerate_devices(),
                                                device::parse_device_selection(device::device_spec_from(std::nullopt)));
   device::Device dev(selected.front());
@@ -133,6 +155,6 @@ int main(int argc, char** argv) {
               dev.info().platform_name.c_str(), dev.info().compute_units, gemm.c_str(),
               std::string(device::dtype_name(fprop)).c_str(), steps);
   for (const BenchConfig& b : kConfigs) {
-    if (which == "all" || which == b.name) run(b, dev, cache, steps, gemm, fprop);
+    if (which == "all" || which == b.name) run(b, dev, cache, steps, gemm, fprop, policy);
   }
 }

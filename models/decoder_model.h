@@ -87,6 +87,8 @@ class DecoderModel : public BlockModel {
     embedding_->backward(ctx, *pass.x);
   }
 
+  int recomputed_blocks() const override { return recomputed_; }
+
   void begin_decode(std::size_t batch) override {
     decode_batch_ = batch;
     decoded_ = 0;
@@ -111,8 +113,7 @@ class DecoderModel : public BlockModel {
  protected:
   DecoderModel(kernels::DeviceRuntime& runtime, ModelConfig config, ModelOptions options, std::size_t dims)
       : BlockModel(runtime, std::move(config), options), dims_(dims) {}
-  std::size_t dims() const { return dims_; }
-  int recomputed_blocks() const override { return recomputed_; }  // C: the width of the residual stream
+  std::size_t dims() const { return dims_; }  // C: the width of the residual stream
 
   std::unique_ptr<Embedding> embedding_;
   std::vector<Block> blocks_;

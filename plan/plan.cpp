@@ -134,9 +134,15 @@ void require_fits(const LayoutSpec& spec, const MemoryLimits& limits, const std:
   const std::optional<std::string> why = misfit(memory, limits);
   if (!why) return;
   const std::optional<LayoutSpec> smallest = smallest_fitting_layout(spec, limits);
+  LayoutSpec open = spec;  // what rematerialization or sub-batches would fit on this layout
+  open.checkpoint_policy_given = open.sub_batches_given = false;
+  const std::optional<LayoutSpec> remat = memory_choice(open, limits);
   throw ConfigError(fmt::format(
-      "the layout {} does not fit '{}': it {}; {} (`pax-ocl plan` with the same flags shows the details)",
+      "the layout {} does not fit '{}': it {}; {}{} (`pax-ocl plan` with the same flags shows the details)",
       spec.describe(), device_name, *why,
+      remat ? fmt::format("on this layout --fdl.CHECKPOINT_POLICY={} --fdl.NUM_SUB_BATCHES={} fits; ",
+                          models::checkpoint_policy_name(remat->checkpoint_policy), remat->sub_batches)
+            : std::string(),
       smallest ? fmt::format("the smallest layout that fits is {} ({})", smallest->describe(), smallest->flags())
                : std::string("no data x fsdp x tensor layout of this global batch fits: lower PERCORE_BATCH_SIZE or "
                              "MAX_SEQ_LEN")));

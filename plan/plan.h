@@ -71,7 +71,8 @@ struct Plan {
 Plan make_plan(const LayoutSpec& spec, const Accelerator& accelerator, const PlanOptions& options = {});
 
 // Training's guard (scheduler/train_job.cpp), before any buffer exists: ConfigError in one line
-// naming what the layout needs, what `device_name` has and the smallest layout that fits.
+// naming what the layout needs, what `device_name` has, the checkpoint policy and sub-batches that
+// would fit this layout (the memory choice) and the smallest layout that fits.
 void require_fits(const LayoutSpec& spec, const MemoryLimits& limits, const std::string& device_name);
 
 }  // namespace paxocl::plan

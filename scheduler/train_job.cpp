@@ -61,6 +61,9 @@ void require_layout_fits(const config::JobConfig& job, const std::vector<device:
   spec.fprop = job.step.fprop_dtype;
   spec.fsdp_prefetch_depth = job.step.fsdp_prefetch_depth;
   spec.overlap = job.step.overlap;
+  spec.sequence_parallel = job.step.sequence_parallel;
+  spec.checkpoint_policy = job.step.checkpoint_policy;
+  spec.sub_batches = job.step.sub_batches;
   spec.base_address_align_bytes = selected.front().base_address_align_bytes;
   spec.flash_attention = [info = selected.front()](std::size_t hs) { return kernels::uses_flash_attention(info, hs); };
   plan::MemoryLimits limits{static_cast<double>(selected.front().global_mem_bytes), selected.front().max_alloc_bytes};
