@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "common/rng.h"
+#include "inputs/batch.h"
 #include "models/gpt_config.h"
+#include "models/llama_config.h"
 #include "models/parameter_layout.h"
 
 namespace paxocl::testing {
@@ -23,6 +25,34 @@ inline models::GptConfig gpt_config(int layers, int dims, int hidden, int heads,
   c.max_seq_len = seq_len;
   c.vocab_size = vocab;
   return c;
+}
+
+// A LLaMA with grouped heads (4 query heads over 2 key/value heads), an attention width (16) other
+// than C (12), a hidden width (20) that is no multiple of 16, and a vocabulary padded from 23 to 128.
+inline models::LlamaConfig tiny_llama_config(int layers = 2) {
+  models::LlamaConfig c;
+  c.num_layers = layers;
+  c.model_dims = 12;
+  c.hidden_dims = 20;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.dims_per_head = 4;
+  c.max_seq_len = 9;
+  c.vocab_size = 23;
+  c.rope_base = 100.0f;  // positions turn visibly within 9 tokens
+  return c;
+}
+
+// B sequences of T random ids and targets below `vocab`, every fifth position padding (weight 0).
+inline inputs::Batch random_batch(int vocab, int B, int T, std::uint64_t seed) {
+  Rng rng(seed);
+  inputs::Batch b{B, T, {}, {}, {}};
+  for (int i = 0; i < B * T; ++i) {
+    b.ids.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(vocab)));
+    b.targets.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(vocab)));
+    b.weights.push_back(i % 5 == 3 ? 0.0f : 1.0f);
+  }
+  return b;
 }
 
 // Every real parameter ~ N(0, std^2), norm scales (".scale" tensors) around 1, so biases, norms

@@ -26,12 +26,6 @@ CommandResult train(const TempDir& dir, const std::string& name, const std::stri
   return r;
 }
 
-double activation_mib(const std::string& out) {
-  std::smatch m;
-  const std::regex line(R"(activations: ([0-9.]+) MiB per device)");
-  return std::regex_search(out, m, line) ? std::stod(m[1]) : -1.0;
-}
-
 // The losses (TensorBoard's float32 values) of 16-bit runs stay within one unit roundoff u of the
 // format (relative: 2^-8 bfloat16, 2^-11 float16) of float32's at every summary, and the loss
 // falls by more than 2 nats: the curves are the same. Measured on PoCL (2-core EPYC): at most

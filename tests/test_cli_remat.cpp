@@ -32,13 +32,6 @@ struct RematCase {
 };
 void PrintTo(const RematCase& c, std::ostream* os) { *os << c.name; }
 
-// "activations: 3.1 MiB per device" of the banner, in MiB; -1 when absent.
-double activation_mib(const std::string& out) {
-  const std::string key = "activations: ";
-  const std::size_t at = out.find(key);
-  return at == std::string::npos ? -1.0 : std::stod(out.substr(at + key.size()));
-}
-
 // The tensor files of a job's checkpoint at `step` (parameters, Adam's moments), by name.
 std::map<std::string, std::string> checkpoint_parts(const fs::path& job, int step) {
   std::map<std::string, std::string> parts;

@@ -27,12 +27,6 @@ struct SubBatchCase {
 };
 void PrintTo(const SubBatchCase& c, std::ostream* os) { *os << c.name; }
 
-double activation_mib(const std::string& out) {
-  const std::string key = "activations: ";
-  const std::size_t at = out.find(key);
-  return at == std::string::npos ? -1.0 : std::stod(out.substr(at + key.size()));
-}
-
 class CliSubBatches : public ::testing::TestWithParam<SubBatchCase> {
  protected:
   CommandResult train(const SubBatchCase& c, const std::string& more, const std::string& job) {

@@ -52,13 +52,6 @@ const std::vector<Layout> kSequenceLayouts = {
 };
 const std::string kSequenceParallel = " --fdl.SEQUENCE_PARALLEL=True";
 
-// "activations: 3.1 MiB per device" of the banner, in MiB; -1 when absent.
-double activation_mib(const std::string& out) {
-  const std::string key = "activations: ";
-  const std::size_t at = out.find(key);
-  return at == std::string::npos ? -1.0 : std::stod(out.substr(at + key.size()));
-}
-
 class CliTensor : public ::testing::Test {
  protected:
   CommandResult train(const std::string& launcher, const std::string& model, const std::string& args,

@@ -43,14 +43,7 @@ GptConfig tiny_hybrid_config(const std::string& convolution = "fft") {
 }
 
 inputs::Batch random_batch(const GptConfig& c, int B, int T, std::uint64_t seed) {
-  Rng rng(seed);
-  inputs::Batch b{B, T, {}, {}, {}};
-  for (int i = 0; i < B * T; ++i) {
-    b.ids.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(c.vocab_size)));
-    b.targets.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(c.vocab_size)));
-    b.weights.push_back(i % 5 == 3 ? 0.0f : 1.0f);  // some padding
-  }
-  return b;
+  return testing::random_batch(c.vocab_size, B, T, seed);
 }
 
 ReferenceBatch to_reference(const inputs::Batch& b) { return ReferenceBatch{b.batch, b.seq_len, b.ids, b.targets, b.weights}; }

@@ -1,13 +1,12 @@
 // Rematerialization (CHECKPOINT_POLICY, models/checkpoint_policy.h) on one device: under every
 // policy the loss and every gradient equal SAVE_EVERYTHING's bit for bit (the recompute runs the
 // forward's kernels in the forward's order), for GPT, LLaMA (grouped-query attention, RoPE on the
-// recomputed projection) and a GPT/S4D hybrid, in float32 and bfloat16; over two steps (the shared
+// recomputed projection) and a GPT/S4D hybrid, in float32, bfloat16 and float16; over two steps (the shared
 // buffers hold the previous pass's last block when the next begins); the backward recomputes every
 // block but the last; and the measured activation memory falls as the policy keeps less.
 #include <cstring>
 #include <memory>
 
-#include "common/rng.h"
 #include "inputs/batch.h"
 #include "models/checkpoint_policy.h"
 #include "models/llama_config.h"
@@ -30,30 +29,7 @@ models::GptConfig hybrid() {
   return c;
 }
 
-models::LlamaConfig llama() {
-  models::LlamaConfig c;
-  c.num_layers = 3;
-  c.model_dims = 12;
-  c.hidden_dims = 20;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.dims_per_head = 4;
-  c.max_seq_len = 9;
-  c.vocab_size = 23;
-  c.rope_base = 100.0f;
-  return c;
-}
-
-inputs::Batch random_batch(int vocab, int B, int T, std::uint64_t seed) {
-  Rng rng(seed);
-  inputs::Batch b{B, T, {}, {}, {}};
-  for (int i = 0; i < B * T; ++i) {
-    b.ids.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(vocab)));
-    b.targets.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(vocab)));
-    b.weights.push_back(i % 5 == 3 ? 0.0f : 1.0f);
-  }
-  return b;
-}
+models::LlamaConfig llama() { return tiny_llama_config(3); }
 
 struct PassResult {
   std::vector<double> losses;
@@ -115,7 +91,7 @@ TEST_P(RematTest, GptLossAndGradientsEqualSaveEverythingBitForBit) { expect_ever
 TEST_P(RematTest, LlamaLossAndGradientsEqualSaveEverythingBitForBit) { expect_every_policy_matches(llama()); }
 TEST_P(RematTest, HybridLossAndGradientsEqualSaveEverythingBitForBit) { expect_every_policy_matches(hybrid()); }
 
-INSTANTIATE_TEST_SUITE_P(DTypes, RematTest, ::testing::Values(device::DType::kF32, device::DType::kBF16),
+INSTANTIATE_TEST_SUITE_P(DTypes, RematTest, ::testing::Values(device::DType::kF32, device::DType::kBF16, device::DType::kF16),
                          [](const ::testing::TestParamInfo<device::DType>& p) {
                            return std::string(device::dtype_name(p.param));
                          });

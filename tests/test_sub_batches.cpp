@@ -7,7 +7,6 @@
 #include <cmath>
 #include <memory>
 
-#include "common/rng.h"
 #include "inputs/batch.h"
 #include "models/model_factory.h"
 #include "tests/device_fixture.h"
@@ -16,15 +15,12 @@
 namespace paxocl::testing {
 namespace {
 
+// Sequence 0 mostly padding, the others weighted 1 and 2: the sub-batches' weight sums differ.
 inputs::Batch uneven_batch(int vocab, int B, int T, std::uint64_t seed) {
-  Rng rng(seed);
-  inputs::Batch b{B, T, {}, {}, {}};
+  inputs::Batch b = random_batch(vocab, B, T, seed);
   for (int i = 0; i < B * T; ++i) {
-    b.ids.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(vocab)));
-    b.targets.push_back(static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(vocab)));
-    // sequence 0 mostly padding, the others weighted 1 and 2: sub-batch weight sums differ
     const int sequence = i / T;
-    b.weights.push_back(sequence == 0 ? (i % T == 0 ? 1.0f : 0.0f) : static_cast<float>(1 + sequence % 2));
+    b.weights[static_cast<std::size_t>(i)] = sequence == 0 ? (i % T == 0 ? 1.0f : 0.0f) : static_cast<float>(1 + sequence % 2);
   }
   return b;
 }
