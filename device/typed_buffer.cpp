@@ -29,6 +29,18 @@ TypedBuffer TypedBuffer::sharing(const Buffer<float>& floats) {
   return t;
 }
 
+TypedBuffer TypedBuffer::same_memory() const {
+  TypedBuffer t;
+  if (get() != nullptr) {
+    cl_int err = clRetainMemObject(get());
+    check_cl(err, "clRetainMemObject", "sharing an activation buffer");
+    t.storage_ = Buffer<std::byte>::adopt(get(), storage_.bytes());
+  }
+  t.dtype_ = dtype_;
+  t.count_ = count_;
+  return t;
+}
+
 TypedBuffer TypedBuffer::view(std::size_t offset, std::size_t count, const std::string& name) const {
   TypedBuffer t;
   const std::size_t size = dtype_size(dtype_);

@@ -26,6 +26,8 @@ class TypedBuffer {
   // The inverse, for a float32 buffer: the same memory as Buffer<float> (logic_error for 16-bit).
   Buffer<float> floats() const;
 
+  // Another handle on the same memory (retains it; no copy, no sub-buffer, not counted again).
+  TypedBuffer same_memory() const;
   // A sub-buffer aliasing elements [offset, offset + count) (see Buffer::view for alignment).
   TypedBuffer view(std::size_t offset, std::size_t count, const std::string& name) const;
 

@@ -3,7 +3,8 @@
 // forward's kernels in the forward's order), for GPT, LLaMA (grouped-query attention, RoPE on the
 // recomputed projection) and a GPT/S4D hybrid, in float32, bfloat16 and float16; over two steps (the shared
 // buffers hold the previous pass's last block when the next begins); the backward recomputes every
-// block but the last; and the measured activation memory falls as the policy keeps less.
+// block but the last; decoding afterwards gives the same logits; and the measured activation memory
+// falls as the policy keeps less.
 #include <cstring>
 #include <memory>
 
@@ -34,6 +35,7 @@ models::LlamaConfig llama() { return tiny_llama_config(3); }
 struct PassResult {
   std::vector<double> losses;
   std::vector<float> gradients;  // the last pass's
+  std::vector<float> logits;     // decoding afterwards: last_logits, then two cached steps
   std::size_t activation_bytes = 0;
   int recomputed = 0;
 };
@@ -53,6 +55,14 @@ class RematTest : public DeviceTest, public ::testing::WithParamInterface<device
       r.losses.push_back(model->forward_backward(random_batch(config.vocab_size(), 2, T, seed)));
     }
     r.gradients = model->gradients();
+    // Decoding runs the blocks forward through their shared buffers and their own key/value caches.
+    const inputs::Batch prompt = random_batch(config.vocab_size(), 2, 3, 4);
+    r.logits = model->last_logits(prompt.ids, 2);
+    model->begin_decode(2);
+    for (const std::vector<int>& tokens : {prompt.ids, std::vector<int>{1, 2}}) {
+      const std::vector<float> step = model->decode(tokens, tokens.size() / 2);
+      r.logits.insert(r.logits.end(), step.begin(), step.end());
+    }
     r.activation_bytes = model->activation_bytes();
     r.recomputed = model->recomputed_blocks();
     return r;
@@ -75,6 +85,9 @@ class RematTest : public DeviceTest, public ::testing::WithParamInterface<device
       EXPECT_EQ(std::memcmp(r.gradients.data(), everything.gradients.data(), r.gradients.size() * sizeof(float)), 0)
           << "gradients differ";
       EXPECT_EQ(r.recomputed, config.num_blocks() - 1);  // the last block's results are still in place
+      ASSERT_EQ(r.logits.size(), everything.logits.size());
+      EXPECT_EQ(std::memcmp(r.logits.data(), everything.logits.data(), r.logits.size() * sizeof(float)), 0)
+          << "decoded logits differ";
       EXPECT_LT(r.activation_bytes, everything.activation_bytes);
     }
     // SAVE_NOTHING keeps least: at most every other policy's bytes.

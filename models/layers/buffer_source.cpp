@@ -6,8 +6,7 @@
 
 namespace paxocl::models {
 
-device::TypedBuffer SharedActivations::view(const std::string& role, device::DType dtype, std::size_t count,
-                                            const std::string& label) {
+device::TypedBuffer SharedActivations::view(const std::string& role, device::DType dtype, std::size_t count) {
   auto it = buffers_.find(role);
   if (it == buffers_.end()) {
     it = buffers_.emplace(role, device::TypedBuffer(device_.context(), dtype, count, "shared " + role)).first;
@@ -17,7 +16,9 @@ device::TypedBuffer SharedActivations::view(const std::string& role, device::DTy
     throw std::logic_error(fmt::format("shared activation '{}': asked for {} elements of {} bytes, holds {} of {}", role,
                                        count, device::dtype_size(dtype), whole.count(), device::dtype_size(whole.dtype())));
   }
-  return whole.view(0, count, label);
+  // The same cl_mem, not a sub-buffer: PoCL 5's rectangular copies from a sub-buffer crash (the
+  // decoding key/value cache's copy_rows), and a whole-buffer view needs none.
+  return whole.same_memory();
 }
 
 BufferSource BufferSource::at(BlockSite site) const {
@@ -33,7 +34,7 @@ device::TypedBuffer BufferSource::make(bool shared, device::DType dtype, std::si
   if (label.compare(0, lead.size(), lead) != 0) {
     throw std::logic_error(fmt::format("activation '{}' is not labelled with its block's prefix '{}'", label, prefix_));
   }
-  return shared_->view(label.substr(lead.size()), dtype, count, label);
+  return shared_->view(label.substr(lead.size()), dtype, count);
 }
 
 device::TypedBuffer BufferSource::saved(device::DType dtype, std::size_t count, const std::string& label) const {

@@ -27,9 +27,9 @@ namespace paxocl::models {
 class SharedActivations {
  public:
   explicit SharedActivations(const device::Device& device) : device_(device) {}
-  // A view of the role's buffer: allocated by the first request; a later one of another dtype or
-  // size is a logic_error (every block's layer of a role has the same shape).
-  device::TypedBuffer view(const std::string& role, device::DType dtype, std::size_t count, const std::string& label);
+  // A handle on the role's buffer (its memory, not a copy): allocated by the first request; a later
+  // one of another dtype or size is a logic_error (every block's layer of a role has the same shape).
+  device::TypedBuffer view(const std::string& role, device::DType dtype, std::size_t count);
 
  private:
   const device::Device& device_;
