@@ -1,7 +1,7 @@
 // Rematerialization (CHECKPOINT_POLICY, models/checkpoint_policy.h) on one device: under every
 // policy the loss and every gradient equal SAVE_EVERYTHING's bit for bit (the recompute runs the
 // forward's kernels in the forward's order), for GPT, LLaMA (grouped-query attention, RoPE on the
-// recomputed projection) and a GPT/S4D hybrid, in float32, bfloat16 and float16; over two steps (the shared
+// recomputed projection), a GPT/S4D hybrid and an all-S4D model, in float32, bfloat16 and float16; over two steps (the shared
 // buffers hold the previous pass's last block when the next begins); the backward recomputes every
 // block but the last; decoding afterwards gives the same logits; and the measured activation memory
 // falls as the policy keeps less.
@@ -27,6 +27,12 @@ models::GptConfig hybrid() {
   c.block_kinds = {models::BlockKind::kAttention, models::BlockKind::kSsm, models::BlockKind::kAttention};
   c.ssm.state_size = 5;
   c.ssm.step_size = 0.1f;
+  return c;
+}
+
+models::GptConfig ssm_only() {  // praxis's SSMTransformer: every block's mixer the SSM
+  models::GptConfig c = hybrid();
+  c.block_kinds = {models::BlockKind::kSsm};
   return c;
 }
 
@@ -103,6 +109,7 @@ class RematTest : public DeviceTest, public ::testing::WithParamInterface<device
 TEST_P(RematTest, GptLossAndGradientsEqualSaveEverythingBitForBit) { expect_every_policy_matches(gpt()); }
 TEST_P(RematTest, LlamaLossAndGradientsEqualSaveEverythingBitForBit) { expect_every_policy_matches(llama()); }
 TEST_P(RematTest, HybridLossAndGradientsEqualSaveEverythingBitForBit) { expect_every_policy_matches(hybrid()); }
+TEST_P(RematTest, SsmLossAndGradientsEqualSaveEverythingBitForBit) { expect_every_policy_matches(ssm_only()); }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, RematTest, ::testing::Values(device::DType::kF32, device::DType::kBF16, device::DType::kF16),
                          [](const ::testing::TestParamInfo<device::DType>& p) {
