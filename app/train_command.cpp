@@ -13,6 +13,7 @@
 #include "device/device_selection.h"
 #include "kernels_cl/auto_gemm.h"
 #include "config/experiment.h"
+#include "inputs/zero_shot_examples.h"
 #include "scheduler/train_job.h"
 
 namespace paxocl::app {
@@ -32,6 +33,9 @@ const FlagSpec kJobFlags[] = {
                           "contradicts them is an error)"},
     {"save_weights", "FILE", "train: write the final weights (.safetensors, else llm.c format)"},
     {"enable_checkpoint_saving", "true|false", "as --fdl.ENABLE_CHECKPOINT_SAVING (Pax's flag)"},
+    {"task", "lambada|boolq", "eval: a zero-shot task on --data instead of eval_train and eval_test"},
+    {"data", "FILE.jsonl", "eval --task: the examples, one JSON object per line (README: Zero-shot evaluation)"},
+    {"output_json", "FILE", "eval --task: also write the metrics as JSON"},
 };
 
 void print_help(const char* command) {
@@ -39,8 +43,9 @@ void print_help(const char* command) {
                            command)
             << (std::string(command) == "train"
                     ? "Trains an experiment: evaluation every EVAL_INTERVAL_STEPS, TensorBoard summaries in job_log_dir.\n"
-                    : "Evaluates an experiment's model on eval_train and eval_test: the newest checkpoint of "
-                      "--job_log_dir (the initialisation if there is none).\n")
+                    : "Evaluates an experiment's model on eval_train and eval_test, or zero-shot on a task's "
+                      "examples (--task, --data): the newest checkpoint of --job_log_dir (--init_from's weights, "
+                      "or the initialisation, if there is none).\n")
             << "\nFlags:\n"
             << format_flags(kJobFlags) << "\n"
             << experiments_help();
@@ -68,6 +73,16 @@ config::JobFlags job_flags(const CliArgs& args, const config::Experiment& e) {
   f.gemm_policy = kernels::gemm_policy_from(args.flag("gemm"));
   if (const auto w = args.flag("init_from")) f.init_from = *w;
   if (const auto w = args.flag("save_weights")) f.save_weights = *w;
+  if (const auto t = args.flag("task")) {
+    inputs::zero_shot_task_from_name(*t);  // its ConfigError now
+    f.zero_shot_task = *t;
+    const auto data = args.flag("data");
+    if (!data) throw ConfigError("--task=" + *t + " needs --data=FILE.jsonl: the examples, one JSON object per line");
+    f.zero_shot_data = *data;
+  } else if (args.flag("data") || args.flag("output_json")) {
+    throw ConfigError("--data and --output_json belong to a zero-shot evaluation: add --task=lambada or --task=boolq");
+  }
+  if (const auto j = args.flag("output_json")) f.output_json = *j;
   return f;
 }
 
@@ -104,6 +119,7 @@ int run_job(const CliArgs& args, const collectives::ProcessWorld& world, const c
   }
   config::Experiment e = load_experiment(args, !train);
   config::JobFlags flags = job_flags(args, e);
+  if (train && !flags.zero_shot_task.empty()) throw ConfigError("--task, --data and --output_json belong to pax-ocl eval");
   const std::string auto_dtype = resolve_auto_fprop_dtype(e, flags, world);
   config::JobConfig job = config::resolve_job(std::move(e), std::move(flags), world.size(), world.rank());
   job.fprop_dtype_choice = auto_dtype;

@@ -33,6 +33,11 @@ struct JobFlags {
   std::string gemm_policy = "auto";   // --gemm / PAX_OCL_GEMM
   std::optional<std::filesystem::path> init_from;     // weights whose architecture replaces the experiment's
   std::optional<std::filesystem::path> save_weights;  // train: the final weights
+  // eval: a zero-shot task (lambada | boolq) on a JSON Lines file (scheduler/zero_shot_eval.h), and
+  // where its metrics go as JSON.
+  std::string zero_shot_task;
+  std::filesystem::path zero_shot_data;
+  std::optional<std::filesystem::path> output_json;
 };
 
 // The mesh: ICI_MESH_SHAPE (devices of a process) x DCN_MESH_SHAPE (processes), [data, fsdp, tensor].

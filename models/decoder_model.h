@@ -88,6 +88,7 @@ class DecoderModel : public BlockModel {
   }
 
   int recomputed_blocks() const override { return recomputed_; }
+  const PositionScores& position_scores() const override { return head_->position_scores(); }
 
   void begin_decode(std::size_t batch) override {
     decode_batch_ = batch;

@@ -91,6 +91,10 @@ class Model {
   virtual void backward_block(Pass& pass, int block) = 0;
   virtual void finish_backward(Pass& pass) = 0;
 
+  // The last forward_loss's per-position losses and greedy flags (LmHead::position_scores; under
+  // tensor parallelism every rank holds the whole rows').
+  virtual const PositionScores& position_scores() const = 0;
+
   // Loss scaling (float16, models/loss_scaler.h): the backward produces the gradients of
   // loss_scale x the mean loss; the optimizer divides it out.
   virtual void set_loss_scale(float scale) = 0;

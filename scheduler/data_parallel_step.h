@@ -31,6 +31,7 @@ class DataParallelStep : public StepProgram {
                              models::OptimizerStepStats& opt) override;
   models::LossStats evaluate(const inputs::Batch& batch) override { return model().evaluate(batch); }
   bool evaluation_is_collective() const override { return false; }
+  const models::Model& evaluation_model() const override { return model(); }
   bool communicates() const override { return averager_ != nullptr; }
   long steps_skipped() const override { return locals_.front().adam->steps_skipped(); }
   std::size_t state_bytes_per_device() const override {

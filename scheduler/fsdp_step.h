@@ -53,6 +53,8 @@ class FsdpStep : public StepProgram {
   models::LossStats run_step(const inputs::Batch& batch, double lr, double loss_scale,
                              models::OptimizerStepStats& opt) override;
   models::LossStats evaluate(const inputs::Batch& batch) override;
+  // Each lane's first device runs an evaluation (whole rows' scores, whatever the lane's tensor rank).
+  const models::Model& evaluation_model() const override { return *locals_[lanes_.front().devices.front()].model; }
   bool evaluation_is_collective() const override {
     return options_.mesh.dcn_size(device::MeshAxis::kFsdp) > 1 || options_.mesh.dcn_size(device::MeshAxis::kTensor) > 1;
   }

@@ -64,6 +64,12 @@ class StepProgram {
   // Forward only, on this process's first device. Collective when evaluation_is_collective().
   virtual models::LossStats evaluate(const inputs::Batch& batch) = 0;
   virtual bool evaluation_is_collective() const = 0;
+  // evaluate(batch) (at most the model's max_batch() sequences), then what it said of each of the
+  // batch's positions (models/model.h: whole rows under tensor parallelism). Collective as evaluate.
+  const models::PositionScores& score(const inputs::Batch& batch) {
+    evaluate(batch);
+    return evaluation_model().position_scores();
+  }
   virtual bool communicates() const = 0;
   virtual long steps_skipped() const = 0;
   // Device memory of the training state (parameters, gradients, Adam's two moments, and with
@@ -74,6 +80,9 @@ class StepProgram {
   // (offsets: per device, host ns - device ns).
   virtual void set_tracing(bool on) = 0;
   virtual std::vector<TraceEvent> take_trace(const std::vector<std::int64_t>& offsets, long step) = 0;
+
+  // The model whose LM head holds the last evaluation's per-position scores.
+  virtual const models::Model& evaluation_model() const = 0;
 
   std::vector<device::Device*> devices() const;
   device::Device& device() const { return *locals_.front().device; }

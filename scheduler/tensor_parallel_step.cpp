@@ -156,6 +156,13 @@ models::LossStats TensorParallelStep::run_step(const inputs::Batch& batch, doubl
   return total;
 }
 
+const models::Model& TensorParallelStep::evaluation_model() const {
+  for (std::size_t d = 0; d < locals_.size(); ++d) {
+    if (tensors_->place(d).group == 0) return *locals_[d].model;
+  }
+  throw std::logic_error("TensorParallelStep: no device of tensor group 0");
+}
+
 models::LossStats TensorParallelStep::evaluate(const inputs::Batch& batch) {
   std::vector<models::LossStats> stats(locals_.size());
   std::vector<std::size_t> group0;

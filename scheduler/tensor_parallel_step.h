@@ -44,6 +44,8 @@ class TensorParallelStep : public StepProgram {
   // Forward on this process's first tensor group; collective when that group spans processes.
   models::LossStats evaluate(const inputs::Batch& batch) override;
   bool evaluation_is_collective() const override { return mesh().dcn_size(device::MeshAxis::kTensor) > 1; }
+  // Tensor group 0's first device (its rows' scores are whole on every rank).
+  const models::Model& evaluation_model() const override;
   bool communicates() const override { return true; }
   long steps_skipped() const override { return locals_.front().adam->steps_skipped(); }
   std::size_t state_bytes_per_device() const override;

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -27,6 +28,7 @@
 #include "scheduler/step_program.h"
 #include "scheduler/trace_recorder.h"
 #include "scheduler/training_report.h"
+#include "scheduler/zero_shot_eval.h"
 
 namespace paxocl::scheduler {
 
@@ -34,14 +36,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The job directory, the resolved experiment and a log file that receives every log line.
-void open_job_dir(const config::JobConfig& job, int rank) {
+// The job directory, the resolved experiment and a log file that receives every log line. An
+// evaluation keeps a job's experiment.json as training wrote it (its --fdl overrides, a mesh of its
+// own, are not the job's), and writes one only into a directory that has none.
+void open_job_dir(const config::JobConfig& job, int rank, bool training) {
   const std::filesystem::path& dir = job.flags.job_log_dir;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw ConfigError(fmt::format("--job_log_dir={}: cannot create it ({})", dir.string(), ec.message()));
   // Read back on resume and by `export`: it must appear whole (a DataError when it cannot be written).
-  if (rank == 0) write_file_atomically(dir / "experiment.json", job.experiment.to_json().dump(2) + "\n");
+  if (rank == 0 && (training || !std::filesystem::exists(dir / "experiment.json"))) {
+    write_file_atomically(dir / "experiment.json", job.experiment.to_json().dump(2) + "\n");
+  }
   const std::string log = rank == 0 ? "train.log" : fmt::format("train-rank{}.log", rank);
   auto file_sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>((dir / log).string());
   spdlog::default_logger()->sinks().push_back(file_sink);
@@ -202,7 +208,7 @@ std::filesystem::path default_job_log_dir(const std::string& experiment) {
 int run_training(const config::JobConfig& job, const collectives::ProcessWorld& world) {
   const auto started = Clock::now();
   StartupPhases phases;
-  open_job_dir(job, world.rank());
+  open_job_dir(job, world.rank(), true);
   phases.done("job directory opened");
   Runtime rt(job, world, phases);
   StepProgram& program = *rt.program;
@@ -278,8 +284,51 @@ int run_training(const config::JobConfig& job, const collectives::ProcessWorld& 
   return kExitOk;
 }
 
+namespace {
+
+// The zero-shot task's examples, read before any device opens (a bad line is an error at once).
+std::vector<inputs::ZeroShotExample> zero_shot_examples(const config::JobConfig& job) {
+  const auto tokenizer_model = inputs::tokenizer_of(job.data, job.model.vocab_size(), job.input.tokenizer_model);
+  std::optional<inputs::Tokenizer> tokenizer;
+  if (tokenizer_model) tokenizer.emplace(*tokenizer_model);
+  return inputs::read_zero_shot_examples(
+      job.flags.zero_shot_data, inputs::zero_shot_task_from_name(job.flags.zero_shot_task),
+      {job.model.vocab_size(), job.model.max_seq_len(), tokenizer ? &*tokenizer : nullptr});
+}
+
+// Prints the metrics, writes them to TensorBoard (summaries/<task>) and, if asked, as JSON (rank 0).
+void report_zero_shot(const config::JobConfig& job, const inputs::ZeroShotMetrics& m, long step,
+                      const std::string& source) {
+  const std::string& task = job.flags.zero_shot_task;
+  nlohmann::json j = {{"task", task}, {"data", job.flags.zero_shot_data.string()}, {"model", source},
+                      {"step", step}, {"examples", m.examples}};
+  SummaryWriter out(job.flags.job_log_dir / "summaries" / task);
+  if (task == "lambada") {
+    std::cout << fmt::format("{}: {} examples: acc_strict {:.4f}  target token accuracy {:.4f}  log_pplx {:.4f} "
+                             "({} target tokens)\n",
+                             task, m.examples, m.acc_strict, m.token_accuracy, m.log_pplx, m.tokens);
+    out.scalar("acc_strict", m.acc_strict, step);
+    out.scalar("target_token_accuracy", m.token_accuracy, step);
+    out.scalar("log_pplx", m.log_pplx, step);
+    j["acc_strict"] = m.acc_strict;
+    j["target_token_accuracy"] = m.token_accuracy;
+    j["log_pplx"] = m.log_pplx;
+    j["target_tokens"] = m.tokens;
+  } else {
+    std::cout << fmt::format("{}: {} examples: boolq_acc {:.4f}\n", task, m.examples, m.boolq_acc);
+    out.scalar("boolq_acc", m.boolq_acc, step);
+    j["boolq_acc"] = m.boolq_acc;
+  }
+  std::cout << std::flush;
+  if (job.flags.output_json) write_file_atomically(*job.flags.output_json, j.dump(2) + "\n");
+}
+
+}  // namespace
+
 int run_evaluation(const config::JobConfig& job, const collectives::ProcessWorld& world) {
-  open_job_dir(job, world.rank());
+  const std::vector<inputs::ZeroShotExample> examples =
+      job.flags.zero_shot_task.empty() ? std::vector<inputs::ZeroShotExample>() : zero_shot_examples(job);
+  open_job_dir(job, world.rank(), false);
   StartupPhases phases;
   Runtime rt(job, world, phases);
   const checkpoint::CheckpointDir checkpoints(job.flags.job_log_dir / "checkpoints");
@@ -292,7 +341,17 @@ int run_evaluation(const config::JobConfig& job, const collectives::ProcessWorld
                            {restored->optimizer_steps_applied, restored->optimizer_steps_skipped});
     spdlog::info("evaluating {} (step {})", restored->directory, restored->step);
   } else {
-    spdlog::info("no checkpoints yet: evaluating the model's initialisation");
+    spdlog::info("no checkpoints yet: evaluating the model's {}", job.flags.init_from ? "weights file" : "initialisation");
+  }
+  if (!examples.empty()) {
+    const inputs::ZeroShotTask task = inputs::zero_shot_task_from_name(job.flags.zero_shot_task);
+    const inputs::ZeroShotMetrics metrics = zero_shot_evaluation(world, *rt.program, job, task, examples);
+    if (world.rank() == 0) {
+      report_zero_shot(job, metrics, step,
+                       restored ? restored->directory
+                                : (job.flags.init_from ? job.flags.init_from->string() : std::string("initialisation")));
+    }
+    return kExitOk;
   }
   EvalInputs eval = make_eval_inputs(job);
   EvalWriters out(job, world.rank());

@@ -49,14 +49,15 @@ LossStats LmHead::forward(LayerContext& ctx, const ActBuffer& y, const std::vect
     ctx.kernels.cross_entropy.softmax_cross_entropy(logits_, losses_, correct_, targets_, weights_, N, vocab_,
                                                     padded_vocab_, scale_over_weight);
   }
-  std::vector<float> losses(N), correct(N);
-  q.read(losses_, std::span<float>(losses));
-  q.read(correct_, std::span<float>(correct));
+  positions_.losses.resize(N);
+  positions_.correct.resize(N);
+  q.read(losses_, std::span<float>(positions_.losses));
+  q.read(correct_, std::span<float>(positions_.correct));
   LossStats stats;
   stats.weight = weight_sum;
   for (std::size_t i = 0; i < N; ++i) {
-    stats.weighted_loss += losses[i];
-    stats.correct += correct[i];
+    stats.weighted_loss += positions_.losses[i];
+    stats.correct += positions_.correct[i];
   }
   return stats;
 }

@@ -18,6 +18,12 @@
 
 namespace paxocl::models {
 
+// What forward said of each position (rows b-major): w x cross-entropy, and w where the first
+// argmax was the target (else 0). Zero-shot scoring reads them (inputs/zero_shot_scoring.h).
+struct PositionScores {
+  std::vector<float> losses, correct;
+};
+
 // Sums over one batch, in double, for exact weighting across batches.
 struct LossStats {
   double weighted_loss = 0;  // sum of w * ce
@@ -51,6 +57,7 @@ class LmHead {
   LossStats forward(LayerContext& ctx, const ActBuffer& y, const std::vector<int>& targets,
                     const std::vector<float>& weights, float gradient_scale = 1.0f, double mean_over = 0.0);
   ActBuffer& backward(LayerContext& ctx);
+  const PositionScores& position_scores() const { return positions_; }  // the last forward's
   // Decoding: the logits of `rows` rows of y starting at `first_row`, `stride` rows apart (one per
   // sequence), on the host as float32 (rows, V) without the padding columns.
   std::vector<float> logits(LayerContext& ctx, const ActBuffer& y, std::size_t first_row, std::size_t stride,
@@ -66,6 +73,7 @@ class LmHead {
   ActBuffer dy_;                          // (N, C)
   device::Buffer<cl_int> targets_;
   FloatBuffer partials_;  // vocabulary-parallel: (parts, N, 3) per-part max, sum of exponentials, target logit
+  PositionScores positions_;  // the last forward's, on the host
 };
 
 }  // namespace paxocl::models
