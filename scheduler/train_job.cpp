@@ -297,9 +297,12 @@ std::vector<inputs::ZeroShotExample> zero_shot_examples(const config::JobConfig&
 }
 
 // Prints the metrics, writes them to TensorBoard (summaries/<task>) and, if asked, as JSON (rank 0).
-void report_zero_shot(const config::JobConfig& job, const inputs::ZeroShotMetrics& m, long step,
-                      const std::string& source) {
+// The JSON also lists every example: its line, each candidate's log-likelihood, tokens and greedy
+// tokens (BoolQ: yes first, then no).
+void report_zero_shot(const config::JobConfig& job, const std::vector<inputs::ZeroShotExample>& examples,
+                      const ZeroShotResult& result, long step, const std::string& source) {
   const std::string& task = job.flags.zero_shot_task;
+  const inputs::ZeroShotMetrics& m = result.metrics;
   nlohmann::json j = {{"task", task}, {"data", job.flags.zero_shot_data.string()}, {"model", source},
                       {"step", step}, {"examples", m.examples}};
   SummaryWriter out(job.flags.job_log_dir / "summaries" / task);
@@ -320,6 +323,15 @@ void report_zero_shot(const config::JobConfig& job, const inputs::ZeroShotMetric
     j["boolq_acc"] = m.boolq_acc;
   }
   std::cout << std::flush;
+  nlohmann::json per = nlohmann::json::array();
+  for (std::size_t e = 0; e < examples.size(); ++e) {
+    nlohmann::json candidates = nlohmann::json::array();
+    for (const inputs::CandidateScore& s : result.scores[e]) {
+      candidates.push_back({{"log_likelihood", s.log_likelihood}, {"tokens", s.tokens}, {"greedy", s.greedy}});
+    }
+    per.push_back({{"line", examples[e].line}, {"candidates", candidates}});
+  }
+  j["per_example"] = per;
   if (job.flags.output_json) write_file_atomically(*job.flags.output_json, j.dump(2) + "\n");
 }
 
@@ -345,9 +357,9 @@ int run_evaluation(const config::JobConfig& job, const collectives::ProcessWorld
   }
   if (!examples.empty()) {
     const inputs::ZeroShotTask task = inputs::zero_shot_task_from_name(job.flags.zero_shot_task);
-    const inputs::ZeroShotMetrics metrics = zero_shot_evaluation(world, *rt.program, job, task, examples);
+    const ZeroShotResult result = zero_shot_evaluation(world, *rt.program, job, task, examples);
     if (world.rank() == 0) {
-      report_zero_shot(job, metrics, step,
+      report_zero_shot(job, examples, result, step,
                        restored ? restored->directory
                                 : (job.flags.init_from ? job.flags.init_from->string() : std::string("initialisation")));
     }

@@ -4,9 +4,9 @@
 
 namespace paxocl::scheduler {
 
-inputs::ZeroShotMetrics zero_shot_evaluation(const collectives::ProcessWorld& world, StepProgram& program,
-                                             const config::JobConfig& job, inputs::ZeroShotTask task,
-                                             const std::vector<inputs::ZeroShotExample>& examples) {
+ZeroShotResult zero_shot_evaluation(const collectives::ProcessWorld& world, StepProgram& program,
+                                    const config::JobConfig& job, inputs::ZeroShotTask task,
+                                    const std::vector<inputs::ZeroShotExample>& examples) {
   const int rows = static_cast<int>(program.evaluation_model().max_batch());
   const std::vector<inputs::ScoringBatch> batches = inputs::scoring_batches(examples, rows);
   // Candidate c of example e sits at first[e] + c of the job's score vector (3 doubles each).
@@ -49,7 +49,10 @@ inputs::ZeroShotMetrics zero_shot_evaluation(const collectives::ProcessWorld& wo
       per_example[e].push_back({sums[at], static_cast<long>(sums[at + 1]), static_cast<long>(sums[at + 2])});
     }
   }
-  return inputs::zero_shot_metrics(task, examples, per_example);
+  ZeroShotResult result;
+  result.metrics = inputs::zero_shot_metrics(task, examples, per_example);
+  result.scores = std::move(per_example);
+  return result;
 }
 
 }  // namespace paxocl::scheduler

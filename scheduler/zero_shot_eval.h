@@ -18,8 +18,13 @@
 
 namespace paxocl::scheduler {
 
-inputs::ZeroShotMetrics zero_shot_evaluation(const collectives::ProcessWorld& world, StepProgram& program,
-                                             const config::JobConfig& job, inputs::ZeroShotTask task,
-                                             const std::vector<inputs::ZeroShotExample>& examples);
+struct ZeroShotResult {
+  inputs::ZeroShotMetrics metrics;
+  std::vector<std::vector<inputs::CandidateScore>> scores;  // per example, per candidate (the job's)
+};
+
+ZeroShotResult zero_shot_evaluation(const collectives::ProcessWorld& world, StepProgram& program,
+                                    const config::JobConfig& job, inputs::ZeroShotTask task,
+                                    const std::vector<inputs::ZeroShotExample>& examples);
 
 }  // namespace paxocl::scheduler
