@@ -197,6 +197,15 @@ void tfrecord_seeds() {
 }
 }  // namespace
 
+void zero_shot_seeds() {
+  seed("fuzz_zero_shot", "lambada.jsonl",
+       "{\"input_ids\": [1, 2, 3], \"target_ids\": [4, 5]}\n\n{\"input_ids\": [299, 0, 7, 8, 9, 10, 11, 12, 13, 14, "
+       "15, 16, 17, 18], \"target_ids\": [1, 2, 3]}\n");
+  seed("fuzz_zero_shot", "boolq.jsonl",
+       "{\"input_ids\": [5, 6], \"yes_ids\": [7], \"no_ids\": [8, 9], \"answer\": true}\n"
+       "{\"question\": \"q\", \"passage\": \"p\", \"answer\": false}\n");
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
@@ -210,5 +219,6 @@ int main(int argc, char** argv) {
   tfrecord_seeds();
   hf_llama_seeds();
   ssm_metadata_seeds();
+  zero_shot_seeds();
   return 0;
 }

@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ALL_TARGETS=(fuzz_token_shard fuzz_safetensors fuzz_llmc_weights fuzz_checkpoint fuzz_experiment fuzz_tfrecord
-             fuzz_hf_llama fuzz_ssm_metadata)
+             fuzz_hf_llama fuzz_ssm_metadata fuzz_zero_shot)
 SECONDS_PER_TARGET=${1:-60}
 [[ $# -gt 0 ]] && shift
 TARGETS=("$@")
