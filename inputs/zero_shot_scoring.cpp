@@ -13,8 +13,9 @@ std::size_t row_length(const ZeroShotExample& e, std::size_t candidate) {
 }
 }  // namespace
 
-std::vector<ScoringBatch> scoring_batches(const std::vector<ZeroShotExample>& examples, int rows_per_batch) {
-  if (rows_per_batch < 1) throw std::logic_error("scoring_batches: rows_per_batch < 1");
+std::vector<ScoringBatch> scoring_batches(const std::vector<ZeroShotExample>& examples, int rows_per_batch,
+                                          int length_multiple) {
+  if (rows_per_batch < 1 || length_multiple < 1) throw std::logic_error("scoring_batches: counts below 1");
   std::vector<std::pair<std::size_t, std::size_t>> all;
   for (std::size_t e = 0; e < examples.size(); ++e) {
     for (std::size_t c = 0; c < examples[e].candidates.size(); ++c) all.emplace_back(e, c);
@@ -27,6 +28,8 @@ std::vector<ScoringBatch> scoring_batches(const std::vector<ZeroShotExample>& ex
                   all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), first + per)));
     std::size_t T = 1;
     for (const auto& [e, c] : s.rows) T = std::max(T, row_length(examples[e], c));
+    const auto multiple = static_cast<std::size_t>(length_multiple);
+    T = (T + multiple - 1) / multiple * multiple;
     s.batch = Batch{rows_per_batch, static_cast<int>(T), {}, {}, {}};
     s.batch.ids.assign(per * T, 0);
     s.batch.targets.assign(per * T, 0);

@@ -28,8 +28,11 @@ struct ScoringBatch {
   std::vector<std::pair<std::size_t, std::size_t>> rows;  // (example, candidate) of each real row, in order
 };
 
-// The examples' rows in order, `rows_per_batch` to a batch (the last filled with weight-0 rows).
-std::vector<ScoringBatch> scoring_batches(const std::vector<ZeroShotExample>& examples, int rows_per_batch);
+// The examples' rows in order, `rows_per_batch` to a batch (the last filled with weight-0 rows),
+// each batch's length rounded up to a multiple of `length_multiple` (sequence parallelism needs
+// rows x length to divide by the tensor axis).
+std::vector<ScoringBatch> scoring_batches(const std::vector<ZeroShotExample>& examples, int rows_per_batch,
+                                          int length_multiple = 1);
 
 struct CandidateScore {
   double log_likelihood = 0;  // sum over the candidate's tokens of log P(token | what precedes it)

@@ -1,6 +1,7 @@
 #include "scheduler/zero_shot_eval.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace paxocl::scheduler {
 
@@ -8,7 +9,11 @@ ZeroShotResult zero_shot_evaluation(const collectives::ProcessWorld& world, Step
                                     const config::JobConfig& job, inputs::ZeroShotTask task,
                                     const std::vector<inputs::ZeroShotExample>& examples) {
   const int rows = static_cast<int>(program.evaluation_model().max_batch());
-  const std::vector<inputs::ScoringBatch> batches = inputs::scoring_batches(examples, rows);
+  // Sequence parallelism splits a batch's rows x length over the tensor axis t: lengths a multiple
+  // of t / gcd(rows, t) make it divide.
+  const int t = job.mesh.along(device::MeshAxis::kTensor);
+  const int multiple = job.step.sequence_parallel && t > 1 ? t / std::gcd(rows, t) : 1;
+  const std::vector<inputs::ScoringBatch> batches = inputs::scoring_batches(examples, rows, multiple);
   // Candidate c of example e sits at first[e] + c of the job's score vector (3 doubles each).
   std::vector<std::size_t> first(examples.size() + 1, 0);
   for (std::size_t e = 0; e < examples.size(); ++e) first[e + 1] = first[e] + examples[e].candidates.size();

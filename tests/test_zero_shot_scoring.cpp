@@ -60,6 +60,15 @@ TEST(ZeroShotScoring, RowsPredictTheCandidateFromTheContext) {
   EXPECT_EQ(s[1].greedy, 1);
 }
 
+// Sequence parallelism: a batch's length rounded up (padding weighted 0), the scores unchanged.
+TEST(ZeroShotScoring, LengthsRoundUpToAMultiple) {
+  const std::vector<ZeroShotExample> examples = {example({1, 2, 3}, {{4, 5}})};
+  const auto batches = inputs::scoring_batches(examples, 1, 3);
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].batch.seq_len, 6);
+  EXPECT_EQ(batches[0].batch.weights, (std::vector<float>{0, 0, 1, 1, 0, 0}));
+}
+
 TEST(ZeroShotScoring, LambadaMetricsByHand) {
   const std::vector<ZeroShotExample> examples = {example({1}, {{2, 3}}), example({1}, {{2}}), example({1}, {{2, 3, 4}})};
   // all greedy / one of one greedy / two of three greedy
