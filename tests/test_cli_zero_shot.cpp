@@ -112,6 +112,8 @@ TEST_F(CliZeroShot, EveryLayoutGivesTheSameNumbersAndKeepsTheJobsExperiment) {
       {"", " --fdl.ICI_MESH_SHAPE=[1,2,1]"},
       {"", " --fdl.ICI_MESH_SHAPE=[1,1,2]"},
       {"", " --fdl.ICI_MESH_SHAPE=[1,1,2] --fdl.SEQUENCE_PARALLEL=true"},
+      // one sequence per batch: odd row lengths are padded to what the tensor axis divides
+      {"", " --fdl.ICI_MESH_SHAPE=[1,1,2] --fdl.SEQUENCE_PARALLEL=true --fdl.PERCORE_BATCH_SIZE=0.5"},
       {kMpirun, " --devices=0 --fdl.DCN_MESH_SHAPE=[1,2,1]"},
   };
   for (const Layout& l : layouts) {
