@@ -70,7 +70,7 @@ json job_report(const std::vector<json>& processes, const device::Mesh& mesh) {
     const device::MeshCoords c = mesh.coords(id);
     json groups = json::object();
     json coords = json::object();
-    for (int a = 0; a < device::kNumMeshAxes; ++a) {
+    for (int a = mesh.size(MeshAxis::kStage) > 1 ? 0 : 1; a < device::kNumMeshAxes; ++a) {
       coords[device::kMeshAxisNames[a]] = c[a];
       groups[device::kMeshAxisNames[a]] = mesh.axis_group(id, static_cast<MeshAxis>(a));
     }
@@ -83,14 +83,19 @@ json job_report(const std::vector<json>& processes, const device::Mesh& mesh) {
                                 {"coords", coords},
                                 {"groups", groups}});
   }
+  // Without stages the report keeps the three axes [data, fsdp, tensor] the mesh had before them.
+  const bool stages = mesh.size(MeshAxis::kStage) > 1;
   json axes = json::array();
-  for (const char* name : device::kMeshAxisNames) axes.push_back(name);
+  for (int a = stages ? 0 : 1; a < device::kNumMeshAxes; ++a) axes.push_back(device::kMeshAxisNames[a]);
+  auto shape = [&](const device::MeshShape& s) {
+    return stages ? std::vector<int>(s.begin(), s.end()) : std::vector<int>(s.begin() + 1, s.end());
+  };
   return json{{"processes", processes},
               {"mesh",
                {{"axes", axes},
-                {"ici_shape", mesh.ici()},
-                {"dcn_shape", mesh.dcn()},
-                {"shape", mesh.shape()},
+                {"ici_shape", shape(mesh.ici())},
+                {"dcn_shape", shape(mesh.dcn())},
+                {"shape", shape(mesh.shape())},
                 {"num_devices", mesh.num_devices()},
                 {"num_processes", mesh.num_processes()},
                 {"devices", mesh_devices}}}};
@@ -117,7 +122,7 @@ std::string format_table(const std::vector<std::vector<std::string>>& rows, cons
   return out;
 }
 
-std::string shape_text(const json& shape) { return fmt::format("[{},{},{}]", int(shape[0]), int(shape[1]), int(shape[2])); }
+std::string shape_text(const json& shape) { return fmt::format("[{}]", fmt::join(shape.get<std::vector<int>>(), ",")); }
 
 std::string join_ints(const json& list) { return fmt::format("{}", fmt::join(list.get<std::vector<int>>(), ",")); }
 
@@ -164,17 +169,23 @@ std::string render_table(const json& report) {
   }
   out += "OpenCL devices (every platform; * = selected)\n" + format_table(dev_rows) + "\n";
 
-  out += fmt::format("Mesh: axes [data, fsdp, tensor]  ICI_MESH_SHAPE {} x DCN_MESH_SHAPE {} = {}\n",
-                     shape_text(mesh["ici_shape"]), shape_text(mesh["dcn_shape"]), shape_text(mesh["shape"]));
+  // The stage axis is shown only when the mesh has stages (shapes are then four numbers long).
+  const bool stages = mesh["shape"].size() == device::kNumMeshAxes;
+  out += fmt::format("Mesh: axes [{}data, fsdp, tensor]  ICI_MESH_SHAPE {} x DCN_MESH_SHAPE {} = {}\n",
+                     stages ? "stage, " : "", shape_text(mesh["ici_shape"]), shape_text(mesh["dcn_shape"]),
+                     shape_text(mesh["shape"]));
   std::vector<std::vector<std::string>> mesh_rows = {
       {"device", "rank", "local", "host", "name", "coords", "data group", "fsdp group", "tensor group"}};
+  if (stages) mesh_rows.front().push_back("stage group");
   for (const json& d : mesh["devices"]) {
     const json& c = d["coords"];
     mesh_rows.push_back({std::to_string(int(d["id"])), std::to_string(int(d["process"])),
                          std::to_string(int(d["local_index"])), d["hostname"], d["name"],
-                         fmt::format("({},{},{})", int(c["data"]), int(c["fsdp"]), int(c["tensor"])),
+                         fmt::format("({}{},{},{})", stages ? fmt::format("{},", int(c["stage"])) : "", int(c["data"]),
+                                     int(c["fsdp"]), int(c["tensor"])),
                          join_ints(d["groups"]["data"]), join_ints(d["groups"]["fsdp"]),
                          join_ints(d["groups"]["tensor"])});
+    if (stages) mesh_rows.back().push_back(join_ints(d["groups"]["stage"]));
   }
   out += format_table(mesh_rows);
 

@@ -11,18 +11,13 @@ namespace {
 
 // ICI_MESH_SHAPE x DCN_MESH_SHAPE against the processes of the job.
 MeshConfig resolve_mesh(const Experiment& e, int processes) {
-  const std::vector<long> ici = e.get_int_list("ICI_MESH_SHAPE"), dcn = e.get_int_list("DCN_MESH_SHAPE");
-  if (ici.size() != 3 || dcn.size() != 3) throw ConfigError("ICI_MESH_SHAPE and DCN_MESH_SHAPE need 3 dimensions [data, fsdp, tensor]");
   MeshConfig m;
-  for (std::size_t a = 0; a < 3; ++a) {
-    if (ici[a] < 1 || dcn[a] < 1) throw ConfigError("every mesh dimension must be at least 1");
-    m.ici[a] = static_cast<int>(ici[a]);
-    m.dcn[a] = static_cast<int>(dcn[a]);
-  }
+  m.ici = device::mesh_shape_from(e.get_int_list("ICI_MESH_SHAPE"), "ICI_MESH_SHAPE");
+  m.dcn = device::mesh_shape_from(e.get_int_list("DCN_MESH_SHAPE"), "DCN_MESH_SHAPE");
   if (device::product(m.dcn) != processes) {
-    throw ConfigError(fmt::format("DCN_MESH_SHAPE=[{},{},{}] holds {} process(es), but the job has {}; set "
+    throw ConfigError(fmt::format("DCN_MESH_SHAPE={} holds {} process(es), but the job has {}; set "
                                   "--fdl.DCN_MESH_SHAPE so that its product is {}, or launch {} process(es)",
-                                  dcn[0], dcn[1], dcn[2], device::product(m.dcn), processes, processes,
+                                  device::to_string(m.dcn), device::product(m.dcn), processes, processes,
                                   device::product(m.dcn)));
   }
   return m;
@@ -95,13 +90,52 @@ void check_sequence_parallel(const JobConfig& j) {
   }
 }
 
+// Pipeline parallelism: blocks split evenly over the stages, the replica's batch into microbatches.
+PipelineConfig resolve_pipeline(const Experiment& e, const JobConfig& j) {
+  PipelineConfig p;
+  p.stages = j.mesh.along(device::MeshAxis::kStage);
+  p.schedule = models::pipeline_schedule_from_name(e.get_string("PIPELINE_SCHEDULE"));
+  const long count = e.get_int("NUM_MICROBATCHES"), size = e.get_int("MICROBATCH_SIZE");
+  if (p.stages == 1) return p;  // no pipeline: the microbatch settings have nothing to split
+  const int blocks = j.model.num_blocks(), batch = j.step.replica_batch;
+  if (blocks % p.stages != 0) {
+    throw ConfigError(fmt::format("a stage axis of {} does not split NUM_LAYERS={} into stages of whole blocks; choose "
+                                  "a stage axis that divides {}",
+                                  p.stages, blocks, blocks));
+  }
+  if (j.mesh.along(device::MeshAxis::kFsdp) > 1 || j.mesh.along(device::MeshAxis::kTensor) > 1) {
+    throw ConfigError(fmt::format("ICI_MESH_SHAPE={} x DCN_MESH_SHAPE={}: a stage axis combines with the data axis "
+                                  "only so far (fsdp and tensor axes inside a stage are not implemented); set them to 1",
+                                  device::to_string(j.mesh.ici), device::to_string(j.mesh.dcn)));
+  }
+  if (j.step.sub_batches > 1) {
+    throw ConfigError(fmt::format("NUM_SUB_BATCHES={} with a stage axis: a pipeline already accumulates its "
+                                  "microbatches' gradients; set NUM_MICROBATCHES instead",
+                                  j.step.sub_batches));
+  }
+  if (count > 0 && size > 0) {
+    throw ConfigError(fmt::format("NUM_MICROBATCHES={} and MICROBATCH_SIZE={}: set one of them", count, size));
+  }
+  const long microbatches = count > 0 ? count : size > 0 ? (batch % size == 0 ? batch / size : 0) : batch;
+  if (microbatches < 1 || batch % microbatches != 0) {
+    throw ConfigError(fmt::format("{} does not divide the {} sequences each pipeline runs per step "
+                                  "(PERCORE_BATCH_SIZE={} x {} stage(s)); choose a divisor of {}",
+                                  count > 0 ? fmt::format("NUM_MICROBATCHES={}", count)
+                                            : fmt::format("MICROBATCH_SIZE={}", size),
+                                  batch, e.get_float("PERCORE_BATCH_SIZE"), p.stages, batch));
+  }
+  p.microbatches = static_cast<int>(microbatches);
+  return p;
+}
+
 }  // namespace
 
 std::string JobConfig::sharding() const {
-  const int tensor = mesh.along(device::MeshAxis::kTensor);
-  return fmt::format("data {} x fsdp {}{} (ICI {} x DCN {})", mesh.along(device::MeshAxis::kData),
-                     mesh.along(device::MeshAxis::kFsdp), tensor > 1 ? fmt::format(" x tensor {}", tensor) : "",
-                     device::to_string(mesh.ici), device::to_string(mesh.dcn));
+  const int tensor = mesh.along(device::MeshAxis::kTensor), stages = mesh.along(device::MeshAxis::kStage);
+  return fmt::format("{}data {} x fsdp {}{} (ICI {} x DCN {})", stages > 1 ? fmt::format("stage {} x ", stages) : "",
+                     mesh.along(device::MeshAxis::kData), mesh.along(device::MeshAxis::kFsdp),
+                     tensor > 1 ? fmt::format(" x tensor {}", tensor) : "", device::to_string(mesh.ici),
+                     device::to_string(mesh.dcn));
 }
 
 JobConfig resolve_job(Experiment experiment, JobFlags flags, int processes, int rank) {
@@ -135,15 +169,19 @@ JobConfig resolve_job(Experiment experiment, JobFlags flags, int processes, int 
   inputs::InputParams& in = j.input;
   const int local = j.mesh.local_devices();
   in.seq_len = j.model.max_seq_len();
-  // Processes along the tensor axis hold parts of one model replica: they read the same rows.
-  const int tensor_processes = j.mesh.dcn[static_cast<std::size_t>(device::MeshAxis::kTensor)];
-  in.num_infeed_hosts = processes / tensor_processes;
-  in.infeed_host_index = rank / tensor_processes;  // ranks unravel row-major, the tensor axis last
+  // Processes along the stage and tensor axes hold parts of one model replica: they read the same
+  // rows. Ranks unravel row-major over [stage, data, fsdp, tensor]: the infeed host is the rank's
+  // (data, fsdp) coordinates.
+  const int tensor_processes = j.mesh.dcn.at_axis(device::MeshAxis::kTensor);
+  const int stage_processes = j.mesh.dcn.at_axis(device::MeshAxis::kStage);
+  in.num_infeed_hosts = processes / (tensor_processes * stage_processes);
+  in.infeed_host_index = rank / tensor_processes % in.num_infeed_hosts;
   in.batch_size = inputs::per_host_batch_size(e.get_float("PERCORE_BATCH_SIZE"), j.mesh.replicas(processes),
                                               in.num_infeed_hosts);
-  // Model replicas here: every device, or under tensor parallelism every tensor group (whose
-  // devices share its sequences, so PERCORE_BATCH_SIZE may be a fraction, as in Pax).
-  const int replicas = local / j.mesh.ici[static_cast<std::size_t>(device::MeshAxis::kTensor)];
+  // Model replicas here: every device, or under tensor and pipeline parallelism every tensor group
+  // or pipeline (whose devices share its sequences, so PERCORE_BATCH_SIZE may be a fraction, as in Pax).
+  const int replicas =
+      local / (j.mesh.ici.at_axis(device::MeshAxis::kTensor) * j.mesh.ici.at_axis(device::MeshAxis::kStage));
   if (in.batch_size % replicas != 0) {
     throw ConfigError(fmt::format("PERCORE_BATCH_SIZE={} gives {} sequences per process, not a whole number for each "
                                   "of its {} model replica(s) (devices, or tensor groups); data and fsdp parallelism "
@@ -163,6 +201,7 @@ JobConfig resolve_job(Experiment experiment, JobFlags flags, int processes, int 
   in.eval_loop_num_batches = j.eval_batches;
   in.validate();
   check_sequence_parallel(j);
+  j.step.pipeline = resolve_pipeline(e, j);
   return j;
 }
 

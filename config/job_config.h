@@ -21,6 +21,7 @@
 #include "models/adam_optimizer.h"
 #include "models/checkpoint_policy.h"
 #include "models/loss_scaler.h"
+#include "models/pipeline_schedule.h"
 #include "models/lr_schedule.h"
 #include "models/weights_io.h"
 
@@ -40,7 +41,7 @@ struct JobFlags {
   std::optional<std::filesystem::path> output_json;
 };
 
-// The mesh: ICI_MESH_SHAPE (devices of a process) x DCN_MESH_SHAPE (processes), [data, fsdp, tensor].
+// The mesh: ICI_MESH_SHAPE (devices of a process) x DCN_MESH_SHAPE (processes), [stage, data, fsdp, tensor].
 struct MeshConfig {
   device::MeshShape ici{1, 1, 1}, dcn{1, 1, 1};
   int local_devices() const { return device::product(ici); }  // devices this process opens
@@ -51,9 +52,19 @@ struct MeshConfig {
   }
 };
 
+// Pipeline parallelism (a stage axis > 1; models/pipeline_schedule.h): each model replica's batch
+// runs as `microbatches` microbatches through the stages in `schedule`'s order.
+struct PipelineConfig {
+  int stages = 1;        // the mesh's stage axis
+  int microbatches = 1;  // NUM_MICROBATCHES, or replica_batch / MICROBATCH_SIZE
+  models::PipelineSchedule schedule = models::PipelineSchedule::kOneForwardOneBackward;  // PIPELINE_SCHEDULE
+  int microbatch_size(int replica_batch) const { return replica_batch / microbatches; }
+};
+
 // How one training step runs on the devices (scheduler/step_program.h).
 struct StepConfig {
-  int replica_batch = 1;  // sequences per model replica: a device, or a tensor group (its devices share them)
+  // sequences per model replica: a device, or a tensor group or pipeline (its devices share them)
+  int replica_batch = 1;
   int sub_batches = 1;    // NUM_SUB_BATCHES: replica_batch runs as this many sub-batches, gradients accumulated
   std::string gemm_policy = "auto";                  // --gemm
   bool overlap = true;                               // OVERLAP_COMMUNICATION
@@ -65,6 +76,7 @@ struct StepConfig {
   device::DType fprop_dtype = device::DType::kF32;   // FPROP_DTYPE
   kernels::MatmulPrecision matmul_precision = kernels::MatmulPrecision::kFloat32;  // MATMUL_PRECISION
   models::DynamicLossScaler::Config loss_scale;      // LOSS_SCALE_*; enabled for float16
+  PipelineConfig pipeline;                           // the stage axis, NUM_MICROBATCHES, PIPELINE_SCHEDULE
 };
 
 // When things happen during training.

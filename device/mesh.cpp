@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/errors.h"
 
@@ -56,40 +57,62 @@ int mesh_devices(const MeshShape& ici, const MeshShape& dcn) {
   return static_cast<int>(n);
 }
 
-std::string to_string(const MeshShape& shape) { return fmt::format("[{},{},{}]", shape[0], shape[1], shape[2]); }
+std::vector<int> listed(const MeshShape& shape) {
+  if (shape[0] == 1) return {shape[1], shape[2], shape[3]};
+  return {shape.begin(), shape.end()};
+}
+
+std::string to_string(const MeshShape& shape) { return fmt::format("[{}]", fmt::join(listed(shape), ",")); }
+
+namespace {
+constexpr std::string_view kExpectedShape =
+    "expected [data, fsdp, tensor] or [stage, data, fsdp, tensor] as positive integers, e.g. [2,1,1] or [2,1,1,1]";
+}  // namespace
+
+MeshShape mesh_shape_from(const std::vector<long>& extents, std::string_view field) {
+  if (extents.size() != 3 && extents.size() != 4) {
+    throw ConfigError(fmt::format("{}: {} dimension(s); {}", field, extents.size(), kExpectedShape));
+  }
+  const std::size_t first = kNumMeshAxes - extents.size();  // three: the stage axis is 1
+  MeshShape shape(1, 1, 1, 1);
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    if (extents[i] < 1 || extents[i] > kMaxMeshDevices) {
+      throw ConfigError(fmt::format("{}: the {} axis is {}, but every axis must be between 1 and {}", field,
+                                    kMeshAxisNames[first + i], extents[i], kMaxMeshDevices));
+    }
+    shape[first + i] = static_cast<int>(extents[i]);
+  }
+  product(shape);  // its ConfigError when the whole is too large
+  return shape;
+}
 
 MeshShape parse_mesh_shape(std::string_view text, std::string_view field) {
-  const std::string expected = "expected 3 positive integers for the axes [data, fsdp, tensor], e.g. [2,1,1]";
   std::string body = trim(text);
   // Accept the quoted form a shell script may pass through ("[2,1,1]" or '[2,1,1]').
   if (body.size() >= 2 && (body.front() == '"' || body.front() == '\'') && body.back() == body.front()) {
     body = trim(std::string_view(body).substr(1, body.size() - 2));
   }
   if (!body.empty() && body.front() == '[') {
-    if (body.back() != ']') throw ConfigError(fmt::format("{}={}: missing ']'; {}", field, text, expected));
+    if (body.back() != ']') throw ConfigError(fmt::format("{}={}: missing ']'; {}", field, text, kExpectedShape));
     body = body.substr(1, body.size() - 2);
   }
-  MeshShape shape{};
-  int count = 0;
+  std::vector<long> extents;
   std::size_t start = 0;
   while (start <= body.size()) {
     const std::size_t comma = std::min(body.find(',', start), body.size());
     const std::string item = trim(std::string_view(body).substr(start, comma - start));
-    int value = 0;
+    long value = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size()) {
-      throw ConfigError(fmt::format("{}={}: '{}' is not an integer; {}", field, text, item, expected));
+      throw ConfigError(fmt::format("{}={}: '{}' is not an integer; {}", field, text, item, kExpectedShape));
     }
-    if (count == kNumMeshAxes) throw ConfigError(fmt::format("{}={}: too many dimensions; {}", field, text, expected));
-    if (value < 1) {
-      throw ConfigError(fmt::format("{}={}: the {} axis is {}, but every axis must be at least 1", field, text,
-                                    kMeshAxisNames[count], value));
+    if (extents.size() == kNumMeshAxes) {
+      throw ConfigError(fmt::format("{}={}: too many dimensions; {}", field, text, kExpectedShape));
     }
-    shape[count++] = value;
+    extents.push_back(value);
     start = comma + 1;
   }
-  if (count != kNumMeshAxes) throw ConfigError(fmt::format("{}={}: {} dimension(s); {}", field, text, count, expected));
-  return shape;
+  return mesh_shape_from(extents, fmt::format("{}={}", field, text));
 }
 
 Mesh::Mesh(MeshShape ici, MeshShape dcn, int num_processes, int devices_per_process)

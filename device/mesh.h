@@ -1,5 +1,6 @@
 // Mesh: the job's devices arranged as Pax arranges them, a hybrid of two meshes over the axes
-// [data, fsdp, tensor]:
+// [stage, data, fsdp, tensor] (stage: pipeline parallelism, outermost as in paxml's
+// ['stage', 'replica', 'data', 'mdl']; a three-element shape means [data, fsdp, tensor], stage 1):
 //   ICI_MESH_SHAPE  devices inside one process (fast interconnect), product = devices per process
 //   DCN_MESH_SHAPE  processes (MPI ranks, data-centre network), product = number of processes
 // The global mesh has shape ici[a] * dcn[a] per axis, DCN being the outer granule (as JAX's
@@ -16,16 +17,34 @@
 
 namespace paxocl::device {
 
-enum class MeshAxis : int { kData = 0, kFsdp = 1, kTensor = 2 };
-inline constexpr int kNumMeshAxes = 3;
-inline constexpr std::array<const char*, kNumMeshAxes> kMeshAxisNames = {"data", "fsdp", "tensor"};
+enum class MeshAxis : int { kStage = 0, kData = 1, kFsdp = 2, kTensor = 3 };
+inline constexpr int kNumMeshAxes = 4;
+inline constexpr std::array<const char*, kNumMeshAxes> kMeshAxisNames = {"stage", "data", "fsdp", "tensor"};
 
-using MeshShape = std::array<int, kNumMeshAxes>;
-using MeshCoords = std::array<int, kNumMeshAxes>;
+// Extents per axis. Three numbers are [data, fsdp, tensor] with one stage (the form every mesh had
+// before the stage axis, and still the common one); four are [stage, data, fsdp, tensor].
+struct MeshShape : std::array<int, kNumMeshAxes> {
+  MeshShape() : std::array<int, kNumMeshAxes>{} {}
+  MeshShape(int data, int fsdp, int tensor) : std::array<int, kNumMeshAxes>{1, data, fsdp, tensor} {}
+  MeshShape(int stage, int data, int fsdp, int tensor) : std::array<int, kNumMeshAxes>{stage, data, fsdp, tensor} {}
+  int at_axis(MeshAxis axis) const { return (*this)[static_cast<std::size_t>(axis)]; }
+};
+// A device's coordinates per axis; three numbers are [data, fsdp, tensor] on stage 0.
+struct MeshCoords : std::array<int, kNumMeshAxes> {
+  MeshCoords() : std::array<int, kNumMeshAxes>{} {}
+  MeshCoords(int data, int fsdp, int tensor) : std::array<int, kNumMeshAxes>{0, data, fsdp, tensor} {}
+  MeshCoords(int stage, int data, int fsdp, int tensor) : std::array<int, kNumMeshAxes>{stage, data, fsdp, tensor} {}
+};
 
-// "[2,1,1]", "[2, 1, 1]" or "2,1,1". Throws ConfigError naming `field` and the expected form.
+// "[2,1,1]", "[2, 1, 1]", "2,1,1" ([data, fsdp, tensor]) or "[2,2,1,1]" ([stage, data, fsdp, tensor]).
+// Throws ConfigError naming `field` and the expected form.
 MeshShape parse_mesh_shape(std::string_view text, std::string_view field);
-std::string to_string(const MeshShape& shape);  // "[2,1,1]"
+// A shape from a list of 3 or 4 extents, as parse_mesh_shape reads them; ConfigError naming `field`.
+MeshShape mesh_shape_from(const std::vector<long>& extents, std::string_view field);
+// "[2,1,1]" with one stage (the three-element form), "[2,2,1,1]" otherwise.
+std::string to_string(const MeshShape& shape);
+// The same numbers as to_string, for JSON.
+std::vector<int> listed(const MeshShape& shape);
 // The most devices a mesh may have, over all its processes (today's largest jobs use about 10^5).
 inline constexpr long kMaxMeshDevices = 1L << 20;
 // Devices in `shape`; ConfigError naming the shape when that is more than kMaxMeshDevices.
@@ -39,7 +58,7 @@ class Mesh {
   Mesh(MeshShape ici, MeshShape dcn, int num_processes, int devices_per_process);
 
   // Pax's defaults when a shape is not given: everything on the data axis (pure data parallel).
-  static MeshShape default_shape(int count) { return {count, 1, 1}; }
+  static MeshShape default_shape(int count) { return MeshShape(count, 1, 1); }
 
   const MeshShape& ici() const { return ici_; }
   const MeshShape& dcn() const { return dcn_; }

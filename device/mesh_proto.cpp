@@ -18,19 +18,23 @@ proto::MeshSpec to_proto(const Mesh& mesh) {
 }
 
 Mesh mesh_from_proto(const proto::MeshSpec& spec) {
-  if (spec.axis_names_size() != kNumMeshAxes || spec.ici_shape_size() != kNumMeshAxes ||
-      spec.dcn_shape_size() != kNumMeshAxes) {
-    throw ConfigError(fmt::format("mesh spec has {} axis names, {} ICI and {} DCN dimensions; expected {} of each",
-                                  spec.axis_names_size(), spec.ici_shape_size(), spec.dcn_shape_size(), kNumMeshAxes));
+  // Checkpoints written before the stage axis record [data, fsdp, tensor]: one stage.
+  const int axes = spec.axis_names_size();
+  if ((axes != kNumMeshAxes && axes != kNumMeshAxes - 1) || spec.ici_shape_size() != axes || spec.dcn_shape_size() != axes) {
+    throw ConfigError(fmt::format("mesh spec has {} axis names, {} ICI and {} DCN dimensions; expected {} of each "
+                                  "(or {} without the stage axis)",
+                                  axes, spec.ici_shape_size(), spec.dcn_shape_size(), kNumMeshAxes, kNumMeshAxes - 1));
   }
-  MeshShape ici{}, dcn{};
-  for (int a = 0; a < kNumMeshAxes; ++a) {
-    if (spec.axis_names(a) != kMeshAxisNames[a]) {
-      throw ConfigError(fmt::format("mesh spec axis {} is '{}'; pax-ocl's axes are [{}]", a, spec.axis_names(a),
+  const int first = kNumMeshAxes - axes;
+  MeshShape ici(1, 1, 1, 1), dcn(1, 1, 1, 1);
+  for (int i = 0; i < axes; ++i) {
+    const int a = first + i;
+    if (spec.axis_names(i) != kMeshAxisNames[a]) {
+      throw ConfigError(fmt::format("mesh spec axis {} is '{}'; pax-ocl's axes are [{}]", i, spec.axis_names(i),
                                     fmt::join(kMeshAxisNames, ", ")));
     }
-    ici[a] = spec.ici_shape(a);
-    dcn[a] = spec.dcn_shape(a);
+    ici[a] = spec.ici_shape(i);
+    dcn[a] = spec.dcn_shape(i);
     if (ici[a] < 1 || dcn[a] < 1) {
       throw ConfigError(fmt::format("mesh spec axis '{}' has ICI {} and DCN {}; both must be at least 1",
                                     kMeshAxisNames[a], ici[a], dcn[a]));

@@ -116,4 +116,15 @@ OptimizerStepStats sharded_adam_step(std::span<const AdamShard> shards, double l
   return stats;
 }
 
+std::vector<AdamOptimizer::Segment> segments_outside(std::size_t total, const std::vector<ParameterLayout::Range>& excluded) {
+  std::vector<AdamOptimizer::Segment> out;
+  std::size_t at = 0;
+  for (const auto& r : excluded) {
+    if (r.offset > at) out.push_back({at, r.offset - at, false});
+    at = r.offset + r.count;
+  }
+  if (total > at) out.push_back({at, total - at, false});
+  return out;
+}
+
 }  // namespace paxocl::models

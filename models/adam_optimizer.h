@@ -18,6 +18,7 @@
 
 #include "kernels_cl/device_runtime.h"
 #include "models/layers/layer_context.h"
+#include "models/parameter_layout.h"
 
 namespace paxocl::models {
 
@@ -87,6 +88,11 @@ struct AdamShard {
   // When counted: only these ranges of it (tensor parallelism leaves replicas out); empty: all of it.
   std::span<const AdamOptimizer::Segment> counted_ranges = {};
 };
+// The segments of [0, total) outside `excluded` (sorted, disjoint): what a device adds to the global
+// norm when `excluded` holds copies another device counts (tensor-parallel replicas, a pipeline's
+// tied tensor on its last stage).
+std::vector<AdamOptimizer::Segment> segments_outside(std::size_t total, const std::vector<ParameterLayout::Range>& excluded);
+
 OptimizerStepStats sharded_adam_step(std::span<const AdamShard> shards, double lr, double loss_scale,
                                      const std::function<void(std::vector<double>&)>& all_reduce_sum);
 

@@ -26,6 +26,12 @@ std::vector<std::size_t> unit_sizes(const ParameterLayout& layout) {
   return sizes;
 }
 
+// A stage axis of 1 is the whole model: its span is every block.
+ModelOptions with_whole_stage(ModelOptions options, const ModelConfig& config) {
+  if (options.stage.stages == 1) options.stage = StageSpan{0, 1, 0, config.num_blocks()};
+  return options;
+}
+
 // The same architecture with the same tensors (names and shapes) and vocabulary: INIT_STD aside,
 // what a weight file must agree on.
 bool same_shapes(const ModelConfig& a, const ModelConfig& b) {
@@ -39,18 +45,30 @@ bool same_shapes(const ModelConfig& a, const ModelConfig& b) {
 }  // namespace
 
 BlockModel::BlockModel(kernels::DeviceRuntime& runtime, ModelConfig config, ModelOptions options)
-    : options_(options),
+    : options_(with_whole_stage(options, config)),
       runtime_(runtime),
       config_((config.validate(), std::move(config))),
-      layout_(local_tensor_defs(config_, options.tensor), config_.num_blocks(),
+      layout_(stage_tensor_defs(local_tensor_defs(config_, options.tensor), options_.stage), options_.stage.blocks(),
               layout_alignment(runtime.device().info(), runtime.act_dtype())),
-      unit_floats_(unit_sizes(layout_)),
-      params_(make_buffer(runtime.device(), resident_floats(), "parameters")),
-      grads_(make_buffer(runtime.device(), resident_floats(), "gradients")),
-      compute_(runtime.act_dtype() == device::DType::kF32
+      unit_floats_(unit_sizes(layout_)) {
+  if (options_.shared_parameters) {
+    params_ = options_.shared_parameters->params;
+    grads_ = options_.shared_parameters->grads;
+    compute_ = options_.shared_parameters->compute;
+    if (params_.count() != resident_floats() || grads_.count() != resident_floats()) {
+      throw std::logic_error("BlockModel: shared parameter buffers of another size than this model's layout");
+    }
+  } else {
+    params_ = make_buffer(runtime.device(), resident_floats(), "parameters");
+    grads_ = make_buffer(runtime.device(), resident_floats(), "gradients");
+    compute_ = runtime.act_dtype() == device::DType::kF32
                    ? ActBuffer::sharing(params_)
-                   : make_buffer(runtime.device(), runtime.act_dtype(), resident_floats(), "parameters.compute")) {
+                   : make_buffer(runtime.device(), runtime.act_dtype(), resident_floats(), "parameters.compute");
+  }
   if (options_.max_seq_len == 0) options_.max_seq_len = static_cast<std::size_t>(config_.max_seq_len());
+  if (options_.stage.stages > 1 && options_.tensor.split()) {
+    throw ConfigError("a pipeline stage split over a tensor axis is not implemented; use a stage axis or a tensor axis");
+  }
   if (options_.sequence_parallel && !options_.tensor.split()) {
     throw ConfigError("SEQUENCE_PARALLEL splits the tensor axis's activations by rows: it needs a tensor axis > 1");
   }
@@ -58,6 +76,11 @@ BlockModel::BlockModel(kernels::DeviceRuntime& runtime, ModelConfig config, Mode
     global_layout_ = std::make_unique<ParameterLayout>(config_, layout_.alignment());
     split_ = std::make_unique<TensorSplit>(config_, options_.tensor, *global_layout_, layout_);
   }
+  if (options_.stage.stages > 1) {
+    global_layout_ = std::make_unique<ParameterLayout>(config_, layout_.alignment());
+    stage_split_ = std::make_unique<StageSplit>(*global_layout_, layout_, options_.stage);
+  }
+  if (options_.shared_parameters) return;
   runtime.kernels().elementwise.fill(params_, 0.0f);  // padding between tensors stays zero
   runtime.kernels().elementwise.fill(grads_, 0.0f);
 }
@@ -70,11 +93,27 @@ void BlockModel::begin_layers() {
   allocated_before_layers_ = runtime_.device().context().bytes_allocated();
   saved_sites_ = models::saved_sites(options_.checkpoint_policy, options_.sequence_parallel);
   shared_ = std::make_unique<SharedActivations>(runtime_.device());
+  const std::size_t dims = config_.visit([](const auto& c) { return static_cast<std::size_t>(c.model_dims); });
+  if (!options_.stage.first_stage()) {
+    stage_input_ = make_buffer(runtime_.device(), runtime_.act_dtype(), max_rows() * dims, "stage input");
+  }
+  if (!options_.stage.last_stage()) {
+    stage_output_gradient_ = make_buffer(runtime_.device(), runtime_.act_dtype(), max_rows() * dims, "stage output gradient");
+  }
   if (options_.sequence_parallel) {
-    const std::size_t dims = config_.visit([](const auto& c) { return static_cast<std::size_t>(c.model_dims); });
     sequence_ = std::make_unique<SequenceParallel>(runtime_.device(), runtime_.act_dtype(), max_rows(), dims,
                                                    options_.tensor.size);
   }
+}
+
+ActBuffer& BlockModel::stage_input() {
+  if (!stage_input_) throw std::logic_error("Model::stage_input on a model that starts with the embedding");
+  return *stage_input_;
+}
+
+ActBuffer& BlockModel::stage_output_gradient() {
+  if (!stage_output_gradient_) throw std::logic_error("Model::stage_output_gradient on a model that ends with the head");
+  return *stage_output_gradient_;
 }
 
 BufferSource BlockModel::block_buffers(const std::string& block_prefix, BlockSite site) {
@@ -142,12 +181,14 @@ Param BlockModel::param(std::string_view tensor) const {
   return Param{std::move(value), grads_.view(at, t.count, name + ".grad"), std::move(compute)};
 }
 
+std::vector<float> BlockModel::own_image(std::span<const float> whole) const {
+  if (split_) return split_->extract(whole);
+  if (stage_split_) return stage_split_->extract(whole);
+  return {whole.begin(), whole.end()};
+}
+
 void BlockModel::init(std::uint64_t seed) {
-  if (split_) {
-    set_parameters(split_->extract(initial_parameters(*global_layout_, seed, config_.init_std())));
-  } else {
-    set_parameters(initial_parameters(layout_, seed, config_.init_std()));
-  }
+  set_parameters(own_image(initial_parameters(global_layout_ ? *global_layout_ : layout_, seed, config_.init_std())));
 }
 
 void BlockModel::set_parameters(std::span<const float> flat) {
@@ -173,8 +214,7 @@ std::vector<float> BlockModel::gradients() {
 }
 
 void BlockModel::load_weights(const HostWeights& weights) {
-  const std::vector<float> whole = flat_from_weights(weights);
-  set_parameters(split_ ? split_->extract(whole) : whole);
+  set_parameters(own_image(flat_from_weights(weights)));
 }
 
 std::vector<float> BlockModel::flat_from_weights(const HostWeights& weights) const {
@@ -184,7 +224,7 @@ std::vector<float> BlockModel::flat_from_weights(const HostWeights& weights) con
                                   weights.config.describe(), config_.describe()));
   }
   const ParameterLayout source(weights.config, weights.alignment);
-  const ParameterLayout& whole = split_ ? *global_layout_ : layout_;
+  const ParameterLayout& whole = global_layout_ ? *global_layout_ : layout_;
   std::vector<float> flat(whole.total(), 0.0f);
   for (const TensorSpec& t : whole.tensors()) {
     const TensorSpec& s = source.at(t.name);
@@ -195,7 +235,7 @@ std::vector<float> BlockModel::flat_from_weights(const HostWeights& weights) con
 }
 
 HostWeights BlockModel::save_weights() {
-  if (split_) throw ConfigError("a tensor-parallel model holds part of each tensor; save the job's whole parameters");
+  if (global_layout_) throw ConfigError("a tensor-parallel model or pipeline stage holds part of the model; save the job's whole parameters");
   return HostWeights{config_, layout_.alignment(), parameters()};
 }
 
@@ -228,7 +268,9 @@ LayerContext BlockModel::start_pass(const inputs::Batch& batch, bool gradients) 
 LayerContext BlockModel::start_decode(const std::vector<int>& tokens, std::size_t batch, std::size_t n,
                                       std::size_t first_position) {
   require_full_residency("decode");
-  if (split_) throw ConfigError("decoding runs on one device: sample from the job's whole weights (tensor axis 1)");
+  if (global_layout_) {
+    throw ConfigError("decoding runs on one device: sample from the job's whole weights (tensor and stage axes 1)");
+  }
   if (batch == 0 || n == 0 || tokens.size() != batch * n) {
     throw DataError(fmt::format("decoding needs {} x {} token ids, got {}", batch, n, tokens.size()));
   }

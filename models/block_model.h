@@ -7,6 +7,10 @@
 // they hold unit(-1) then k block slots (each ParameterLayout::Unit-packed) and block l lives in slot
 // l % k, filled by the scheduler's all-gathers (scheduler/fsdp_step.h). A slot is as large as the
 // largest block's unit (a hybrid's attention and SSM blocks differ); a smaller one uses its prefix.
+// Pipeline stages (ModelOptions::stage): the layout holds the stage's tensors (stage_split.h);
+// parameter images (set_parameters, parameters) are the stage's layout, init and flat_from_weights
+// start from the whole model's. Instances built with ModelOptions::shared_parameters view another's
+// parameter, gradient and weight-copy buffers and own only their activations.
 // Mixed precision: with bfloat16 or float16 activations every weight is read from compute_buffer(),
 // a copy of the parameters in that dtype, cast at the start of each pass (FSDP residency: each unit
 // when it is used); parameters, gradients and the optimizer stay float32.
@@ -14,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -24,6 +29,7 @@
 #include "models/model.h"
 #include "models/model_config.h"
 #include "models/parameter_layout.h"
+#include "models/stage_split.h"
 #include "models/weights_io.h"
 
 namespace paxocl::models {
@@ -64,6 +70,10 @@ class BlockModel : public Model {
   // The weights as a step reads them: params_ cast to the activation dtype (float32: params_ itself).
   const ActBuffer& compute_buffer() const { return compute_; }
   FloatBuffer& gradient_buffer() override { return grads_; }
+  ParameterBuffers parameter_buffers() const override { return {params_, grads_, compute_}; }
+  ActBuffer& stage_input() override;
+  ActBuffer& stage_output_gradient() override;
+  const StageSpan& stage() const { return options_.stage; }
   kernels::DeviceRuntime& runtime() const override { return runtime_; }
   // Device memory the layers allocated at construction for activations, their gradients and
   // workspaces (measured: the buffers created), for max_batch x max_seq_len rows.
@@ -108,17 +118,22 @@ class BlockModel : public Model {
   std::size_t unit_device_offset(int block) const;       // FSDP residency: where unit(block) starts
   std::size_t resident_floats() const;                    // size of params_ / grads_
   void require_full_residency(const char* what) const;
+  std::vector<float> own_image(std::span<const float> whole) const;  // the whole model's image -> this device's
   void cast_unit(int block);  // compute_ <- params_ over unit(block)'s range (FSDP residency)
 
   kernels::DeviceRuntime& runtime_;
   ModelConfig config_;
-  ParameterLayout layout_;  // this device's tensors (tensor parallelism: its parts of them)
-  std::unique_ptr<ParameterLayout> global_layout_;  // tensor parallelism: the whole model's, and the split
+  ParameterLayout layout_;  // this device's tensors (tensor parallelism: its parts; a stage: its own)
+  std::unique_ptr<ParameterLayout> global_layout_;  // tensor or pipeline parallelism: the whole model's, and the split
   std::unique_ptr<TensorSplit> split_;
+  std::unique_ptr<StageSplit> stage_split_;  // a pipeline stage: its tensors in the whole layout
   TensorGroup* tensor_group_ = nullptr;
   std::unique_ptr<SequenceParallel> sequence_;  // sequence parallelism's workspaces
   SavedSites saved_sites_;
   std::unique_ptr<SharedActivations> shared_;  // the blocks' shared buffers, from begin_layers
+  // Pipeline stages, from begin_layers: a later stage's input (B*T, C) and an earlier stage's
+  // output gradient (B*T, C), received from the neighbouring stages.
+  std::optional<ActBuffer> stage_input_, stage_output_gradient_;
   // Sizes of FSDP residency: unit(-1), unit(0), ... (blocks of different kinds differ; a slot holds the largest).
   std::vector<std::size_t> unit_floats_;
   std::size_t unit_floats(int block) const { return unit_floats_.at(static_cast<std::size_t>(block + 1)); }

@@ -9,12 +9,16 @@
 // reduce-scattered into the device's rows instead, which the blocks and the final norm run on;
 // the final norm's output is all-gathered for the head, and the blocks' input gradient for the
 // embedding's backward. pass.x is then the device's rows (N/t, C).
+// Pipeline stages (ModelOptions::stage): a stage without the embedding starts its pass from
+// stage_input(), one without the head starts its backward from stage_output_gradient() and ends
+// it with pass.x, the gradient of its input; the blocks are the stage's, numbered from 0.
 // Rematerialization (models/checkpoint_policy.h): the blocks share the forward results the policy
 // does not keep; a block's backward first recomputes them unless they are still its own (the last
 // block run forward).
 #pragma once
 
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "models/block_model.h"
@@ -32,6 +36,10 @@ class DecoderModel : public BlockModel {
     shared_state_of_ = -1;
     recomputed_ = 0;
     LayerContext& ctx = pass.ctx;
+    if (!embedding_) {  // a later pipeline stage: the previous stage's output was received here
+      pass.x = &stage_input();
+      return pass;
+    }
     ActBuffer& x = embedding_->forward(ctx, batch.ids);
     if (ctx.sequence) {
       ctx.tensor->reduce_scatter(x, ctx.sequence->stream_input, ctx.stream_rows() * dims());
@@ -48,6 +56,7 @@ class DecoderModel : public BlockModel {
     shared_state_of_ = block;
   }
   LossStats forward_loss(Pass& pass) override {
+    if (!head_) throw std::logic_error("forward_loss on a pipeline stage without the head");
     LayerContext& ctx = pass.ctx;
     const ActBuffer* y = &final_norm_->forward(ctx, *pass.x);
     if (ctx.sequence) {  // the head's input stays in the workspace until begin_backward's dW
@@ -57,6 +66,10 @@ class DecoderModel : public BlockModel {
     return head_->forward(ctx, *y, pass.batch->targets, pass.batch->weights, loss_scale(), pass.mean_over);
   }
   void begin_backward(Pass& pass) override {
+    if (!head_) {  // an earlier pipeline stage: the next stage's input gradient was received here
+      pass.x = &stage_output_gradient();
+      return;
+    }
     LayerContext& ctx = pass.ctx;
     ActBuffer& dy = head_->backward(ctx);
     if (ctx.sequence) {
@@ -79,6 +92,7 @@ class DecoderModel : public BlockModel {
     pass.x = &b.backward(pass.ctx, *pass.x);
   }
   void finish_backward(Pass& pass) override {
+    if (!embedding_) return;  // pass.x: the gradient of the stage's input, for the previous stage
     LayerContext& ctx = pass.ctx;
     if (ctx.sequence) {
       ctx.tensor->all_gather(*pass.x, ctx.sequence->gathered_gradient, ctx.stream_rows() * dims());
@@ -88,7 +102,10 @@ class DecoderModel : public BlockModel {
   }
 
   int recomputed_blocks() const override { return recomputed_; }
-  const PositionScores& position_scores() const override { return head_->position_scores(); }
+  const PositionScores& position_scores() const override {
+    if (!head_) throw std::logic_error("position_scores on a pipeline stage without the head");
+    return head_->position_scores();
+  }
 
   void begin_decode(std::size_t batch) override {
     decode_batch_ = batch;

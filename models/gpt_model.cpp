@@ -26,11 +26,13 @@ GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, Mod
   };
   const device::DType act = runtime.act_dtype();
   begin_layers();
-  embedding_ = std::make_unique<Embedding>(
-      device, act, param(names::kTokenEmbedding), rank0_param(std::string(names::kPositionEmbedding)), C, rows,
-      "embedding", VocabRange{static_cast<std::size_t>(local.vocab_begin), static_cast<std::size_t>(local.vocab_rows)});
-  blocks_.reserve(static_cast<std::size_t>(config.num_layers));
-  for (int l = 0; l < config.num_layers; ++l) {
+  if (stage().first_stage()) {  // a pipeline stage holds its own layers only
+    embedding_ = std::make_unique<Embedding>(
+        device, act, param(names::kTokenEmbedding), rank0_param(std::string(names::kPositionEmbedding)), C, rows,
+        "embedding", VocabRange{static_cast<std::size_t>(local.vocab_begin), static_cast<std::size_t>(local.vocab_rows)});
+  }
+  blocks_.reserve(static_cast<std::size_t>(stage().blocks()));
+  for (int l = stage().first; l < stage().end; ++l) {
     auto name = [&](std::string_view suffix) { return ParameterLayout::layer_name(l, suffix); };
     const std::string prefix = fmt::format("{}{}", names::kBlockPrefix, l);  // its layers' labels
     auto at = [&](BlockSite site) { return block_buffers(prefix, site); };
@@ -62,12 +64,14 @@ GptModel::GptModel(kernels::DeviceRuntime& runtime, const GptConfig& config, Mod
                    H, C, rows, prefix + ".fcproj")),
         C, stream, prefix);
   }
-  final_norm_ = std::make_unique<LayerNorm>(device, act, param(names::kFinalNormScale), param(names::kFinalNormBias), C,
-                                            stream, "lnf");
-  head_ = std::make_unique<LmHead>(device, act, param(names::kTokenEmbedding), C, static_cast<std::size_t>(local.vocab_real),
-                                   static_cast<std::size_t>(local.vocab_rows), rows, "lm_head",
-                                   VocabShard{static_cast<std::size_t>(local.vocab_begin), options.tensor.size,
-                                                      options.tensor.rank});
+  if (stage().last_stage()) {
+    final_norm_ = std::make_unique<LayerNorm>(device, act, param(names::kFinalNormScale), param(names::kFinalNormBias), C,
+                                              stream, "lnf");
+    head_ = std::make_unique<LmHead>(device, act, param(names::kTokenEmbedding), C, static_cast<std::size_t>(local.vocab_real),
+                                     static_cast<std::size_t>(local.vocab_rows), rows, "lm_head",
+                                     VocabShard{static_cast<std::size_t>(local.vocab_begin), options.tensor.size,
+                                                        options.tensor.rank});
+  }
   end_layers();
 }
 

@@ -25,10 +25,12 @@ LlamaModel::LlamaModel(kernels::DeviceRuntime& runtime, const LlamaConfig& confi
   begin_layers();
   // One rotary layer for every block: it holds only its cos/sin tables.
   auto rope = std::make_shared<RotaryEmbedding>(device, H, Hkv, hs, config.rope_base, options_.max_seq_len, "rope");
-  embedding_ = std::make_unique<Embedding>(device, act, param(names::kTokenEmbedding), std::nullopt, C, rows, "embedding",
-                                           vocab);
-  blocks_.reserve(static_cast<std::size_t>(config.num_layers));
-  for (int l = 0; l < config.num_layers; ++l) {
+  if (stage().first_stage()) {  // a pipeline stage holds its own layers only
+    embedding_ = std::make_unique<Embedding>(device, act, param(names::kTokenEmbedding), std::nullopt, C, rows, "embedding",
+                                             vocab);
+  }
+  blocks_.reserve(static_cast<std::size_t>(stage().blocks()));
+  for (int l = stage().first; l < stage().end; ++l) {
     auto name = [&](std::string_view suffix) { return ParameterLayout::layer_name(l, suffix); };
     const std::string prefix = fmt::format("{}{}", tensor_names::kBlockPrefix, l);
     auto at = [&](BlockSite site) { return block_buffers(prefix, site); };
@@ -55,10 +57,12 @@ LlamaModel::LlamaModel(kernels::DeviceRuntime& runtime, const LlamaConfig& confi
                   prefix + ".mlp"),
         C, stream, prefix);
   }
-  final_norm_ = std::make_unique<RmsNorm>(device, act, param(names::kFinalNormScale), C, stream, eps, "norm");
-  head_ = std::make_unique<LmHead>(device, act, param(names::kLmHead), C, static_cast<std::size_t>(local.vocab_real),
-                                   static_cast<std::size_t>(local.vocab_rows), rows, "lm_head",
-                                   VocabShard{vocab.begin, options.tensor.size, options.tensor.rank});
+  if (stage().last_stage()) {
+    final_norm_ = std::make_unique<RmsNorm>(device, act, param(names::kFinalNormScale), C, stream, eps, "norm");
+    head_ = std::make_unique<LmHead>(device, act, param(names::kLmHead), C, static_cast<std::size_t>(local.vocab_real),
+                                     static_cast<std::size_t>(local.vocab_rows), rows, "lm_head",
+                                     VocabShard{vocab.begin, options.tensor.size, options.tensor.rank});
+  }
   end_layers();
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -22,10 +23,17 @@
 #include "models/layers/layer_context.h"
 #include "models/layers/lm_head.h"  // LossStats
 #include "models/parameter_layout.h"
+#include "models/pipeline_schedule.h"
 #include "models/tensor_split.h"
 #include "models/weights_io.h"
 
 namespace paxocl::models {
+
+// A model's float32 parameters, their gradients and the step's copy in the activation dtype.
+struct ParameterBuffers {
+  FloatBuffer params, grads;
+  ActBuffer compute;
+};
 
 // The size of one device's instance: the batches it can run and how its parameters are resident.
 struct ModelOptions {
@@ -45,6 +53,14 @@ struct ModelOptions {
   // CHECKPOINT_POLICY (models/checkpoint_policy.h): which forward results each block keeps for its
   // backward; the others are recomputed just before it.
   CheckpointPolicy checkpoint_policy = CheckpointPolicy::kSaveEverything;
+  // Pipeline parallelism (models/pipeline_schedule.h, stage_split.h): this instance holds `stage`'s
+  // blocks (numbered from 0 in its layout and its pass), the embedding only on the first stage and
+  // the final norm and head only on the last (stages = 1: the whole model). A later stage's pass
+  // starts from stage_input(); an earlier stage's backward from stage_output_gradient().
+  StageSpan stage{};
+  // A pipeline stage's further microbatches: this instance's own activations over another
+  // instance's parameters, gradients and weight copy (Model::parameter_buffers()); it allocates none.
+  std::optional<ParameterBuffers> shared_parameters{};
 };
 
 class Model {
@@ -72,6 +88,14 @@ class Model {
 
   virtual FloatBuffer& parameter_buffer() = 0;
   virtual FloatBuffer& gradient_buffer() = 0;
+  // Handles on the three buffers, for instances sharing them (ModelOptions::shared_parameters).
+  virtual ParameterBuffers parameter_buffers() const = 0;
+  // Pipeline stages: where a later stage's pass reads its input (B*T, C) (written before
+  // begin_pass), and where an earlier stage's backward reads the gradient of its output (written
+  // before begin_backward); pass.x after the last forward_block is the output to send on, and after
+  // finish_backward the gradient of the input. logic_error on the stage that has no such buffer.
+  virtual ActBuffer& stage_input() = 0;
+  virtual ActBuffer& stage_output_gradient() = 0;
   // FSDP residency: the device memory of unit(block) (block -1: the unit outside the blocks).
   virtual FloatBuffer unit_parameters(int block) const = 0;
   virtual FloatBuffer unit_gradients(int block) const = 0;

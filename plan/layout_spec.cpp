@@ -69,13 +69,7 @@ std::string LayoutSpec::flags() const {
 namespace {
 
 device::MeshShape mesh_shape(const config::Experiment& e, const char* field) {
-  const std::vector<long> v = e.get_int_list(field);
-  if (v.size() != device::kNumMeshAxes) {
-    throw ConfigError(fmt::format("{} needs {} dimensions [data, fsdp, tensor]", field, device::kNumMeshAxes));
-  }
-  device::MeshShape s{};
-  for (std::size_t a = 0; a < s.size(); ++a) s[a] = static_cast<int>(v[a]);  // the schema bounds each entry
-  return s;
+  return device::mesh_shape_from(e.get_int_list(field), field);
 }
 
 bool has_field(const std::string& name) {

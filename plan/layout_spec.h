@@ -21,8 +21,8 @@ namespace paxocl::plan {
 
 struct LayoutSpec {
   models::ModelConfig model;
-  device::MeshShape ici{1, 1, 1};  // devices of a process along [data, fsdp, tensor]
-  device::MeshShape dcn{1, 1, 1};  // processes along [data, fsdp, tensor]
+  device::MeshShape ici{1, 1, 1};  // devices of a process along [stage, data, fsdp, tensor]
+  device::MeshShape dcn{1, 1, 1};  // processes along [stage, data, fsdp, tensor]
   long global_batch = 1;           // sequences per step, the whole mesh
   device::DType fprop = device::DType::kF32;  // FPROP_DTYPE: activations and the weights' step copy
   bool fprop_auto = false;  // FPROP_DTYPE=auto, planned as float32 (what it resolves to on all but bf16 CPUs)

@@ -5,6 +5,7 @@
 #include "models/model_factory.h"
 #include "scheduler/data_parallel_step.h"
 #include "scheduler/fsdp_step.h"
+#include "scheduler/pipeline_step.h"
 #include "scheduler/tensor_parallel_step.h"
 
 namespace paxocl::scheduler {
@@ -59,14 +60,17 @@ std::vector<TraceEvent> StepProgram::collect_trace(const std::vector<std::int64_
   return events;
 }
 
-std::unique_ptr<models::Model> StepProgram::build_model(kernels::DeviceRuntime& runtime, const StepOptions& options,
-                                                       int resident_block_slots, models::TensorShard shard) {
+models::ModelOptions StepProgram::model_options(const StepOptions& options, int resident_block_slots,
+                                                models::TensorShard shard) {
   // Gradient accumulation: the model holds one sub-batch; larger batches run as sub-batches (model.h).
   const int rows = options.step.replica_batch / options.step.sub_batches;
-  return models::build_model(
-      runtime, options.model,
-      models::ModelOptions{static_cast<std::size_t>(rows), 0, 64u << 20, resident_block_slots, shard,
-                           shard.split() && options.step.sequence_parallel, options.step.checkpoint_policy});
+  return models::ModelOptions{static_cast<std::size_t>(rows), 0, 64u << 20, resident_block_slots, shard,
+                              shard.split() && options.step.sequence_parallel, options.step.checkpoint_policy};
+}
+
+std::unique_ptr<models::Model> StepProgram::build_model(kernels::DeviceRuntime& runtime, const StepOptions& options,
+                                                       int resident_block_slots, models::TensorShard shard) {
+  return models::build_model(runtime, options.model, model_options(options, resident_block_slots, shard));
 }
 
 std::vector<kernels::DeviceRuntime*> StepProgram::runtimes() const {
@@ -86,6 +90,9 @@ StepOptions StepOptions::of(const config::JobConfig& job, const device::Mesh& me
 std::unique_ptr<StepProgram> make_step_program(const std::vector<device::DeviceInfo>& selected,
                                                device::ProgramCache& cache, const collectives::ProcessWorld& world,
                                                const StepOptions& options) {
+  if (options.mesh.size(device::MeshAxis::kStage) > 1) {
+    return std::make_unique<PipelineStep>(selected, cache, world, options);
+  }
   if (options.mesh.size(device::MeshAxis::kFsdp) > 1) return std::make_unique<FsdpStep>(selected, cache, world, options);
   if (options.mesh.size(device::MeshAxis::kTensor) > 1) {
     return std::make_unique<TensorParallelStep>(selected, cache, world, options);

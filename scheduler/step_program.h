@@ -5,7 +5,9 @@
 //   FsdpStep (fsdp_step.h): parameters, gradients and Adam state sharded along fsdp (ZeRO-3), with
 //     a tensor axis too (each lane of one tensor index sharding its parts);
 //   TensorParallelStep (tensor_parallel_step.h): every tensor split over the tensor axis, data
-//     parallel along data.
+//     parallel along data;
+//   PipelineStep (pipeline_step.h): the blocks split over the stage axis, microbatches pipelined
+//     through the stages, data parallel along data.
 // Every program gives the same losses for the same global batch, up to fp32 reduction order.
 #pragma once
 
@@ -120,6 +122,8 @@ class StepProgram {
   // replica_batch rows.
   static std::unique_ptr<models::Model> build_model(kernels::DeviceRuntime& runtime, const StepOptions& options,
                                                     int resident_block_slots = 0, models::TensorShard shard = {});
+  static models::ModelOptions model_options(const StepOptions& options, int resident_block_slots = 0,
+                                            models::TensorShard shard = {});
   std::vector<kernels::DeviceRuntime*> runtimes() const;
   // Rows [replica * replica_batch, +replica_batch) of this process's batch.
   static inputs::Batch device_rows(const inputs::Batch& batch, int replica, int replica_batch);

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "scheduler/device_threads.h"
+
 namespace paxocl::scheduler {
 
 using device::MeshAxis;
@@ -65,26 +67,9 @@ void TensorGroups::attach(std::size_t d, models::Model& model) {
 }
 
 void TensorGroups::run_threads(std::size_t count, const std::function<void(std::size_t)>& work) {
-  std::mutex mutex;
-  std::exception_ptr first_error;
-  std::vector<std::thread> threads;
-  threads.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        work(i);
-      } catch (...) {
-        const std::exception_ptr error = std::current_exception();
-        {
-          std::lock_guard lock(mutex);
-          if (!first_error) first_error = error;
-        }
-        for (auto& c : comms_) c->abort(error);
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  if (first_error) std::rethrow_exception(first_error);
+  run_on_threads(count, work, [&](std::exception_ptr error) {
+    for (auto& c : comms_) c->abort(error);
+  });
 }
 
 void TensorGroups::sum_over_job(std::vector<float>& image) {

@@ -11,21 +11,6 @@ namespace paxocl::scheduler {
 
 using device::MeshAxis;
 
-namespace {
-// The complement of `replicas` in [0, total): the ranges whose squares a device adds to the norm.
-std::vector<models::AdamOptimizer::Segment> counted_ranges(std::size_t total,
-                                                           const std::vector<models::ParameterLayout::Range>& replicas) {
-  std::vector<models::AdamOptimizer::Segment> out;
-  std::size_t at = 0;
-  for (const auto& r : replicas) {
-    if (r.offset > at) out.push_back({at, r.offset - at, false});
-    at = r.offset + r.count;
-  }
-  if (total > at) out.push_back({at, total - at, false});
-  return out;
-}
-}  // namespace
-
 TensorParallelStep::TensorParallelStep(const std::vector<device::DeviceInfo>& devices, device::ProgramCache& cache,
                                        const collectives::ProcessWorld& world, const StepOptions& options)
     : StepProgram(options), options_(options), world_(world), rank_(world.rank()) {
@@ -45,7 +30,7 @@ TensorParallelStep::TensorParallelStep(const std::vector<device::DeviceInfo>& de
     l.adam = std::make_unique<models::AdamOptimizer>(*l.runtime, own.total(), own.decayed_end(), options.adam);
     if (!global_layout_) global_layout_ = std::make_unique<models::ParameterLayout>(options.model, own.alignment());
     splits_.push_back(std::make_unique<models::TensorSplit>(options.model, shard, *global_layout_, own));
-    counted_.push_back(counted_ranges(own.total(), splits_.back()->replica_ranges()));
+    counted_.push_back(models::segments_outside(own.total(), splits_.back()->replica_ranges()));
     tensors_->attach(static_cast<std::size_t>(d), *l.model);
   }
 

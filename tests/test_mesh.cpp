@@ -21,12 +21,18 @@ TEST(MeshShapeParsing, AcceptsPaxForms) {
   EXPECT_EQ(parse_mesh_shape("1,32,1", "X"), (MeshShape{1, 32, 1}));
   EXPECT_EQ(parse_mesh_shape("\"[1,8,1]\"", "X"), (MeshShape{1, 8, 1}));
   EXPECT_EQ(to_string(MeshShape{4, 2, 1}), "[4,2,1]");
+  // Four numbers put a stage axis first; with one stage a shape prints as the three-number form.
+  EXPECT_EQ(parse_mesh_shape("[2,1,1,2]", "X"), (MeshShape{2, 1, 1, 2}));
+  EXPECT_EQ(parse_mesh_shape("[1,2,1,1]", "X"), (MeshShape{2, 1, 1}));
+  EXPECT_EQ(to_string(MeshShape{2, 4, 1, 1}), "[2,4,1,1]");
+  EXPECT_EQ(to_string(MeshShape{1, 4, 1, 1}), "[4,1,1]");
 }
 
 TEST(MeshShapeParsing, RejectsMalformedShapesNamingTheField) {
   EXPECT_NE(config_error([] { parse_mesh_shape("[2,1]", "ICI_MESH_SHAPE"); }).find("ICI_MESH_SHAPE=[2,1]: 2 dimension(s)"),
             std::string::npos);
-  EXPECT_NE(config_error([] { parse_mesh_shape("[2,1,1,1]", "X"); }).find("too many dimensions"), std::string::npos);
+  EXPECT_NE(config_error([] { parse_mesh_shape("[2,1,1,1,1]", "X"); }).find("too many dimensions"), std::string::npos);
+  EXPECT_NE(config_error([] { parse_mesh_shape("[0,1,1,1]", "X"); }).find("the stage axis is 0"), std::string::npos);
   EXPECT_NE(config_error([] { parse_mesh_shape("[2,a,1]", "X"); }).find("'a' is not an integer"), std::string::npos);
   EXPECT_NE(config_error([] { parse_mesh_shape("[2,0,1]", "X"); }).find("the fsdp axis is 0"), std::string::npos);
   EXPECT_NE(config_error([] { parse_mesh_shape("[2,1,1", "X"); }).find("missing ']'"), std::string::npos);
@@ -93,16 +99,21 @@ std::map<MeshCoords, int> hybrid_reference(const MeshShape& ici, const MeshShape
   for (int p0 = 0; p0 < dcn[0]; ++p0)
     for (int p1 = 0; p1 < dcn[1]; ++p1)
       for (int p2 = 0; p2 < dcn[2]; ++p2)
-        for (int l0 = 0; l0 < ici[0]; ++l0)
-          for (int l1 = 0; l1 < ici[1]; ++l1)
-            for (int l2 = 0; l2 < ici[2]; ++l2) grid[{p0 * ici[0] + l0, p1 * ici[1] + l1, p2 * ici[2] + l2}] = device++;
+        for (int p3 = 0; p3 < dcn[3]; ++p3)
+          for (int l0 = 0; l0 < ici[0]; ++l0)
+            for (int l1 = 0; l1 < ici[1]; ++l1)
+              for (int l2 = 0; l2 < ici[2]; ++l2)
+                for (int l3 = 0; l3 < ici[3]; ++l3) {
+                  grid[MeshCoords{p0 * ici[0] + l0, p1 * ici[1] + l1, p2 * ici[2] + l2, p3 * ici[3] + l3}] = device++;
+                }
   return grid;
 }
 
 TEST(MeshCoords, MatchesHybridMeshReferenceOnManyShapes) {
   const std::vector<std::pair<MeshShape, MeshShape>> cases = {
       {{1, 1, 1}, {1, 1, 1}}, {{8, 1, 1}, {8, 1, 1}}, {{1, 8, 1}, {1, 32, 1}}, {{2, 2, 2}, {2, 1, 3}},
-      {{1, 1, 8}, {1, 4, 1}}, {{3, 1, 2}, {1, 2, 2}}, {{2, 3, 1}, {2, 1, 1}}};
+      {{1, 1, 8}, {1, 4, 1}}, {{3, 1, 2}, {1, 2, 2}}, {{2, 3, 1}, {2, 1, 1}},
+      {{2, 1, 1, 1}, {1, 1, 1, 1}}, {{2, 2, 1, 1}, {2, 1, 1, 1}}, {{1, 2, 1, 2}, {3, 1, 1, 1}}, {{2, 1, 1, 2}, {1, 2, 1, 1}}};
   for (const auto& [ici, dcn] : cases) {
     const Mesh mesh(ici, dcn, product(dcn), product(ici));
     const auto reference = hybrid_reference(ici, dcn);
@@ -115,7 +126,7 @@ TEST(MeshCoords, MatchesHybridMeshReferenceOnManyShapes) {
 }
 
 TEST(MeshGroups, PartitionTheMeshAlongEveryAxis) {
-  const Mesh mesh({2, 2, 2}, {2, 1, 3}, 6, 8);
+  const Mesh mesh({2, 2, 1, 2}, {2, 1, 3, 1}, 6, 8);
   for (int a = 0; a < kNumMeshAxes; ++a) {
     const auto axis = static_cast<MeshAxis>(a);
     std::set<int> covered;
@@ -147,17 +158,28 @@ TEST(MeshProto, RoundTripsAndRejectsMalformedSpecs) {
   const Mesh back = mesh_from_proto(parsed);
   EXPECT_EQ(back.ici(), mesh.ici());
   EXPECT_EQ(back.dcn(), mesh.dcn());
-  EXPECT_EQ(parsed.axis_names(1), "fsdp");
+  EXPECT_EQ(parsed.axis_names(0), "stage");
+  EXPECT_EQ(parsed.axis_names(2), "fsdp");
+
+  // A checkpoint from before the stage axis records [data, fsdp, tensor]: one stage.
+  proto::MeshSpec legacy;
+  for (int a = 1; a < kNumMeshAxes; ++a) {
+    legacy.add_axis_names(kMeshAxisNames[a]);
+    legacy.add_ici_shape(mesh.ici()[a]);
+    legacy.add_dcn_shape(mesh.dcn()[a]);
+  }
+  EXPECT_EQ(mesh_from_proto(legacy).ici(), mesh.ici());
+  EXPECT_EQ(mesh_from_proto(legacy).dcn(), mesh.dcn());
 
   proto::MeshSpec bad = spec;
-  bad.set_axis_names(2, "model");
-  EXPECT_NE(config_error([&] { mesh_from_proto(bad); }).find("axis 2 is 'model'"), std::string::npos);
+  bad.set_axis_names(3, "model");
+  EXPECT_NE(config_error([&] { mesh_from_proto(bad); }).find("axis 3 is 'model'"), std::string::npos);
   bad = spec;
-  bad.set_dcn_shape(0, 0);
+  bad.set_dcn_shape(1, 0);
   EXPECT_NE(config_error([&] { mesh_from_proto(bad); }).find("both must be at least 1"), std::string::npos);
   bad = spec;
   bad.add_ici_shape(1);
-  EXPECT_NE(config_error([&] { mesh_from_proto(bad); }).find("expected 3 of each"), std::string::npos);
+  EXPECT_NE(config_error([&] { mesh_from_proto(bad); }).find("expected 4 of each"), std::string::npos);
 }
 
 }  // namespace

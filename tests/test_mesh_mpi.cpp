@@ -43,7 +43,7 @@ TEST(MeshUnderMpi, TwoProcessesTimesTwoDevices) {
   // Every rank's view of every device agrees: gather each rank's data coordinates.
   std::string mine;
   for (int local = 0; local < 2; ++local) {
-    mine += std::to_string(mesh.coords(mesh.device_id(world.rank(), local))[0]) + ";";
+    mine += std::to_string(mesh.coords(mesh.device_id(world.rank(), local)).at(static_cast<std::size_t>(device::MeshAxis::kData))) + ";";
   }
   const std::vector<std::string> all = world.all_gather(mine);
   EXPECT_EQ(all, (std::vector<std::string>{"0;1;", "2;3;"}));

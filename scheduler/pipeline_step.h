@@ -1,0 +1,101 @@
+// PipelineStep: pipeline parallelism over the mesh's stage axis (praxis's
+// LayerwiseShardablePipelined), data parallel along the data axis.
+//
+// Each device holds one stage (models/pipeline_schedule.h: L/p contiguous blocks; the embedding on
+// the first stage, the final norm, head and loss on the last) of one pipeline; a pipeline's
+// devices share its sequences (replica_batch), which run as NUM_MICROBATCHES microbatches. Every
+// device runs its stage's passes on a thread of its own, in the order of PIPELINE_SCHEDULE
+// (stage_ops): a forward receives its input from the previous stage and sends its output to the
+// next, a backward receives its output's gradient from the next stage and sends its input's to
+// the previous (collectives::StageMessages: a mailbox inside the process, MPI between processes;
+// the stage's queue runs meanwhile). A stage keeps one model instance per microbatch it holds at
+// once (microbatches_in_flight: m for gpipe, p - s for 1f1b), each with its own activations over
+// the stage's one set of parameters and gradients, which the backwards accumulate.
+// After the last backward: GPT's tied token table is held by the first and the last stage, whose
+// gradients are exchanged and summed (both apply the same update); each stage's gradients are
+// averaged over the data axis (collectives::GradientAverager); the global norm sums each element's
+// square once over the job (data coordinate 0; the tied table on the first stage); then Adam.
+// Parameter images and checkpoints are whole-model images assembled from the stages (summed over
+// the job, each element placed by the one device owning it), so any layout restores them.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "collectives/gradient_averager.h"
+#include "collectives/mpi_communicator.h"
+#include "collectives/stage_messages.h"
+#include "models/stage_split.h"
+#include "scheduler/step_program.h"
+
+namespace paxocl::scheduler {
+
+class PipelineStep : public StepProgram {
+ public:
+  PipelineStep(const std::vector<device::DeviceInfo>& devices, device::ProgramCache& cache,
+               const collectives::ProcessWorld& world, const StepOptions& options);
+
+  void load_parameters(std::span<const float> flat) override;
+  std::vector<StateSlice> state_slices() override;  // process 0: the assembled whole; the others: nothing
+  OptimizerCounts optimizer_counts() const override;
+  void load_state(std::span<const float> params, std::span<const float> m, std::span<const float> v,
+                  OptimizerCounts counts) override;
+  std::vector<float> parameters() override;
+  models::LossStats run_step(const inputs::Batch& batch, double lr, double loss_scale,
+                             models::OptimizerStepStats& opt) override;
+  // The batch through this process's first pipeline, in microbatches of the model's size;
+  // collective when the stages span processes (they read the same rows).
+  models::LossStats evaluate(const inputs::Batch& batch) override;
+  bool evaluation_is_collective() const override;
+  // The first pipeline's last stage (ConfigError when another process holds it).
+  const models::Model& evaluation_model() const override;
+  bool communicates() const override { return true; }
+  long steps_skipped() const override { return locals_.front().adam->steps_skipped(); }
+  std::size_t state_bytes_per_device() const override;  // the largest stage's
+  void set_tracing(bool on) override;
+  std::vector<TraceEvent> take_trace(const std::vector<std::int64_t>& offsets, long step) override;
+  const models::ParameterLayout& layout() const override { return *whole_layout_; }
+
+ private:
+  struct Peer {  // a device of the job: its process and local index (process -1: none)
+    int process = -1, local = -1;
+    bool exists() const { return process >= 0; }
+  };
+  // What a message carries; with the receiving device's local index, its channel.
+  enum class Carries { kActivation = 0, kGradient = 1, kTiedGradient = 2 };
+  struct Stage {
+    models::StageSpan span;
+    int replica = 0;             // this process's pipeline the device belongs to: its rows
+    bool first_replica = false;  // data coordinate 0: its elements count once in norms and images
+    Peer previous, next;         // the neighbouring stages of its pipeline
+    Peer other_end;              // first <-> last stage, which both hold a tied tensor
+    std::vector<std::unique_ptr<models::Model>> more_slots;  // the instances beyond locals_[d].model
+    std::unique_ptr<models::StageSplit> split;
+    std::vector<models::AdamOptimizer::Segment> counted;  // its ranges in the global norm
+    std::vector<collectives::StageMessages::Message> held;  // messages the queue still writes from
+  };
+
+  models::Model& slot(std::size_t d, int microbatch);
+  // Device d's passes over `micro` in its schedule's order (forward only: every forward in
+  // order); returns the losses it computed (the last stage's).
+  models::LossStats run_stage(std::size_t d, const std::vector<inputs::Batch>& micro, double mean_over, bool training);
+  void send(std::size_t d, const Peer& to, Carries what, const models::ActBuffer& x, const inputs::Batch& rows);
+  void receive(std::size_t d, const Peer& from, Carries what, models::ActBuffer& into, const inputs::Batch& rows);
+  void sum_tied_gradients();
+  std::vector<float> assemble(const std::function<std::vector<float>(std::size_t)>& local_image);
+  std::vector<float> read_buffer(std::size_t d, const models::FloatBuffer& b) const;
+  // The batch's stages on threads, one per device in `devices` (a failure releases the others).
+  void run_stages(const std::vector<std::size_t>& devices, const std::function<void(std::size_t)>& work);
+
+  StepOptions options_;
+  const collectives::ProcessWorld& world_;
+  std::size_t dims_ = 0;  // C: the width of the activations between stages
+  std::unique_ptr<models::ParameterLayout> whole_layout_;
+  std::vector<Stage> stages_;  // one per local device
+  std::unique_ptr<collectives::StageMessages> messages_;
+  std::vector<std::unique_ptr<collectives::GradientAverager>> averagers_;  // one per stage with replicas
+  std::vector<int> averager_of_;                                             // per device, -1: none
+  std::unique_ptr<collectives::MpiCommunicator> job_;  // every process: whole images
+};
+
+}  // namespace paxocl::scheduler
