@@ -332,6 +332,20 @@ std::size_t PipelineStep::state_bytes_per_device() const {
   return most;
 }
 
+std::size_t PipelineStep::activation_bytes_per_device() const {
+  std::size_t most = 0;
+  for (std::size_t d = 0; d < stages_.size(); ++d) {
+    most = std::max(most, (stages_[d].more_slots.size() + 1) * locals_[d].model->activation_bytes());
+  }
+  return most;
+}
+
+int PipelineStep::microbatches_held() const {
+  std::size_t most = 0;
+  for (const Stage& st : stages_) most = std::max(most, st.more_slots.size() + 1);
+  return static_cast<int>(most);
+}
+
 void PipelineStep::set_tracing(bool on) {
   for (Local& l : locals_) l.device->queue().set_tracing(on);
   for (auto& a : averagers_) a->ici().set_tracing(on);

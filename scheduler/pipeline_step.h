@@ -52,6 +52,8 @@ class PipelineStep : public StepProgram {
   bool communicates() const override { return true; }
   long steps_skipped() const override { return locals_.front().adam->steps_skipped(); }
   std::size_t state_bytes_per_device() const override;  // the largest stage's
+  std::size_t activation_bytes_per_device() const override;
+  int microbatches_held() const override;
   void set_tracing(bool on) override;
   std::vector<TraceEvent> take_trace(const std::vector<std::int64_t>& offsets, long step) override;
   const models::ParameterLayout& layout() const override { return *whole_layout_; }

@@ -178,10 +178,13 @@ void finish_training(const config::JobConfig& job, const collectives::ProcessWor
 }
 
 // The job ends with a few lines of what the model writes, when its data has a tokenizer: rank 0's
-// first replica (FSDP and tensor parallelism hold parts, not a model that can decode: they print none).
+// first replica (FSDP, tensor and pipeline parallelism hold parts, not a model that can decode: they print none).
 void print_sample(const config::JobConfig& job, const collectives::ProcessWorld& world, StepProgram& program) {
   models::Model& model = program.model();
-  if (world.rank() != 0 || model.resident_block_slots() != 0 || job.mesh.along(device::MeshAxis::kTensor) > 1) return;
+  if (world.rank() != 0 || model.resident_block_slots() != 0 || job.mesh.along(device::MeshAxis::kTensor) > 1 ||
+      job.mesh.along(device::MeshAxis::kStage) > 1) {
+    return;
+  }
   const auto tokenizer_model = inputs::tokenizer_of(job.data, job.model.vocab_size(), job.input.tokenizer_model);
   if (!tokenizer_model) return;
   const inputs::Tokenizer tokenizer(*tokenizer_model);

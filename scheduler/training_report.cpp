@@ -40,15 +40,23 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
   // A live line only on a real terminal of a single process (launchers forward output through a pty).
   live_ = world.size() == 1 && ::isatty(STDOUT_FILENO) != 0;
   out_ = std::make_unique<SummaryWriter>(job.flags.job_log_dir / "summaries" / "train");
-  const models::Model& model = program.model();
   out_->scalar("num_params", static_cast<double>(program.layout().parameter_count()), 0);
   out_->scalar("global_batch_size", static_cast<double>(job.input.batch_size) * job.input.num_infeed_hosts, 0);
   out_->scalar("mfu_peak_gflops_measured", peaks_.measured(), 0);
   if (peaks_.theoretical() > 0) out_->scalar("mfu_peak_gflops_theoretical", peaks_.theoretical(), 0);
   const int fsdp = job.mesh.along(device::MeshAxis::kFsdp), tensor = job.mesh.along(device::MeshAxis::kTensor),
             data = job.mesh.along(device::MeshAxis::kData);
+  const config::PipelineConfig& pipeline = job.step.pipeline;
   std::string layout = "data parallel";
-  if (tensor > 1 && fsdp > 1) {
+  // What one device holds activations for: the replica's batch, or a pipeline stage's microbatches.
+  std::string held = fmt::format("{} x {} tokens", job.step.replica_batch, job.model.max_seq_len());
+  if (pipeline.stages > 1) {
+    layout = fmt::format("pipeline parallel (stage {} x data {}, {}, {} microbatches of {})", pipeline.stages, data,
+                         models::pipeline_schedule_name(pipeline.schedule), pipeline.microbatches,
+                         pipeline.microbatch_size(job.step.replica_batch));
+    held = fmt::format("at most {} microbatches of {} x {} tokens", program.microbatches_held(),
+                       pipeline.microbatch_size(job.step.replica_batch), job.model.max_seq_len());
+  } else if (tensor > 1 && fsdp > 1) {
     layout = fmt::format("FSDP and tensor parallel (fsdp {} x tensor {} x data {})", fsdp, tensor, data);
   } else if (tensor > 1) {
     layout = fmt::format("tensor parallel (tensor {} x data {})", tensor, data);
@@ -61,7 +69,7 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
                    "device(s) ({} per process) on {}\n"
                    "model: {}\n"
                    "training state: {:.1f} MiB per device (parameters, gradients, Adam moments{})\n"
-                   "activations: {:.1f} MiB per device ({}, {} x {} tokens, CHECKPOINT_POLICY={})\n"
+                   "activations: {:.1f} MiB per device ({}, {}, CHECKPOINT_POLICY={})\n"
                    "MFU is measured against the best GEMM peak measured on these devices: {:.1f} GFLOP/s in all (now: "
                    "{:.1f}), and against the theoretical peak: {}\n"
                    "job directory: {}\n",
@@ -71,7 +79,7 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
                    replicas, job.mesh.local_devices(), program.device().info().name, job.model.describe(),
                    mib(program.state_bytes_per_device()),
                    job.step.fprop_dtype == device::DType::kF32 ? "" : ", " + dtype + " weight copy",
-                   mib(model.activation_bytes()), dtype, job.step.replica_batch, job.model.max_seq_len(),
+                   mib(program.activation_bytes_per_device()), dtype, held,
                    models::checkpoint_policy_name(job.step.checkpoint_policy), peaks_.measured(),
                    peaks_.measured_now(),
                    peaks_.theoretical() > 0

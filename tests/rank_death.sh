@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# When one rank of a data-parallel, FSDP or tensor-parallel job dies (SIGKILL, as on a lost node), the launcher
+# When one rank of a data-parallel, FSDP, tensor- or pipeline-parallel job dies (SIGKILL, as on a lost node), the launcher
 # must end the whole job with a non-zero status within a bounded time instead of leaving the others
-# hanging in a collective. Usage: rank_death.sh MPIEXEC PAX_OCL [DCN_MESH_SHAPE (default [2,1,1])]
+# hanging in a collective or a pipeline stage's receive.
+# Usage: rank_death.sh MPIEXEC PAX_OCL [DCN_MESH_SHAPE (default [2,1,1])] [NUM_LAYERS (default 1)]
 set -u
-mpiexec=$1 pax=$2 mesh=${3:-[2,1,1]}
+mpiexec=$1 pax=$2 mesh=${3:-[2,1,1]} layers=${4:-1}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$mpiexec" --oversubscribe -np 2 "$pax" train --devices=0 --fdl.DATA=synthetic --fdl.VOCAB_SIZE=512 \
-  --fdl.NUM_LAYERS=1 --fdl.MODEL_DIMS=64 --fdl.HIDDEN_DIMS=128 --fdl.NUM_HEADS=2 --fdl.DIMS_PER_HEAD=32 \
+  --fdl.NUM_LAYERS="$layers" --fdl.MODEL_DIMS=64 --fdl.HIDDEN_DIMS=128 --fdl.NUM_HEADS=2 --fdl.DIMS_PER_HEAD=32 \
   --fdl.MAX_SEQ_LEN=32 --fdl.PERCORE_BATCH_SIZE=2 --fdl.DCN_MESH_SHAPE="$mesh" --fdl.MAX_STEPS=1000000 \
   --fdl.EVAL_INTERVAL_STEPS=0 --fdl.PREEMPTION_GRACE_SECONDS=5 --job_log_dir="$work/job" >"$work/out" 2>&1 &
 launcher=$!

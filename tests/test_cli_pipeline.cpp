@@ -1,0 +1,171 @@
+// Pipeline parallelism as users run it (scheduler/pipeline_step.h): the stage axis alone and with
+// data parallelism, over devices of a process (ICI) and over processes (DCN, mpirun), both
+// schedules, GPT (tied token table on both ends), LLaMA and a GPT/S4D hybrid: 10 steps' losses
+// equal one device's with the same global batch within fp32 rounding (relative 2e-4, the bound
+// every layout test uses), and the whole weights after them; gpipe and 1f1b, and remat under a
+// pipeline, agree bit for bit; checkpoints move between pipelined layouts and one device;
+// impossible layouts are one-line errors. (A stage's process killed mid-step: tests/rank_death.sh.)
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/test_support.h"
+
+namespace paxocl::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBinary = PAXOCL_BINARY;
+const std::string kMpirun = std::string(PAXOCL_MPIEXEC) + " --oversubscribe -np 2 ";
+const std::string kFourDevices = "env 'POCL_DEVICES=pthread pthread pthread pthread' ";
+// 4 blocks (stage axes of 2 and 4), 10 steps, a loss line per step, one GEMM for every shape,
+// float32 (a 16-bit case names its dtype after these flags: the last one wins).
+const std::string kSchedule =
+    " --fdl.DATA=synthetic --fdl.VOCAB_SIZE=500 --fdl.NUM_LAYERS=4 --fdl.MODEL_DIMS=64 --fdl.NUM_HEADS=4"
+    " --fdl.DIMS_PER_HEAD=16 --fdl.MAX_SEQ_LEN=32 --fdl.MAX_STEPS=10 --fdl.SUMMARY_INTERVAL_STEPS=1"
+    " --fdl.EVAL_INTERVAL_STEPS=0 --fdl.EVAL_LOOP_NUM_BATCHES=1 --fdl.LR_COS_WARMUP=2 --fdl.LR_COS_DECAY_START=3"
+    " --fdl.LR_COS_DECAY_END=10 --gemm=cpu-12x32 --fdl.FPROP_DTYPE=float32";
+const std::string kGpt = " train --fdl.HIDDEN_DIMS=256" + kSchedule;
+const std::string kLlama = " train --fdl.ARCHITECTURE=llama --fdl.HIDDEN_DIMS=176 --fdl.NUM_KV_HEADS=2" + kSchedule;
+const std::string kHybrid = kGpt + " --fdl.BLOCK_KINDS=attention,ssm,attention,ssm";
+
+class CliPipeline : public ::testing::Test {
+ protected:
+  CommandResult train(const std::string& launcher, const std::string& model, const std::string& args,
+                      const std::string& job) {
+    const auto r = run_command(launcher + kBinary + model + args + " --job_log_dir=" + path(job).string());
+    EXPECT_EQ(r.exit_code, 0) << job << ": " << r.err;
+    return r;
+  }
+  fs::path path(const std::string& job) const { return dir_.path() / job; }
+  std::string save(const std::string& job) const { return " --save_weights=" + (path(job) / "final.safetensors").string(); }
+  std::vector<float> one_device(const std::string& model, const std::string& job, const std::string& extra = "") {
+    train("", model, " --devices=0 --fdl.PERCORE_BATCH_SIZE=8" + extra + save(job), job);
+    std::vector<float> losses = train_losses(path(job));
+    EXPECT_EQ(losses.size(), 10u);
+    return losses;
+  }
+  void expect_close(const std::string& job, const std::vector<float>& want, const std::string& what,
+                    long first_step = 1) {
+    const std::vector<float> got = train_losses(path(job), first_step);
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 2e-4 * want[i]) << what << " step " << i + 1;
+  }
+  // The whole weights assembled from the stages: one device's up to fp32 rounding.
+  void expect_weights_close(const std::string& job, const std::string& reference) {
+    const std::vector<float> want = weights_of(path(reference) / "final.safetensors");
+    const std::vector<float> got = weights_of(path(job) / "final.safetensors");
+    ASSERT_EQ(got.size(), want.size()) << job;
+    ASSERT_GT(got.size(), 1000u);
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-5) << job << " element " << i;
+  }
+  TempDir dir_;
+};
+
+TEST_F(CliPipeline, GptLayoutsMatchOneDevice) {
+  const std::vector<float> want = one_device(kGpt, "one");  // global batch 8 everywhere
+
+  const auto two = train("", kGpt, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.NUM_MICROBATCHES=4" +
+                                       save("ici2"), "ici2");
+  EXPECT_NE(two.out.find("pipeline parallel (stage 2 x data 1, 1f1b, 4 microbatches of 2) over 2 device(s)"),
+            std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("at most 2 microbatches of 2 x 32 tokens"), std::string::npos) << two.out;
+  expect_close("ici2", want, "ICI [2,1,1,1] 1f1b");
+  expect_weights_close("ici2", "one");
+
+  // gpipe holds all 4 microbatches, sums the same gradients in the same order: the same bits.
+  const auto gpipe = train("", kGpt, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.NUM_MICROBATCHES=4"
+                                     " --fdl.PIPELINE_SCHEDULE=gpipe" + save("gpipe"), "gpipe");
+  EXPECT_NE(gpipe.out.find("at most 4 microbatches of 2 x 32 tokens"), std::string::npos) << gpipe.out;
+  EXPECT_GT(activation_mib(gpipe.out), activation_mib(two.out));
+  EXPECT_EQ(train_losses(path("gpipe")), train_losses(path("ici2")));
+  EXPECT_TRUE(file_bytes(path("gpipe") / "final.safetensors") == file_bytes(path("ici2") / "final.safetensors"));
+  // Rematerialization inside the stages: bit for bit again.
+  train("", kGpt, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.NUM_MICROBATCHES=4"
+                  " --fdl.CHECKPOINT_POLICY=SAVE_NOTHING" + save("remat"), "remat");
+  EXPECT_EQ(train_losses(path("remat")), train_losses(path("ici2")));
+  EXPECT_TRUE(file_bytes(path("remat") / "final.safetensors") == file_bytes(path("ici2") / "final.safetensors"));
+
+  train(kFourDevices, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[4,1,1,1] --fdl.PIPELINE_SCHEDULE=gpipe",
+        "ici4");
+  expect_close("ici4", want, "ICI [4,1,1,1] gpipe, 8 microbatches of 1");
+  train(kFourDevices, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,2,1,1] --fdl.MICROBATCH_SIZE=2", "ici22");
+  expect_close("ici22", want, "ICI [2,2,1,1]");
+  train(kMpirun, kGpt, " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[2,1,1,1]" + save("dcn2"), "dcn2");
+  expect_close("dcn2", want, "DCN [2,1,1,1]");
+  expect_weights_close("dcn2", "one");
+  train(kMpirun, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.DCN_MESH_SHAPE=[1,2,1,1]",
+        "ici_stage_dcn_data");
+  expect_close("ici_stage_dcn_data", want, "ICI [2,1,1,1] x DCN [1,2,1,1]");
+  train(kMpirun, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,2,1,1] --fdl.DCN_MESH_SHAPE=[2,1,1,1]",
+        "dcn_stage_ici_data");
+  expect_close("dcn_stage_ici_data", want, "ICI [1,2,1,1] x DCN [2,1,1,1]");
+}
+
+TEST_F(CliPipeline, LlamaHybridAndSixteenBitsMatchOneDevice) {
+  const std::vector<float> llama = one_device(kLlama, "llama-one");
+  train("", kLlama, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1]" + save("llama-ici2"), "llama-ici2");
+  expect_close("llama-ici2", llama, "LLaMA ICI [2,1,1,1] (untied head)");
+  expect_weights_close("llama-ici2", "llama-one");
+
+  const std::vector<float> hybrid = one_device(kHybrid, "hybrid-one");
+  train("", kHybrid, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.PIPELINE_SCHEDULE=gpipe",
+        "hybrid-ici2");
+  expect_close("hybrid-ici2", hybrid, "GPT/S4D hybrid ICI [2,1,1,1]");
+
+  for (const std::string dtype : {"bfloat16", "float16"}) {
+    const std::string model = kGpt + " --fdl.FPROP_DTYPE=" + dtype;
+    const std::vector<float> want = one_device(model, dtype + "-one");
+    train(kMpirun, model, " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[2,1,1,1]", dtype + "-dcn2");
+    expect_close(dtype + "-dcn2", want, dtype + " DCN [2,1,1,1]");
+  }
+}
+
+TEST_F(CliPipeline, CheckpointsMoveBetweenPipelinedLayoutsAndOneDevice) {
+  const std::string ckpt = " --fdl.CHECKPOINT_EVERY_N_STEPS=5";
+  const std::vector<float> all = one_device(kGpt, "one", ckpt);
+  const std::vector<float> want(all.begin() + 5, all.end());
+  // Saved by a pipeline, resumed on one device.
+  train("", kGpt, ckpt + " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.MAX_STEPS=5", "from_pp");
+  const auto r = train("", kGpt, ckpt + " --devices=0 --fdl.PERCORE_BATCH_SIZE=8", "from_pp");
+  EXPECT_NE(r.err.find("saved as stage 2 x data 1 x fsdp 1"), std::string::npos) << r.err;
+  expect_close("from_pp", want, "stage 2 -> 1 device", 6);
+  // Saved on one device, resumed by a pipeline of 4 stages.
+  train("", kGpt, ckpt + " --devices=0 --fdl.PERCORE_BATCH_SIZE=8 --fdl.MAX_STEPS=5", "into_pp");
+  train(kFourDevices, kGpt, ckpt + " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[4,1,1,1]", "into_pp");
+  expect_close("into_pp", want, "1 device -> ICI [4,1,1,1]", 6);
+  // Saved by stages in two processes, resumed by another pipelined layout.
+  train(kMpirun, kGpt, ckpt + " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[2,1,1,1] --fdl.MAX_STEPS=5",
+        "between");
+  train(kFourDevices, kGpt, ckpt + " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,2,1,1]", "between");
+  expect_close("between", want, "DCN [2,1,1,1] -> ICI [2,2,1,1]", 6);
+}
+
+TEST_F(CliPipeline, ImpossibleLayoutsAreOneLineErrors) {
+  const struct {
+    std::string launcher, args, says;
+  } cases[] = {
+      {"", kGpt + " --fdl.NUM_LAYERS=3 --fdl.ICI_MESH_SHAPE=[2,1,1,1]",
+       "a stage axis of 2 does not split NUM_LAYERS=3 into stages of whole blocks"},
+      {"", kGpt + " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.NUM_MICROBATCHES=3",
+       "NUM_MICROBATCHES=3 does not divide the 8 sequences each pipeline runs per step"},
+      {"", kGpt + " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.MICROBATCH_SIZE=3",
+       "MICROBATCH_SIZE=3 does not divide the 8 sequences"},
+      {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.MICROBATCH_SIZE=2 --fdl.NUM_MICROBATCHES=4",
+       "NUM_MICROBATCHES=4 and MICROBATCH_SIZE=2: set one of them"},
+      {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.NUM_SUB_BATCHES=2", "set NUM_MICROBATCHES instead"},
+      {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.PIPELINE_SCHEDULE=zigzag", "PIPELINE_SCHEDULE"},
+      {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1,1]", "ICI_MESH_SHAPE: 5 dimension(s); expected [data, fsdp, tensor] or [stage, data, fsdp, tensor]"},
+      {kFourDevices, kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,2,1]", "fsdp and tensor axes inside a stage are not implemented"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_command(c.launcher + kBinary + c.args + " --job_log_dir=" + path("bad").string());
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_LE(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace paxocl::testing
