@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The training step under data parallelism (DP), FSDP, tensor parallelism (TP) and their
-# combinations, overlap of communication with compute on and off, over this process's devices
+# The training step under data parallelism (DP), FSDP, tensor parallelism (TP), pipeline
+# parallelism (PP) and their combinations, overlap of communication with compute on and off, over this process's devices
 # (ICI) and over MPI processes (DCN). For each setup: the last summary's tok/s and step time, the
 # loss (equal across rows: the correctness check; the layouts differ only in fp32 rounding), the
 # device memory of parameters + gradients + Adam state and of activations, from the step trace how
@@ -83,3 +83,14 @@ POCL_DEVICES_OVERRIDE="pthread pthread pthread pthread" run "TP x DP ICI [2,1,2]
   --fdl.PERCORE_BATCH_SIZE=$((batch * devices / 4)) --fdl.ICI_MESH_SHAPE=[2,1,2]
 POCL_DEVICES_OVERRIDE="pthread pthread pthread pthread" run "TP x FSDP ICI [1,2,2]" "" \
   --fdl.PERCORE_BATCH_SIZE=$((batch * devices / 4)) --fdl.ICI_MESH_SHAPE=[1,2,2]
+# Pipeline parallelism: the blocks split over the stage axis, 4 or 8 microbatches per step.
+for schedule in 1f1b gpipe; do
+  run "PP ICI [$devices,1,1,1] $schedule m=4" "" --fdl.PERCORE_BATCH_SIZE=$batch --fdl.ICI_MESH_SHAPE=[$devices,1,1,1] \
+    --fdl.PIPELINE_SCHEDULE=$schedule --fdl.NUM_MICROBATCHES=4
+done
+run "PP ICI [$devices,1,1,1] 1f1b m=$((devices * batch))" "" --fdl.PERCORE_BATCH_SIZE=$batch \
+  --fdl.ICI_MESH_SHAPE=[$devices,1,1,1] --fdl.MICROBATCH_SIZE=1
+POCL_DEVICES_OVERRIDE=pthread run "PP DCN [2,1,1,1] m=4" "$mpiexec --oversubscribe -np 2" \
+  --devices=0 --fdl.PERCORE_BATCH_SIZE=$batch --fdl.DCN_MESH_SHAPE=[2,1,1,1] --fdl.NUM_MICROBATCHES=4
+POCL_DEVICES_OVERRIDE="pthread pthread pthread pthread" run "PP x DP ICI [2,2,1,1] m=2" "" \
+  --fdl.PERCORE_BATCH_SIZE=$((batch * devices / 4)) --fdl.ICI_MESH_SHAPE=[2,2,1,1] --fdl.NUM_MICROBATCHES=2

@@ -98,15 +98,26 @@ models::Model& PipelineStep::slot(std::size_t d, int microbatch) {
   return k == 0 ? *locals_[d].model : *st.more_slots[static_cast<std::size_t>(k - 1)];
 }
 
-void PipelineStep::send(std::size_t d, const Peer& to, Carries what, const models::ActBuffer& x, const inputs::Batch& rows) {
+void PipelineStep::trace_transfer(std::size_t d, const char* direction, Carries what, int microbatch, device::Event event) {
+  if (!tracing_) return;
+  static constexpr const char* kWhat[kCarries] = {"activation", "gradient", "tied gradient"};
+  stages_[d].transfers.emplace_back(fmt::format("pipeline {} {} (stage {}, microbatch {})", kWhat[static_cast<int>(what)],
+                                                direction, stages_[d].span.stage, microbatch),
+                                    std::move(event));
+}
+
+void PipelineStep::send(std::size_t d, const Peer& to, Carries what, const models::ActBuffer& x, const inputs::Batch& rows,
+                        int microbatch) {
   const std::size_t bytes =
       static_cast<std::size_t>(rows.batch) * static_cast<std::size_t>(rows.seq_len) * dims_ * device::dtype_size(x.dtype());
   collectives::StageMessages::Message message(bytes);
-  locals_[d].device->queue().read(x.storage(), std::span<std::byte>(message));  // once the stage's pass got there
+  // Blocks until the stage's pass has got there.
+  trace_transfer(d, "send", what, microbatch, locals_[d].device->queue().read(x.storage(), std::span<std::byte>(message)));
   messages_->send(to.process, to.local * kCarries + static_cast<int>(what), std::move(message));
 }
 
-void PipelineStep::receive(std::size_t d, const Peer& from, Carries what, models::ActBuffer& into, const inputs::Batch& rows) {
+void PipelineStep::receive(std::size_t d, const Peer& from, Carries what, models::ActBuffer& into, const inputs::Batch& rows,
+                           int microbatch) {
   const std::size_t bytes =
       static_cast<std::size_t>(rows.batch) * static_cast<std::size_t>(rows.seq_len) * dims_ * device::dtype_size(into.dtype());
   collectives::StageMessages::Message message =
@@ -117,7 +128,8 @@ void PipelineStep::receive(std::size_t d, const Peer& from, Carries what, models
                                   stages_[d].span.stage, message.size(), from.process, bytes));
   }
   // Written without blocking, in queue order; the message lives until the step has finished.
-  locals_[d].device->queue().write(into.storage(), std::span<const std::byte>(message), false);
+  trace_transfer(d, "receive", what, microbatch,
+                 locals_[d].device->queue().write(into.storage(), std::span<const std::byte>(message), false));
   stages_[d].held.push_back(std::move(message));
 }
 
@@ -139,22 +151,22 @@ models::LossStats PipelineStep::run_stage(std::size_t d, const std::vector<input
     models::Model& model = slot(d, op.microbatch);
     const int blocks = model.layout().num_blocks();
     if (op.kind == Kind::kForward) {
-      if (!st.span.first_stage()) receive(d, st.previous, Carries::kActivation, model.stage_input(), micro[j]);
+      if (!st.span.first_stage()) receive(d, st.previous, Carries::kActivation, model.stage_input(), micro[j], op.microbatch);
       models::Model::Pass& pass = passes[j].emplace(model.begin_pass(micro[j], training && j == 0));
       pass.mean_over = mean_over;
       for (int b = 0; b < blocks; ++b) model.forward_block(pass, b);
       if (st.span.last_stage()) {
         stats += model.forward_loss(pass);
       } else {
-        send(d, st.next, Carries::kActivation, *pass.x, micro[j]);
+        send(d, st.next, Carries::kActivation, *pass.x, micro[j], op.microbatch);
       }
     } else {
       models::Model::Pass& pass = *passes[j];
-      if (!st.span.last_stage()) receive(d, st.next, Carries::kGradient, model.stage_output_gradient(), micro[j]);
+      if (!st.span.last_stage()) receive(d, st.next, Carries::kGradient, model.stage_output_gradient(), micro[j], op.microbatch);
       model.begin_backward(pass);
       for (int b = blocks - 1; b >= 0; --b) model.backward_block(pass, b);
       model.finish_backward(pass);
-      if (!st.span.first_stage()) send(d, st.previous, Carries::kGradient, *pass.x, micro[j]);
+      if (!st.span.first_stage()) send(d, st.previous, Carries::kGradient, *pass.x, micro[j], op.microbatch);
       passes[j].reset();
     }
   }
@@ -347,12 +359,23 @@ int PipelineStep::microbatches_held() const {
 }
 
 void PipelineStep::set_tracing(bool on) {
+  tracing_ = on;
   for (Local& l : locals_) l.device->queue().set_tracing(on);
   for (auto& a : averagers_) a->ici().set_tracing(on);
 }
 
 std::vector<TraceEvent> PipelineStep::take_trace(const std::vector<std::int64_t>& offsets, long step) {
+  tracing_ = false;
   std::vector<TraceEvent> events = collect_trace(offsets, step, nullptr);
+  for (std::size_t d = 0; d < stages_.size(); ++d) {
+    for (auto& [name, event] : stages_[d].transfers) {
+      event.wait();
+      events.push_back({fmt::format("{} (step {})", name, step), "communication",
+                        static_cast<std::int64_t>(event.profile_ns(CL_PROFILING_COMMAND_START)) + offsets[d],
+                        static_cast<std::int64_t>(event.profile_ns(CL_PROFILING_COMMAND_END)) + offsets[d]});
+    }
+    stages_[d].transfers.clear();
+  }
   for (auto& a : averagers_) {
     a->ici().set_tracing(false);
     for (const auto& c : a->ici().take_trace()) {

@@ -8,7 +8,8 @@
 // (stage_ops): a forward receives its input from the previous stage and sends its output to the
 // next, a backward receives its output's gradient from the next stage and sends its input's to
 // the previous (collectives::StageMessages: a mailbox inside the process, MPI between processes;
-// the stage's queue runs meanwhile). A stage keeps one model instance per microbatch it holds at
+// the stage's queue runs meanwhile; on a traced step the copies out of and into the device are on
+// the trace's communication track and in its overlap report). A stage keeps one model instance per microbatch it holds at
 // once (microbatches_in_flight: m for gpipe, p - s for 1f1b), each with its own activations over
 // the stage's one set of parameters and gradients, which the backwards accumulate.
 // After the last backward: GPT's tied token table is held by the first and the last stage, whose
@@ -75,14 +76,19 @@ class PipelineStep : public StepProgram {
     std::unique_ptr<models::StageSplit> split;
     std::vector<models::AdamOptimizer::Segment> counted;  // its ranges in the global norm
     std::vector<collectives::StageMessages::Message> held;  // messages the queue still writes from
+    // While tracing: the copies of messages out of and into the device (device clock).
+    std::vector<std::pair<std::string, device::Event>> transfers;
   };
 
   models::Model& slot(std::size_t d, int microbatch);
   // Device d's passes over `micro` in its schedule's order (forward only: every forward in
   // order); returns the losses it computed (the last stage's).
   models::LossStats run_stage(std::size_t d, const std::vector<inputs::Batch>& micro, double mean_over, bool training);
-  void send(std::size_t d, const Peer& to, Carries what, const models::ActBuffer& x, const inputs::Batch& rows);
-  void receive(std::size_t d, const Peer& from, Carries what, models::ActBuffer& into, const inputs::Batch& rows);
+  void send(std::size_t d, const Peer& to, Carries what, const models::ActBuffer& x, const inputs::Batch& rows,
+            int microbatch);
+  void receive(std::size_t d, const Peer& from, Carries what, models::ActBuffer& into, const inputs::Batch& rows,
+               int microbatch);
+  void trace_transfer(std::size_t d, const char* direction, Carries what, int microbatch, device::Event event);
   void sum_tied_gradients();
   std::vector<float> assemble(const std::function<std::vector<float>(std::size_t)>& local_image);
   std::vector<float> read_buffer(std::size_t d, const models::FloatBuffer& b) const;
@@ -98,6 +104,7 @@ class PipelineStep : public StepProgram {
   std::vector<std::unique_ptr<collectives::GradientAverager>> averagers_;  // one per stage with replicas
   std::vector<int> averager_of_;                                             // per device, -1: none
   std::unique_ptr<collectives::MpiCommunicator> job_;  // every process: whole images
+  bool tracing_ = false;
 };
 
 }  // namespace paxocl::scheduler

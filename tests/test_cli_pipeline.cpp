@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/test_support.h"
 
@@ -66,13 +69,25 @@ class CliPipeline : public ::testing::Test {
 TEST_F(CliPipeline, GptLayoutsMatchOneDevice) {
   const std::vector<float> want = one_device(kGpt, "one");  // global batch 8 everywhere
 
-  const auto two = train("", kGpt, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.NUM_MICROBATCHES=4" +
-                                       save("ici2"), "ici2");
+  const auto two = train("", kGpt, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.NUM_MICROBATCHES=4"
+                                   " --fdl.TRACE_STEPS=[3]" + save("ici2"), "ici2");
   EXPECT_NE(two.out.find("pipeline parallel (stage 2 x data 1, 1f1b, 4 microbatches of 2) over 2 device(s)"),
             std::string::npos) << two.out;
   EXPECT_NE(two.out.find("at most 2 microbatches of 2 x 32 tokens"), std::string::npos) << two.out;
   expect_close("ici2", want, "ICI [2,1,1,1] 1f1b");
   expect_weights_close("ici2", "one");
+  // The messages' copies out of and into the devices are on the trace's communication track: per
+  // microbatch, the activation's send and receive and the gradient's.
+  std::ifstream in(path("ici2") / "trace.json");
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  int transfers = 0;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") == "X" && e.value("name", "").rfind("pipeline ", 0) == 0 && e.value("name", "").find("(step 3)") != std::string::npos) {
+      ++transfers;
+    }
+  }
+  EXPECT_EQ(transfers, 4 * 4);
+  EXPECT_NE(two.err.find("step 3 trace:"), std::string::npos) << two.err;
 
   // gpipe holds all 4 microbatches, sums the same gradients in the same order: the same bits.
   const auto gpipe = train("", kGpt, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.NUM_MICROBATCHES=4"
