@@ -141,9 +141,14 @@ const std::vector<HParamSpec>& Experiment::schema() {
        .help = "with a stage axis > 1: sequences per microbatch, instead of NUM_MICROBATCHES (0: not set)", .min = 0,
        .max = 1 << 20},
       {.name = "PIPELINE_SCHEDULE", .type = T::kString,
-       .help = "with a stage axis > 1: gpipe (every forward, then every backward: all microbatches' activations held) "
-               "or 1f1b (a stage holds at most as many microbatches as stages after it, plus one)",
-       .choices = {"1f1b", "gpipe"}},
+       .help = "with a stage axis > 1: gpipe (every forward, then every backward: all microbatches' activations held), "
+               "1f1b (a stage holds at most as many microbatches as stages after it, plus one) or circular "
+               "(CIRCULAR_REPEAT chunks of blocks per stage, round robin; a smaller bubble)",
+       .choices = {"1f1b", "gpipe", "circular"}},
+      {.name = "CIRCULAR_REPEAT", .type = T::kInt,
+       .help = "PIPELINE_SCHEDULE=circular: how many chunks of blocks each stage holds (the microbatches pass the "
+               "stages this many times)",
+       .min = 1, .max = 1 << 16},
       {.name = "FSDP_PREFETCH_DEPTH", .type = T::kInt,
        .help = "FSDP: blocks whose all-gather is in flight ahead of the block computing (each costs a block of device memory)",
        .min = 0, .max = 1 << 16},
@@ -220,6 +225,7 @@ Values defaults() {
           {"NUM_MICROBATCHES", 0L},
           {"MICROBATCH_SIZE", 0L},
           {"PIPELINE_SCHEDULE", std::string("1f1b")},
+          {"CIRCULAR_REPEAT", 1L},
           {"FSDP_PREFETCH_DEPTH", 1L},
           {"ICI_ALGORITHM", std::string("ring")},
           {"GRADIENT_BUCKET_BYTES", 0L},

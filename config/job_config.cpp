@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/errors.h"
+#include "config/pipeline_rules.h"
 #include "models/tensor_split.h"
 
 namespace paxocl::config {
@@ -90,41 +91,26 @@ void check_sequence_parallel(const JobConfig& j) {
   }
 }
 
-// Pipeline parallelism: blocks split evenly over the stages, the replica's batch into microbatches.
+// Pipeline parallelism: blocks split evenly over the stages, the replica's batch into microbatches
+// (config/pipeline_rules.h: the planner applies the same rules).
 PipelineConfig resolve_pipeline(const Experiment& e, const JobConfig& j) {
   PipelineConfig p;
   p.stages = j.mesh.along(device::MeshAxis::kStage);
   p.schedule = models::pipeline_schedule_from_name(e.get_string("PIPELINE_SCHEDULE"));
-  const long count = e.get_int("NUM_MICROBATCHES"), size = e.get_int("MICROBATCH_SIZE");
-  if (p.stages == 1) return p;  // no pipeline: the microbatch settings have nothing to split
-  const int blocks = j.model.num_blocks(), batch = j.step.replica_batch;
-  if (blocks % p.stages != 0) {
-    throw ConfigError(fmt::format("a stage axis of {} does not split NUM_LAYERS={} into stages of whole blocks; choose "
-                                  "a stage axis that divides {}",
-                                  p.stages, blocks, blocks));
-  }
-  if (j.mesh.along(device::MeshAxis::kFsdp) > 1 || j.mesh.along(device::MeshAxis::kTensor) > 1) {
-    throw ConfigError(fmt::format("ICI_MESH_SHAPE={} x DCN_MESH_SHAPE={}: a stage axis combines with the data axis "
-                                  "only so far (fsdp and tensor axes inside a stage are not implemented); set them to 1",
-                                  device::to_string(j.mesh.ici), device::to_string(j.mesh.dcn)));
-  }
-  if (j.step.sub_batches > 1) {
-    throw ConfigError(fmt::format("NUM_SUB_BATCHES={} with a stage axis: a pipeline already accumulates its "
-                                  "microbatches' gradients; set NUM_MICROBATCHES instead",
-                                  j.step.sub_batches));
-  }
-  if (count > 0 && size > 0) {
-    throw ConfigError(fmt::format("NUM_MICROBATCHES={} and MICROBATCH_SIZE={}: set one of them", count, size));
-  }
-  const long microbatches = count > 0 ? count : size > 0 ? (batch % size == 0 ? batch / size : 0) : batch;
-  if (microbatches < 1 || batch % microbatches != 0) {
-    throw ConfigError(fmt::format("{} does not divide the {} sequences each pipeline runs per step "
-                                  "(PERCORE_BATCH_SIZE={} x {} stage(s)); choose a divisor of {}",
-                                  count > 0 ? fmt::format("NUM_MICROBATCHES={}", count)
-                                            : fmt::format("MICROBATCH_SIZE={}", size),
-                                  batch, e.get_float("PERCORE_BATCH_SIZE"), p.stages, batch));
-  }
-  p.microbatches = static_cast<int>(microbatches);
+  PipelineRequest r;
+  r.stages = p.stages;
+  r.blocks = j.model.num_blocks();
+  r.batch = j.step.replica_batch;
+  r.percore_batch = e.get_float("PERCORE_BATCH_SIZE");
+  r.fsdp_or_tensor = j.mesh.along(device::MeshAxis::kFsdp) > 1 || j.mesh.along(device::MeshAxis::kTensor) > 1;
+  r.mesh = fmt::format("ICI_MESH_SHAPE={} x DCN_MESH_SHAPE={}", device::to_string(j.mesh.ici),
+                       device::to_string(j.mesh.dcn));
+  r.sub_batches = j.step.sub_batches;
+  r.num_microbatches = e.get_int("NUM_MICROBATCHES");
+  r.microbatch_size = e.get_int("MICROBATCH_SIZE");
+  r.circular = p.schedule == models::PipelineSchedule::kCircular;
+  r.repeat = p.repeat = static_cast<int>(e.get_int("CIRCULAR_REPEAT"));
+  p.microbatches = pipeline_microbatches(r);
   return p;
 }
 

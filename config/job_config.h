@@ -58,6 +58,7 @@ struct PipelineConfig {
   int stages = 1;        // the mesh's stage axis
   int microbatches = 1;  // NUM_MICROBATCHES, or replica_batch / MICROBATCH_SIZE
   models::PipelineSchedule schedule = models::PipelineSchedule::kOneForwardOneBackward;  // PIPELINE_SCHEDULE
+  int repeat = 1;  // CIRCULAR_REPEAT: chunks of blocks per stage (circular schedule)
   int microbatch_size(int replica_batch) const { return replica_batch / microbatches; }
 };
 

@@ -137,20 +137,26 @@ std::vector<BufferSize> activation_buffers(const models::ModelConfig& model, con
   const std::size_t heads = static_cast<std::size_t>(shard.heads), kv = static_cast<std::size_t>(shard.kv_heads),
                     F = static_cast<std::size_t>(shard.hidden), D = static_cast<std::size_t>(shard.attention_dims),
                     W = static_cast<std::size_t>(shard.qkv_rows), Vp = static_cast<std::size_t>(shard.padded_vocab);
+  // A stage axis of 1 is the whole model (BlockModel's rule).
+  const models::StageSpan stage = s.stage.stages > 1 ? s.stage : models::stage_span(model.num_blocks(), 1, 0);
   std::vector<BufferSize> out;
   Inventory once(out, s.act, 1, "");
-  Inventory block(out, s.act, static_cast<std::size_t>(model.num_blocks()), "h*.", s.saved);
+  Inventory block(out, s.act, static_cast<std::size_t>(stage.blocks()), "h*.", s.saved);
   model.visit([&](const auto& c) {
     const std::size_t C = static_cast<std::size_t>(c.model_dims), hs = static_cast<std::size_t>(c.dims_per_head);
     if (s.sequence_parallel) sequence_parallel(once, rows, C);
+    if (!stage.first_stage()) once.act("stage.input", N * C);
+    if (!stage.last_stage()) once.act("stage.output_gradient", N * C);
     if constexpr (std::is_same_v<std::decay_t<decltype(c)>, models::GptConfig>) {
-      embedding(once, N, C, true);
+      if (stage.first_stage()) embedding(once, N, C, true);
       // A hybrid's blocks (BLOCK_KINDS): the SSM's buffers in some, attention's in the others.
-      const auto ssm_blocks = static_cast<std::size_t>(c.ssm_blocks());
-      Inventory attention_block(out, s.act, static_cast<std::size_t>(c.num_layers) - ssm_blocks, "h*.", s.saved);
+      std::size_t ssm_blocks = 0;
+      for (int l = stage.first; l < stage.end; ++l) ssm_blocks += c.block_kind(l) == models::BlockKind::kSsm ? 1 : 0;
+      const auto blocks = static_cast<std::size_t>(stage.blocks());
+      Inventory attention_block(out, s.act, blocks - ssm_blocks, "h*.", s.saved);
       Inventory ssm_block(out, s.act, ssm_blocks, "h*.", s.saved);
       norm(block.site(BlockSite::kNorm1), "ln1", rows, C, true);
-      if (ssm_blocks < static_cast<std::size_t>(c.num_layers)) {
+      if (ssm_blocks < blocks) {
         linear(attention_block.site(BlockSite::kQkvProj), "qkv", N, C, W, false);
         attention(attention_block.site(BlockSite::kContext), "attn", s, heads, heads, hs);
         linear(attention_block.site(BlockSite::kOutProj), "proj", N, D, C, false);
@@ -161,11 +167,11 @@ std::vector<BufferSize> activation_buffers(const models::ModelConfig& model, con
       linear(block.site(BlockSite::kFfn2), "fcproj", N, F, C, false);
       block.site(BlockSite::kNorm2).act("x2", rows.outside * C);
       block.own().act("y", rows.outside * C);
-      norm(once, "lnf", rows, C, true);
+      if (stage.last_stage()) norm(once, "lnf", rows, C, true);
     } else {
       once.f32("rope.cos", s.seq_len * hs / 2);
       once.f32("rope.sin", s.seq_len * hs / 2);
-      embedding(once, N, C, false);
+      if (stage.first_stage()) embedding(once, N, C, false);
       norm(block.site(BlockSite::kNorm1), "attn_norm", rows, C, false);
       linear(block.site(BlockSite::kQkvProj), "qkv", N, C, W, false);
       // kv heads replicated over the tensor axis: each block sums their weight gradient's rows
@@ -182,9 +188,9 @@ std::vector<BufferSize> activation_buffers(const models::ModelConfig& model, con
       block.transient().act("mlp.dgu", N * 2 * F);
       block.site(BlockSite::kNorm2).act("x2", rows.outside * C);
       block.own().act("y", rows.outside * C);
-      norm(once, "norm", rows, C, false);
+      if (stage.last_stage()) norm(once, "norm", rows, C, false);
     }
-    lm_head(once, s, N, C, Vp);
+    if (stage.last_stage()) lm_head(once, s, N, C, Vp);
   });
   return out;
 }

@@ -32,6 +32,12 @@
 // up) and adds its workspaces (models/layers/sequence_parallel.h), once for every block: the
 // gathered input and gradient (N, C) act, the first block's input and a reduce-scattered delta
 // (N / t, C) act, and the norms' gradients packed for their sum (4 C) f32.
+// A pipeline stage (ActivationShape::stage, models/pipeline_schedule.h) allocates its own blocks'
+// buffers only (a hybrid's kinds counted over them), the embedding only on the first stage, the
+// final norm and LmHead only on the last (RoPE's tables on every stage), plus
+//   Stage          input (N, C) act unless first; output gradient (N, C) act unless last
+// (models/block_model.cpp). That is one microbatch instance's (B: the microbatch's sequences); a
+// stage holds microbatches_in_flight of them (device_memory.h).
 #pragma once
 
 #include <cstddef>
@@ -42,6 +48,7 @@
 #include "device/dtype.h"
 #include "models/checkpoint_policy.h"
 #include "models/model_config.h"
+#include "models/pipeline_schedule.h"
 
 namespace paxocl::plan {
 
@@ -62,6 +69,7 @@ struct ActivationShape {
   std::size_t attention_workspace_bytes = std::size_t{64} << 20;
   std::function<bool(std::size_t head_size)> flash_attention;  // LayoutSpec::flash_attention
   models::SavedSites saved{};  // the sites each block keeps (models::saved_sites)
+  models::StageSpan stage{};   // a pipeline stage's blocks and ends (stages 1: the whole model)
 };
 
 std::vector<BufferSize> activation_buffers(const models::ModelConfig& model, const ActivationShape& shape);

@@ -1,6 +1,10 @@
 #include "plan/communication.h"
 
 #include <algorithm>
+#include <set>
+
+#include "models/stage_split.h"
+#include "plan/tensor_parallel.h"
 
 namespace paxocl::plan {
 
@@ -11,7 +15,64 @@ LinkBytes ring_bytes(CollectiveKind kind, double bytes, int n_ici, int n_dcn) {
   return LinkBytes{passes * (n_ici - 1) / n_ici * bytes, passes * (n_dcn - 1) / n_dcn * bytes / n_ici};
 }
 
+LinkBytes point_to_point_bytes(const std::vector<Collective>& collectives) {
+  LinkBytes sum;
+  for (const Collective& c : collectives) {
+    if (c.kind != CollectiveKind::kSend) continue;
+    sum.ici += c.ici_bytes * static_cast<double>(c.operations);
+    sum.dcn += c.dcn_bytes * static_cast<double>(c.operations);
+  }
+  return sum;
+}
+
 namespace {
+
+// The floats of the tensors outside the blocks that both a pipeline's first and last stage hold
+// (GPT's tied wte; none for LLaMA's separate head): the gradient the two ends exchange.
+double tied_floats(const LayoutSpec& spec) {
+  const std::vector<models::TensorDef> defs = tensor_rank_defs(spec.model, 1);
+  const int L = spec.model.num_blocks(), p = spec.stages();
+  std::set<std::string> first;
+  for (const models::TensorDef& d : models::stage_tensor_defs(defs, models::stage_span(L, p, 0))) first.insert(d.name);
+  double floats = 0;
+  for (const models::TensorDef& d : models::stage_tensor_defs(defs, models::stage_span(L, p, p - 1))) {
+    if (d.block >= 0 || first.count(d.name) == 0) continue;
+    double n = 1;
+    for (const std::int64_t e : d.shape) n *= static_cast<double>(e);
+    floats += n;
+  }
+  return floats;
+}
+
+// A pipeline's sends (communication.h), for the stage that sends the most; `send` adds one entry.
+template <typename Send>
+void pipeline_sends(const LayoutSpec& spec, Send& send) {
+  const int p = spec.stages(), ici = spec.ici_along(MeshAxis::kStage);
+  const double width = spec.model.visit([](const auto& c) { return static_cast<double>(c.model_dims); });
+  const double message = static_cast<double>(spec.microbatch_sequences()) * spec.model.max_seq_len() * width *
+                         static_cast<double>(device::dtype_size(spec.fprop));
+  const long m = spec.microbatches();
+  auto over_ici = [&](int s, int t) { return std::max(s, t) % ici != 0; };  // stages s, t = s +- 1 share a process
+  int busiest = 0;
+  std::pair<double, double> most{-1, -1};  // (DCN bytes, ICI bytes) the stage sends
+  for (int s = 0; s < p; ++s) {
+    std::pair<double, double> sent{0, 0};
+    for (const int t : {s - 1, s + 1}) {
+      if (t < 0 || t >= p) continue;
+      (over_ici(s, t) ? sent.second : sent.first) += message;
+    }
+    if (sent > most) {
+      most = sent;
+      busiest = s;
+    }
+  }
+  if (busiest + 1 < p) send("PP send, activations (forward)", message, m, over_ici(busiest, busiest + 1));
+  if (busiest > 0) send("PP send, activation gradients (backward)", message, m, over_ici(busiest, busiest - 1));
+  const double tied = tied_floats(spec) * sizeof(float);
+  if (tied > 0) {
+    send("PP send, tied embedding gradient (first <-> last stage)", tied, 1, spec.dcn_along(MeshAxis::kStage) == 1);
+  }
+}
 
 // Rematerialization under tensor parallelism: the collectives of the forward that each recomputed
 // block (every one but the last: models/checkpoint_policy.h) runs again (TransformerBlock::recompute):
@@ -52,14 +113,23 @@ std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::P
     out.push_back({std::move(name), kind, axis, bytes, operations, spec.overlap ? std::min(exposed, operations) : operations,
                    b.ici, b.dcn});
   };
-  const long L = spec.model.num_blocks();
+  const long L = layout.num_blocks();  // the device's blocks: a stage's under a stage axis
   double blocks = 0;  // every block's unit, so a hybrid's differing blocks count as they are
   for (int b = 0; b < L; ++b) blocks += static_cast<double>(layout.unit(b).size);
   const double rest = static_cast<double>(layout.unit(-1).size) * sizeof(float),
                block = blocks / static_cast<double>(L) * sizeof(float);  // the mean block
   const int f = spec.along(MeshAxis::kFsdp);
   const long k = spec.sub_batches;  // passes per step: FSDP's program and the tensor collectives run in each
-  if (f == 1) {
+  if (spec.stages() > 1) {
+    auto send = [&](std::string name, double bytes, long operations, bool ici) {
+      out.push_back({std::move(name), CollectiveKind::kSend, MeshAxis::kStage, bytes, operations,
+                     spec.overlap ? std::min(1L, operations) : operations, ici ? bytes : 0.0, ici ? 0.0 : bytes});
+    };
+    pipeline_sends(spec, send);
+    // PipelineStep averages a stage's whole gradient buffer once its last backward is done.
+    add("DP all-reduce, the stage's gradients", CollectiveKind::kAllReduce, MeshAxis::kData,
+        static_cast<double>(layout.total()) * sizeof(float), 1, 1);
+  } else if (f == 1) {
     add("DP all-reduce, block gradients", CollectiveKind::kAllReduce, MeshAxis::kData, block, L, 0);
     add("DP all-reduce, other gradients", CollectiveKind::kAllReduce, MeshAxis::kData, rest, 1, 1);
   } else {

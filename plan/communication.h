@@ -21,6 +21,17 @@
 //     all-gathers the norms' outputs again (2 per block: L x 2 more all-gathers of (N, C)), and the
 //     norms' replicated gradients are all-reduced in float32: per block 4 C (GPT) or 2 C (LLaMA),
 //     and 2 C or C of the final norm.
+//   pipeline (stage axis p > 1, scheduler/pipeline_step.h; fsdp and tensor are 1): point-to-point
+//     sends of m microbatches of M = N / m rows: each stage but the last sends every microbatch's
+//     output (M, C) forward, each but the first its input's gradient (M, C) backward, a bytes each
+//     element, over ICI when the neighbouring stage is in the same process (stage s and s + 1 are
+//     when (s + 1) is not a multiple of the stage axis's ICI size), else DCN; counted for the stage
+//     that sends the most (DCN bytes first, then ICI). One send of each direction is exposed (the
+//     fill and the drain wait for it), the others travel while the stage computes another
+//     microbatch. GPT's tied wte: the first and the last stage send each other its float32
+//     gradient once (ICI when the stage axis is all ICI), exposed; then the data axis all-reduces
+//     each stage's gradients, 4 P_s bytes of the largest stage's layout, after the last backward
+//     (exposed).
 // Without OVERLAP_COMMUNICATION every collective is exposed.
 #pragma once
 
@@ -32,16 +43,16 @@
 
 namespace paxocl::plan {
 
-enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter };
+enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kSend };  // kSend: point to point
 
 struct Collective {
-  std::string name;      // "FSDP all-gather, blocks (forward)"
+  std::string name;      // "FSDP all-gather, blocks (forward)"; "PP send, activations (forward)"
   CollectiveKind kind = CollectiveKind::kAllReduce;
   device::MeshAxis axis = device::MeshAxis::kData;  // the group it runs over (data for FSDP's gradient shards)
   double bytes = 0;      // S: one operation's buffer, bytes
   long operations = 0;   // per step
   long exposed = 0;      // operations that no compute hides
-  double ici_bytes = 0;  // sent per device per operation
+  double ici_bytes = 0;  // sent per device per operation (a send: its bytes, over one of the two)
   double dcn_bytes = 0;
 };
 
@@ -51,8 +62,11 @@ struct LinkBytes {
 };
 LinkBytes ring_bytes(CollectiveKind kind, double bytes, int n_ici, int n_dcn);
 
+// A pipeline's point-to-point bytes per device per step (the kSend entries of step_collectives).
+LinkBytes point_to_point_bytes(const std::vector<Collective>& collectives);
+
 // The step's collectives for `spec` on the device's parameter `layout` (device_memory.h's
-// device_layout); none on a single device.
+// device_layout: under a stage axis the largest stage's); none on a single device.
 std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::ParameterLayout& layout);
 
 }  // namespace paxocl::plan

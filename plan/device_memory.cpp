@@ -6,6 +6,7 @@
 
 #include "kernels_cl/ssm_fft_shape.h"
 #include "models/shard_plan.h"
+#include "models/stage_split.h"
 #include "plan/tensor_parallel.h"
 
 namespace paxocl::plan {
@@ -18,9 +19,13 @@ std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a;
 
 constexpr std::size_t kNormChunk = 4096;  // models::AdamOptimizer::kNormChunk: floats per partial sum
 
-ActivationShape activation_shape(const LayoutSpec& spec, bool sequence_parallel) {
+// A stage axis of 1 is the whole model (BlockModel's rule).
+models::StageSpan whole_model(const LayoutSpec& spec) { return models::stage_span(spec.model.num_blocks(), 1, 0); }
+
+ActivationShape activation_shape(const LayoutSpec& spec, bool sequence_parallel, const models::StageSpan& stage) {
   ActivationShape s;
-  s.sequences = static_cast<std::size_t>(spec.group_sequences() / spec.sub_batches);  // one sub-batch's
+  // One sub-batch's or one microbatch's sequences (never both: a pipeline refuses sub-batches).
+  s.sequences = static_cast<std::size_t>(spec.group_sequences() / spec.sub_batches / spec.microbatches());
   s.seq_len = static_cast<std::size_t>(spec.model.max_seq_len());
   s.act = spec.fprop;
   s.tensor = spec.along(MeshAxis::kTensor);
@@ -28,19 +33,21 @@ ActivationShape activation_shape(const LayoutSpec& spec, bool sequence_parallel)
   s.saved = models::saved_sites(spec.checkpoint_policy, s.sequence_parallel);
   s.attention_workspace_bytes = spec.attention_workspace_bytes;
   s.flash_attention = spec.flash_attention;
+  s.stage = stage;
   return s;
 }
 
-}  // namespace
-
-models::ParameterLayout device_layout(const LayoutSpec& spec) {
-  return models::ParameterLayout(tensor_rank_defs(spec.model, spec.along(MeshAxis::kTensor)), spec.model.num_blocks(),
-                                 spec.alignment_floats());
+bool has_ssm_blocks(const LayoutSpec& spec, const models::StageSpan& stage) {
+  if (!spec.model.is_gpt()) return false;
+  for (int l = stage.first; l < stage.end; ++l) {
+    if (spec.model.gpt().block_kind(l) == models::BlockKind::kSsm) return true;
+  }
+  return false;
 }
 
-DeviceMemory device_memory(const LayoutSpec& spec) { return device_memory(spec, device_layout(spec)); }
-
-DeviceMemory device_memory(const LayoutSpec& spec, const models::ParameterLayout& layout) {
+// One device holding `stage`'s blocks (the whole model without a stage axis) with `layout`.
+DeviceMemory stage_memory(const LayoutSpec& spec, const models::ParameterLayout& layout,
+                          const models::StageSpan& stage) {
   DeviceMemory m;
   m.layout_floats = layout.total();
   const std::size_t a = layout.alignment();
@@ -66,14 +73,19 @@ DeviceMemory device_memory(const LayoutSpec& spec, const models::ParameterLayout
   if (spec.fprop != device::DType::kF32) m.weight_copy = m.resident_floats * device::dtype_size(spec.fprop);
   m.optimizer_workspace = (owned + kNormChunk - 1) / kNormChunk * sizeof(float);
 
-  const std::vector<BufferSize> without_sp = activation_buffers(spec.model, activation_shape(spec, false));
-  const std::vector<BufferSize> with_sp = activation_buffers(spec.model, activation_shape(spec, true));
-  m.activations_without_sp = total_bytes(without_sp);
-  m.activations_with_sp = total_bytes(with_sp);
+  // A pipeline stage keeps one model instance per microbatch in flight (scheduler/pipeline_step.h).
+  m.microbatches_in_flight = stage.stages > 1 ? models::microbatches_in_flight(spec.schedule, stage.stages, stage.stage,
+                                                                               spec.microbatches())
+                                              : 1;
+  const auto instances = static_cast<std::size_t>(m.microbatches_in_flight);
+  const std::vector<BufferSize> without_sp = activation_buffers(spec.model, activation_shape(spec, false, stage));
+  const std::vector<BufferSize> with_sp = activation_buffers(spec.model, activation_shape(spec, true, stage));
+  m.activations_without_sp = instances * total_bytes(without_sp);
+  m.activations_with_sp = instances * total_bytes(with_sp);
   const bool sp = spec.sequence_parallel && spec.along(MeshAxis::kTensor) > 1;
   m.activations = sp ? m.activations_with_sp : m.activations_without_sp;
-  if (spec.model.is_gpt() && spec.model.gpt().ssm_blocks() > 0 && spec.model.gpt().ssm.convolution == "fft") {
-    const ActivationShape shape = activation_shape(spec, false);
+  if (has_ssm_blocks(spec, stage) && spec.model.gpt().ssm.convolution == "fft") {
+    const ActivationShape shape = activation_shape(spec, false, stage);
     m.ssm_fft_workspace = kernels::ssm_fft_scratch_floats(shape.sequences, shape.seq_len,
                                                           static_cast<std::size_t>(spec.model.gpt().model_dims)) *
                           sizeof(float);
@@ -87,6 +99,59 @@ DeviceMemory device_memory(const LayoutSpec& spec, const models::ParameterLayout
   state.push_back(largest(sp ? with_sp : without_sp));
   m.largest = largest(state);
   return m;
+}
+
+// Under a stage axis: every stage's device, each figure that of the stage holding the most, as
+// PipelineStep reports them (the state of the largest layout, the activations of the stage with
+// the most in flight), so total() bounds every stage's.
+DeviceMemory pipeline_memory(const LayoutSpec& spec) {
+  std::vector<DeviceMemory> stages;
+  for (int s = 0; s < spec.stages(); ++s) {
+    const models::StageSpan span = models::stage_span(spec.model.num_blocks(), spec.stages(), s);
+    stages.push_back(stage_memory(spec, stage_layout(spec, s), span));
+  }
+  auto most = [&](auto figure) {
+    return *std::max_element(stages.begin(), stages.end(),
+                             [&](const DeviceMemory& x, const DeviceMemory& y) { return figure(x) < figure(y); });
+  };
+  DeviceMemory m = most([](const DeviceMemory& d) { return d.state(); });
+  const DeviceMemory held = most([](const DeviceMemory& d) { return d.activations; });
+  m.activations = held.activations;
+  m.activations_without_sp = held.activations_without_sp;
+  m.activations_with_sp = held.activations_with_sp;
+  m.microbatches_in_flight = held.microbatches_in_flight;
+  m.ssm_fft_workspace = most([](const DeviceMemory& d) { return d.ssm_fft_workspace; }).ssm_fft_workspace;
+  m.largest = most([](const DeviceMemory& d) { return d.largest.bytes; }).largest;
+  return m;
+}
+
+}  // namespace
+
+models::ParameterLayout stage_layout(const LayoutSpec& spec, int stage) {
+  const models::StageSpan span =
+      spec.stages() > 1 ? models::stage_span(spec.model.num_blocks(), spec.stages(), stage) : whole_model(spec);
+  const std::vector<models::TensorDef> defs = tensor_rank_defs(spec.model, spec.along(MeshAxis::kTensor));
+  return models::ParameterLayout(models::stage_tensor_defs(defs, span), span.blocks(), spec.alignment_floats());
+}
+
+models::ParameterLayout device_layout(const LayoutSpec& spec) {
+  if (spec.stages() == 1) {
+    return models::ParameterLayout(tensor_rank_defs(spec.model, spec.along(MeshAxis::kTensor)), spec.model.num_blocks(),
+                                   spec.alignment_floats());
+  }
+  std::optional<models::ParameterLayout> most;
+  for (int s = 0; s < spec.stages(); ++s) {
+    models::ParameterLayout layout = stage_layout(spec, s);
+    if (!most || layout.total() > most->total()) most.emplace(std::move(layout));
+  }
+  return *most;
+}
+
+DeviceMemory device_memory(const LayoutSpec& spec) { return device_memory(spec, device_layout(spec)); }
+
+DeviceMemory device_memory(const LayoutSpec& spec, const models::ParameterLayout& layout) {
+  if (spec.stages() > 1) return pipeline_memory(spec);
+  return stage_memory(spec, layout, whole_model(spec));
 }
 
 double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }

@@ -12,7 +12,16 @@
 //   with FPROP_DTYPE bfloat16 / float16 the weights' 16-bit copy: P (or R) x 2 bytes;
 //   Adam's gradient-norm partial sums: ceil(P or S / 4096) floats (not part of the state figure);
 //   activations: activation_memory.h, for the tensor group's sequences;
-//   SSM blocks (FFT convolution): the device's FFT workspace, ssm_fft_scratch_floats x 4 bytes.
+//   SSM blocks (FFT convolution): the device's FFT workspace, ssm_fft_scratch_floats x 4 bytes;
+//   pipeline stages (stage axis p > 1, scheduler/pipeline_step.h): a device of stage s holds its
+//     stage's layout (models::stage_tensor_defs: its blocks, the embedding's tensors on the first,
+//     the final norm's and the head's on the last; GPT's tied wte on both) in full, 4 x P_s x 4
+//     bytes plus the 16-bit copy, and microbatches_in_flight(schedule, p, s, m) model instances'
+//     activations, each for one microbatch (group sequences / m) over the stage's own layers and
+//     its input / output-gradient buffers (activation_memory.h). Every figure is that of the stage
+//     holding the most (the state of the largest layout, the activations of the stage with the
+//     most in flight), as PipelineStep::state_bytes_per_device() and activation_bytes_per_device()
+//     report them; total() bounds every stage's.
 #pragma once
 
 #include <cstddef>
@@ -41,15 +50,21 @@ struct DeviceMemory {
   // SSM blocks with SSM_CONVOLUTION=fft: the device's FFT workspace (kernels_cl/ssm_fft_shape.h),
   // shared by its SSM layers and allocated at the first step, so not among the activations.
   std::size_t ssm_fft_workspace = 0;
+  // Pipeline stages: the model instances (microbatches) the stage with the most activations holds.
+  int microbatches_in_flight = 1;
   BufferSize largest;               // the largest single allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE bounds it)
 
   std::size_t state() const { return parameters + gradients + adam_moments + fsdp_resident + weight_copy; }
   std::size_t total() const { return state() + optimizer_workspace + activations + ssm_fft_workspace; }
 };
 
-// The device's parameter layout: tensor rank 0's tensors, aligned as the runtime aligns them.
+// The device's parameter layout: tensor rank 0's tensors, aligned as the runtime aligns them;
+// under a stage axis the largest stage's.
 models::ParameterLayout device_layout(const LayoutSpec& spec);
-// `layout` must be device_layout(spec) (callers that try many meshes keep it).
+// Pipeline stage `stage`'s layout (without a stage axis: device_layout's).
+models::ParameterLayout stage_layout(const LayoutSpec& spec, int stage);
+// `layout` must be device_layout(spec) (callers that try many meshes keep it; under a stage axis
+// every stage's layout is built here and `layout` is not read).
 DeviceMemory device_memory(const LayoutSpec& spec, const models::ParameterLayout& layout);
 DeviceMemory device_memory(const LayoutSpec& spec);
 

@@ -4,6 +4,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/errors.h"
 #include "plan/tensor_parallel.h"
 
 namespace paxocl::plan {
@@ -20,6 +21,12 @@ void assign_mesh(LayoutSpec& spec, int fsdp, int tensor, int devices_per_process
   const int fsdp_ici = std::gcd(fsdp, devices_per_process / tensor_ici);
   spec.ici = {1, fsdp_ici, tensor_ici};
   spec.dcn = {1, fsdp / fsdp_ici, tensor / tensor_ici};
+}
+
+void assign_stage_mesh(LayoutSpec& spec, int stages, int devices_per_process) {
+  const int stage_ici = std::gcd(stages, devices_per_process);
+  spec.ici = {stage_ici, 1, 1, 1};
+  spec.dcn = {stages / stage_ici, 1, 1, 1};
 }
 
 std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const MemoryLimits& limits) {
@@ -41,7 +48,7 @@ std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const 
   auto better = [&](const LayoutSpec& c) {
     if (!best) return true;
     const auto key = [](const LayoutSpec& s) {
-      return std::make_tuple(s.devices(), s.sequence_parallel, s.along(MeshAxis::kTensor));
+      return std::make_tuple(s.devices(), s.stages() > 1, s.sequence_parallel, s.along(MeshAxis::kTensor));
     };
     return key(c) < key(*best);
   };
@@ -81,6 +88,21 @@ std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const 
       }
       if (found > 0 && better(candidate(found))) best = candidate(found);
     }
+  }
+  const int blocks = spec.model.num_blocks();
+  for (int p = 2; p <= blocks && !(spec.sub_batches > 1 && spec.sub_batches_given); ++p) {
+    if (best && p > best->devices()) break;  // more devices than a fit already found
+    if (blocks % p != 0) continue;
+    LayoutSpec c = spec;
+    c.sequence_parallel = false;
+    c.sub_batches = 1;
+    assign_stage_mesh(c, p, per_process);
+    try {
+      c.validate();  // the microbatch settings against this pipeline's batch
+    } catch (const ConfigError&) {
+      continue;
+    }
+    if (!misfit(device_memory(c), limits) && better(c)) best = c;
   }
   return best;
 }

@@ -4,10 +4,18 @@
 // model (tensor_parallel.h), each with the spec's SEQUENCE_PARALLEL, or with it switched on when
 // t > 1 (it only lowers memory). Per (t, sequence parallelism) the smallest f that fits is found
 // by bisection: above f = 1 (data parallel, no FSDP residency) memory never grows with f (shards
-// and the sequences per device shrink, the resident units stay). Among the fits the fewest devices
-// win, then no sequence parallelism, then the smaller t (less tensor traffic).
-// Mesh of a candidate: the spec's devices per process hold the tensor axis first, then fsdp;
-// the rest goes to processes (DCN).
+// and the sequences per device shrink, the resident units stay). Pipeline stages split a model by
+// depth: every stage axis p > 1 dividing NUM_LAYERS is tried (data, fsdp and tensor 1, as the job
+// requires; not when NUM_SUB_BATCHES > 1 was given, which a pipeline refuses), each on its own: a
+// stage's memory need not shrink with p (under 1f1b the first stage holds min(p, m) microbatches).
+// The candidates keep the spec's PIPELINE_SCHEDULE and microbatch settings (none given: one
+// sequence per microbatch); one whose microbatches do not divide its batch is skipped.
+// Among the fits the fewest devices win, then no stage axis (at equal devices fsdp or tensor
+// parallelism beats a pipeline: its communication mostly overlaps compute, while a pipeline idles
+// its bubble, (p - 1) / (m + p - 1) of the step), then no sequence parallelism, then the smaller t
+// (less tensor traffic).
+// Mesh of a candidate: the spec's devices per process hold the tensor axis first, then fsdp (or
+// the stage axis); the rest goes to processes (DCN).
 #pragma once
 
 #include <optional>
@@ -21,5 +29,7 @@ std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const 
 
 // The mesh of `fsdp` x `tensor` devices (data 1) for processes of `devices_per_process`.
 void assign_mesh(LayoutSpec& spec, int fsdp, int tensor, int devices_per_process);
+// The mesh of a pipeline of `stages` devices (data, fsdp and tensor 1).
+void assign_stage_mesh(LayoutSpec& spec, int stages, int devices_per_process);
 
 }  // namespace paxocl::plan

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/errors.h"
+#include "config/pipeline_rules.h"
 #include "plan/tensor_parallel.h"
 
 namespace paxocl::plan {
@@ -16,6 +17,20 @@ int LayoutSpec::along(MeshAxis axis) const { return ici_along(axis) * dcn_along(
 
 long LayoutSpec::group_sequences() const {
   return global_batch / (static_cast<long>(along(MeshAxis::kData)) * along(MeshAxis::kFsdp));
+}
+
+int LayoutSpec::microbatches() const {
+  config::PipelineRequest r;
+  r.stages = stages();
+  r.blocks = model.num_blocks();
+  r.batch = group_sequences();
+  r.percore_batch = static_cast<double>(global_batch) / devices();
+  r.fsdp_or_tensor = along(MeshAxis::kFsdp) > 1 || along(MeshAxis::kTensor) > 1;
+  r.mesh = fmt::format("ICI_MESH_SHAPE={} x DCN_MESH_SHAPE={}", device::to_string(ici), device::to_string(dcn));
+  r.sub_batches = sub_batches;
+  r.num_microbatches = num_microbatches;
+  r.microbatch_size = microbatch_size;
+  return config::pipeline_microbatches(r);
 }
 
 std::size_t LayoutSpec::alignment_floats() const {
@@ -46,24 +61,29 @@ void LayoutSpec::validate() const {
                                   "choose a divisor of {}",
                                   sub_batches, group_sequences(), group_sequences()));
   }
+  microbatches();  // a stage axis's refusals
 }
 
 std::string LayoutSpec::describe() const {
-  return fmt::format("data {} x fsdp {} x tensor {} = {} device{} (ICI {} x DCN {}, {} process{})",
-                     along(MeshAxis::kData), along(MeshAxis::kFsdp), along(MeshAxis::kTensor), devices(),
+  return fmt::format("{}data {} x fsdp {} x tensor {} = {} device{} (ICI {} x DCN {}, {} process{})",
+                     stages() > 1 ? fmt::format("stage {} x ", stages()) : std::string(), along(MeshAxis::kData),
+                     along(MeshAxis::kFsdp), along(MeshAxis::kTensor), devices(),
                      devices() == 1 ? "" : "s", device::to_string(ici), device::to_string(dcn), processes(),
                      processes() == 1 ? "" : "es");
 }
 
 std::string LayoutSpec::flags() const {
   const double percore = static_cast<double>(global_batch) / devices();
-  return fmt::format("--fdl.ICI_MESH_SHAPE={} --fdl.DCN_MESH_SHAPE={} --fdl.PERCORE_BATCH_SIZE={:.10g}{}{}{}",
+  return fmt::format("--fdl.ICI_MESH_SHAPE={} --fdl.DCN_MESH_SHAPE={} --fdl.PERCORE_BATCH_SIZE={:.10g}{}{}{}{}",
                      device::to_string(ici), device::to_string(dcn), percore,
                      sequence_parallel && along(MeshAxis::kTensor) > 1 ? " --fdl.SEQUENCE_PARALLEL=true" : "",
                      models::rematerializes(checkpoint_policy)
                          ? fmt::format(" --fdl.CHECKPOINT_POLICY={}", models::checkpoint_policy_name(checkpoint_policy))
                          : std::string(),
-                     sub_batches > 1 ? fmt::format(" --fdl.NUM_SUB_BATCHES={}", sub_batches) : std::string());
+                     sub_batches > 1 ? fmt::format(" --fdl.NUM_SUB_BATCHES={}", sub_batches) : std::string(),
+                     stages() > 1 ? fmt::format(" --fdl.NUM_MICROBATCHES={} --fdl.PIPELINE_SCHEDULE={}", microbatches(),
+                                                models::pipeline_schedule_name(schedule))
+                                  : std::string());
 }
 
 namespace {
@@ -104,6 +124,9 @@ LayoutSpec layout_spec_of(const config::Experiment& e) {
   if (has_field("NUM_SUB_BATCHES")) s.sub_batches = static_cast<int>(e.get_int("NUM_SUB_BATCHES"));
   s.checkpoint_policy_given = e.overridden("CHECKPOINT_POLICY") || models::rematerializes(s.checkpoint_policy);
   s.sub_batches_given = e.overridden("NUM_SUB_BATCHES") || s.sub_batches != 1;
+  s.num_microbatches = e.get_int("NUM_MICROBATCHES");
+  s.microbatch_size = e.get_int("MICROBATCH_SIZE");
+  s.schedule = models::pipeline_schedule_from_name(e.get_string("PIPELINE_SCHEDULE"));
   s.validate();
   return s;
 }

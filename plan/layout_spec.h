@@ -1,10 +1,13 @@
 // LayoutSpec: what `pax-ocl plan` plans for, resolved once into typed fields: the model, the mesh
-// (ICI_MESH_SHAPE x DCN_MESH_SHAPE over [data, fsdp, tensor]), the global batch and the precision,
-// and the settings of the step programs that change memory (FSDP_PREFETCH_DEPTH,
-// OVERLAP_COMMUNICATION, SEQUENCE_PARALLEL). Nothing here opens a device.
+// (ICI_MESH_SHAPE x DCN_MESH_SHAPE over [stage, data, fsdp, tensor]), the global batch and the
+// precision, and the settings of the step programs that change memory (FSDP_PREFETCH_DEPTH,
+// OVERLAP_COMMUNICATION, SEQUENCE_PARALLEL, the pipeline's microbatches and schedule). Nothing here
+// opens a device.
 //   batch: the global batch is PERCORE_BATCH_SIZE x every device of the mesh (config/job_config.cpp);
-//   the data x fsdp groups split it, and the t devices of a tensor group run their group's
-//   sequences together (PERCORE_BATCH_SIZE x t of them), so PERCORE may be fractional under TP.
+//   the data x fsdp groups split it, and the t devices of a tensor group (the p stages of a
+//   pipeline) run their group's sequences together (PERCORE_BATCH_SIZE x t, or x p, of them), so
+//   PERCORE may be fractional under TP; a pipeline runs its sequences as m microbatches
+//   (config/pipeline_rules.h, the job's rules).
 #pragma once
 
 #include <cstddef>
@@ -16,6 +19,7 @@
 #include "device/mesh.h"
 #include "models/checkpoint_policy.h"
 #include "models/model_config.h"
+#include "models/pipeline_schedule.h"
 
 namespace paxocl::plan {
 
@@ -34,6 +38,12 @@ struct LayoutSpec {
   int sub_batches = 1;  // NUM_SUB_BATCHES: a group's sequences run as this many sub-batches (activations of one)
   // Whether the experiment or the command line chose them (else the plan may: plan.h's memory choice).
   bool checkpoint_policy_given = true, sub_batches_given = true;
+  // Pipeline parallelism (a stage axis > 1): the microbatch settings as given (0: not given; neither
+  // given: one sequence per microbatch, so a layout search's candidates re-derive the count for
+  // their own pipeline batch) and PIPELINE_SCHEDULE. The job passes its resolved count.
+  long num_microbatches = 0;  // NUM_MICROBATCHES
+  long microbatch_size = 0;   // MICROBATCH_SIZE
+  models::PipelineSchedule schedule = models::PipelineSchedule::kOneForwardOneBackward;
   // The device's CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes, which sets the parameter layout's alignment
   // (models/block_model.cpp); PoCL reports 128.
   std::size_t base_address_align_bytes = 128;
@@ -48,26 +58,37 @@ struct LayoutSpec {
   int dcn_along(device::MeshAxis axis) const { return dcn[static_cast<std::size_t>(axis)]; }
   int devices() const { return device::mesh_devices(ici, dcn); }
   int processes() const { return device::product(dcn); }
-  // Sequences one tensor group (so each of its devices) runs per step: global_batch / (data x fsdp).
+  int stages() const { return along(device::MeshAxis::kStage); }
+  // Sequences one tensor group or pipeline (so each of its devices) runs per step:
+  // global_batch / (data x fsdp).
   long group_sequences() const;
+  // A pipeline's microbatches m (config::pipeline_microbatches; 1 without a stage axis) and the
+  // sequences of each, group_sequences() / m. ConfigError as validate() for settings it refuses.
+  int microbatches() const;
+  long microbatch_sequences() const { return group_sequences() / microbatches(); }
+  bool microbatches_given() const { return num_microbatches > 0 || microbatch_size > 0; }
   // The parameter layout's alignment in floats, as BlockModel computes it for this dtype and device.
   std::size_t alignment_floats() const;
   // ConfigError naming the numbers: a mesh dimension below 1, a global batch that is not whole
   // sequences per tensor group, a tensor size that cannot split the model (tensor_parallel.h),
-  // NUM_SUB_BATCHES not dividing a group's sequences.
+  // NUM_SUB_BATCHES not dividing a group's sequences, and what the job refuses of a stage axis
+  // (config/pipeline_rules.h: in the same words).
   void validate() const;
-  // "data 1 x fsdp 256 x tensor 1 = 256 devices (ICI [1,8,1] x DCN [1,32,1])"
+  // "data 1 x fsdp 256 x tensor 1 = 256 devices (ICI [1,8,1] x DCN [1,32,1], 32 processes)"; with a
+  // stage axis "stage 4 x data 2 x fsdp 1 x tensor 1 = 8 devices (...)".
   std::string describe() const;
   // The --fdl flags that select this layout: "--fdl.ICI_MESH_SHAPE=[1,8,1] --fdl.DCN_MESH_SHAPE=[1,32,1]
   // --fdl.PERCORE_BATCH_SIZE=6" (and SEQUENCE_PARALLEL when it is on, CHECKPOINT_POLICY when it is not
-  // SAVE_EVERYTHING, NUM_SUB_BATCHES when it is not 1).
+  // SAVE_EVERYTHING, NUM_SUB_BATCHES when it is not 1, NUM_MICROBATCHES and PIPELINE_SCHEDULE with a
+  // stage axis).
   std::string flags() const;
 };
 
 // The experiment's layout: its model (validated), ICI_MESH_SHAPE, DCN_MESH_SHAPE,
-// PERCORE_BATCH_SIZE, FPROP_DTYPE, FSDP_PREFETCH_DEPTH, OVERLAP_COMMUNICATION and, when the schema
-// has it, SEQUENCE_PARALLEL, CHECKPOINT_POLICY and NUM_SUB_BATCHES (given when a --fdl flag or the
-// experiment sets them other than SAVE_EVERYTHING and 1). ConfigError (one line) for anything LayoutSpec::validate refuses, or a
+// PERCORE_BATCH_SIZE, FPROP_DTYPE, FSDP_PREFETCH_DEPTH, OVERLAP_COMMUNICATION, NUM_MICROBATCHES,
+// MICROBATCH_SIZE, PIPELINE_SCHEDULE and, when the schema has it, SEQUENCE_PARALLEL,
+// CHECKPOINT_POLICY and NUM_SUB_BATCHES (given when a --fdl flag or the experiment sets them other
+// than SAVE_EVERYTHING and 1). ConfigError (one line) for anything LayoutSpec::validate refuses, or a
 // PERCORE_BATCH_SIZE that is not a whole global batch.
 LayoutSpec layout_spec_of(const config::Experiment& experiment);
 

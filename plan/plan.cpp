@@ -35,7 +35,9 @@ StepTime step_time(const Plan& p, const PlanOptions& options) {
     t.exposed_s += op * static_cast<double>(c.exposed);
     t.hidden_s += op * static_cast<double>(c.operations - c.exposed);
   }
-  t.step_s = std::max(t.compute_s, t.hidden_s) + t.exposed_s;
+  // A pipeline's stages idle (p - 1) of every m + p - 1 microbatch slots (models::bubble_fraction).
+  t.bubble_s = t.compute_s * (p.spec.stages() - 1) / p.spec.microbatches();
+  t.step_s = std::max(t.compute_s + t.bubble_s, t.hidden_s) + t.exposed_s;
   return t;
 }
 
@@ -58,7 +60,7 @@ std::optional<LayoutSpec> memory_choice(const LayoutSpec& spec, const MemoryLimi
     }
   }
   std::vector<int> counts = {spec.sub_batches};
-  if (!spec.sub_batches_given) {
+  if (!spec.sub_batches_given && spec.stages() == 1) {  // a pipeline refuses sub-batches
     counts.clear();
     for (long k = 1; k <= spec.group_sequences(); ++k) {
       if (spec.group_sequences() % k == 0) counts.push_back(static_cast<int>(k));
@@ -114,6 +116,7 @@ Plan make_plan(const LayoutSpec& spec, const Accelerator& accelerator, const Pla
   p.flops_per_device = p.flops_per_token * p.tokens_per_step / p.spec.devices();
   p.recompute_flops_per_device = recompute_flops_per_token(p.spec) * p.tokens_per_step / p.spec.devices();
   p.collectives = step_collectives(p.spec, layout);
+  p.bubble_fraction = p.spec.stages() > 1 ? models::bubble_fraction(p.spec.stages(), p.spec.microbatches()) : 0.0;
   p.time = step_time(p, options);
 
   const std::optional<std::string> why = misfit(p.memory, limits);
@@ -144,8 +147,8 @@ void require_fits(const LayoutSpec& spec, const MemoryLimits& limits, const std:
                           models::checkpoint_policy_name(remat->checkpoint_policy), remat->sub_batches)
             : std::string(),
       smallest ? fmt::format("the smallest layout that fits is {} ({})", smallest->describe(), smallest->flags())
-               : std::string("no data x fsdp x tensor layout of this global batch fits: lower PERCORE_BATCH_SIZE or "
-                             "MAX_SEQ_LEN")));
+               : std::string("no stage x data x fsdp x tensor layout of this global batch fits: lower "
+                             "PERCORE_BATCH_SIZE or MAX_SEQ_LEN")));
 }
 
 }  // namespace paxocl::plan

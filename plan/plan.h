@@ -4,8 +4,9 @@
 //                       under FSDP), FSDP's resident units, the 16-bit weight copy, activations
 //                       (activation_memory.h) with and without sequence parallelism;
 //   FLOPs per device    ModelConfig::flops_per_token(T) x the global batch's tokens / devices
-//                       (model FLOPs: 6 x matmul parameters + 12 L T x attention width per token),
-//                       and the rematerialization's recompute (models::recompute_flops_per_token);
+//                       (every axis: stage x data x fsdp x tensor; model FLOPs: 6 x matmul
+//                       parameters + 12 L T x attention width per token), and the
+//                       rematerialization's recompute (models::recompute_flops_per_token);
 //   communication       communication.h: bytes per device per step of each collective, ICI and DCN;
 //   step time           compute = (model + recompute FLOPs) per device / (peak x MFU), the peak for
 //                       FPROP_DTYPE (bfloat16 / float16: its BF16 figure) and MFU assumed (default
@@ -14,11 +15,15 @@
 //                       overlap compute (communication.h: data-parallel block gradients, FSDP's
 //                       prefetched gathers and its reduce-scatters but the first / last) are hidden
 //                       while they take less than the compute:
-//                         step = max(compute, hidden communication) + exposed communication.
+//                         step = max(compute + bubble, hidden communication) + exposed communication;
+//                       a pipeline (p stages, m microbatches) stretches its compute by
+//                       (m + p - 1) / m: bubble = compute x (p - 1) / m, the idle fraction of the
+//                       step (p - 1) / (m + p - 1) (models::bubble_fraction; 0 without stages).
 //                       The optimizer update, kernel launches and input are not counted.
 //   memory choice       when the layout does not fit and CHECKPOINT_POLICY or NUM_SUB_BATCHES was
 //                       not given (LayoutSpec), the plan chooses them: among the policies (if not
-//                       given) and the sub-batch counts dividing a group's sequences (if not given)
+//                       given) and the sub-batch counts dividing a group's sequences (if not given;
+//                       a pipeline keeps 1: its microbatches accumulate instead)
 //                       that fit, the least recompute FLOPs, then the fewest sub-batches; it plans
 //                       that choice and says so (Plan::choice);
 //   verdict             fits when memory.total() <= the device's memory and the largest buffer
@@ -47,6 +52,7 @@ struct StepTime {
   double peak_gflops = 0, mfu = 0;
   double ici_gbps = 0, dcn_gbps = 0;
   double compute_s = 0;
+  double bubble_s = 0;   // a pipeline's idle time: compute_s x (p - 1) / m
   double hidden_s = 0;   // communication that overlaps compute
   double exposed_s = 0;  // communication on the critical path
   double step_s = 0;
@@ -61,6 +67,7 @@ struct Plan {
   double recompute_flops_per_device = 0;  // rematerialization: hardware FLOPs beside the model's
   std::optional<std::string> choice;      // the memory choice made, one line
   std::vector<Collective> collectives;
+  double bubble_fraction = 0;  // a pipeline's idle fraction of the step, (p - 1) / (m + p - 1)
   StepTime time;
   bool fits = false;
   std::string verdict;                  // one line: "fits: ..." / "does not fit: ..."

@@ -28,6 +28,7 @@ const char* kind_name(CollectiveKind k) {
     case CollectiveKind::kAllReduce: return "all-reduce";
     case CollectiveKind::kAllGather: return "all-gather";
     case CollectiveKind::kReduceScatter: return "reduce-scatter";
+    case CollectiveKind::kSend: return "send";
   }
   return "";
 }
@@ -43,7 +44,7 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
   const LayoutSpec& s = p.spec;
   const DeviceMemory& m = p.memory;
   const bool fsdp = s.along(MeshAxis::kFsdp) > 1;
-  const int tensor = s.along(MeshAxis::kTensor);
+  const int tensor = s.along(MeshAxis::kTensor), stages = s.stages();
   const std::string dtype(device::dtype_name(s.fprop));
   const models::ParameterLayout full(s.model, 1);
   std::string out;
@@ -54,15 +55,25 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
                    parameters >= 1e9 ? fmt::format("{:.1f}B parameters", parameters / 1e9)
                                      : fmt::format("{:.2f}M parameters", parameters / 1e6)));
   line(fmt::format("layout: {}", s.describe()));
-  line(fmt::format("batch: {} sequences x {} tokens per step ({} tokens); each tensor group runs {} sequence(s); "
+  line(fmt::format("batch: {} sequences x {} tokens per step ({} tokens); each {} runs {} sequence(s); "
                    "FPROP_DTYPE {}",
-                   s.global_batch, s.model.max_seq_len(), si(p.tokens_per_step, ""), s.group_sequences(),
+                   s.global_batch, s.model.max_seq_len(), si(p.tokens_per_step, ""),
+                   stages > 1 ? "pipeline" : "tensor group", s.group_sequences(),
                    s.fprop_auto ? "auto, planned as float32 (a job picks bfloat16 on CPUs with bfloat16 matrix "
                                   "instructions: name FPROP_DTYPE to plan that)"
                                 : dtype));
+  // A pass: one sub-batch, or one microbatch of a pipeline (never both).
   line(fmt::format("memory: CHECKPOINT_POLICY={}, NUM_SUB_BATCHES={} ({} sequence(s) per pass)",
-                   models::checkpoint_policy_name(s.checkpoint_policy), s.sub_batches, s.group_sequences() / s.sub_batches));
+                   models::checkpoint_policy_name(s.checkpoint_policy), s.sub_batches,
+                   s.group_sequences() / s.sub_batches / s.microbatches()));
   if (p.choice) line("  chosen by the plan, " + *p.choice);
+  if (stages > 1) {
+    line(fmt::format("pipeline: {} stages of {} block(s), PIPELINE_SCHEDULE {}, {} microbatches of {} sequence(s){}; "
+                     "at most {} in flight on a device; bubble (p-1)/(m+p-1) = {:.1f}% of the step",
+                     stages, s.model.num_blocks() / stages, models::pipeline_schedule_name(s.schedule), s.microbatches(),
+                     s.microbatch_sequences(), s.microbatches_given() ? "" : " (NUM_MICROBATCHES not given: one each)",
+                     m.microbatches_in_flight, 100 * p.bubble_fraction));
+  }
   line(fmt::format("accelerator: {}: {:.4g} TFLOP/s {} ({}), {:.1f} GiB, {} ({})", p.accelerator.name,
                    p.time.peak_gflops / 1e3, dtype,
                    p.accelerator.host_cpu ? p.accelerator.peak_basis
@@ -71,8 +82,9 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
                    links_line(p.time), p.accelerator.links));
 
   line("");
-  line(fmt::format("{:<62} {:>10}", "memory per device", "GiB"));
-  const std::string owned = fsdp ? ", FSDP shard" : "";
+  line(fmt::format("{:<62} {:>10}", stages > 1 ? "memory per device (the stage holding the most)" : "memory per device",
+                   "GiB"));
+  const std::string owned = fsdp ? ", FSDP shard" : stages > 1 ? ", the stage's" : "";
   line(fmt::format("  {:<60} {:>10.2f}", "parameters (float32" + owned + ")", gb(m.parameters)));
   line(fmt::format("  {:<60} {:>10.2f}", "gradients (float32" + owned + ")", gb(m.gradients)));
   line(fmt::format("  {:<60} {:>10.2f}", "Adam moments (2 x float32" + owned + ")", gb(m.adam_moments)));
@@ -82,8 +94,12 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
   }
   if (m.weight_copy > 0) line(fmt::format("  {:<60} {:>10.2f}", dtype + " weight copy", gb(m.weight_copy)));
   line(fmt::format("  {:<60} {:>10.2f}", "Adam gradient-norm partial sums", gb(m.optimizer_workspace)));
-  line(fmt::format("  {:<60} {:>10.2f}", "activations" + std::string(tensor > 1 && s.sequence_parallel ? " (sequence parallel)" : ""),
-                   gb(m.activations)));
+  const std::string activations =
+      tensor > 1 && s.sequence_parallel ? " (sequence parallel)"
+      : stages > 1 ? fmt::format(" ({} microbatch{} in flight)", m.microbatches_in_flight,
+                                 m.microbatches_in_flight == 1 ? "" : "es")
+                   : std::string();
+  line(fmt::format("  {:<60} {:>10.2f}", "activations" + activations, gb(m.activations)));
   if (tensor > 1) {
     line(fmt::format("    {:<58} {:>10.2f}", "without SEQUENCE_PARALLEL", gb(m.activations_without_sp)));
     line(fmt::format("    {:<58} {:>10.2f}", "with SEQUENCE_PARALLEL", gb(m.activations_with_sp)));
@@ -121,14 +137,19 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
                        gib(c.ici_bytes * n), gib(c.dcn_bytes * n)));
     }
     line(fmt::format("  {:<60} {:>6} {:>8} {:>10.3f} {:>10.3f}", "total", "", "", gib(ici), gib(dcn)));
+    if (stages > 1) {
+      const LinkBytes sends = point_to_point_bytes(p.collectives);
+      line(fmt::format("  point to point (PP sends): {:.3f} GiB ICI, {:.3f} GiB DCN", gib(sends.ici), gib(sends.dcn)));
+    }
   }
 
   line("");
   const StepTime& t = p.time;
-  line(fmt::format("step time: compute {} ({:.4g} TFLOP/s x MFU {:.2f}); communication {} overlapping it, {} exposed "
+  line(fmt::format("step time: compute {} ({:.4g} TFLOP/s x MFU {:.2f}){}; communication {} overlapping it, {} exposed "
                    "({})",
-                   seconds(t.compute_s), t.peak_gflops / 1e3, t.mfu, seconds(t.hidden_s), seconds(t.exposed_s),
-                   links_line(t)));
+                   seconds(t.compute_s), t.peak_gflops / 1e3, t.mfu,
+                   stages > 1 ? fmt::format(", pipeline bubble {}", seconds(t.bubble_s)) : std::string(),
+                   seconds(t.hidden_s), seconds(t.exposed_s), links_line(t)));
   std::string unknown;
   for (const std::string& u : t.unknown) unknown += (unknown.empty() ? "" : ", ") + u;
   line(fmt::format("  => {} per step{}, {} tokens/s", seconds(t.step_s),
@@ -136,8 +157,9 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
                                    : fmt::format(" or more ({} unknown: --accelerator, --ici_bandwidth, --dcn_bandwidth)",
                                                  unknown),
                    t.step_s > 0 ? si(p.tokens_per_step / t.step_s, "") : std::string("?")));
-  line("  (step = max(compute, overlapping communication) + exposed communication; the optimizer update, kernel "
-       "launches and input are not counted)");
+  line(fmt::format("  (step = max(compute{}, overlapping communication) + exposed communication; the optimizer "
+                   "update, kernel launches and input are not counted)",
+                   stages > 1 ? " + bubble" : ""));
 
   line("");
   line("verdict: " + p.verdict);
@@ -146,7 +168,7 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
       line(fmt::format("smallest layout that fits: {}, {:.1f} GiB per device: {}", p.smallest->describe(),
                        gb(p.smallest_memory->total()), p.smallest->flags()));
     } else {
-      line("no data x fsdp x tensor layout of this global batch fits: lower PERCORE_BATCH_SIZE or MAX_SEQ_LEN");
+      line("no stage x data x fsdp x tensor layout of this global batch fits: lower PERCORE_BATCH_SIZE or MAX_SEQ_LEN");
     }
   }
   return out;
@@ -164,6 +186,9 @@ nlohmann::json plan_json(const Plan& p, const std::string& experiment) {
                           {"sequence_parallel", l.sequence_parallel},
                           {"checkpoint_policy", models::checkpoint_policy_name(l.checkpoint_policy)},
                           {"num_sub_batches", l.sub_batches},
+                          {"stages", l.stages()},
+                          {"num_microbatches", l.microbatches()},
+                          {"pipeline_schedule", models::pipeline_schedule_name(l.schedule)},
                           {"flags", l.flags()}};
   };
   nlohmann::json j;
@@ -197,6 +222,18 @@ nlohmann::json plan_json(const Plan& p, const std::string& experiment) {
                 {"per_device", p.flops_per_device},
                 {"recompute_per_device", p.recompute_flops_per_device}};
   if (p.choice) j["memory_choice"] = *p.choice;
+  if (s.stages() > 1) {
+    const LinkBytes sends = point_to_point_bytes(p.collectives);
+    j["pipeline"] = {{"stages", s.stages()},
+                     {"blocks_per_stage", s.model.num_blocks() / s.stages()},
+                     {"schedule", models::pipeline_schedule_name(s.schedule)},
+                     {"microbatches", s.microbatches()},
+                     {"microbatch_sequences", s.microbatch_sequences()},
+                     {"microbatches_in_flight", m.microbatches_in_flight},
+                     {"bubble_fraction", p.bubble_fraction},
+                     {"point_to_point_ici_bytes", sends.ici},
+                     {"point_to_point_dcn_bytes", sends.dcn}};
+  }
   nlohmann::json comms = nlohmann::json::array();
   for (const Collective& c : p.collectives) {
     comms.push_back({{"name", c.name},
@@ -211,6 +248,7 @@ nlohmann::json plan_json(const Plan& p, const std::string& experiment) {
   j["communication"] = comms;
   j["step_time"] = {{"mfu", p.time.mfu},
                     {"compute_s", p.time.compute_s},
+                    {"bubble_s", p.time.bubble_s},
                     {"hidden_communication_s", p.time.hidden_s},
                     {"exposed_communication_s", p.time.exposed_s},
                     {"step_s", p.time.step_s},

@@ -16,10 +16,6 @@ namespace paxocl::scheduler {
 
 using device::MeshAxis;
 
-namespace {
-constexpr int kCarries = 3;  // kinds of message (PipelineStep::Carries)
-}  // namespace
-
 PipelineStep::PipelineStep(const std::vector<device::DeviceInfo>& devices, device::ProgramCache& cache,
                            const collectives::ProcessWorld& world, const StepOptions& options)
     : StepProgram(options), options_(options), world_(world) {
@@ -39,139 +35,164 @@ PipelineStep::PipelineStep(const std::vector<device::DeviceInfo>& devices, devic
     job_ = std::make_unique<collectives::MpiCommunicator>(world, all);
   }
 
-  // Each device's stage: its blocks, neighbours, model instances and optimizer.
-  auto peer = [&](device::MeshCoords c, int stage) {
-    c[static_cast<std::size_t>(MeshAxis::kStage)] = stage;
+  // Each device's chunks: their blocks, neighbours, model instances and optimizers. Chunk c of the
+  // device at stage s is virtual stage v = c*p + s; its neighbours are v-1 and v+1.
+  repeat_ = pipeline.repeat;
+  const int virtual_stages = stages * repeat_;
+  auto peer = [&](device::MeshCoords c, int v) {
+    c[static_cast<std::size_t>(MeshAxis::kStage)] = v % stages;
     const int id = mesh.device_at(c);
-    return Peer{mesh.process_of(id), mesh.local_index_of(id)};
+    return Peer{mesh.process_of(id), mesh.local_index_of(id), v / stages};
   };
-  stages_.resize(static_cast<std::size_t>(local));
+  stages_.resize(static_cast<std::size_t>(local * repeat_));
   for (int d = 0; d < local; ++d) {
-    Stage& st = stages_[static_cast<std::size_t>(d)];
     Local& l = locals_[static_cast<std::size_t>(d)];
     const device::MeshCoords c = mesh.coords(mesh.device_id(world.rank(), d));
     const int s = c[static_cast<std::size_t>(MeshAxis::kStage)];
-    st.span = models::stage_span(options.model.num_blocks(), stages, s);
-    st.replica = mesh.ici_coord(d, MeshAxis::kData);
-    st.first_replica = c[static_cast<std::size_t>(MeshAxis::kData)] == 0;
-    if (s > 0) st.previous = peer(c, s - 1);
-    if (s + 1 < stages) st.next = peer(c, s + 1);
-    if (s == 0) st.other_end = peer(c, stages - 1);
-    if (s == stages - 1) st.other_end = peer(c, 0);
+    for (int chunk = 0; chunk < repeat_; ++chunk) {
+      Stage& st = stage(static_cast<std::size_t>(d), chunk);
+      const int v = chunk * stages + s;
+      st.device = static_cast<std::size_t>(d);
+      st.chunk = chunk;
+      st.span = models::stage_span(options.model.num_blocks(), virtual_stages, v);
+      st.replica = mesh.ici_coord(d, MeshAxis::kData);
+      st.first_replica = c[static_cast<std::size_t>(MeshAxis::kData)] == 0;
+      if (v > 0) st.previous = peer(c, v - 1);
+      if (v + 1 < virtual_stages) st.next = peer(c, v + 1);
+      if (v == 0) st.other_end = peer(c, virtual_stages - 1);
+      if (v == virtual_stages - 1) st.other_end = peer(c, 0);
 
-    models::ModelOptions model_options = StepProgram::model_options(options);
-    model_options.max_batch = static_cast<std::size_t>(microbatch);
-    model_options.stage = st.span;
-    l.model = models::build_model(*l.runtime, options.model, model_options);
-    model_options.shared_parameters = l.model->parameter_buffers();
-    const int slots = models::microbatches_in_flight(pipeline.schedule, stages, s, pipeline.microbatches);
-    for (int k = 1; k < slots; ++k) st.more_slots.push_back(models::build_model(*l.runtime, options.model, model_options));
-
-    const models::ParameterLayout& own = l.model->layout();
-    l.adam = std::make_unique<models::AdamOptimizer>(*l.runtime, own.total(), own.decayed_end(), options.adam);
-    if (!whole_layout_) whole_layout_ = std::make_unique<models::ParameterLayout>(options.model, own.alignment());
-    st.split = std::make_unique<models::StageSplit>(*whole_layout_, own, st.span);
-    if (st.split->shared_ranges().empty()) st.other_end = Peer{};  // nothing tied (LLaMA's untied head)
-    st.counted = models::segments_outside(own.total(), st.split->replica_ranges());
+      models::ModelOptions model_options = StepProgram::model_options(options);
+      model_options.max_batch = static_cast<std::size_t>(microbatch);
+      model_options.stage = st.span;
+      auto first = models::build_model(*l.runtime, options.model, model_options);
+      model_options.shared_parameters = first->parameter_buffers();
+      const int slots = models::microbatches_in_flight(pipeline.schedule, stages, s, pipeline.microbatches);
+      for (int k = 1; k < slots; ++k) st.more_slots.push_back(models::build_model(*l.runtime, options.model, model_options));
+      const models::ParameterLayout& own = first->layout();
+      auto adam = std::make_unique<models::AdamOptimizer>(*l.runtime, own.total(), own.decayed_end(), options.adam);
+      st.first = first.get();
+      st.adam = adam.get();
+      if (chunk == 0) {  // the device's Local holds its first chunk's (StepProgram::model() and friends)
+        l.model = std::move(first);
+        l.adam = std::move(adam);
+      } else {
+        st.own_first = std::move(first);
+        st.own_adam = std::move(adam);
+      }
+      if (!whole_layout_) whole_layout_ = std::make_unique<models::ParameterLayout>(options.model, own.alignment());
+      st.split = std::make_unique<models::StageSplit>(*whole_layout_, own, st.span);
+      if (st.split->shared_ranges().empty()) st.other_end = Peer{};  // nothing tied (LLaMA's untied head)
+      st.counted = models::segments_outside(own.total(), st.split->replica_ranges());
+    }
   }
 
-  // Data groups: the replicas of one stage, averaging its gradients.
-  averager_of_.assign(static_cast<std::size_t>(local), -1);
+  // Data groups: the replicas of one chunk of one stage, averaging its gradients.
+  averager_of_.assign(stages_.size(), -1);
   if (mesh.size(MeshAxis::kData) > 1) {
     const std::vector<int> data_processes = mesh.dcn_processes(world.rank(), MeshAxis::kData);
-    for (int d = 0; d < local; ++d) {
-      if (averager_of_[static_cast<std::size_t>(d)] >= 0) continue;
+    for (std::size_t i = 0; i < stages_.size(); ++i) {
+      if (averager_of_[i] >= 0) continue;
       std::vector<device::Device*> replicas;
-      for (int id : mesh.ici_group(mesh.device_id(world.rank(), d), MeshAxis::kData)) {
-        const int r = mesh.local_index_of(id);
-        replicas.push_back(locals_[static_cast<std::size_t>(r)].device.get());
-        averager_of_[static_cast<std::size_t>(r)] = static_cast<int>(averagers_.size());
+      for (int id : mesh.ici_group(mesh.device_id(world.rank(), static_cast<int>(stages_[i].device)), MeshAxis::kData)) {
+        const auto r = static_cast<std::size_t>(mesh.local_index_of(id));
+        replicas.push_back(locals_[r].device.get());
+        averager_of_[r * static_cast<std::size_t>(repeat_) + static_cast<std::size_t>(stages_[i].chunk)] =
+            static_cast<int>(averagers_.size());
       }
       averagers_.push_back(std::make_unique<collectives::GradientAverager>(replicas, world, data_processes));
     }
   }
 }
 
-models::Model& PipelineStep::slot(std::size_t d, int microbatch) {
-  Stage& st = stages_[d];
+models::Model& PipelineStep::slot(Stage& st, int microbatch) {
   const int k = microbatch % static_cast<int>(st.more_slots.size() + 1);
-  return k == 0 ? *locals_[d].model : *st.more_slots[static_cast<std::size_t>(k - 1)];
+  return k == 0 ? *st.first : *st.more_slots[static_cast<std::size_t>(k - 1)];
 }
 
-void PipelineStep::trace_transfer(std::size_t d, const char* direction, Carries what, int microbatch, device::Event event) {
+void PipelineStep::trace_transfer(Stage& st, const char* direction, Carries what, int microbatch, device::Event event) {
   if (!tracing_) return;
   static constexpr const char* kWhat[kCarries] = {"activation", "gradient", "tied gradient"};
-  stages_[d].transfers.emplace_back(fmt::format("pipeline {} {} (stage {}, microbatch {})", kWhat[static_cast<int>(what)],
-                                                direction, stages_[d].span.stage, microbatch),
-                                    std::move(event));
+  st.transfers.emplace_back(fmt::format("pipeline {} {} (stage {}, microbatch {})", kWhat[static_cast<int>(what)],
+                                        direction, st.span.stage, microbatch),
+                            std::move(event));
 }
 
-void PipelineStep::send(std::size_t d, const Peer& to, Carries what, const models::ActBuffer& x, const inputs::Batch& rows,
+void PipelineStep::send(Stage& st, const Peer& to, Carries what, const models::ActBuffer& x, const inputs::Batch& rows,
                         int microbatch) {
   const std::size_t bytes =
       static_cast<std::size_t>(rows.batch) * static_cast<std::size_t>(rows.seq_len) * dims_ * device::dtype_size(x.dtype());
   collectives::StageMessages::Message message(bytes);
   // Blocks until the stage's pass has got there.
-  trace_transfer(d, "send", what, microbatch, locals_[d].device->queue().read(x.storage(), std::span<std::byte>(message)));
-  messages_->send(to.process, to.local * kCarries + static_cast<int>(what), std::move(message));
+  trace_transfer(st, "send", what, microbatch,
+                 locals_[st.device].device->queue().read(x.storage(), std::span<std::byte>(message)));
+  messages_->send(to.process, channel(to.local, to.chunk, what), std::move(message));
 }
 
-void PipelineStep::receive(std::size_t d, const Peer& from, Carries what, models::ActBuffer& into, const inputs::Batch& rows,
+void PipelineStep::receive(Stage& st, const Peer& from, Carries what, models::ActBuffer& into, const inputs::Batch& rows,
                            int microbatch) {
   const std::size_t bytes =
       static_cast<std::size_t>(rows.batch) * static_cast<std::size_t>(rows.seq_len) * dims_ * device::dtype_size(into.dtype());
   collectives::StageMessages::Message message =
-      messages_->receive(from.process, static_cast<int>(d) * kCarries + static_cast<int>(what));
+      messages_->receive(from.process, channel(static_cast<int>(st.device), st.chunk, what));
   if (message.size() != bytes) {
     throw DeviceError(fmt::format("pipeline stage {} received {} bytes from process {} where it expected {} (the "
                                   "stages disagree on the batch)",
-                                  stages_[d].span.stage, message.size(), from.process, bytes));
+                                  st.span.stage, message.size(), from.process, bytes));
   }
   // Written without blocking, in queue order; the message lives until the step has finished.
-  trace_transfer(d, "receive", what, microbatch,
-                 locals_[d].device->queue().write(into.storage(), std::span<const std::byte>(message), false));
-  stages_[d].held.push_back(std::move(message));
+  trace_transfer(st, "receive", what, microbatch,
+                 locals_[st.device].device->queue().write(into.storage(), std::span<const std::byte>(message), false));
+  st.held.push_back(std::move(message));
 }
 
-models::LossStats PipelineStep::run_stage(std::size_t d, const std::vector<inputs::Batch>& micro, double mean_over,
-                                          bool training) {
+models::LossStats PipelineStep::run_device(std::size_t d, const std::vector<inputs::Batch>& micro, double mean_over,
+                                           bool training) {
   using Kind = models::PipelineOp::Kind;
-  Stage& st = stages_[d];
-  const int m = static_cast<int>(micro.size());
+  const config::PipelineConfig& pipeline = options_.step.pipeline;
+  const int m = static_cast<int>(micro.size()), s = stage(d, 0).span.stage;
   std::vector<models::PipelineOp> ops;
   if (training) {
-    ops = models::stage_ops(options_.step.pipeline.schedule, st.span.stages, st.span.stage, m);
+    ops = models::stage_ops(pipeline.schedule, pipeline.stages, s, m, repeat_);
   } else {
-    for (int j = 0; j < m; ++j) ops.push_back({Kind::kForward, j});
+    for (int c = 0; c < repeat_; ++c) {
+      for (int j = 0; j < m; ++j) ops.push_back({Kind::kForward, j, c});
+    }
   }
   models::LossStats stats;
-  std::vector<std::optional<models::Model::Pass>> passes(static_cast<std::size_t>(m));
+  // passes[c][j]: microbatch j's pass through chunk c, from its forward to its backward.
+  std::vector<std::vector<std::optional<models::Model::Pass>>> passes(
+      static_cast<std::size_t>(repeat_), std::vector<std::optional<models::Model::Pass>>(static_cast<std::size_t>(m)));
   for (const models::PipelineOp& op : ops) {
+    Stage& st = stage(d, op.chunk);
     const auto j = static_cast<std::size_t>(op.microbatch);
-    models::Model& model = slot(d, op.microbatch);
+    models::Model& model = slot(st, op.microbatch);
+    std::optional<models::Model::Pass>& held = passes[static_cast<std::size_t>(op.chunk)][j];
     const int blocks = model.layout().num_blocks();
     if (op.kind == Kind::kForward) {
-      if (!st.span.first_stage()) receive(d, st.previous, Carries::kActivation, model.stage_input(), micro[j], op.microbatch);
-      models::Model::Pass& pass = passes[j].emplace(model.begin_pass(micro[j], training && j == 0));
+      if (!st.span.first_stage()) receive(st, st.previous, Carries::kActivation, model.stage_input(), micro[j], op.microbatch);
+      models::Model::Pass& pass = held.emplace(model.begin_pass(micro[j], training && j == 0));
       pass.mean_over = mean_over;
       for (int b = 0; b < blocks; ++b) model.forward_block(pass, b);
       if (st.span.last_stage()) {
         stats += model.forward_loss(pass);
       } else {
-        send(d, st.next, Carries::kActivation, *pass.x, micro[j], op.microbatch);
+        send(st, st.next, Carries::kActivation, *pass.x, micro[j], op.microbatch);
       }
     } else {
-      models::Model::Pass& pass = *passes[j];
-      if (!st.span.last_stage()) receive(d, st.next, Carries::kGradient, model.stage_output_gradient(), micro[j], op.microbatch);
+      models::Model::Pass& pass = *held;
+      if (!st.span.last_stage()) {
+        receive(st, st.next, Carries::kGradient, model.stage_output_gradient(), micro[j], op.microbatch);
+      }
       model.begin_backward(pass);
       for (int b = blocks - 1; b >= 0; --b) model.backward_block(pass, b);
       model.finish_backward(pass);
-      if (!st.span.first_stage()) send(d, st.previous, Carries::kGradient, *pass.x, micro[j], op.microbatch);
-      passes[j].reset();
+      if (!st.span.first_stage()) send(st, st.previous, Carries::kGradient, *pass.x, micro[j], op.microbatch);
+      held.reset();
     }
   }
   locals_[d].device->queue().finish();  // the received messages have been written
-  st.held.clear();
+  for (int c = 0; c < repeat_; ++c) stage(d, c).held.clear();
   return stats;
 }
 
@@ -183,37 +204,39 @@ void PipelineStep::run_stages(const std::vector<std::size_t>& devices, const std
 void PipelineStep::sum_tied_gradients() {
   // Every end sends first (sends never block), then each adds the other end's copy: a + b, the same
   // bits on both ends.
-  auto read_tied = [&](std::size_t d) {
+  auto read_tied = [&](Stage& st) {
     std::vector<float> values;
-    const std::vector<float> grads = locals_[d].model->gradients();
-    for (const auto& r : stages_[d].split->shared_ranges()) {
+    const std::vector<float> grads = st.first->gradients();
+    for (const auto& r : st.split->shared_ranges()) {
       values.insert(values.end(), grads.begin() + static_cast<std::ptrdiff_t>(r.offset),
                     grads.begin() + static_cast<std::ptrdiff_t>(r.offset + r.count));
     }
     return values;
   };
   std::vector<std::vector<float>> own(stages_.size());
-  for (std::size_t d = 0; d < stages_.size(); ++d) {
-    if (!stages_[d].other_end.exists()) continue;
-    own[d] = read_tied(d);
-    collectives::StageMessages::Message message(own[d].size() * sizeof(float));
-    std::memcpy(message.data(), own[d].data(), message.size());
-    const Peer& to = stages_[d].other_end;
-    messages_->send(to.process, to.local * kCarries + static_cast<int>(Carries::kTiedGradient), std::move(message));
+  for (std::size_t i = 0; i < stages_.size(); ++i) {
+    Stage& st = stages_[i];
+    if (!st.other_end.exists()) continue;
+    own[i] = read_tied(st);
+    collectives::StageMessages::Message message(own[i].size() * sizeof(float));
+    std::memcpy(message.data(), own[i].data(), message.size());
+    messages_->send(st.other_end.process, channel(st.other_end.local, st.other_end.chunk, Carries::kTiedGradient),
+                    std::move(message));
   }
-  for (std::size_t d = 0; d < stages_.size(); ++d) {
-    if (!stages_[d].other_end.exists()) continue;
+  for (std::size_t i = 0; i < stages_.size(); ++i) {
+    Stage& st = stages_[i];
+    if (!st.other_end.exists()) continue;
     const collectives::StageMessages::Message message = messages_->receive(
-        stages_[d].other_end.process, static_cast<int>(d) * kCarries + static_cast<int>(Carries::kTiedGradient));
-    if (message.size() != own[d].size() * sizeof(float)) throw DeviceError("pipeline ends disagree on the tied tensors' size");
-    std::vector<float> other(own[d].size());
+        st.other_end.process, channel(static_cast<int>(st.device), st.chunk, Carries::kTiedGradient));
+    if (message.size() != own[i].size() * sizeof(float)) throw DeviceError("pipeline ends disagree on the tied tensors' size");
+    std::vector<float> other(own[i].size());
     std::memcpy(other.data(), message.data(), message.size());
     std::size_t at = 0;
-    for (const auto& r : stages_[d].split->shared_ranges()) {
+    for (const auto& r : st.split->shared_ranges()) {
       std::vector<float> sum(r.count);
-      for (std::size_t i = 0; i < r.count; ++i) sum[i] = own[d][at + i] + other[at + i];
-      locals_[d].device->queue().write(locals_[d].model->gradient_buffer().view(r.offset, r.count, "tied gradient"),
-                                       std::span<const float>(sum));
+      for (std::size_t k = 0; k < r.count; ++k) sum[k] = own[i][at + k] + other[at + k];
+      locals_[st.device].device->queue().write(st.first->gradient_buffer().view(r.offset, r.count, "tied gradient"),
+                                               std::span<const float>(sum));
       at += r.count;
     }
   }
@@ -223,16 +246,16 @@ models::LossStats PipelineStep::run_step(const inputs::Batch& batch, double lr, 
                                          models::OptimizerStepStats& opt) {
   const int replica_batch = options_.step.replica_batch, m = options_.step.pipeline.microbatches;
   const int size = replica_batch / m;
-  std::vector<models::LossStats> stats(stages_.size());
-  std::vector<std::size_t> all(stages_.size());
+  std::vector<models::LossStats> stats(locals_.size());
+  std::vector<std::size_t> all(locals_.size());
   std::iota(all.begin(), all.end(), std::size_t{0});
   run_stages(all, [&](std::size_t d) {
-    const inputs::Batch rows = device_rows(batch, stages_[d].replica, replica_batch);
+    const inputs::Batch rows = device_rows(batch, stage(d, 0).replica, replica_batch);
     std::vector<inputs::Batch> micro;
     for (int j = 0; j < m; ++j) micro.push_back(rows.sequences(j * size, size));
     // Every microbatch's loss is scaled by the whole replica batch's weight: the gradients are
     // those of its mean loss.
-    stats[d] = run_stage(d, micro, rows.weight_sum(), true);
+    stats[d] = run_device(d, micro, rows.weight_sum(), true);
   });
   sum_tied_gradients();
 
@@ -241,27 +264,26 @@ models::LossStats PipelineStep::run_step(const inputs::Batch& batch, double lr, 
     collectives::IciCommunicator::Buffers views;
     std::vector<device::Event> ready;
     std::size_t n = 0;
-    for (std::size_t d = 0; d < locals_.size(); ++d) {
-      if (averager_of_[d] != static_cast<int>(a)) continue;
-      views.push_back(locals_[d].model->gradient_buffer());
-      n = locals_[d].model->layout().total();
-      ready.push_back(locals_[d].device->queue().marker());
-      locals_[d].device->queue().flush();
+    for (std::size_t i = 0; i < stages_.size(); ++i) {
+      if (averager_of_[i] != static_cast<int>(a)) continue;
+      device::Queue& queue = locals_[stages_[i].device].device->queue();
+      views.push_back(stages_[i].first->gradient_buffer());
+      n = stages_[i].first->layout().total();
+      ready.push_back(queue.marker());
+      queue.flush();
     }
     reductions.push_back(averagers_[a]->average(views, n, ready));
   }
   for (const collectives::Pending& p : reductions) p.wait();
 
   std::vector<double> squares = {0.0};
-  for (std::size_t d = 0; d < locals_.size(); ++d) {
-    if (stages_[d].first_replica) {
-      squares[0] += locals_[d].adam->sum_squares(locals_[d].model->gradient_buffer(), stages_[d].counted);
-    }
+  for (Stage& st : stages_) {
+    if (st.first_replica) squares[0] += st.adam->sum_squares(st.first->gradient_buffer(), st.counted);
   }
   if (world_.size() > 1) world_.all_reduce_sum(squares);
-  for (Local& l : locals_) {
-    opt = l.adam->step_with_norm(l.model->parameter_buffer(), l.model->gradient_buffer(), lr, std::sqrt(squares[0]),
-                                 loss_scale);
+  for (Stage& st : stages_) {
+    opt = st.adam->step_with_norm(st.first->parameter_buffer(), st.first->gradient_buffer(), lr, std::sqrt(squares[0]),
+                                  loss_scale);
   }
   models::LossStats total;
   for (const models::LossStats& s : stats) total += s;  // only last stages computed losses
@@ -270,14 +292,14 @@ models::LossStats PipelineStep::run_step(const inputs::Batch& batch, double lr, 
 
 models::LossStats PipelineStep::evaluate(const inputs::Batch& batch) {
   std::vector<std::size_t> first_pipeline;
-  for (std::size_t d = 0; d < stages_.size(); ++d) {
-    if (stages_[d].replica == 0) first_pipeline.push_back(d);
+  for (std::size_t d = 0; d < locals_.size(); ++d) {
+    if (stage(d, 0).replica == 0) first_pipeline.push_back(d);
   }
   const int size = static_cast<int>(model().max_batch());
   std::vector<inputs::Batch> micro;
   for (int first = 0; first < batch.batch; first += size) micro.push_back(batch.sequences(first, std::min(size, batch.batch - first)));
-  std::vector<models::LossStats> stats(stages_.size());
-  run_stages(first_pipeline, [&](std::size_t d) { stats[d] = run_stage(d, micro, 0.0, false); });
+  std::vector<models::LossStats> stats(locals_.size());
+  run_stages(first_pipeline, [&](std::size_t d) { stats[d] = run_device(d, micro, 0.0, false); });
   models::LossStats total;
   for (const models::LossStats& s : stats) total += s;
   return total;
@@ -286,40 +308,40 @@ models::LossStats PipelineStep::evaluate(const inputs::Batch& batch) {
 bool PipelineStep::evaluation_is_collective() const { return mesh().dcn_size(MeshAxis::kStage) > 1; }
 
 const models::Model& PipelineStep::evaluation_model() const {
-  for (std::size_t d = 0; d < stages_.size(); ++d) {
-    if (stages_[d].replica == 0 && stages_[d].span.last_stage()) return *locals_[d].model;
+  for (const Stage& st : stages_) {
+    if (st.replica == 0 && st.span.last_stage()) return *st.first;
   }
   throw ConfigError("per-position scores (zero-shot evaluation) need the last pipeline stage in every process: put "
                     "the stage axis in ICI_MESH_SHAPE, or evaluate with a mesh without stages");
 }
 
-std::vector<float> PipelineStep::read_buffer(std::size_t d, const models::FloatBuffer& b) const {
-  std::vector<float> out(locals_[d].model->layout().total());
-  locals_[d].device->queue().read(b, std::span<float>(out));
+std::vector<float> PipelineStep::read_buffer(const Stage& st, const models::FloatBuffer& b) const {
+  std::vector<float> out(st.first->layout().total());
+  locals_[st.device].device->queue().read(b, std::span<float>(out));
   return out;
 }
 
-std::vector<float> PipelineStep::assemble(const std::function<std::vector<float>(std::size_t)>& local_image) {
+std::vector<float> PipelineStep::assemble(const std::function<std::vector<float>(Stage&)>& local_image) {
   std::vector<float> whole(whole_layout_->total(), 0.0f);
-  for (std::size_t d = 0; d < stages_.size(); ++d) {
-    if (stages_[d].first_replica) stages_[d].split->place(local_image(d), whole);
+  for (Stage& st : stages_) {
+    if (st.first_replica) st.split->place(local_image(st), whole);
   }
   if (job_) job_->all_reduce(whole).wait();  // each element placed by one device of the job
   return whole;
 }
 
 void PipelineStep::load_parameters(std::span<const float> flat) {
-  for (std::size_t d = 0; d < stages_.size(); ++d) locals_[d].model->set_parameters(stages_[d].split->extract(flat));
+  for (Stage& st : stages_) st.first->set_parameters(st.split->extract(flat));
 }
 
 std::vector<float> PipelineStep::parameters() {
-  return assemble([&](std::size_t d) { return locals_[d].model->parameters(); });
+  return assemble([&](Stage& st) { return st.first->parameters(); });
 }
 
 std::vector<StepProgram::StateSlice> PipelineStep::state_slices() {
   auto p = parameters();
-  auto m = assemble([&](std::size_t d) { return read_buffer(d, locals_[d].adam->first_moment()); });
-  auto v = assemble([&](std::size_t d) { return read_buffer(d, locals_[d].adam->second_moment()); });
+  auto m = assemble([&](Stage& st) { return read_buffer(st, st.adam->first_moment()); });
+  auto v = assemble([&](Stage& st) { return read_buffer(st, st.adam->second_moment()); });
   if (world_.rank() != 0) return {};
   return {StateSlice::of(0, std::move(p), std::move(m), std::move(v))};
 }
@@ -331,28 +353,28 @@ StepProgram::OptimizerCounts PipelineStep::optimizer_counts() const {
 void PipelineStep::load_state(std::span<const float> params, std::span<const float> m, std::span<const float> v,
                               OptimizerCounts counts) {
   load_parameters(params);
-  for (std::size_t d = 0; d < stages_.size(); ++d) {
-    locals_[d].adam->load_state(stages_[d].split->extract(m), stages_[d].split->extract(v), counts.applied, counts.skipped);
+  for (Stage& st : stages_) {
+    st.adam->load_state(st.split->extract(m), st.split->extract(v), counts.applied, counts.skipped);
   }
+}
+
+// The device holding the most: the sum over its chunks.
+std::size_t PipelineStep::per_device_most(const std::function<std::size_t(const Stage&)>& bytes) const {
+  std::vector<std::size_t> per_device(locals_.size(), 0);
+  for (const Stage& st : stages_) per_device[st.device] += bytes(st);
+  return *std::max_element(per_device.begin(), per_device.end());
 }
 
 std::size_t PipelineStep::state_bytes_per_device() const {
-  std::size_t most = 0;
-  for (const Local& l : locals_) {
-    most = std::max(most, 4 * l.model->layout().total() * sizeof(float) + l.model->weight_copy_bytes());
-  }
-  return most;
+  return per_device_most(
+      [](const Stage& st) { return 4 * st.first->layout().total() * sizeof(float) + st.first->weight_copy_bytes(); });
 }
 
 std::size_t PipelineStep::activation_bytes_per_device() const {
-  std::size_t most = 0;
-  for (std::size_t d = 0; d < stages_.size(); ++d) {
-    most = std::max(most, (stages_[d].more_slots.size() + 1) * locals_[d].model->activation_bytes());
-  }
-  return most;
+  return per_device_most([](const Stage& st) { return (st.more_slots.size() + 1) * st.first->activation_bytes(); });
 }
 
-int PipelineStep::microbatches_held() const {
+int PipelineStep::microbatches_held() const {  // per chunk: a chunk's instance holds only its blocks
   std::size_t most = 0;
   for (const Stage& st : stages_) most = std::max(most, st.more_slots.size() + 1);
   return static_cast<int>(most);
@@ -367,14 +389,14 @@ void PipelineStep::set_tracing(bool on) {
 std::vector<TraceEvent> PipelineStep::take_trace(const std::vector<std::int64_t>& offsets, long step) {
   tracing_ = false;
   std::vector<TraceEvent> events = collect_trace(offsets, step, nullptr);
-  for (std::size_t d = 0; d < stages_.size(); ++d) {
-    for (auto& [name, event] : stages_[d].transfers) {
+  for (Stage& st : stages_) {
+    for (auto& [name, event] : st.transfers) {
       event.wait();
       events.push_back({fmt::format("{} (step {})", name, step), "communication",
-                        static_cast<std::int64_t>(event.profile_ns(CL_PROFILING_COMMAND_START)) + offsets[d],
-                        static_cast<std::int64_t>(event.profile_ns(CL_PROFILING_COMMAND_END)) + offsets[d]});
+                        static_cast<std::int64_t>(event.profile_ns(CL_PROFILING_COMMAND_START)) + offsets[st.device],
+                        static_cast<std::int64_t>(event.profile_ns(CL_PROFILING_COMMAND_END)) + offsets[st.device]});
     }
-    stages_[d].transfers.clear();
+    st.transfers.clear();
   }
   for (auto& a : averagers_) {
     a->ici().set_tracing(false);

@@ -2,10 +2,11 @@
 // LayerwiseShardablePipelined), data parallel along the data axis.
 //
 // Each device holds one stage (models/pipeline_schedule.h: L/p contiguous blocks; the embedding on
-// the first stage, the final norm, head and loss on the last) of one pipeline; a pipeline's
-// devices share its sequences (replica_batch), which run as NUM_MICROBATCHES microbatches. Every
-// device runs its stage's passes on a thread of its own, in the order of PIPELINE_SCHEDULE
-// (stage_ops): a forward receives its input from the previous stage and sends its output to the
+// the first stage, the final norm, head and loss on the last) of one pipeline, or under the
+// circular schedule CIRCULAR_REPEAT chunks of L/(p*r) blocks (virtual stages, round robin); a
+// pipeline's devices share its sequences (replica_batch), which run as NUM_MICROBATCHES
+// microbatches. Every device runs its passes on a thread of its own, in the order of
+// PIPELINE_SCHEDULE (stage_ops): a forward receives its input from the previous stage and sends its output to the
 // next, a backward receives its output's gradient from the next stage and sends its input's to
 // the previous (collectives::StageMessages: a mailbox inside the process, MPI between processes;
 // the stage's queue runs meanwhile; on a traced step the copies out of and into the device are on
@@ -60,19 +61,28 @@ class PipelineStep : public StepProgram {
   const models::ParameterLayout& layout() const override { return *whole_layout_; }
 
  private:
-  struct Peer {  // a device of the job: its process and local index (process -1: none)
-    int process = -1, local = -1;
+  struct Peer {  // a chunk on a device of the job: its process, local index and chunk (process -1: none)
+    int process = -1, local = -1, chunk = 0;
     bool exists() const { return process >= 0; }
   };
   // What a message carries; with the receiving device's local index, its channel.
   enum class Carries { kActivation = 0, kGradient = 1, kTiedGradient = 2 };
+  // One chunk of blocks on one local device: its stage (a virtual stage under the circular schedule).
   struct Stage {
-    models::StageSpan span;
+    std::size_t device = 0;      // local index
+    int chunk = 0;               // of the device's CIRCULAR_REPEAT
+    models::StageSpan span;      // its blocks (stages: p x CIRCULAR_REPEAT)
     int replica = 0;             // this process's pipeline the device belongs to: its rows
     bool first_replica = false;  // data coordinate 0: its elements count once in norms and images
     Peer previous, next;         // the neighbouring stages of its pipeline
     Peer other_end;              // first <-> last stage, which both hold a tied tensor
-    std::vector<std::unique_ptr<models::Model>> more_slots;  // the instances beyond locals_[d].model
+    // Its model instances (one per microbatch held) and optimizer: chunk 0's first instance and
+    // optimizer are the device's Local ones; the others are owned here.
+    models::Model* first = nullptr;
+    models::AdamOptimizer* adam = nullptr;
+    std::unique_ptr<models::Model> own_first;
+    std::unique_ptr<models::AdamOptimizer> own_adam;
+    std::vector<std::unique_ptr<models::Model>> more_slots;
     std::unique_ptr<models::StageSplit> split;
     std::vector<models::AdamOptimizer::Segment> counted;  // its ranges in the global norm
     std::vector<collectives::StageMessages::Message> held;  // messages the queue still writes from
@@ -80,29 +90,33 @@ class PipelineStep : public StepProgram {
     std::vector<std::pair<std::string, device::Event>> transfers;
   };
 
-  models::Model& slot(std::size_t d, int microbatch);
-  // Device d's passes over `micro` in its schedule's order (forward only: every forward in
-  // order); returns the losses it computed (the last stage's).
-  models::LossStats run_stage(std::size_t d, const std::vector<inputs::Batch>& micro, double mean_over, bool training);
-  void send(std::size_t d, const Peer& to, Carries what, const models::ActBuffer& x, const inputs::Batch& rows,
-            int microbatch);
-  void receive(std::size_t d, const Peer& from, Carries what, models::ActBuffer& into, const inputs::Batch& rows,
+  Stage& stage(std::size_t device, int chunk) { return stages_[device * static_cast<std::size_t>(repeat_) + static_cast<std::size_t>(chunk)]; }
+  models::Model& slot(Stage& st, int microbatch);
+  int channel(int local, int chunk, Carries what) const { return (local * repeat_ + chunk) * kCarries + static_cast<int>(what); }
+  // Device d's passes over `micro` in its schedule's order (forward only: every chunk's forwards
+  // in order); returns the losses it computed (the last stage's).
+  models::LossStats run_device(std::size_t d, const std::vector<inputs::Batch>& micro, double mean_over, bool training);
+  void send(Stage& st, const Peer& to, Carries what, const models::ActBuffer& x, const inputs::Batch& rows, int microbatch);
+  void receive(Stage& st, const Peer& from, Carries what, models::ActBuffer& into, const inputs::Batch& rows,
                int microbatch);
-  void trace_transfer(std::size_t d, const char* direction, Carries what, int microbatch, device::Event event);
+  void trace_transfer(Stage& st, const char* direction, Carries what, int microbatch, device::Event event);
   void sum_tied_gradients();
-  std::vector<float> assemble(const std::function<std::vector<float>(std::size_t)>& local_image);
-  std::vector<float> read_buffer(std::size_t d, const models::FloatBuffer& b) const;
+  std::vector<float> assemble(const std::function<std::vector<float>(Stage&)>& local_image);
+  std::vector<float> read_buffer(const Stage& st, const models::FloatBuffer& b) const;
+  std::size_t per_device_most(const std::function<std::size_t(const Stage&)>& bytes) const;
   // The batch's stages on threads, one per device in `devices` (a failure releases the others).
   void run_stages(const std::vector<std::size_t>& devices, const std::function<void(std::size_t)>& work);
 
   StepOptions options_;
   const collectives::ProcessWorld& world_;
+  static constexpr int kCarries = 3;  // kinds of message (Carries)
   std::size_t dims_ = 0;  // C: the width of the activations between stages
+  int repeat_ = 1;        // chunks per device (CIRCULAR_REPEAT)
   std::unique_ptr<models::ParameterLayout> whole_layout_;
-  std::vector<Stage> stages_;  // one per local device
+  std::vector<Stage> stages_;  // per local device, its chunks in order (stage(d, c))
   std::unique_ptr<collectives::StageMessages> messages_;
-  std::vector<std::unique_ptr<collectives::GradientAverager>> averagers_;  // one per stage with replicas
-  std::vector<int> averager_of_;                                             // per device, -1: none
+  std::vector<std::unique_ptr<collectives::GradientAverager>> averagers_;  // one per chunk's data group
+  std::vector<int> averager_of_;                                             // per stages_ entry, -1: none
   std::unique_ptr<collectives::MpiCommunicator> job_;  // every process: whole images
   bool tracing_ = false;
 };

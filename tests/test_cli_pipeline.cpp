@@ -1,6 +1,6 @@
 // Pipeline parallelism as users run it (scheduler/pipeline_step.h): the stage axis alone and with
 // data parallelism, over devices of a process (ICI) and over processes (DCN, mpirun), both
-// schedules, GPT (tied token table on both ends), LLaMA and a GPT/S4D hybrid: 10 steps' losses
+// schedules (gpipe, 1f1b, circular), GPT (tied token table on both ends), LLaMA and a GPT/S4D hybrid: 10 steps' losses
 // equal one device's with the same global batch within fp32 rounding (relative 2e-4, the bound
 // every layout test uses), and the whole weights after them; gpipe and 1f1b, and remat under a
 // pipeline, agree bit for bit; checkpoints move between pipelined layouts and one device;
@@ -102,6 +102,18 @@ TEST_F(CliPipeline, GptLayoutsMatchOneDevice) {
   EXPECT_EQ(train_losses(path("remat")), train_losses(path("ici2")));
   EXPECT_TRUE(file_bytes(path("remat") / "final.safetensors") == file_bytes(path("ici2") / "final.safetensors"));
 
+  // The circular schedule: 4 chunks of one block, two per stage, round robin.
+  const auto circular = train("", kGpt, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.NUM_MICROBATCHES=4"
+                                        " --fdl.PIPELINE_SCHEDULE=circular --fdl.CIRCULAR_REPEAT=2" + save("circular"),
+                              "circular");
+  EXPECT_NE(circular.out.find("pipeline parallel (stage 2 x data 1, circular x 2, 4 microbatches of 2)"),
+            std::string::npos) << circular.out;
+  expect_close("circular", want, "ICI [2,1,1,1] circular x 2");
+  expect_weights_close("circular", "one");
+  train(kMpirun, kGpt, " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[2,1,1,1] --fdl.NUM_MICROBATCHES=2"
+                       " --fdl.PIPELINE_SCHEDULE=circular --fdl.CIRCULAR_REPEAT=2", "circular_dcn");
+  expect_close("circular_dcn", want, "DCN [2,1,1,1] circular x 2");
+
   train(kFourDevices, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[4,1,1,1] --fdl.PIPELINE_SCHEDULE=gpipe",
         "ici4");
   expect_close("ici4", want, "ICI [4,1,1,1] gpipe, 8 microbatches of 1");
@@ -171,6 +183,12 @@ TEST_F(CliPipeline, ImpossibleLayoutsAreOneLineErrors) {
        "NUM_MICROBATCHES=4 and MICROBATCH_SIZE=2: set one of them"},
       {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.NUM_SUB_BATCHES=2", "set NUM_MICROBATCHES instead"},
       {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.PIPELINE_SCHEDULE=zigzag", "PIPELINE_SCHEDULE"},
+      {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.CIRCULAR_REPEAT=2",
+       "CIRCULAR_REPEAT=2 needs PIPELINE_SCHEDULE=circular"},
+      {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.PIPELINE_SCHEDULE=circular --fdl.CIRCULAR_REPEAT=3",
+       "does not split NUM_LAYERS=4 into 6 chunks"},
+      {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.PIPELINE_SCHEDULE=circular --fdl.NUM_MICROBATCHES=1",
+       "1 microbatches is not a multiple"},
       {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1,1]", "ICI_MESH_SHAPE: 5 dimension(s); expected [data, fsdp, tensor] or [stage, data, fsdp, tensor]"},
       {kFourDevices, kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,2,1]", "fsdp and tensor axes inside a stage are not implemented"},
   };

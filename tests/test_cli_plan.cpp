@@ -1,7 +1,8 @@
 // `pax-ocl plan` as users run it: GPT175B on 256 H100s gets a verdict and a step time with no
 // OpenCL platform at all (no device work); its JSON holds the same figures; bad input is one line and
 // exit code 2. And training refuses a layout that cannot fit before it allocates anything: GPT5B
-// on one PoCL device used to die in clCreateBuffer allocating 'parameters' (18.8 GiB).
+// on one PoCL device used to die in clCreateBuffer allocating 'parameters' (18.8 GiB); a pipeline's
+// layout is planned (and refused) as its stages hold it.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -41,6 +42,30 @@ TEST(CliPlan, Gpt175bOn256H100sGivesAVerdictAndAStepTime) {
   EXPECT_EQ(j.contains("smallest_layout"), !fits) << j.dump(2);
 }
 
+TEST(CliPlan, APipelineShowsItsStagesMicrobatchesBubbleAndSends) {
+  TempDir dir;
+  const auto json_file = dir.path() / "plan.json";
+  const CommandResult r = run_command("OCL_ICD_VENDORS=/nonexistent " + kBinary +
+                                      " plan --fdl.NUM_LAYERS=4 --fdl.ICI_MESH_SHAPE=[2,2,1,1] --fdl.DCN_MESH_SHAPE=[2,1,1,1] "
+                                      "--fdl.NUM_MICROBATCHES=4 --fdl.PIPELINE_SCHEDULE=gpipe --accelerator=H100 --json=" +
+                                      json_file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* part : {"layout: stage 4 x data 2 x fsdp 1 x tensor 1 = 8 devices (ICI [2,2,1,1] x DCN [2,1,1,1]",
+                           "pipeline: 4 stages of 1 block(s), PIPELINE_SCHEDULE gpipe, 4 microbatches of 8 sequence(s); at "
+                           "most 4 in flight on a device; bubble (p-1)/(m+p-1) = 42.9% of the step",
+                           "activations (4 microbatches in flight)", "PP send, activations (forward)",
+                           "point to point (PP sends)", "pipeline bubble"}) {
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << " missing from:\n" << r.out;
+  }
+  std::ifstream in(json_file);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["pipeline"]["stages"].get<int>(), 4);
+  EXPECT_EQ(j["pipeline"]["schedule"].get<std::string>(), "gpipe");
+  EXPECT_DOUBLE_EQ(j["pipeline"]["bubble_fraction"].get<double>(), 3.0 / 7);
+  EXPECT_GT(j["pipeline"]["point_to_point_dcn_bytes"].get<double>(), 0.0);
+  EXPECT_EQ(j["layout"]["ici_mesh_shape"], nlohmann::json::parse("[2,2,1,1]"));
+}
+
 TEST(CliPlan, BadInputIsOneLineAndExitCode2) {
   // Zero, negative and 2^40 sizes, and meshes whose device count overflows a 32-bit product.
   for (const std::string& flags :
@@ -74,6 +99,13 @@ TEST(CliPlan, TrainingRefusesALayoutThatCannotFitInOneLine) {
                            "the smallest layout that fits is"}) {
     EXPECT_NE(r.err.find(part), std::string::npos) << part << " missing from: " << r.err;
   }
+  // Two stages halve the state, not enough: the check plans the pipeline as its stages hold it.
+  const CommandResult pp = run_command(kBinary + " train --fdl_config=GPT5B --fdl.ICI_MESH_SHAPE=[2,1,1,1] "
+                                       "--fdl.DCN_MESH_SHAPE=[1,1,1] --fdl.PERCORE_BATCH_SIZE=1 --job_log_dir=" +
+                                       (dir.path() / "pp").string());
+  EXPECT_EQ(pp.exit_code, kExitUsage) << pp.out << pp.err;
+  EXPECT_EQ(count_lines(pp.err), 1) << pp.err;
+  EXPECT_NE(pp.err.find("the layout stage 2 x data 1 x fsdp 1 x tensor 1 = 2 devices"), std::string::npos) << pp.err;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Pipeline parallelism's host arithmetic (models/pipeline_schedule.h, models/stage_split.h): every
-// schedule runs each microbatch's forward and backward once, in an order that a simulated pipeline
+// schedule (gpipe, 1f1b, circular) runs each microbatch's forward and backward once, in an order that a simulated pipeline
 // with blocking receives completes without a deadlock, holding the activations it promises; the
 // stages' tensors cover the model's exactly once (the tied token table held by both ends, owned by
 // the first), and a whole image survives extract and place.
@@ -58,49 +58,83 @@ TEST(PipelineSchedule, EachMicrobatchOnceForwardBeforeBackwardBackwardsInOrder) 
   }
 }
 
-// Every stage runs its ops in order; a forward on stage s > 0 waits for stage s-1's forward of the
-// microbatch, a backward on s < p-1 for stage s+1's backward (messages queue without bound, as
-// StageMessages' do). Each round runs every op that can run; a round without progress is a deadlock.
+// Every stage runs its ops in order; a forward of virtual stage v > 0 (chunk c of stage s: v =
+// c*p + s) waits for v-1's forward of the microbatch, a backward of v < p*r-1 for v+1's backward
+// (messages queue without bound, as StageMessages' do). Each round runs every op that can run; a
+// round without progress is a deadlock. Returns the rounds.
+int simulate(PipelineSchedule schedule, int p, int m, int r) {
+  std::vector<std::vector<PipelineOp>> ops;
+  for (int s = 0; s < p; ++s) ops.push_back(stage_ops(schedule, p, s, m, r));
+  std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
+  std::set<std::tuple<int, int, int>> done;  // (virtual stage, kind, microbatch)
+  const int last = p * r - 1;
+  int rounds = 0;
+  while (std::any_of(next.begin(), next.end(), [&](std::size_t n) { return n < 2 * static_cast<std::size_t>(m * r); })) {
+    std::vector<std::tuple<int, int, int>> ran;
+    for (int s = 0; s < p; ++s) {
+      auto& n = next[static_cast<std::size_t>(s)];
+      if (n == ops[static_cast<std::size_t>(s)].size()) continue;
+      const PipelineOp& op = ops[static_cast<std::size_t>(s)][n];
+      const int v = op.chunk * p + s;
+      const bool forward = op.kind == Kind::kForward;
+      const bool ready = forward ? (v == 0 || done.count({v - 1, 0, op.microbatch}))
+                                 : (v == last || done.count({v + 1, 1, op.microbatch}));
+      if (!ready) continue;
+      ran.emplace_back(v, forward ? 0 : 1, op.microbatch);
+      ++n;
+    }
+    if (ran.empty()) {
+      ADD_FAILURE() << "deadlock after " << rounds << " rounds";
+      return -1;
+    }
+    done.insert(ran.begin(), ran.end());
+    ++rounds;
+  }
+  return rounds;
+}
+
 TEST(PipelineSchedule, SimulatedPipelineCompletesAndTakesTheBubbleItClaims) {
   for (PipelineSchedule schedule : kSchedules) {
     for (int p = 1; p <= 6; ++p) {
       for (int m = 1; m <= 12; ++m) {
         SCOPED_TRACE(::testing::Message() << pipeline_schedule_name(schedule) << " p=" << p << " m=" << m);
-        std::vector<std::vector<PipelineOp>> ops;
-        for (int s = 0; s < p; ++s) ops.push_back(stage_ops(schedule, p, s, m));
-        std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
-        std::set<std::tuple<int, int, int>> done;  // (stage, kind, microbatch)
-        int rounds = 0;
-        while (std::any_of(next.begin(), next.end(), [&](std::size_t n) { return n < 2 * static_cast<std::size_t>(m); })) {
-          std::vector<std::tuple<int, int, int>> ran;
-          for (int s = 0; s < p; ++s) {
-            auto& n = next[static_cast<std::size_t>(s)];
-            if (n == ops[static_cast<std::size_t>(s)].size()) continue;
-            const PipelineOp& op = ops[static_cast<std::size_t>(s)][n];
-            const bool forward = op.kind == Kind::kForward;
-            const bool ready = forward ? (s == 0 || done.count({s - 1, 0, op.microbatch}))
-                                       : (s == p - 1 || done.count({s + 1, 1, op.microbatch}));
-            if (!ready) continue;
-            ran.emplace_back(s, forward ? 0 : 1, op.microbatch);
-            ++n;
-          }
-          ASSERT_FALSE(ran.empty()) << "deadlock after " << rounds << " rounds";
-          done.insert(ran.begin(), ran.end());
-          ++rounds;
-        }
         // With forward and backward taking a round each, a step takes 2(m + p - 1) rounds: the
         // stages idle (p - 1) / (m + p - 1) of it.
-        EXPECT_EQ(rounds, 2 * (m + p - 1));
+        EXPECT_EQ(simulate(schedule, p, m, 1), 2 * (m + p - 1));
         EXPECT_DOUBLE_EQ(bubble_fraction(p, m), static_cast<double>(p - 1) / (m + p - 1));
       }
     }
   }
 }
 
+// The circular schedule: chunks of L/(p*r) blocks, a round each; with m a multiple of p the ring
+// stays full and a step takes 2(r*m + p - 1) rounds: the bubble (p-1)/(r*m+p-1).
+TEST(PipelineSchedule, CircularScheduleShrinksTheBubble) {
+  for (int p = 1; p <= 4; ++p) {
+    for (int r = 1; r <= 3; ++r) {
+      for (int m = p; m <= 3 * p; m += p) {
+        SCOPED_TRACE(::testing::Message() << "p=" << p << " r=" << r << " m=" << m);
+        EXPECT_EQ(simulate(PipelineSchedule::kCircular, p, m, r), 2 * (r * m + p - 1));
+        EXPECT_DOUBLE_EQ(bubble_fraction(p, m, r), static_cast<double>(p - 1) / (r * m + p - 1));
+        for (int s = 0; s < p; ++s) {
+          const std::vector<PipelineOp> ops = stage_ops(PipelineSchedule::kCircular, p, s, m, r);
+          ASSERT_EQ(ops.size(), 2u * static_cast<std::size_t>(m * r));
+          std::set<std::tuple<int, int, int>> seen;
+          for (const PipelineOp& op : ops) seen.insert({op.chunk, static_cast<int>(op.kind), op.microbatch});
+          EXPECT_EQ(seen.size(), ops.size());  // each chunk's forward and backward of each microbatch once
+          EXPECT_EQ(microbatches_in_flight(PipelineSchedule::kCircular, p, s, m), m);
+        }
+      }
+    }
+  }
+  EXPECT_THROW(stage_ops(PipelineSchedule::kGpipe, 2, 0, 4, 2), std::logic_error);
+}
+
 TEST(PipelineSchedule, NamesAndSpans) {
   EXPECT_EQ(pipeline_schedule_from_name("gpipe"), PipelineSchedule::kGpipe);
   EXPECT_EQ(pipeline_schedule_from_name("1f1b"), PipelineSchedule::kOneForwardOneBackward);
-  EXPECT_THROW(pipeline_schedule_from_name("circular"), ConfigError);
+  EXPECT_EQ(pipeline_schedule_from_name("circular"), PipelineSchedule::kCircular);
+  EXPECT_THROW(pipeline_schedule_from_name("zigzag"), ConfigError);
   const StageSpan s = stage_span(12, 4, 2);
   EXPECT_EQ(s.first, 6);
   EXPECT_EQ(s.end, 9);

@@ -1,11 +1,13 @@
 // pax-ocl plan (plan/) against what the runtime really allocates and against the formulas worked
 // out by hand:
-//   - real runs: for small GPT and LLaMA experiments on data-parallel and FSDP meshes of the PoCL
-//     devices, in float32, bfloat16 and float16, the plan's training state and activations equal
-//     StepProgram::state_bytes_per_device() and Model::activation_bytes() exactly (the plan uses the
-//     device's base address alignment, as the model does);
+//   - real runs: for small GPT and LLaMA experiments on data-parallel, FSDP, tensor and pipeline
+//     meshes of the PoCL devices, in float32, bfloat16 and float16, the plan's training state and
+//     activations equal StepProgram::state_bytes_per_device() and activation_bytes_per_device()
+//     exactly (the plan uses the device's base address alignment, as the model does);
 //   - FLOPs: ModelConfig::flops_per_token x the global batch's tokens;
-//   - communication of DP, FSDP (ICI and DCN parts) and tensor layouts, in bytes by hand;
+//   - communication of DP, FSDP (ICI and DCN parts), tensor and pipeline layouts, in bytes by hand;
+//   - pipeline stages: a 2-stage GPT's per-stage memory, the bubble (p-1)/(m+p-1), the search
+//     splitting a model by depth when only stages fit;
 //   - tensor parallelism: the parameters and activations of one tensor rank, written out here
 //     from the split issue 20 describes (the real-run check of TP comes with the runtime's TP);
 //   - the smallest fitting layout is the smallest (brute force over every candidate);
@@ -91,12 +93,15 @@ TEST_P(PlanAgainstRealRun, StateAndActivationBytesAreExactlyWhatTheStepProgramAl
   spec.flash_attention = [info = selected.front()](std::size_t hs) { return kernels::uses_flash_attention(info, hs); };
   const plan::DeviceMemory memory = plan::device_memory(spec);
   EXPECT_EQ(memory.state(), program->state_bytes_per_device());
-  EXPECT_EQ(memory.activations, program->model().activation_bytes());
+  EXPECT_EQ(memory.activations, program->activation_bytes_per_device());
+  EXPECT_EQ(memory.microbatches_in_flight, program->microbatches_held());
   if (job.mesh.along(device::MeshAxis::kTensor) == 1) {
     EXPECT_EQ(memory.activations_without_sp, memory.activations_with_sp);  // tensor 1: nothing to split
   }
-  EXPECT_EQ(memory.resident_floats, program->model().parameter_buffer().count());
-  EXPECT_EQ(memory.layout_floats, program->model().layout().total());  // the device's (tensor: its parts)
+  if (job.mesh.along(device::MeshAxis::kStage) == 1) {  // a pipeline's device 0 is one stage, the plan the largest
+    EXPECT_EQ(memory.resident_floats, program->model().parameter_buffer().count());
+    EXPECT_EQ(memory.layout_floats, program->model().layout().total());  // the device's (tensor: its parts)
+  }
   std::printf("[ bytes    ] state %zu, activations %zu\n", memory.state(), memory.activations);
 }
 
@@ -165,7 +170,25 @@ INSTANTIATE_TEST_SUITE_P(
                                        {"CHECKPOINT_POLICY", "SAVE_NOTHING"}})},
         RealRunCase{"SsmTensor2SequenceParallelDotOnlyF32",
                     with(odd_gpt(), {{"BLOCK_KINDS", "ssm"}, {"ICI_MESH_SHAPE", "[1,1,2]"}, {"SEQUENCE_PARALLEL", "true"},
-                                     {"CHECKPOINT_POLICY", "SAVE_DOT_ONLY"}})}),
+                                     {"CHECKPOINT_POLICY", "SAVE_DOT_ONLY"}})},
+        // Pipeline stages: a stage's layout and layers, its input / output-gradient buffers, the
+        // microbatch instances in flight (1f1b: 2 on stage 0; gpipe: all 3).
+        RealRunCase{"GptTwoStages1f1bF32", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_MICROBATCHES", "3"}})},
+        RealRunCase{"GptTwoStagesGpipeBf16", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_MICROBATCHES", "3"},
+                                                              {"PIPELINE_SCHEDULE", "gpipe"}, {"FPROP_DTYPE", "bfloat16"}})},
+        RealRunCase{"LlamaTwoStagesMicrobatchSize2F32", with(odd_llama(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"},
+                                                                          {"MICROBATCH_SIZE", "2"}})},
+        RealRunCase{"LlamaTwoStagesGpipeF16", with(odd_llama(), {{"NUM_LAYERS", "2"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"},
+                                                                {"PIPELINE_SCHEDULE", "gpipe"}, {"FPROP_DTYPE", "float16"}})},
+        RealRunCase{"GptTwoStagesSaveNothingBf16", with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"},
+                                                                    {"CHECKPOINT_POLICY", "SAVE_NOTHING"},
+                                                                    {"FPROP_DTYPE", "bfloat16"}})},
+        RealRunCase{"LlamaTwoStagesDotOnlyF32", with(odd_llama(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"},
+                                                                   {"CHECKPOINT_POLICY", "SAVE_DOT_ONLY"},
+                                                                   {"NUM_MICROBATCHES", "2"}})},
+        // A hybrid split so that one stage holds only attention blocks, the other only SSM blocks.
+        RealRunCase{"HybridTwoStagesF32", with(odd_gpt(), {{"BLOCK_KINDS", "attention,attention,ssm,ssm"}, {"NUM_LAYERS", "4"},
+                                                           {"SSM_NHEADS", "6"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"}})}),
     [](const ::testing::TestParamInfo<RealRunCase>& c) { return c.param.name; });
 
 plan::LayoutSpec spec_of(const std::vector<std::pair<std::string, std::string>>& overrides, const std::string& base = "Default") {
@@ -475,6 +498,214 @@ TEST(Plan, RequireFitsNamesNeedsHasAndTheSmallestLayout) {
   const std::string alloc = error_message<ConfigError>(
       [&] { plan::require_fits(spec, {1e12, m.largest.bytes - 1}, "dev"); });
   EXPECT_NE(alloc.find("exceeds the largest allocation"), std::string::npos) << alloc;
+}
+
+// Pipeline stages of odd_gpt (L 2, C 40, H 100, T 24, Vp 384, 2 heads of 20): PERCORE 3 x 2 stages
+// = 6 sequences per pipeline, NUM_MICROBATCHES 3: microbatches of 2 sequences, N = 48 rows.
+std::vector<std::pair<std::string, std::string>> two_stage_gpt(const std::string& schedule = "1f1b") {
+  return with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_MICROBATCHES", "3"}, {"PIPELINE_SCHEDULE", schedule}});
+}
+
+std::map<std::string, plan::BufferSize> buffers_by_name(const std::vector<plan::BufferSize>& buffers) {
+  std::map<std::string, plan::BufferSize> out;
+  for (const plan::BufferSize& b : buffers) out[b.name] = b;
+  return out;
+}
+
+TEST(Plan, TwoStageGptMemoryByHand) {
+  const plan::LayoutSpec spec = spec_of(two_stage_gpt());
+  EXPECT_EQ(spec.describe(), "stage 2 x data 1 x fsdp 1 x tensor 1 = 2 devices (ICI [2,1,1,1] x DCN [1,1,1], 1 process)");
+  EXPECT_NE(spec.flags().find(" --fdl.NUM_MICROBATCHES=3 --fdl.PIPELINE_SCHEDULE=1f1b"), std::string::npos) << spec.flags();
+  EXPECT_EQ(spec.group_sequences(), 6);
+  EXPECT_EQ(spec.microbatches(), 3);
+  EXPECT_EQ(spec.microbatch_sequences(), 2);
+
+  // Each stage's tensors: its block, the first also wte and wpe, the last lnf and wte (the tied head).
+  const std::int64_t C = 40, H = 100, T = 24, Vp = 384;
+  const std::int64_t block = 3 * C * C + 3 * C + C * C + C + H * C + H + C * H + C + 4 * C;
+  const models::ParameterLayout first = plan::stage_layout(spec, 0), last = plan::stage_layout(spec, 1);
+  EXPECT_EQ(first.parameter_count(), Vp * C + T * C + block);
+  EXPECT_EQ(last.parameter_count(), block + 2 * C + Vp * C);
+  EXPECT_EQ(first.num_blocks(), 1);
+  // The state is the larger stage's: parameters, gradients and Adam's m and v in float32.
+  const plan::DeviceMemory m = plan::device_memory(spec);
+  EXPECT_EQ(m.state(), 16 * std::max(first.total(), last.total()));
+  EXPECT_EQ(plan::device_layout(spec).total(), std::max(first.total(), last.total()));
+
+  // One microbatch instance per stage: the first has the embedding and sends its output (so keeps
+  // a buffer for its gradient), the last receives its input and has the final norm and the head.
+  auto instance = [&](int stage) {
+    plan::ActivationShape shape;
+    shape.sequences = 2;
+    shape.seq_len = static_cast<std::size_t>(T);
+    shape.stage = models::stage_span(2, 2, stage);
+    return plan::activation_buffers(spec.model, shape);
+  };
+  const auto a0 = buffers_by_name(instance(0)), a1 = buffers_by_name(instance(1));
+  const std::size_t NC = 2 * 24 * 40 * sizeof(float);
+  EXPECT_EQ(a0.at("stage.output_gradient").total(), NC);
+  EXPECT_EQ(a0.count("stage.input"), 0u);
+  EXPECT_EQ(a0.count("embedding.x"), 1u);
+  EXPECT_EQ(a0.count("lm_head.logits") + a0.count("lnf.y"), 0u);
+  EXPECT_EQ(a1.at("stage.input").total(), NC);
+  EXPECT_EQ(a1.count("stage.output_gradient") + a1.count("embedding.x"), 0u);
+  EXPECT_EQ(a1.at("lm_head.logits").total(), 48u * 384 * sizeof(float));
+  EXPECT_EQ(a0.at("h*.attn.out").copies, 1u);  // one block per stage
+  const std::size_t i0 = plan::total_bytes(instance(0)), i1 = plan::total_bytes(instance(1));
+  // 1f1b: stage 0 holds min(2 - 0, 3) = 2 microbatches, stage 1 min(2 - 1, 3) = 1; gpipe: all 3.
+  EXPECT_EQ(m.activations, std::max(2 * i0, i1));
+  EXPECT_EQ(m.microbatches_in_flight, 2 * i0 >= i1 ? 2 : 1);
+  const plan::DeviceMemory gpipe = plan::device_memory(spec_of(two_stage_gpt("gpipe")));
+  EXPECT_EQ(gpipe.activations, 3 * std::max(i0, i1));
+  EXPECT_EQ(gpipe.state(), m.state());
+}
+
+TEST(Plan, PipelineBubbleStretchesTheComputeAndFlopsSplitOverTheStages) {
+  const plan::Plan p = plan::make_plan(spec_of(two_stage_gpt()), plan::known_accelerator("A100"));
+  EXPECT_DOUBLE_EQ(p.bubble_fraction, 1.0 / 4);  // (p-1)/(m+p-1), p 2, m 3
+  EXPECT_DOUBLE_EQ(p.time.bubble_s, p.time.compute_s / 3);  // the compute stretched by (m+p-1)/m
+  EXPECT_DOUBLE_EQ(p.time.step_s, std::max(p.time.compute_s * 4 / 3, p.time.hidden_s) + p.time.exposed_s);
+  EXPECT_DOUBLE_EQ(p.flops_per_device * 2, p.spec.model.flops_per_token(24) * 6 * 24);
+  // 4 stages, 6 microbatches: 3 / 9.
+  const plan::Plan four = plan::make_plan(spec_of(with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[4,1,1,1]"},
+                                                                   {"NUM_MICROBATCHES", "6"}})),
+                                          plan::known_accelerator("A100"));
+  EXPECT_DOUBLE_EQ(four.bubble_fraction, 3.0 / 9);
+  EXPECT_DOUBLE_EQ(four.time.bubble_s, four.time.compute_s * 3 / 6);
+  // No stage axis, no bubble.
+  EXPECT_EQ(plan::make_plan(spec_of(odd_gpt()), plan::known_accelerator("A100")).time.bubble_s, 0.0);
+
+  const std::string text = plan::format_plan(p, "two stages");
+  EXPECT_NE(text.find("pipeline: 2 stages of 1 block(s), PIPELINE_SCHEDULE 1f1b, 3 microbatches of 2 sequence(s); at "
+                      "most 2 in flight on a device; bubble (p-1)/(m+p-1) = 25.0% of the step"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("point to point (PP sends)"), std::string::npos) << text;
+  const nlohmann::json j = plan::plan_json(p, "two stages");
+  EXPECT_EQ(j["pipeline"]["stages"].get<int>(), 2);
+  EXPECT_EQ(j["pipeline"]["microbatches"].get<int>(), 3);
+  EXPECT_EQ(j["pipeline"]["schedule"].get<std::string>(), "1f1b");
+  EXPECT_DOUBLE_EQ(j["pipeline"]["bubble_fraction"].get<double>(), 0.25);
+  EXPECT_EQ(j["layout"]["stages"].get<int>(), 2);
+  EXPECT_DOUBLE_EQ(j["step_time"]["bubble_s"].get<double>(), p.time.bubble_s);
+}
+
+// A message is one microbatch's (M, C) activations or their gradient: 2 x 24 x 40 x 4 bytes.
+TEST(Plan, PipelineSendsByHand) {
+  const double message = 2.0 * 24 * 40 * 4, tied = 384.0 * 40 * 4;  // GPT's wte gradient, float32
+  {
+    // Both stages in one process: stage 0 sends 3 activations forward (stage 1 as many gradients
+    // back), one exposed; the two ends exchange the tied table's gradient; no data axis.
+    const plan::LayoutSpec spec = spec_of(two_stage_gpt());
+    std::map<std::string, plan::Collective> c;
+    for (const plan::Collective& x : plan::step_collectives(spec, plan::device_layout(spec))) c[x.name] = x;
+    ASSERT_EQ(c.size(), 2u);
+    const plan::Collective& forward = c.at("PP send, activations (forward)");
+    EXPECT_EQ(forward.kind, plan::CollectiveKind::kSend);
+    EXPECT_EQ(forward.operations, 3);
+    EXPECT_EQ(forward.exposed, 1);
+    EXPECT_DOUBLE_EQ(forward.ici_bytes, message);
+    EXPECT_DOUBLE_EQ(forward.dcn_bytes, 0.0);
+    const plan::Collective& wte = c.at("PP send, tied embedding gradient (first <-> last stage)");
+    EXPECT_EQ(wte.operations, 1);
+    EXPECT_DOUBLE_EQ(wte.ici_bytes, tied);
+    const plan::LinkBytes sends = plan::point_to_point_bytes(plan::step_collectives(spec, plan::device_layout(spec)));
+    EXPECT_DOUBLE_EQ(sends.ici, 3 * message + tied);
+    EXPECT_DOUBLE_EQ(sends.dcn, 0.0);
+  }
+  {
+    // 4 stages, two per process, data 2 inside each: PERCORE 1.5 x 8 devices = 12 sequences, 6 per
+    // pipeline in 3 microbatches of 2. Stage 1 sends the most: forward to stage 2 over DCN, backward
+    // to stage 0 over ICI; the ends are in different processes; the data pair all-reduces each
+    // stage's gradients over ICI: 2 x 1/2 x 4 P of the largest stage.
+    const plan::LayoutSpec spec = spec_of(with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,2,1,1]"},
+                                                           {"DCN_MESH_SHAPE", "[2,1,1,1]"}, {"PERCORE_BATCH_SIZE", "1.5"},
+                                                           {"NUM_MICROBATCHES", "3"}}));
+    const models::ParameterLayout layout = plan::device_layout(spec);
+    std::map<std::string, plan::Collective> c;
+    for (const plan::Collective& x : plan::step_collectives(spec, layout)) c[x.name] = x;
+    ASSERT_EQ(c.size(), 4u);
+    EXPECT_DOUBLE_EQ(c.at("PP send, activations (forward)").dcn_bytes, message);
+    EXPECT_DOUBLE_EQ(c.at("PP send, activations (forward)").ici_bytes, 0.0);
+    EXPECT_DOUBLE_EQ(c.at("PP send, activation gradients (backward)").ici_bytes, message);
+    EXPECT_EQ(c.at("PP send, activation gradients (backward)").operations, 3);
+    EXPECT_DOUBLE_EQ(c.at("PP send, tied embedding gradient (first <-> last stage)").dcn_bytes, tied);
+    const plan::Collective& data = c.at("DP all-reduce, the stage's gradients");
+    EXPECT_EQ(data.operations, 1);
+    EXPECT_EQ(data.exposed, 1);
+    EXPECT_DOUBLE_EQ(data.ici_bytes, 2 * 0.5 * 4.0 * static_cast<double>(layout.total()));
+    EXPECT_DOUBLE_EQ(data.dcn_bytes, 0.0);
+  }
+  {
+    // LLaMA's head is its own tensor: nothing tied to exchange.
+    const plan::LayoutSpec spec = spec_of(with(odd_llama(), {{"NUM_LAYERS", "2"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"}}));
+    for (const plan::Collective& x : plan::step_collectives(spec, plan::device_layout(spec))) {
+      EXPECT_EQ(x.name.find("tied"), std::string::npos) << x.name;
+    }
+  }
+}
+
+TEST(Plan, PipelineErrorsAreTheJobsInOneLine) {
+  const struct {
+    std::vector<std::pair<std::string, std::string>> overrides;
+    std::string says;
+  } cases[] = {
+      {{{"NUM_LAYERS", "3"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"}},
+       "a stage axis of 2 does not split NUM_LAYERS=3 into stages of whole blocks"},
+      {{{"ICI_MESH_SHAPE", "[2,1,2,1]"}}, "fsdp and tensor axes inside a stage are not implemented"},
+      {{{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_SUB_BATCHES", "2"}}, "set NUM_MICROBATCHES instead"},
+      {{{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_MICROBATCHES", "3"}, {"MICROBATCH_SIZE", "2"}},
+       "NUM_MICROBATCHES=3 and MICROBATCH_SIZE=2: set one of them"},
+      {{{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_MICROBATCHES", "4"}},
+       "NUM_MICROBATCHES=4 does not divide the 6 sequences each pipeline runs per step"},
+      {{{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"MICROBATCH_SIZE", "4"}}, "MICROBATCH_SIZE=4 does not divide the 6 sequences"},
+      {{{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"PIPELINE_SCHEDULE", "zigzag"}}, "PIPELINE_SCHEDULE=zigzag"},
+  };
+  for (const auto& c : cases) {
+    const std::string e = error_message<ConfigError>([&] { spec_of(with(odd_gpt(), c.overrides)); });
+    EXPECT_NE(e.find(c.says), std::string::npos) << e;
+    EXPECT_EQ(count_lines(e), 0) << e;
+  }
+  // MICROBATCH_SIZE is the job's arithmetic: 6 sequences of 3 are 2 microbatches.
+  EXPECT_EQ(spec_of(with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"MICROBATCH_SIZE", "3"}})).microbatches(), 2);
+  // Neither given: one sequence per microbatch.
+  EXPECT_EQ(spec_of(with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1,1]"}})).microbatches(), 6);
+}
+
+// One sequence and one head: neither fsdp (nothing to split a global batch of 1) nor a tensor axis
+// (one head) can spread this GPT; stages split it by depth.
+TEST(Plan, SearchSplitsByDepthWhenOnlyStagesFit) {
+  const plan::LayoutSpec spec = spec_of(with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"NUM_HEADS", "1"}, {"DIMS_PER_HEAD", "40"},
+                                                         {"PERCORE_BATCH_SIZE", "1"}}));
+  ASSERT_EQ(plan::tensor_sizes(spec.model, 1), std::vector<int>{1});
+  plan::LayoutSpec two = spec;
+  plan::assign_stage_mesh(two, 2, 1);
+  const std::size_t one_device = plan::device_memory(spec).total(), two_stages = plan::device_memory(two).total();
+  ASSERT_LT(two_stages, one_device);
+  const plan::MemoryLimits limits{static_cast<double>(two_stages + one_device) / 2, 0};
+  const std::optional<plan::LayoutSpec> found = plan::smallest_fitting_layout(spec, limits);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->stages(), 2);
+  EXPECT_EQ(found->devices(), 2);
+  EXPECT_EQ(found->global_batch, 1);
+  EXPECT_EQ(found->flags(), "--fdl.ICI_MESH_SHAPE=[1,1,1] --fdl.DCN_MESH_SHAPE=[2,1,1,1] --fdl.PERCORE_BATCH_SIZE=0.5 "
+                            "--fdl.NUM_MICROBATCHES=1 --fdl.PIPELINE_SCHEDULE=1f1b");
+  const std::string e = error_message<ConfigError>([&] { plan::require_fits(spec, limits, "dev"); });
+  EXPECT_NE(e.find("the smallest layout that fits is stage 2 x data 1 x fsdp 1 x tensor 1 = 2 devices"), std::string::npos)
+      << e;
+  // With two sequences FSDP over 2 devices fits as well: at equal devices it wins over stages.
+  const plan::LayoutSpec batch2 = spec_of(with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"NUM_HEADS", "1"}, {"DIMS_PER_HEAD", "40"},
+                                                           {"PERCORE_BATCH_SIZE", "2"}}));
+  plan::LayoutSpec fsdp2 = batch2, stages2 = batch2;
+  plan::assign_mesh(fsdp2, 2, 1, 1);
+  plan::assign_stage_mesh(stages2, 2, 1);
+  const double both = static_cast<double>(
+      std::max(plan::device_memory(fsdp2).total(), plan::device_memory(stages2).total()));
+  ASSERT_LT(both, static_cast<double>(plan::device_memory(batch2).total()));
+  const std::optional<plan::LayoutSpec> tie = plan::smallest_fitting_layout(batch2, {both, 0});
+  ASSERT_TRUE(tie.has_value());
+  EXPECT_EQ(tie->stages(), 1) << tie->describe();
+  EXPECT_EQ(tie->devices(), 2) << tie->describe();
 }
 
 // "Will GPT175B fit on 256 H100s as ICI [1,8,1] x DCN [1,32,1], and how long is a step?"
