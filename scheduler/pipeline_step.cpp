@@ -308,8 +308,8 @@ models::LossStats PipelineStep::evaluate(const inputs::Batch& batch) {
 bool PipelineStep::evaluation_is_collective() const { return mesh().dcn_size(MeshAxis::kStage) > 1; }
 
 const models::Model& PipelineStep::evaluation_model() const {
-  for (const Stage& st : stages_) {
-    if (st.replica == 0 && st.span.last_stage()) return *st.first;
+  for (const Stage& st : stages_) {  // every process refuses alike when the stages span processes
+    if (st.replica == 0 && st.span.last_stage() && mesh().dcn_size(MeshAxis::kStage) == 1) return *st.first;
   }
   throw ConfigError("per-position scores (zero-shot evaluation) need the last pipeline stage in every process: put "
                     "the stage axis in ICI_MESH_SHAPE, or evaluate with a mesh without stages");

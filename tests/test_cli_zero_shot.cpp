@@ -115,6 +115,8 @@ TEST_F(CliZeroShot, EveryLayoutGivesTheSameNumbersAndKeepsTheJobsExperiment) {
       // one sequence per batch: odd row lengths are padded to what the tensor axis divides
       {"", " --fdl.ICI_MESH_SHAPE=[1,1,2] --fdl.SEQUENCE_PARALLEL=true --fdl.PERCORE_BATCH_SIZE=0.5"},
       {kMpirun, " --devices=0 --fdl.DCN_MESH_SHAPE=[1,2,1]"},
+      {"", " --fdl.ICI_MESH_SHAPE=[2,1,1,1]"},
+      {"", " --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.PIPELINE_SCHEDULE=circular --fdl.CIRCULAR_REPEAT=2"},
   };
   for (const Layout& l : layouts) {
     SCOPED_TRACE(l.launcher + l.flags);
@@ -125,6 +127,11 @@ TEST_F(CliZeroShot, EveryLayoutGivesTheSameNumbersAndKeepsTheJobsExperiment) {
     EXPECT_EQ(eval("boolq", l.flags, l.launcher)["boolq_acc"], one_boolq["boolq_acc"]);
   }
   EXPECT_EQ(file_bytes(job() / "experiment.json"), experiment);  // eval's mesh flags are not the job's
+  // Stages in other processes: the last stage's scores are not in every process (one line, every rank).
+  const auto r = run_command(kMpirun + kBinary + " eval --devices=0 --fdl.DCN_MESH_SHAPE=[2,1,1,1] --task=lambada --data=" +
+                             (dir_->path() / "lambada.jsonl").string() + " --job_log_dir=" + job().string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("need the last pipeline stage in every process"), std::string::npos) << r.err;
 }
 
 TEST(CliZeroShotGolden, MatchesHuggingFaceTransformersInFloat64) {
