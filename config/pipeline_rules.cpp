@@ -21,9 +21,9 @@ int pipeline_microbatches(const PipelineRequest& r) {
                                   "a stage axis that divides {}",
                                   r.stages, r.blocks, r.blocks));
   }
-  if (r.fsdp_or_tensor) {
-    throw ConfigError(fmt::format("{}: a stage axis combines with the data axis only so far (fsdp and tensor axes "
-                                  "inside a stage are not implemented); set them to 1",
+  if (r.fsdp) {
+    throw ConfigError(fmt::format("{}: a stage axis combines with the data and tensor axes so far (FSDP inside a stage "
+                                  "is not implemented); set the fsdp axis to 1",
                                   r.mesh));
   }
   if (r.sub_batches > 1) {

@@ -66,19 +66,22 @@ BlockModel::BlockModel(kernels::DeviceRuntime& runtime, ModelConfig config, Mode
                    : make_buffer(runtime.device(), runtime.act_dtype(), resident_floats(), "parameters.compute");
   }
   if (options_.max_seq_len == 0) options_.max_seq_len = static_cast<std::size_t>(config_.max_seq_len());
-  if (options_.stage.stages > 1 && options_.tensor.split()) {
-    throw ConfigError("a pipeline stage split over a tensor axis is not implemented; use a stage axis or a tensor axis");
-  }
   if (options_.sequence_parallel && !options_.tensor.split()) {
     throw ConfigError("SEQUENCE_PARALLEL splits the tensor axis's activations by rows: it needs a tensor axis > 1");
   }
-  if (options_.tensor.split()) {
-    global_layout_ = std::make_unique<ParameterLayout>(config_, layout_.alignment());
-    split_ = std::make_unique<TensorSplit>(config_, options_.tensor, *global_layout_, layout_);
+  // Images go whole -> the tensor rank's parts (all blocks) -> the stage's tensors.
+  const bool staged = options_.stage.stages > 1;
+  if (options_.tensor.split() || staged) global_layout_ = std::make_unique<ParameterLayout>(config_, layout_.alignment());
+  if (options_.tensor.split() && staged) {
+    tensor_layout_ = std::make_unique<ParameterLayout>(local_tensor_defs(config_, options_.tensor), config_.num_blocks(),
+                                                       layout_.alignment());
   }
-  if (options_.stage.stages > 1) {
-    global_layout_ = std::make_unique<ParameterLayout>(config_, layout_.alignment());
-    stage_split_ = std::make_unique<StageSplit>(*global_layout_, layout_, options_.stage);
+  if (options_.tensor.split()) {
+    split_ = std::make_unique<TensorSplit>(config_, options_.tensor, *global_layout_,
+                                           tensor_layout_ ? *tensor_layout_ : layout_);
+  }
+  if (staged) {
+    stage_split_ = std::make_unique<StageSplit>(tensor_layout_ ? *tensor_layout_ : *global_layout_, layout_, options_.stage);
   }
   if (options_.shared_parameters) return;
   runtime.kernels().elementwise.fill(params_, 0.0f);  // padding between tensors stays zero
@@ -182,9 +185,8 @@ Param BlockModel::param(std::string_view tensor) const {
 }
 
 std::vector<float> BlockModel::own_image(std::span<const float> whole) const {
-  if (split_) return split_->extract(whole);
-  if (stage_split_) return stage_split_->extract(whole);
-  return {whole.begin(), whole.end()};
+  std::vector<float> image = split_ ? split_->extract(whole) : std::vector<float>(whole.begin(), whole.end());
+  return stage_split_ ? stage_split_->extract(image) : image;
 }
 
 void BlockModel::init(std::uint64_t seed) {

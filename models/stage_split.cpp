@@ -74,4 +74,53 @@ void StageSplit::place(std::span<const float> local, std::span<float> whole) con
   }
 }
 
+StagePart::StagePart(const ModelConfig& config, TensorShard shard, const StageSpan& stage, const ParameterLayout& whole,
+                     const ParameterLayout& local)
+    : whole_total_(whole.total()) {
+  if (shard.split()) {
+    tensor_layout_ = std::make_unique<ParameterLayout>(local_tensor_defs(config, shard), config.num_blocks(), local.alignment());
+    tensor_ = std::make_unique<TensorSplit>(config, shard, whole, *tensor_layout_);
+  }
+  const ParameterLayout& middle = tensor_layout_ ? *tensor_layout_ : whole;
+  stage_ = std::make_unique<StageSplit>(middle, local, stage);
+  replicas_ = stage_->replica_ranges();
+  if (tensor_) {  // the tensor rank's replica ranges, where the stage holds them
+    for (const ParameterLayout::Range& r : tensor_->replica_ranges()) {
+      for (const TensorSpec& t : local.tensors()) {
+        const TensorSpec& m = middle.at(t.name);
+        const std::size_t begin = std::max(r.offset, m.offset), end = std::min(r.offset + r.count, m.offset + m.count);
+        if (begin < end) replicas_.push_back({t.offset + (begin - m.offset), end - begin});
+      }
+    }
+  }
+  std::sort(replicas_.begin(), replicas_.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
+  std::vector<ParameterLayout::Range> merged;  // disjoint, for the norm's complement
+  for (const ParameterLayout::Range& r : replicas_) {
+    if (!merged.empty() && r.offset <= merged.back().offset + merged.back().count) {
+      merged.back().count = std::max(merged.back().offset + merged.back().count, r.offset + r.count) - merged.back().offset;
+    } else {
+      merged.push_back(r);
+    }
+  }
+  replicas_ = std::move(merged);
+}
+
+std::vector<float> StagePart::extract(std::span<const float> whole) const {
+  if (!tensor_) return stage_->extract(whole);
+  return stage_->extract(tensor_->extract(whole));
+}
+
+void StagePart::add_to(std::span<const float> local, std::span<float> whole) const {
+  if (whole.size() != whole_total_) throw std::logic_error("StagePart::add_to: the whole image's size differs");
+  std::vector<float> middle(tensor_layout_ ? tensor_layout_->total() : whole_total_, 0.0f);
+  stage_->place(local, middle);
+  std::vector<float> part;
+  if (tensor_) {
+    part.assign(whole_total_, 0.0f);
+    tensor_->place(middle, part);
+  }
+  const std::vector<float>& owned = tensor_ ? part : middle;
+  for (std::size_t i = 0; i < whole_total_; ++i) whole[i] += owned[i];
+}
+
 }  // namespace paxocl::models

@@ -9,6 +9,7 @@
 // from there), and the step sums the two copies' gradients so that both apply the same update.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "models/parameter_layout.h"
 #include "models/pipeline_schedule.h"
 #include "models/tensor_def.h"
+#include "models/tensor_split.h"
 
 namespace paxocl::models {
 
@@ -43,6 +45,31 @@ class StageSplit {
   std::vector<Piece> pieces_;
   std::size_t whole_total_, local_total_;
   std::vector<ParameterLayout::Range> replicas_, shared_;
+};
+
+// What one device's pipeline stage holds of the whole model, with or without a tensor axis: images
+// go from the whole layout to the tensor rank's parts of every block (TensorSplit; the whole itself
+// without a tensor axis) to the stage's tensors (StageSplit), as BlockModel builds its layout.
+class StagePart {
+ public:
+  // `local`: the device's layout (stage_tensor_defs(local_tensor_defs(config, shard), stage)).
+  StagePart(const ModelConfig& config, TensorShard shard, const StageSpan& stage, const ParameterLayout& whole,
+            const ParameterLayout& local);
+  std::vector<float> extract(std::span<const float> whole) const;
+  // Adds the elements the device owns into `whole` (the others contribute zeros there): summed
+  // over every device of the job, the whole image.
+  void add_to(std::span<const float> local, std::span<float> whole) const;
+  // Local ranges another device owns (a tied copy, tensor-parallel replicas), sorted and disjoint:
+  // left out of the global norm.
+  const std::vector<ParameterLayout::Range>& replica_ranges() const { return replicas_; }
+  const std::vector<ParameterLayout::Range>& shared_ranges() const { return stage_->shared_ranges(); }
+
+ private:
+  std::size_t whole_total_;
+  std::unique_ptr<ParameterLayout> tensor_layout_;  // with a tensor axis: the rank's parts of every block
+  std::unique_ptr<TensorSplit> tensor_;
+  std::unique_ptr<StageSplit> stage_;
+  std::vector<ParameterLayout::Range> replicas_;
 };
 
 }  // namespace paxocl::models

@@ -148,7 +148,9 @@ std::vector<BufferSize> activation_buffers(const models::ModelConfig& model, con
     if (!stage.first_stage()) once.act("stage.input", N * C);
     if (!stage.last_stage()) once.act("stage.output_gradient", N * C);
     if constexpr (std::is_same_v<std::decay_t<decltype(c)>, models::GptConfig>) {
-      if (stage.first_stage()) embedding(once, N, C, true);
+      // The position table lives on tensor rank 0; the other ranks' embedding keeps a zero row of C
+      // instead, so they hold the most.
+      if (stage.first_stage()) embedding(once, N, C, t == 1);
       // A hybrid's blocks (BLOCK_KINDS): the SSM's buffers in some, attention's in the others.
       std::size_t ssm_blocks = 0;
       for (int l = stage.first; l < stage.end; ++l) ssm_blocks += c.block_kind(l) == models::BlockKind::kSsm ? 1 : 0;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "models/stage_split.h"
+#include "plan/device_memory.h"
 #include "plan/tensor_parallel.h"
 
 namespace paxocl::plan {
@@ -27,15 +28,15 @@ LinkBytes point_to_point_bytes(const std::vector<Collective>& collectives) {
 
 namespace {
 
-// The floats of the tensors outside the blocks that both a pipeline's first and last stage hold
-// (GPT's tied wte; none for LLaMA's separate head): the gradient the two ends exchange.
+// The floats of the tensors outside the blocks that both a pipeline's first and last (virtual)
+// stage hold (GPT's tied wte; none for LLaMA's separate head): the gradient the two ends exchange.
 double tied_floats(const LayoutSpec& spec) {
   const std::vector<models::TensorDef> defs = tensor_rank_defs(spec.model, 1);
-  const int L = spec.model.num_blocks(), p = spec.stages();
+  const int L = spec.model.num_blocks(), v = spec.virtual_stages();
   std::set<std::string> first;
-  for (const models::TensorDef& d : models::stage_tensor_defs(defs, models::stage_span(L, p, 0))) first.insert(d.name);
+  for (const models::TensorDef& d : models::stage_tensor_defs(defs, models::stage_span(L, v, 0))) first.insert(d.name);
   double floats = 0;
-  for (const models::TensorDef& d : models::stage_tensor_defs(defs, models::stage_span(L, p, p - 1))) {
+  for (const models::TensorDef& d : models::stage_tensor_defs(defs, models::stage_span(L, v, v - 1))) {
     if (d.block >= 0 || first.count(d.name) == 0) continue;
     double n = 1;
     for (const std::int64_t e : d.shape) n *= static_cast<double>(e);
@@ -44,34 +45,52 @@ double tied_floats(const LayoutSpec& spec) {
   return floats;
 }
 
-// A pipeline's sends (communication.h), for the stage that sends the most; `send` adds one entry.
+// A pipeline's sends (communication.h), for the device that sends the most; `send` adds one entry.
 template <typename Send>
 void pipeline_sends(const LayoutSpec& spec, Send& send) {
   const int p = spec.stages(), ici = spec.ici_along(MeshAxis::kStage);
   const double width = spec.model.visit([](const auto& c) { return static_cast<double>(c.model_dims); });
   const double message = static_cast<double>(spec.microbatch_sequences()) * spec.model.max_seq_len() * width *
                          static_cast<double>(device::dtype_size(spec.fprop));
-  const long m = spec.microbatches();
-  auto over_ici = [&](int s, int t) { return std::max(s, t) % ici != 0; };  // stages s, t = s +- 1 share a process
+  const long m = spec.microbatches(), r = spec.repeat;
+  // Every chunk of device s sends forward to device s + 1 and backward to s - 1, around the ring
+  // (virtual stage v to v +- 1); the last virtual stage (device p - 1's last chunk) sends no
+  // activation, the first (device 0's first) no gradient.
+  auto next = [&](int s) { return (s + 1) % p; };
+  auto previous = [&](int s) { return (s + p - 1) % p; };
+  auto forwards = [&](int s) { return m * (r - (s == p - 1 ? 1 : 0)); };
+  auto backwards = [&](int s) { return m * (r - (s == 0 ? 1 : 0)); };
+  auto over_ici = [&](int s, int t) { return s / ici == t / ici; };  // stages s, t share a process
   int busiest = 0;
-  std::pair<double, double> most{-1, -1};  // (DCN bytes, ICI bytes) the stage sends
+  std::pair<double, double> most{-1, -1};  // (DCN bytes, ICI bytes) the device sends
   for (int s = 0; s < p; ++s) {
     std::pair<double, double> sent{0, 0};
-    for (const int t : {s - 1, s + 1}) {
-      if (t < 0 || t >= p) continue;
-      (over_ici(s, t) ? sent.second : sent.first) += message;
-    }
+    (over_ici(s, next(s)) ? sent.second : sent.first) += static_cast<double>(forwards(s)) * message;
+    (over_ici(s, previous(s)) ? sent.second : sent.first) += static_cast<double>(backwards(s)) * message;
     if (sent > most) {
       most = sent;
       busiest = s;
     }
   }
-  if (busiest + 1 < p) send("PP send, activations (forward)", message, m, over_ici(busiest, busiest + 1));
-  if (busiest > 0) send("PP send, activation gradients (backward)", message, m, over_ici(busiest, busiest - 1));
-  const double tied = tied_floats(spec) * sizeof(float);
-  if (tied > 0) {
-    send("PP send, tied embedding gradient (first <-> last stage)", tied, 1, spec.dcn_along(MeshAxis::kStage) == 1);
+  if (forwards(busiest) > 0) {
+    send("PP send, activations (forward)", message, forwards(busiest), over_ici(busiest, next(busiest)));
   }
+  if (backwards(busiest) > 0) {
+    send("PP send, activation gradients (backward)", message, backwards(busiest), over_ici(busiest, previous(busiest)));
+  }
+  const double tied = tied_floats(spec) * sizeof(float);
+  if (tied > 0) send("PP send, tied embedding gradient (first <-> last stage)", tied, 1, over_ici(0, p - 1));
+}
+
+// The floats of the pipeline device whose chunks' layouts hold the most.
+double most_device_floats(const LayoutSpec& spec) {
+  std::size_t most = 0;
+  for (int s = 0; s < spec.stages(); ++s) {
+    std::size_t floats = 0;
+    for (const models::ParameterLayout& l : device_layouts(spec, s)) floats += l.total();
+    most = std::max(most, floats);
+  }
+  return static_cast<double>(most);
 }
 
 // Rematerialization under tensor parallelism: the collectives of the forward that each recomputed
@@ -126,9 +145,11 @@ std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::P
                      spec.overlap ? std::min(1L, operations) : operations, ici ? bytes : 0.0, ici ? 0.0 : bytes});
     };
     pipeline_sends(spec, send);
-    // PipelineStep averages a stage's whole gradient buffer once its last backward is done.
-    add("DP all-reduce, the stage's gradients", CollectiveKind::kAllReduce, MeshAxis::kData,
-        static_cast<double>(layout.total()) * sizeof(float), 1, 1);
+    // PipelineStep averages each chunk's whole gradient buffer once the last backward is done.
+    if (spec.along(MeshAxis::kData) > 1) {
+      add("DP all-reduce, the stage's gradients", CollectiveKind::kAllReduce, MeshAxis::kData,
+          most_device_floats(spec) * sizeof(float) / spec.repeat, spec.repeat, spec.repeat);
+    }
   } else if (f == 1) {
     add("DP all-reduce, block gradients", CollectiveKind::kAllReduce, MeshAxis::kData, block, L, 0);
     add("DP all-reduce, other gradients", CollectiveKind::kAllReduce, MeshAxis::kData, rest, 1, 1);

@@ -24,14 +24,19 @@
 //   pipeline (stage axis p > 1, scheduler/pipeline_step.h; fsdp and tensor are 1): point-to-point
 //     sends of m microbatches of M = N / m rows: each stage but the last sends every microbatch's
 //     output (M, C) forward, each but the first its input's gradient (M, C) backward, a bytes each
-//     element, over ICI when the neighbouring stage is in the same process (stage s and s + 1 are
-//     when (s + 1) is not a multiple of the stage axis's ICI size), else DCN; counted for the stage
-//     that sends the most (DCN bytes first, then ICI). One send of each direction is exposed (the
-//     fill and the drain wait for it), the others travel while the stage computes another
-//     microbatch. GPT's tied wte: the first and the last stage send each other its float32
-//     gradient once (ICI when the stage axis is all ICI), exposed; then the data axis all-reduces
-//     each stage's gradients, 4 P_s bytes of the largest stage's layout, after the last backward
-//     (exposed).
+//     element, over ICI when the neighbouring stage is in the same process (stages s and t are
+//     when s / i = t / i, i the stage axis's ICI size), else DCN; counted for the device that sends
+//     the most (DCN bytes first, then ICI). Under the circular schedule (CIRCULAR_REPEAT r) every
+//     one of a device's r chunks does so as a virtual stage v = c p + s of p r, to v + 1 on device
+//     s + 1 and v - 1 on device s - 1, around the ring (device p - 1's chunk c feeds device 0's chunk
+//     c + 1): a device sends r m activations and r m gradients, but device p - 1 (r - 1) m
+//     activations and device 0 (r - 1) m gradients. One send of each direction is exposed (the
+//     fill and the drain wait for it), the others travel while the device computes another
+//     microbatch. GPT's tied wte: the first and the last (virtual) stage, on devices 0 and p - 1,
+//     send each other its float32 gradient once (ICI when they share a process), exposed; then
+//     the data axis all-reduces each chunk's gradients after the last backward (exposed): r
+//     operations of the mean chunk's 4 P_v bytes, for the device whose chunks' layouts are the
+//     largest (r = 1: the largest stage's).
 // Without OVERLAP_COMMUNICATION every collective is exposed.
 #pragma once
 
@@ -66,7 +71,8 @@ LinkBytes ring_bytes(CollectiveKind kind, double bytes, int n_ici, int n_dcn);
 LinkBytes point_to_point_bytes(const std::vector<Collective>& collectives);
 
 // The step's collectives for `spec` on the device's parameter `layout` (device_memory.h's
-// device_layout: under a stage axis the largest stage's); none on a single device.
+// device_layout; under a stage axis not read: the stages' layouts are built here); none on a
+// single device.
 std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::ParameterLayout& layout);
 
 }  // namespace paxocl::plan

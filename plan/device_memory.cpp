@@ -22,6 +22,11 @@ constexpr std::size_t kNormChunk = 4096;  // models::AdamOptimizer::kNormChunk: 
 // A stage axis of 1 is the whole model (BlockModel's rule).
 models::StageSpan whole_model(const LayoutSpec& spec) { return models::stage_span(spec.model.num_blocks(), 1, 0); }
 
+// Virtual stage v's blocks: chunk v / p of device v mod p (models/pipeline_schedule.h).
+models::StageSpan chunk_span(const LayoutSpec& spec, int v) {
+  return models::stage_span(spec.model.num_blocks(), spec.virtual_stages(), v);
+}
+
 ActivationShape activation_shape(const LayoutSpec& spec, bool sequence_parallel, const models::StageSpan& stage) {
   ActivationShape s;
   // One sub-batch's or one microbatch's sequences (never both: a pipeline refuses sub-batches).
@@ -73,10 +78,12 @@ DeviceMemory stage_memory(const LayoutSpec& spec, const models::ParameterLayout&
   if (spec.fprop != device::DType::kF32) m.weight_copy = m.resident_floats * device::dtype_size(spec.fprop);
   m.optimizer_workspace = (owned + kNormChunk - 1) / kNormChunk * sizeof(float);
 
-  // A pipeline stage keeps one model instance per microbatch in flight (scheduler/pipeline_step.h).
-  m.microbatches_in_flight = stage.stages > 1 ? models::microbatches_in_flight(spec.schedule, stage.stages, stage.stage,
-                                                                               spec.microbatches())
-                                              : 1;
+  // A pipeline stage keeps one model instance per microbatch in flight (scheduler/pipeline_step.h),
+  // counted for its device (v mod p) and per chunk.
+  m.microbatches_in_flight = spec.stages() > 1 ? models::microbatches_in_flight(spec.schedule, spec.stages(),
+                                                                                stage.stage % spec.stages(),
+                                                                                spec.microbatches())
+                                               : 1;
   const auto instances = static_cast<std::size_t>(m.microbatches_in_flight);
   const std::vector<BufferSize> without_sp = activation_buffers(spec.model, activation_shape(spec, false, stage));
   const std::vector<BufferSize> with_sp = activation_buffers(spec.model, activation_shape(spec, true, stage));
@@ -101,17 +108,41 @@ DeviceMemory stage_memory(const LayoutSpec& spec, const models::ParameterLayout&
   return m;
 }
 
-// Under a stage axis: every stage's device, each figure that of the stage holding the most, as
-// PipelineStep reports them (the state of the largest layout, the activations of the stage with
-// the most in flight), so total() bounds every stage's.
+// A device's chunks under the circular schedule: each has its own layout, instances and optimizer,
+// so their figures add up; the SSM FFT workspace is the device's (shared by every chunk's layers)
+// and an allocation is one chunk's, so those are the larger one.
+void add_chunk(DeviceMemory& device, const DeviceMemory& chunk) {
+  device.layout_floats += chunk.layout_floats;
+  device.shard_floats += chunk.shard_floats;
+  device.resident_floats += chunk.resident_floats;
+  device.parameters += chunk.parameters;
+  device.gradients += chunk.gradients;
+  device.adam_moments += chunk.adam_moments;
+  device.fsdp_resident += chunk.fsdp_resident;
+  device.weight_copy += chunk.weight_copy;
+  device.optimizer_workspace += chunk.optimizer_workspace;
+  device.activations += chunk.activations;
+  device.activations_without_sp += chunk.activations_without_sp;
+  device.activations_with_sp += chunk.activations_with_sp;
+  device.ssm_fft_workspace = std::max(device.ssm_fft_workspace, chunk.ssm_fft_workspace);
+  device.microbatches_in_flight = std::max(device.microbatches_in_flight, chunk.microbatches_in_flight);
+  if (chunk.largest.bytes > device.largest.bytes) device.largest = chunk.largest;
+}
+
+// Under a stage axis: every device, each the sum over its chunks (one but under the circular
+// schedule), and each figure that of the device holding the most, as PipelineStep reports them
+// (the state of the largest layouts, the activations of the device with the most held), so
+// total() bounds every device's.
 DeviceMemory pipeline_memory(const LayoutSpec& spec) {
-  std::vector<DeviceMemory> stages;
+  auto chunk = [&](int v) { return stage_memory(spec, stage_layout(spec, v), chunk_span(spec, v)); };
+  std::vector<DeviceMemory> devices;
   for (int s = 0; s < spec.stages(); ++s) {
-    const models::StageSpan span = models::stage_span(spec.model.num_blocks(), spec.stages(), s);
-    stages.push_back(stage_memory(spec, stage_layout(spec, s), span));
+    DeviceMemory device = chunk(s);
+    for (int c = 1; c < spec.repeat; ++c) add_chunk(device, chunk(c * spec.stages() + s));
+    devices.push_back(device);
   }
   auto most = [&](auto figure) {
-    return *std::max_element(stages.begin(), stages.end(),
+    return *std::max_element(devices.begin(), devices.end(),
                              [&](const DeviceMemory& x, const DeviceMemory& y) { return figure(x) < figure(y); });
   };
   DeviceMemory m = most([](const DeviceMemory& d) { return d.state(); });
@@ -128,8 +159,7 @@ DeviceMemory pipeline_memory(const LayoutSpec& spec) {
 }  // namespace
 
 models::ParameterLayout stage_layout(const LayoutSpec& spec, int stage) {
-  const models::StageSpan span =
-      spec.stages() > 1 ? models::stage_span(spec.model.num_blocks(), spec.stages(), stage) : whole_model(spec);
+  const models::StageSpan span = spec.stages() > 1 ? chunk_span(spec, stage) : whole_model(spec);
   const std::vector<models::TensorDef> defs = tensor_rank_defs(spec.model, spec.along(MeshAxis::kTensor));
   return models::ParameterLayout(models::stage_tensor_defs(defs, span), span.blocks(), spec.alignment_floats());
 }
@@ -140,11 +170,18 @@ models::ParameterLayout device_layout(const LayoutSpec& spec) {
                                    spec.alignment_floats());
   }
   std::optional<models::ParameterLayout> most;
-  for (int s = 0; s < spec.stages(); ++s) {
-    models::ParameterLayout layout = stage_layout(spec, s);
+  for (int v = 0; v < spec.virtual_stages(); ++v) {
+    models::ParameterLayout layout = stage_layout(spec, v);
     if (!most || layout.total() > most->total()) most.emplace(std::move(layout));
   }
   return *most;
+}
+
+std::vector<models::ParameterLayout> device_layouts(const LayoutSpec& spec, int stage) {
+  if (spec.stages() == 1) return {device_layout(spec)};
+  std::vector<models::ParameterLayout> layouts;
+  for (int c = 0; c < spec.repeat; ++c) layouts.push_back(stage_layout(spec, c * spec.stages() + stage));
+  return layouts;
 }
 
 DeviceMemory device_memory(const LayoutSpec& spec) { return device_memory(spec, device_layout(spec)); }

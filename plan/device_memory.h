@@ -22,6 +22,14 @@
 //     holding the most (the state of the largest layout, the activations of the stage with the
 //     most in flight), as PipelineStep::state_bytes_per_device() and activation_bytes_per_device()
 //     report them; total() bounds every stage's.
+//   circular schedule (CIRCULAR_REPEAT r): the blocks split into p x r virtual stages
+//     v = c x p + s of L/(p r) blocks (v = 0 the embedding, v = p r - 1 the head; GPT's tied wte on
+//     both), device s holding its r chunks c = 0 .. r-1, each with its own layout (4 x P_v x 4 bytes
+//     plus the 16-bit copy), its own Adam (norm partial sums) and m instances' activations (v > 0:
+//     an input buffer, v < p r - 1: an output-gradient buffer). A device's figures are the sums over
+//     its chunks, but the SSM FFT workspace (the device's, shared) and the largest allocation, the
+//     larger chunk's; then, as above, the device holding the most. microbatches_in_flight is per
+//     chunk (m), as PipelineStep::microbatches_held() reports it.
 #pragma once
 
 #include <cstddef>
@@ -36,7 +44,8 @@
 namespace paxocl::plan {
 
 struct DeviceMemory {
-  std::size_t layout_floats = 0;    // P: the device's parameter layout (its tensor rank's), padding included
+  // P: the device's parameter layout (its tensor rank's; its chunks' summed), padding included
+  std::size_t layout_floats = 0;
   std::size_t shard_floats = 0;     // S: FSDP shards (0 without FSDP)
   std::size_t resident_floats = 0;  // the parameter buffer: P, or R under FSDP
   std::size_t parameters = 0;       // float32 parameters: P x 4, or the shard S x 4
@@ -50,7 +59,8 @@ struct DeviceMemory {
   // SSM blocks with SSM_CONVOLUTION=fft: the device's FFT workspace (kernels_cl/ssm_fft_shape.h),
   // shared by its SSM layers and allocated at the first step, so not among the activations.
   std::size_t ssm_fft_workspace = 0;
-  // Pipeline stages: the model instances (microbatches) the stage with the most activations holds.
+  // Pipeline stages: the model instances (microbatches) the stage with the most activations holds
+  // (under the circular schedule: per chunk).
   int microbatches_in_flight = 1;
   BufferSize largest;               // the largest single allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE bounds it)
 
@@ -59,10 +69,13 @@ struct DeviceMemory {
 };
 
 // The device's parameter layout: tensor rank 0's tensors, aligned as the runtime aligns them;
-// under a stage axis the largest stage's.
+// under a stage axis the largest stage's (virtual stage's: one chunk under the circular schedule).
 models::ParameterLayout device_layout(const LayoutSpec& spec);
-// Pipeline stage `stage`'s layout (without a stage axis: device_layout's).
+// Pipeline (virtual) stage `stage`'s layout, stage < p x r (without a stage axis: device_layout's).
 models::ParameterLayout stage_layout(const LayoutSpec& spec, int stage);
+// The layouts device `stage` of a pipeline holds, one per chunk: virtual stages stage, stage + p,
+// ... (r of them); without a stage axis device_layout's.
+std::vector<models::ParameterLayout> device_layouts(const LayoutSpec& spec, int stage);
 // `layout` must be device_layout(spec) (callers that try many meshes keep it; under a stage axis
 // every stage's layout is built here and `layout` is not read).
 DeviceMemory device_memory(const LayoutSpec& spec, const models::ParameterLayout& layout);

@@ -90,15 +90,16 @@ std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const 
     }
   }
   const int blocks = spec.model.num_blocks();
-  for (int p = 2; p <= blocks && !(spec.sub_batches > 1 && spec.sub_batches_given); ++p) {
+  // Under the circular schedule each stage holds CIRCULAR_REPEAT chunks of whole blocks.
+  for (int p = 2; p * spec.repeat <= blocks && !(spec.sub_batches > 1 && spec.sub_batches_given); ++p) {
     if (best && p > best->devices()) break;  // more devices than a fit already found
-    if (blocks % p != 0) continue;
+    if (blocks % (p * spec.repeat) != 0) continue;
     LayoutSpec c = spec;
     c.sequence_parallel = false;
     c.sub_batches = 1;
     assign_stage_mesh(c, p, per_process);
     try {
-      c.validate();  // the microbatch settings against this pipeline's batch
+      c.validate();  // the microbatch settings against this pipeline's batch (circular: m a multiple of p)
     } catch (const ConfigError&) {
       continue;
     }

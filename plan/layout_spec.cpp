@@ -25,11 +25,13 @@ int LayoutSpec::microbatches() const {
   r.blocks = model.num_blocks();
   r.batch = group_sequences();
   r.percore_batch = static_cast<double>(global_batch) / devices();
-  r.fsdp_or_tensor = along(MeshAxis::kFsdp) > 1 || along(MeshAxis::kTensor) > 1;
+  r.fsdp = along(MeshAxis::kFsdp) > 1;
   r.mesh = fmt::format("ICI_MESH_SHAPE={} x DCN_MESH_SHAPE={}", device::to_string(ici), device::to_string(dcn));
   r.sub_batches = sub_batches;
   r.num_microbatches = num_microbatches;
   r.microbatch_size = microbatch_size;
+  r.circular = schedule == models::PipelineSchedule::kCircular;
+  r.repeat = repeat;
   return config::pipeline_microbatches(r);
 }
 
@@ -65,11 +67,12 @@ void LayoutSpec::validate() const {
 }
 
 std::string LayoutSpec::describe() const {
-  return fmt::format("{}data {} x fsdp {} x tensor {} = {} device{} (ICI {} x DCN {}, {} process{})",
+  return fmt::format("{}data {} x fsdp {} x tensor {} = {} device{} (ICI {} x DCN {}, {} process{}{})",
                      stages() > 1 ? fmt::format("stage {} x ", stages()) : std::string(), along(MeshAxis::kData),
                      along(MeshAxis::kFsdp), along(MeshAxis::kTensor), devices(),
                      devices() == 1 ? "" : "s", device::to_string(ici), device::to_string(dcn), processes(),
-                     processes() == 1 ? "" : "es");
+                     processes() == 1 ? "" : "es",
+                     stages() > 1 && repeat > 1 ? fmt::format("; {} chunks per stage", repeat) : std::string());
 }
 
 std::string LayoutSpec::flags() const {
@@ -81,8 +84,10 @@ std::string LayoutSpec::flags() const {
                          ? fmt::format(" --fdl.CHECKPOINT_POLICY={}", models::checkpoint_policy_name(checkpoint_policy))
                          : std::string(),
                      sub_batches > 1 ? fmt::format(" --fdl.NUM_SUB_BATCHES={}", sub_batches) : std::string(),
-                     stages() > 1 ? fmt::format(" --fdl.NUM_MICROBATCHES={} --fdl.PIPELINE_SCHEDULE={}", microbatches(),
-                                                models::pipeline_schedule_name(schedule))
+                     stages() > 1 ? fmt::format(" --fdl.NUM_MICROBATCHES={} --fdl.PIPELINE_SCHEDULE={}{}",
+                                                microbatches(), models::pipeline_schedule_name(schedule),
+                                                repeat > 1 ? fmt::format(" --fdl.CIRCULAR_REPEAT={}", repeat)
+                                                           : std::string())
                                   : std::string());
 }
 
@@ -127,6 +132,7 @@ LayoutSpec layout_spec_of(const config::Experiment& e) {
   s.num_microbatches = e.get_int("NUM_MICROBATCHES");
   s.microbatch_size = e.get_int("MICROBATCH_SIZE");
   s.schedule = models::pipeline_schedule_from_name(e.get_string("PIPELINE_SCHEDULE"));
+  if (has_field("CIRCULAR_REPEAT")) s.repeat = static_cast<int>(e.get_int("CIRCULAR_REPEAT"));
   s.validate();
   return s;
 }

@@ -1,7 +1,8 @@
 // LayoutSpec: what `pax-ocl plan` plans for, resolved once into typed fields: the model, the mesh
 // (ICI_MESH_SHAPE x DCN_MESH_SHAPE over [stage, data, fsdp, tensor]), the global batch and the
 // precision, and the settings of the step programs that change memory (FSDP_PREFETCH_DEPTH,
-// OVERLAP_COMMUNICATION, SEQUENCE_PARALLEL, the pipeline's microbatches and schedule). Nothing here
+// OVERLAP_COMMUNICATION, SEQUENCE_PARALLEL, the pipeline's microbatches, schedule and
+// CIRCULAR_REPEAT). Nothing here
 // opens a device.
 //   batch: the global batch is PERCORE_BATCH_SIZE x every device of the mesh (config/job_config.cpp);
 //   the data x fsdp groups split it, and the t devices of a tensor group (the p stages of a
@@ -40,10 +41,12 @@ struct LayoutSpec {
   bool checkpoint_policy_given = true, sub_batches_given = true;
   // Pipeline parallelism (a stage axis > 1): the microbatch settings as given (0: not given; neither
   // given: one sequence per microbatch, so a layout search's candidates re-derive the count for
-  // their own pipeline batch) and PIPELINE_SCHEDULE. The job passes its resolved count.
+  // their own pipeline batch), PIPELINE_SCHEDULE and CIRCULAR_REPEAT (r chunks of blocks per
+  // stage, > 1 only under the circular schedule). The job passes its resolved count.
   long num_microbatches = 0;  // NUM_MICROBATCHES
   long microbatch_size = 0;   // MICROBATCH_SIZE
   models::PipelineSchedule schedule = models::PipelineSchedule::kOneForwardOneBackward;
+  int repeat = 1;             // CIRCULAR_REPEAT
   // The device's CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes, which sets the parameter layout's alignment
   // (models/block_model.cpp); PoCL reports 128.
   std::size_t base_address_align_bytes = 128;
@@ -59,6 +62,8 @@ struct LayoutSpec {
   int devices() const { return device::mesh_devices(ici, dcn); }
   int processes() const { return device::product(dcn); }
   int stages() const { return along(device::MeshAxis::kStage); }
+  // A pipeline's virtual stages p x r (models/pipeline_schedule.h): device s holds s, s + p, ...
+  int virtual_stages() const { return stages() * repeat; }
   // Sequences one tensor group or pipeline (so each of its devices) runs per step:
   // global_batch / (data x fsdp).
   long group_sequences() const;
@@ -75,21 +80,23 @@ struct LayoutSpec {
   // (config/pipeline_rules.h: in the same words).
   void validate() const;
   // "data 1 x fsdp 256 x tensor 1 = 256 devices (ICI [1,8,1] x DCN [1,32,1], 32 processes)"; with a
-  // stage axis "stage 4 x data 2 x fsdp 1 x tensor 1 = 8 devices (...)".
+  // stage axis "stage 4 x data 2 x fsdp 1 x tensor 1 = 8 devices (...)", and with CIRCULAR_REPEAT r > 1
+  // "(..., 1 process; r chunks per stage)".
   std::string describe() const;
   // The --fdl flags that select this layout: "--fdl.ICI_MESH_SHAPE=[1,8,1] --fdl.DCN_MESH_SHAPE=[1,32,1]
   // --fdl.PERCORE_BATCH_SIZE=6" (and SEQUENCE_PARALLEL when it is on, CHECKPOINT_POLICY when it is not
   // SAVE_EVERYTHING, NUM_SUB_BATCHES when it is not 1, NUM_MICROBATCHES and PIPELINE_SCHEDULE with a
-  // stage axis).
+  // stage axis, and then CIRCULAR_REPEAT when it is not 1).
   std::string flags() const;
 };
 
 // The experiment's layout: its model (validated), ICI_MESH_SHAPE, DCN_MESH_SHAPE,
 // PERCORE_BATCH_SIZE, FPROP_DTYPE, FSDP_PREFETCH_DEPTH, OVERLAP_COMMUNICATION, NUM_MICROBATCHES,
-// MICROBATCH_SIZE, PIPELINE_SCHEDULE and, when the schema has it, SEQUENCE_PARALLEL,
-// CHECKPOINT_POLICY and NUM_SUB_BATCHES (given when a --fdl flag or the experiment sets them other
-// than SAVE_EVERYTHING and 1). ConfigError (one line) for anything LayoutSpec::validate refuses, or a
-// PERCORE_BATCH_SIZE that is not a whole global batch.
+// MICROBATCH_SIZE, PIPELINE_SCHEDULE and, when the schema has them, SEQUENCE_PARALLEL,
+// CHECKPOINT_POLICY, NUM_SUB_BATCHES and CIRCULAR_REPEAT (CHECKPOINT_POLICY and NUM_SUB_BATCHES
+// given when a --fdl flag or the experiment sets them other than SAVE_EVERYTHING and 1).
+// ConfigError (one line) for anything LayoutSpec::validate refuses, or a PERCORE_BATCH_SIZE that is
+// not a whole global batch.
 LayoutSpec layout_spec_of(const config::Experiment& experiment);
 
 }  // namespace paxocl::plan

@@ -35,8 +35,9 @@ StepTime step_time(const Plan& p, const PlanOptions& options) {
     t.exposed_s += op * static_cast<double>(c.exposed);
     t.hidden_s += op * static_cast<double>(c.operations - c.exposed);
   }
-  // A pipeline's stages idle (p - 1) of every m + p - 1 microbatch slots (models::bubble_fraction).
-  t.bubble_s = t.compute_s * (p.spec.stages() - 1) / p.spec.microbatches();
+  // A pipeline's stages idle (p - 1) of every r m + p - 1 chunk-microbatch slots
+  // (models::bubble_fraction; r = 1 but under the circular schedule).
+  t.bubble_s = t.compute_s * (p.spec.stages() - 1) / (p.spec.repeat * p.spec.microbatches());
   t.step_s = std::max(t.compute_s + t.bubble_s, t.hidden_s) + t.exposed_s;
   return t;
 }
@@ -116,7 +117,8 @@ Plan make_plan(const LayoutSpec& spec, const Accelerator& accelerator, const Pla
   p.flops_per_device = p.flops_per_token * p.tokens_per_step / p.spec.devices();
   p.recompute_flops_per_device = recompute_flops_per_token(p.spec) * p.tokens_per_step / p.spec.devices();
   p.collectives = step_collectives(p.spec, layout);
-  p.bubble_fraction = p.spec.stages() > 1 ? models::bubble_fraction(p.spec.stages(), p.spec.microbatches()) : 0.0;
+  p.bubble_fraction =
+      p.spec.stages() > 1 ? models::bubble_fraction(p.spec.stages(), p.spec.microbatches(), p.spec.repeat) : 0.0;
   p.time = step_time(p, options);
 
   const std::optional<std::string> why = misfit(p.memory, limits);

@@ -16,9 +16,11 @@
 //                       prefetched gathers and its reduce-scatters but the first / last) are hidden
 //                       while they take less than the compute:
 //                         step = max(compute + bubble, hidden communication) + exposed communication;
-//                       a pipeline (p stages, m microbatches) stretches its compute by
-//                       (m + p - 1) / m: bubble = compute x (p - 1) / m, the idle fraction of the
-//                       step (p - 1) / (m + p - 1) (models::bubble_fraction; 0 without stages).
+//                       a pipeline (p stages, m microbatches, r = CIRCULAR_REPEAT chunks per
+//                       stage under the circular schedule, else 1) stretches its compute by
+//                       (r m + p - 1) / (r m): bubble = compute x (p - 1) / (r m), the idle
+//                       fraction of the step (p - 1) / (r m + p - 1) (models::bubble_fraction; 0
+//                       without stages).
 //                       The optimizer update, kernel launches and input are not counted.
 //   memory choice       when the layout does not fit and CHECKPOINT_POLICY or NUM_SUB_BATCHES was
 //                       not given (LayoutSpec), the plan chooses them: among the policies (if not
@@ -52,7 +54,7 @@ struct StepTime {
   double peak_gflops = 0, mfu = 0;
   double ici_gbps = 0, dcn_gbps = 0;
   double compute_s = 0;
-  double bubble_s = 0;   // a pipeline's idle time: compute_s x (p - 1) / m
+  double bubble_s = 0;   // a pipeline's idle time: compute_s x (p - 1) / (r m)
   double hidden_s = 0;   // communication that overlaps compute
   double exposed_s = 0;  // communication on the critical path
   double step_s = 0;
@@ -67,7 +69,7 @@ struct Plan {
   double recompute_flops_per_device = 0;  // rematerialization: hardware FLOPs beside the model's
   std::optional<std::string> choice;      // the memory choice made, one line
   std::vector<Collective> collectives;
-  double bubble_fraction = 0;  // a pipeline's idle fraction of the step, (p - 1) / (m + p - 1)
+  double bubble_fraction = 0;  // a pipeline's idle fraction of the step, (p - 1) / (r m + p - 1)
   StepTime time;
   bool fits = false;
   std::string verdict;                  // one line: "fits: ..." / "does not fit: ..."

@@ -45,6 +45,7 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
   const DeviceMemory& m = p.memory;
   const bool fsdp = s.along(MeshAxis::kFsdp) > 1;
   const int tensor = s.along(MeshAxis::kTensor), stages = s.stages();
+  const bool circular = stages > 1 && s.schedule == models::PipelineSchedule::kCircular;
   const std::string dtype(device::dtype_name(s.fprop));
   const models::ParameterLayout full(s.model, 1);
   std::string out;
@@ -68,11 +69,16 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
                    s.group_sequences() / s.sub_batches / s.microbatches()));
   if (p.choice) line("  chosen by the plan, " + *p.choice);
   if (stages > 1) {
-    line(fmt::format("pipeline: {} stages of {} block(s), PIPELINE_SCHEDULE {}, {} microbatches of {} sequence(s){}; "
-                     "at most {} in flight on a device; bubble (p-1)/(m+p-1) = {:.1f}% of the step",
-                     stages, s.model.num_blocks() / stages, models::pipeline_schedule_name(s.schedule), s.microbatches(),
-                     s.microbatch_sequences(), s.microbatches_given() ? "" : " (NUM_MICROBATCHES not given: one each)",
-                     m.microbatches_in_flight, 100 * p.bubble_fraction));
+    // Under the circular schedule a stage's blocks come as r chunks, each holding its microbatches.
+    line(fmt::format("pipeline: {} stages of {}{} block(s), PIPELINE_SCHEDULE {}, {} microbatches of {} sequence(s){}; "
+                     "at most {} in flight {}; bubble {} = {:.1f}% of the step",
+                     stages, circular ? fmt::format("{} chunks of ", s.repeat) : std::string(),
+                     s.model.num_blocks() / s.virtual_stages(),
+                     circular ? fmt::format("circular x {}", s.repeat) : models::pipeline_schedule_name(s.schedule),
+                     s.microbatches(), s.microbatch_sequences(),
+                     s.microbatches_given() ? "" : " (NUM_MICROBATCHES not given: one each)", m.microbatches_in_flight,
+                     circular ? "per chunk" : "on a device", circular ? "(p-1)/(r*m+p-1)" : "(p-1)/(m+p-1)",
+                     100 * p.bubble_fraction));
   }
   line(fmt::format("accelerator: {}: {:.4g} TFLOP/s {} ({}), {:.1f} GiB, {} ({})", p.accelerator.name,
                    p.time.peak_gflops / 1e3, dtype,
@@ -82,9 +88,15 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
                    links_line(p.time), p.accelerator.links));
 
   line("");
-  line(fmt::format("{:<62} {:>10}", stages > 1 ? "memory per device (the stage holding the most)" : "memory per device",
+  line(fmt::format("{:<62} {:>10}",
+                   circular     ? fmt::format("memory per device (the stage holding the most, its {} chunks)", s.repeat)
+                   : stages > 1 ? std::string("memory per device (the stage holding the most)")
+                                : std::string("memory per device"),
                    "GiB"));
-  const std::string owned = fsdp ? ", FSDP shard" : stages > 1 ? ", the stage's" : "";
+  const std::string owned = fsdp       ? ", FSDP shard"
+                            : circular   ? ", the stage's chunks"
+                            : stages > 1 ? ", the stage's"
+                                         : "";
   line(fmt::format("  {:<60} {:>10.2f}", "parameters (float32" + owned + ")", gb(m.parameters)));
   line(fmt::format("  {:<60} {:>10.2f}", "gradients (float32" + owned + ")", gb(m.gradients)));
   line(fmt::format("  {:<60} {:>10.2f}", "Adam moments (2 x float32" + owned + ")", gb(m.adam_moments)));
@@ -96,8 +108,9 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
   line(fmt::format("  {:<60} {:>10.2f}", "Adam gradient-norm partial sums", gb(m.optimizer_workspace)));
   const std::string activations =
       tensor > 1 && s.sequence_parallel ? " (sequence parallel)"
-      : stages > 1 ? fmt::format(" ({} microbatch{} in flight)", m.microbatches_in_flight,
-                                 m.microbatches_in_flight == 1 ? "" : "es")
+      : stages > 1 ? fmt::format(" ({} microbatch{} in flight{})", m.microbatches_in_flight,
+                                 m.microbatches_in_flight == 1 ? "" : "es",
+                                 circular ? fmt::format(" x {} chunks", s.repeat) : std::string())
                    : std::string();
   line(fmt::format("  {:<60} {:>10.2f}", "activations" + activations, gb(m.activations)));
   if (tensor > 1) {
@@ -189,6 +202,7 @@ nlohmann::json plan_json(const Plan& p, const std::string& experiment) {
                           {"stages", l.stages()},
                           {"num_microbatches", l.microbatches()},
                           {"pipeline_schedule", models::pipeline_schedule_name(l.schedule)},
+                          {"circular_repeat", l.repeat},
                           {"flags", l.flags()}};
   };
   nlohmann::json j;
@@ -227,6 +241,8 @@ nlohmann::json plan_json(const Plan& p, const std::string& experiment) {
     j["pipeline"] = {{"stages", s.stages()},
                      {"blocks_per_stage", s.model.num_blocks() / s.stages()},
                      {"schedule", models::pipeline_schedule_name(s.schedule)},
+                     {"circular_repeat", s.repeat},
+                     {"blocks_per_chunk", s.model.num_blocks() / s.virtual_stages()},
                      {"microbatches", s.microbatches()},
                      {"microbatch_sequences", s.microbatch_sequences()},
                      {"microbatches_in_flight", m.microbatches_in_flight},

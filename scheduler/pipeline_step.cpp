@@ -20,14 +20,15 @@ PipelineStep::PipelineStep(const std::vector<device::DeviceInfo>& devices, devic
                            const collectives::ProcessWorld& world, const StepOptions& options)
     : StepProgram(options), options_(options), world_(world) {
   const device::Mesh& mesh = options.mesh;
-  if (mesh.size(MeshAxis::kFsdp) > 1 || mesh.size(MeshAxis::kTensor) > 1) {
-    throw std::logic_error("PipelineStep on a mesh with fsdp or tensor axes (resolve_job refuses them)");
-  }
+  if (mesh.size(MeshAxis::kFsdp) > 1) throw std::logic_error("PipelineStep on a mesh with an fsdp axis (resolve_job refuses it)");
+  if (mesh.size(MeshAxis::kTensor) > 1) models::validate_tensor_split(options.model, mesh.size(MeshAxis::kTensor));
   const config::PipelineConfig& pipeline = options.step.pipeline;
   const int stages = mesh.size(MeshAxis::kStage), local = mesh.devices_per_process();
   const int microbatch = pipeline.microbatch_size(options.step.replica_batch);
   dims_ = static_cast<std::size_t>(options.model.visit([](const auto& c) { return c.model_dims; }));
+  sequence_parallel_ = options.step.sequence_parallel && mesh.size(MeshAxis::kTensor) > 1;
   open_local_devices(devices, local, cache, options);
+  if (mesh.size(MeshAxis::kTensor) > 1) tensors_ = std::make_unique<TensorGroups>(mesh, world, StepProgram::devices(), runtimes());
   messages_ = std::make_unique<collectives::StageMessages>(world);
   if (world.size() > 1) {
     std::vector<int> all(static_cast<std::size_t>(world.size()));
@@ -62,13 +63,18 @@ PipelineStep::PipelineStep(const std::vector<device::DeviceInfo>& devices, devic
       if (v == 0) st.other_end = peer(c, virtual_stages - 1);
       if (v == virtual_stages - 1) st.other_end = peer(c, 0);
 
-      models::ModelOptions model_options = StepProgram::model_options(options);
+      const models::TensorShard shard = tensors_ ? tensors_->shard(static_cast<std::size_t>(d)) : models::TensorShard{};
+      models::ModelOptions model_options = StepProgram::model_options(options, 0, shard);
       model_options.max_batch = static_cast<std::size_t>(microbatch);
       model_options.stage = st.span;
       auto first = models::build_model(*l.runtime, options.model, model_options);
       model_options.shared_parameters = first->parameter_buffers();
       const int slots = models::microbatches_in_flight(pipeline.schedule, stages, s, pipeline.microbatches);
       for (int k = 1; k < slots; ++k) st.more_slots.push_back(models::build_model(*l.runtime, options.model, model_options));
+      if (tensors_) {  // every instance sums through the device's member of its tensor group
+        tensors_->attach(static_cast<std::size_t>(d), *first);
+        for (auto& more : st.more_slots) tensors_->attach(static_cast<std::size_t>(d), *more);
+      }
       const models::ParameterLayout& own = first->layout();
       auto adam = std::make_unique<models::AdamOptimizer>(*l.runtime, own.total(), own.decayed_end(), options.adam);
       st.first = first.get();
@@ -81,9 +87,9 @@ PipelineStep::PipelineStep(const std::vector<device::DeviceInfo>& devices, devic
         st.own_adam = std::move(adam);
       }
       if (!whole_layout_) whole_layout_ = std::make_unique<models::ParameterLayout>(options.model, own.alignment());
-      st.split = std::make_unique<models::StageSplit>(*whole_layout_, own, st.span);
-      if (st.split->shared_ranges().empty()) st.other_end = Peer{};  // nothing tied (LLaMA's untied head)
-      st.counted = models::segments_outside(own.total(), st.split->replica_ranges());
+      st.part = std::make_unique<models::StagePart>(options.model, shard, st.span, *whole_layout_, own);
+      if (st.part->shared_ranges().empty()) st.other_end = Peer{};  // nothing tied (LLaMA's untied head)
+      st.counted = models::segments_outside(own.total(), st.part->replica_ranges());
     }
   }
 
@@ -118,10 +124,15 @@ void PipelineStep::trace_transfer(Stage& st, const char* direction, Carries what
                             std::move(event));
 }
 
+std::size_t PipelineStep::message_bytes(const inputs::Batch& rows, device::DType dtype) const {
+  std::size_t n = static_cast<std::size_t>(rows.batch) * static_cast<std::size_t>(rows.seq_len);
+  if (sequence_parallel_) n /= static_cast<std::size_t>(tensors_->size());  // the rank's rows of the stream
+  return n * dims_ * device::dtype_size(dtype);
+}
+
 void PipelineStep::send(Stage& st, const Peer& to, Carries what, const models::ActBuffer& x, const inputs::Batch& rows,
                         int microbatch) {
-  const std::size_t bytes =
-      static_cast<std::size_t>(rows.batch) * static_cast<std::size_t>(rows.seq_len) * dims_ * device::dtype_size(x.dtype());
+  const std::size_t bytes = message_bytes(rows, x.dtype());
   collectives::StageMessages::Message message(bytes);
   // Blocks until the stage's pass has got there.
   trace_transfer(st, "send", what, microbatch,
@@ -131,8 +142,7 @@ void PipelineStep::send(Stage& st, const Peer& to, Carries what, const models::A
 
 void PipelineStep::receive(Stage& st, const Peer& from, Carries what, models::ActBuffer& into, const inputs::Batch& rows,
                            int microbatch) {
-  const std::size_t bytes =
-      static_cast<std::size_t>(rows.batch) * static_cast<std::size_t>(rows.seq_len) * dims_ * device::dtype_size(into.dtype());
+  const std::size_t bytes = message_bytes(rows, into.dtype());
   collectives::StageMessages::Message message =
       messages_->receive(from.process, channel(static_cast<int>(st.device), st.chunk, what));
   if (message.size() != bytes) {
@@ -197,8 +207,10 @@ models::LossStats PipelineStep::run_device(std::size_t d, const std::vector<inpu
 }
 
 void PipelineStep::run_stages(const std::vector<std::size_t>& devices, const std::function<void(std::size_t)>& work) {
-  run_on_threads(devices.size(), [&](std::size_t i) { work(devices[i]); },
-                 [&](std::exception_ptr error) { messages_->abort(error); });
+  run_on_threads(devices.size(), [&](std::size_t i) { work(devices[i]); }, [&](std::exception_ptr error) {
+    messages_->abort(error);
+    if (tensors_) tensors_->abort(error);
+  });
 }
 
 void PipelineStep::sum_tied_gradients() {
@@ -207,7 +219,7 @@ void PipelineStep::sum_tied_gradients() {
   auto read_tied = [&](Stage& st) {
     std::vector<float> values;
     const std::vector<float> grads = st.first->gradients();
-    for (const auto& r : st.split->shared_ranges()) {
+    for (const auto& r : st.part->shared_ranges()) {
       values.insert(values.end(), grads.begin() + static_cast<std::ptrdiff_t>(r.offset),
                     grads.begin() + static_cast<std::ptrdiff_t>(r.offset + r.count));
     }
@@ -232,7 +244,7 @@ void PipelineStep::sum_tied_gradients() {
     std::vector<float> other(own[i].size());
     std::memcpy(other.data(), message.data(), message.size());
     std::size_t at = 0;
-    for (const auto& r : st.split->shared_ranges()) {
+    for (const auto& r : st.part->shared_ranges()) {
       std::vector<float> sum(r.count);
       for (std::size_t k = 0; k < r.count; ++k) sum[k] = own[i][at + k] + other[at + k];
       locals_[st.device].device->queue().write(st.first->gradient_buffer().view(r.offset, r.count, "tied gradient"),
@@ -285,8 +297,15 @@ models::LossStats PipelineStep::run_step(const inputs::Batch& batch, double lr, 
     opt = st.adam->step_with_norm(st.first->parameter_buffer(), st.first->gradient_buffer(), lr, std::sqrt(squares[0]),
                                   loss_scale);
   }
+  return losses_of(stats);
+}
+
+models::LossStats PipelineStep::losses_of(const std::vector<models::LossStats>& per_device) const {
+  // Only last stages compute losses, and every member of a tensor group its rows': count rank 0's.
   models::LossStats total;
-  for (const models::LossStats& s : stats) total += s;  // only last stages computed losses
+  for (std::size_t d = 0; d < per_device.size(); ++d) {
+    if (!tensors_ || tensors_->place(d).tensor_rank == 0) total += per_device[d];
+  }
   return total;
 }
 
@@ -300,9 +319,7 @@ models::LossStats PipelineStep::evaluate(const inputs::Batch& batch) {
   for (int first = 0; first < batch.batch; first += size) micro.push_back(batch.sequences(first, std::min(size, batch.batch - first)));
   std::vector<models::LossStats> stats(locals_.size());
   run_stages(first_pipeline, [&](std::size_t d) { stats[d] = run_device(d, micro, 0.0, false); });
-  models::LossStats total;
-  for (const models::LossStats& s : stats) total += s;
-  return total;
+  return losses_of(stats);
 }
 
 bool PipelineStep::evaluation_is_collective() const { return mesh().dcn_size(MeshAxis::kStage) > 1; }
@@ -324,14 +341,14 @@ std::vector<float> PipelineStep::read_buffer(const Stage& st, const models::Floa
 std::vector<float> PipelineStep::assemble(const std::function<std::vector<float>(Stage&)>& local_image) {
   std::vector<float> whole(whole_layout_->total(), 0.0f);
   for (Stage& st : stages_) {
-    if (st.first_replica) st.split->place(local_image(st), whole);
+    if (st.first_replica) st.part->add_to(local_image(st), whole);
   }
   if (job_) job_->all_reduce(whole).wait();  // each element placed by one device of the job
   return whole;
 }
 
 void PipelineStep::load_parameters(std::span<const float> flat) {
-  for (Stage& st : stages_) st.first->set_parameters(st.split->extract(flat));
+  for (Stage& st : stages_) st.first->set_parameters(st.part->extract(flat));
 }
 
 std::vector<float> PipelineStep::parameters() {
@@ -354,7 +371,7 @@ void PipelineStep::load_state(std::span<const float> params, std::span<const flo
                               OptimizerCounts counts) {
   load_parameters(params);
   for (Stage& st : stages_) {
-    st.adam->load_state(st.split->extract(m), st.split->extract(v), counts.applied, counts.skipped);
+    st.adam->load_state(st.part->extract(m), st.part->extract(v), counts.applied, counts.skipped);
   }
 }
 
@@ -383,6 +400,7 @@ int PipelineStep::microbatches_held() const {  // per chunk: a chunk's instance 
 void PipelineStep::set_tracing(bool on) {
   tracing_ = on;
   for (Local& l : locals_) l.device->queue().set_tracing(on);
+  if (tensors_) tensors_->set_tracing(on);
   for (auto& a : averagers_) a->ici().set_tracing(on);
 }
 
@@ -398,6 +416,7 @@ std::vector<TraceEvent> PipelineStep::take_trace(const std::vector<std::int64_t>
     }
     st.transfers.clear();
   }
+  if (tensors_) tensors_->append_trace(events, step);
   for (auto& a : averagers_) {
     a->ici().set_tracing(false);
     for (const auto& c : a->ici().take_trace()) {

@@ -1,5 +1,6 @@
 // PipelineStep: pipeline parallelism over the mesh's stage axis (praxis's
-// LayerwiseShardablePipelined), data parallel along the data axis.
+// LayerwiseShardablePipelined), data parallel along the data axis, tensor parallel inside each
+// stage along the tensor axis.
 //
 // Each device holds one stage (models/pipeline_schedule.h: L/p contiguous blocks; the embedding on
 // the first stage, the final norm, head and loss on the last) of one pipeline, or under the
@@ -9,7 +10,8 @@
 // PIPELINE_SCHEDULE (stage_ops): a forward receives its input from the previous stage and sends its output to the
 // next, a backward receives its output's gradient from the next stage and sends its input's to
 // the previous (collectives::StageMessages: a mailbox inside the process, MPI between processes;
-// the stage's queue runs meanwhile; on a traced step the copies out of and into the device are on
+// the stage's queue runs meanwhile; with a tensor axis each tensor rank sends its own copy, or
+// under SEQUENCE_PARALLEL its rows, to the same rank of the next stage; on a traced step the copies out of and into the device are on
 // the trace's communication track and in its overlap report). A stage keeps one model instance per microbatch it holds at
 // once (microbatches_in_flight: m for gpipe, p - s for 1f1b), each with its own activations over
 // the stage's one set of parameters and gradients, which the backwards accumulate.
@@ -29,6 +31,7 @@
 #include "collectives/stage_messages.h"
 #include "models/stage_split.h"
 #include "scheduler/step_program.h"
+#include "scheduler/tensor_groups.h"
 
 namespace paxocl::scheduler {
 
@@ -83,7 +86,7 @@ class PipelineStep : public StepProgram {
     std::unique_ptr<models::Model> own_first;
     std::unique_ptr<models::AdamOptimizer> own_adam;
     std::vector<std::unique_ptr<models::Model>> more_slots;
-    std::unique_ptr<models::StageSplit> split;
+    std::unique_ptr<models::StagePart> part;  // its tensors in the whole layout
     std::vector<models::AdamOptimizer::Segment> counted;  // its ranges in the global norm
     std::vector<collectives::StageMessages::Message> held;  // messages the queue still writes from
     // While tracing: the copies of messages out of and into the device (device clock).
@@ -100,6 +103,8 @@ class PipelineStep : public StepProgram {
   void receive(Stage& st, const Peer& from, Carries what, models::ActBuffer& into, const inputs::Batch& rows,
                int microbatch);
   void trace_transfer(Stage& st, const char* direction, Carries what, int microbatch, device::Event event);
+  std::size_t message_bytes(const inputs::Batch& rows, device::DType dtype) const;  // an activation's or its gradient's
+  models::LossStats losses_of(const std::vector<models::LossStats>& per_device) const;
   void sum_tied_gradients();
   std::vector<float> assemble(const std::function<std::vector<float>(Stage&)>& local_image);
   std::vector<float> read_buffer(const Stage& st, const models::FloatBuffer& b) const;
@@ -112,12 +117,14 @@ class PipelineStep : public StepProgram {
   static constexpr int kCarries = 3;  // kinds of message (Carries)
   std::size_t dims_ = 0;  // C: the width of the activations between stages
   int repeat_ = 1;        // chunks per device (CIRCULAR_REPEAT)
+  bool sequence_parallel_ = false;  // messages carry a tensor rank's rows of the stream
   std::unique_ptr<models::ParameterLayout> whole_layout_;
   std::vector<Stage> stages_;  // per local device, its chunks in order (stage(d, c))
   std::unique_ptr<collectives::StageMessages> messages_;
   std::vector<std::unique_ptr<collectives::GradientAverager>> averagers_;  // one per chunk's data group
   std::vector<int> averager_of_;                                             // per stages_ entry, -1: none
   std::unique_ptr<collectives::MpiCommunicator> job_;  // every process: whole images
+  std::unique_ptr<TensorGroups> tensors_;              // a tensor axis inside the stages
   bool tracing_ = false;
 };
 

@@ -1,5 +1,7 @@
 #include "scheduler/step_program.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "models/model_factory.h"
@@ -26,6 +28,12 @@ models::LossStats StepProgram::train_step(const inputs::Batch& batch, double lr,
   const models::LossStats stats = run_step(batch, lr, scale, opt);
   loss_scaler_.update(opt.applied);  // the norm is global: every process and device agrees
   return stats;
+}
+
+std::size_t StepProgram::activation_bytes_per_device() const {
+  std::size_t most = 0;
+  for (const Local& l : locals_) most = std::max(most, l.model->activation_bytes());
+  return most;
 }
 
 std::vector<device::Device*> StepProgram::devices() const {

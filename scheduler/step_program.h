@@ -77,9 +77,10 @@ class StepProgram {
   // Device memory of the training state (parameters, gradients, Adam's two moments, and with
   // 16-bit FPROP_DTYPE the weights' 16-bit copy) on one device.
   virtual std::size_t state_bytes_per_device() const = 0;
-  // Device memory of the activations on the device holding the most (a pipeline stage keeps
-  // microbatches_held() model instances' worth).
-  virtual std::size_t activation_bytes_per_device() const { return model().activation_bytes(); }
+  // Device memory of the activations on this process's device holding the most (a pipeline stage
+  // keeps microbatches_held() model instances' worth; a tensor rank without GPT's position table
+  // a zero row instead).
+  virtual std::size_t activation_bytes_per_device() const;
   virtual int microbatches_held() const { return 1; }
 
   // Tracing of a step: on, run it, then collect its kernels and collectives on the host clock

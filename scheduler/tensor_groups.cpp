@@ -47,7 +47,7 @@ TensorGroups::TensorGroups(const device::Mesh& mesh, const collectives::ProcessW
     members_.push_back(std::make_unique<TensorGroupMember>(*comms_[static_cast<std::size_t>(p.group)], p.member,
                                                            p.tensor_rank, size_, *runtimes[d]));
   }
-  attached_.assign(devices.size(), nullptr);
+  attached_.assign(devices.size(), {});
   if (world.size() > 1) {
     std::vector<int> all(static_cast<std::size_t>(world.size()));
     std::iota(all.begin(), all.end(), 0);
@@ -56,20 +56,22 @@ TensorGroups::TensorGroups(const device::Mesh& mesh, const collectives::ProcessW
 }
 
 TensorGroups::~TensorGroups() {
-  for (models::Model* m : attached_) {
-    if (m != nullptr) m->set_tensor_group(nullptr);
+  for (const auto& instances : attached_) {
+    for (models::Model* m : instances) m->set_tensor_group(nullptr);
   }
 }
 
 void TensorGroups::attach(std::size_t d, models::Model& model) {
   model.set_tensor_group(members_.at(d).get());
-  attached_.at(d) = &model;
+  attached_.at(d).push_back(&model);
 }
 
 void TensorGroups::run_threads(std::size_t count, const std::function<void(std::size_t)>& work) {
-  run_on_threads(count, work, [&](std::exception_ptr error) {
-    for (auto& c : comms_) c->abort(error);
-  });
+  run_on_threads(count, work, [&](std::exception_ptr error) { abort(error); });
+}
+
+void TensorGroups::abort(std::exception_ptr error) {
+  for (auto& c : comms_) c->abort(error);
 }
 
 void TensorGroups::sum_over_job(std::vector<float>& image) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -38,8 +39,11 @@ class TensorGroups {
   const Place& place(std::size_t d) const { return places_.at(d); }
   models::TensorShard shard(std::size_t d) const { return {places_.at(d).tensor_rank, size_}; }
   std::size_t groups() const { return comms_.size(); }
-  // The model on local device d sums through its group from now on (and stops at destruction).
+  // The model on local device d sums through its group from now on (and stops at destruction);
+  // several models of one device (pipeline stages' instances) share its member, in turn.
   void attach(std::size_t d, models::Model& model);
+  // Every group's sums not yet issued fail with `error` (no member waits for ever on a failed one).
+  void abort(std::exception_ptr error);
 
   // Runs work(i) for i in [0, count) on threads of their own and joins them; if one throws, every
   // group's sums not yet issued fail (so no member waits forever) and its error is rethrown here.
@@ -55,7 +59,7 @@ class TensorGroups {
   std::vector<Place> places_;
   std::vector<std::unique_ptr<collectives::TensorCommunicator>> comms_;  // per local group
   std::vector<std::unique_ptr<TensorGroupMember>> members_;              // per local device
-  std::vector<models::Model*> attached_;
+  std::vector<std::vector<models::Model*>> attached_;  // per local device
   std::unique_ptr<collectives::MpiCommunicator> job_;  // every process: whole images
 };
 

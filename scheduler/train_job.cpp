@@ -73,6 +73,7 @@ void require_layout_fits(const config::JobConfig& job, const std::vector<device:
   // The job's microbatch count as resolved (from MICROBATCH_SIZE too); with no stage axis, none.
   if (job.step.pipeline.stages > 1) spec.num_microbatches = job.step.pipeline.microbatches;
   spec.schedule = job.step.pipeline.schedule;
+  spec.repeat = job.step.pipeline.repeat;
   spec.base_address_align_bytes = selected.front().base_address_align_bytes;
   spec.flash_attention = [info = selected.front()](std::size_t hs) { return kernels::uses_flash_attention(info, hs); };
   plan::MemoryLimits limits{static_cast<double>(selected.front().global_mem_bytes), selected.front().max_alloc_bytes};

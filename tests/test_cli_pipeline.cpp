@@ -1,5 +1,5 @@
-// Pipeline parallelism as users run it (scheduler/pipeline_step.h): the stage axis alone and with
-// data parallelism, over devices of a process (ICI) and over processes (DCN, mpirun), both
+// Pipeline parallelism as users run it (scheduler/pipeline_step.h): the stage axis alone, with
+// data parallelism and with tensor parallelism inside the stages, over devices of a process (ICI) and over processes (DCN, mpirun), both
 // schedules (gpipe, 1f1b, circular), GPT (tied token table on both ends), LLaMA and a GPT/S4D hybrid: 10 steps' losses
 // equal one device's with the same global batch within fp32 rounding (relative 2e-4, the bound
 // every layout test uses), and the whole weights after them; gpipe and 1f1b, and remat under a
@@ -130,6 +130,29 @@ TEST_F(CliPipeline, GptLayoutsMatchOneDevice) {
   expect_close("dcn_stage_ici_data", want, "ICI [1,2,1,1] x DCN [2,1,1,1]");
 }
 
+// Tensor parallelism inside the stages: each stage's tensor group sums its partial results, each
+// tensor rank sends its copy (under SEQUENCE_PARALLEL its rows) to the same rank of the next stage.
+TEST_F(CliPipeline, TensorParallelStagesMatchOneDevice) {
+  const std::vector<float> want = one_device(kGpt, "one");
+  train(kFourDevices, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,1,2]" + save("pp_tp"), "pp_tp");
+  expect_close("pp_tp", want, "ICI [2,1,1,2]");
+  expect_weights_close("pp_tp", "one");
+  train(kFourDevices, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,1,2] --fdl.SEQUENCE_PARALLEL=true"
+                            " --fdl.NUM_MICROBATCHES=4", "pp_tp_sp");
+  expect_close("pp_tp_sp", want, "ICI [2,1,1,2] with SEQUENCE_PARALLEL");
+  train(kMpirun, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,1,1,2] --fdl.DCN_MESH_SHAPE=[2,1,1,1]" +
+                           save("dcn_pp_ici_tp"), "dcn_pp_ici_tp");
+  expect_close("dcn_pp_ici_tp", want, "ICI [1,1,1,2] x DCN [2,1,1,1]");
+  expect_weights_close("dcn_pp_ici_tp", "one");
+  // LLaMA with its kv heads split, and a checkpoint of the layout resumed on one device.
+  const std::vector<float> llama = one_device(kLlama + " --fdl.CHECKPOINT_EVERY_N_STEPS=5", "llama-one");
+  train(kFourDevices, kLlama, " --fdl.CHECKPOINT_EVERY_N_STEPS=5 --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,1,2]"
+                              " --fdl.MAX_STEPS=5", "llama-pp_tp");
+  expect_close("llama-pp_tp", std::vector<float>(llama.begin(), llama.begin() + 5), "LLaMA ICI [2,1,1,2]");
+  train("", kLlama, " --fdl.CHECKPOINT_EVERY_N_STEPS=5 --devices=0 --fdl.PERCORE_BATCH_SIZE=8", "llama-pp_tp");
+  expect_close("llama-pp_tp", std::vector<float>(llama.begin() + 5, llama.end()), "LLaMA ICI [2,1,1,2] -> 1 device", 6);
+}
+
 TEST_F(CliPipeline, LlamaHybridAndSixteenBitsMatchOneDevice) {
   const std::vector<float> llama = one_device(kLlama, "llama-one");
   train("", kLlama, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1]" + save("llama-ici2"), "llama-ici2");
@@ -190,7 +213,7 @@ TEST_F(CliPipeline, ImpossibleLayoutsAreOneLineErrors) {
       {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.PIPELINE_SCHEDULE=circular --fdl.NUM_MICROBATCHES=1",
        "1 microbatches is not a multiple"},
       {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1,1]", "ICI_MESH_SHAPE: 5 dimension(s); expected [data, fsdp, tensor] or [stage, data, fsdp, tensor]"},
-      {kFourDevices, kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,2,1]", "fsdp and tensor axes inside a stage are not implemented"},
+      {kFourDevices, kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,2,1]", "FSDP inside a stage is not implemented"},
   };
   for (const auto& c : cases) {
     const auto r = run_command(c.launcher + kBinary + c.args + " --job_log_dir=" + path("bad").string());

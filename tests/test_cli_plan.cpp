@@ -2,7 +2,7 @@
 // OpenCL platform at all (no device work); its JSON holds the same figures; bad input is one line and
 // exit code 2. And training refuses a layout that cannot fit before it allocates anything: GPT5B
 // on one PoCL device used to die in clCreateBuffer allocating 'parameters' (18.8 GiB); a pipeline's
-// layout is planned (and refused) as its stages hold it.
+// layout (the circular schedule's chunks too) is planned (and refused) as its stages hold it.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -64,6 +64,33 @@ TEST(CliPlan, APipelineShowsItsStagesMicrobatchesBubbleAndSends) {
   EXPECT_DOUBLE_EQ(j["pipeline"]["bubble_fraction"].get<double>(), 3.0 / 7);
   EXPECT_GT(j["pipeline"]["point_to_point_dcn_bytes"].get<double>(), 0.0);
   EXPECT_EQ(j["layout"]["ici_mesh_shape"], nlohmann::json::parse("[2,2,1,1]"));
+}
+
+TEST(CliPlan, ACircularPipelineShowsItsChunksAndItsBubble) {
+  TempDir dir;
+  const auto json_file = dir.path() / "plan.json";
+  const CommandResult r = run_command("OCL_ICD_VENDORS=/nonexistent " + kBinary +
+                                      " plan --fdl.NUM_LAYERS=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.NUM_MICROBATCHES=4 "
+                                      "--fdl.PIPELINE_SCHEDULE=circular --fdl.CIRCULAR_REPEAT=2 --accelerator=H100 --json=" +
+                                      json_file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* part : {"(ICI [2,1,1,1] x DCN [1,1,1], 1 process; 2 chunks per stage)",
+                           "pipeline: 2 stages of 2 chunks of 1 block(s), PIPELINE_SCHEDULE circular x 2, 4 microbatches "
+                           "of 4 sequence(s); at most 4 in flight per chunk; bubble (p-1)/(r*m+p-1) = 11.1% of the step",
+                           "activations (4 microbatches in flight x 2 chunks)"}) {
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << " missing from:\n" << r.out;
+  }
+  std::ifstream in(json_file);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["pipeline"]["circular_repeat"].get<int>(), 2);
+  EXPECT_DOUBLE_EQ(j["pipeline"]["bubble_fraction"].get<double>(), 1.0 / 9);
+  EXPECT_NE(j["layout"]["flags"].get<std::string>().find("--fdl.CIRCULAR_REPEAT=2"), std::string::npos);
+  // The job's rules, one line: 4 chunks of 2 blocks do not split 6.
+  const CommandResult bad = run_command(kBinary + " plan --fdl.NUM_LAYERS=6 --fdl.ICI_MESH_SHAPE=[2,1,1,1] "
+                                        "--fdl.NUM_MICROBATCHES=4 --fdl.PIPELINE_SCHEDULE=circular --fdl.CIRCULAR_REPEAT=2");
+  EXPECT_EQ(bad.exit_code, kExitUsage) << bad.out << bad.err;
+  EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+  EXPECT_NE(bad.err.find("CIRCULAR_REPEAT=2 does not split NUM_LAYERS=6"), std::string::npos) << bad.err;
 }
 
 TEST(CliPlan, BadInputIsOneLineAndExitCode2) {

@@ -7,7 +7,9 @@
 //   - FLOPs: ModelConfig::flops_per_token x the global batch's tokens;
 //   - communication of DP, FSDP (ICI and DCN parts), tensor and pipeline layouts, in bytes by hand;
 //   - pipeline stages: a 2-stage GPT's per-stage memory, the bubble (p-1)/(m+p-1), the search
-//     splitting a model by depth when only stages fit;
+//     splitting a model by depth when only stages fit; the circular schedule's chunks summed per
+//     device, its sends around the ring, the bubble (p-1)/(r m+p-1), its rules through
+//     LayoutSpec::validate and the search skipping the stage axes they refuse;
 //   - tensor parallelism: the parameters and activations of one tensor rank, written out here
 //     from the split issue 20 describes (the real-run check of TP comes with the runtime's TP);
 //   - the smallest fitting layout is the smallest (brute force over every candidate);
@@ -188,7 +190,32 @@ INSTANTIATE_TEST_SUITE_P(
                                                                    {"NUM_MICROBATCHES", "2"}})},
         // A hybrid split so that one stage holds only attention blocks, the other only SSM blocks.
         RealRunCase{"HybridTwoStagesF32", with(odd_gpt(), {{"BLOCK_KINDS", "attention,attention,ssm,ssm"}, {"NUM_LAYERS", "4"},
-                                                           {"SSM_NHEADS", "6"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"}})}),
+                                                           {"SSM_NHEADS", "6"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"}})},
+        // The circular schedule: a device's CIRCULAR_REPEAT chunks (virtual stages v = c p + s), each
+        // with its own layout, Adam and m instances, summed per device; the ends on v = 0 and p r - 1.
+        RealRunCase{"GptCircularRepeat2F32", with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"PERCORE_BATCH_SIZE", "2"},
+                                                              {"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_MICROBATCHES", "4"},
+                                                              {"PIPELINE_SCHEDULE", "circular"}, {"CIRCULAR_REPEAT", "2"}})},
+        RealRunCase{"LlamaCircularRepeat2Bf16", with(odd_llama(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"},
+                                                                   {"NUM_MICROBATCHES", "2"}, {"PIPELINE_SCHEDULE", "circular"},
+                                                                   {"CIRCULAR_REPEAT", "2"}, {"FPROP_DTYPE", "bfloat16"}})},
+        // Three chunks per device: the middle ones hold neither end.
+        RealRunCase{"GptCircularRepeat3SaveNothingBf16",
+                    with(odd_gpt(), {{"NUM_LAYERS", "6"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_MICROBATCHES", "2"},
+                                     {"PIPELINE_SCHEDULE", "circular"}, {"CIRCULAR_REPEAT", "3"},
+                                     {"CHECKPOINT_POLICY", "SAVE_NOTHING"}, {"FPROP_DTYPE", "bfloat16"}})},
+        // Round robin over attention,ssm: device 0's chunks are attention blocks, device 1's SSM blocks.
+        RealRunCase{"HybridCircularRepeat2F32", with(odd_gpt(), {{"BLOCK_KINDS", "attention,ssm"}, {"NUM_LAYERS", "4"},
+                                                                 {"SSM_NHEADS", "6"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"},
+                                                                 {"NUM_MICROBATCHES", "2"}, {"PIPELINE_SCHEDULE", "circular"},
+                                                                 {"CIRCULAR_REPEAT", "2"}})},
+        // Tensor parallelism inside the stages (4 devices: the Plan.FourDevices test runs them):
+        // tensor rank 0's parts of each stage's tensors, with and without sequence parallelism.
+        RealRunCase{"GptTwoStagesTensor2F32FourDevices",
+                    with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,1,1,2]"}, {"NUM_MICROBATCHES", "2"}})},
+        RealRunCase{"LlamaTwoStagesTensor2SequenceParallelBf16FourDevices",
+                    with(odd_llama(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,1,1,2]"}, {"NUM_MICROBATCHES", "2"},
+                                       {"SEQUENCE_PARALLEL", "true"}, {"FPROP_DTYPE", "bfloat16"}})}),
     [](const ::testing::TestParamInfo<RealRunCase>& c) { return c.param.name; });
 
 plan::LayoutSpec spec_of(const std::vector<std::pair<std::string, std::string>>& overrides, const std::string& base = "Default") {
@@ -340,7 +367,8 @@ TEST(Plan, TensorRankActivationsOfGptByHand) {
                                   + N * H * 4;                      // fcproj dx
     std::size_t blocks = L * outside * C * 4 + transient;  // every block's output y
     for (int s = 0; s < kSites; ++s) blocks += (per_block[s] ? L : 1) * site[s];
-    const std::size_t embedding = 4 + 4 * (4 * N + 1) + N * C * 4;   // zero row, ids/tokens/positions/starts, x
+    // zero row (C wide on tensor rank 1, which has no position table), ids/tokens/positions/starts, x
+    const std::size_t embedding = C * 4 + 4 * (4 * N + 1) + N * C * 4;
     const std::size_t head = N * Vp * 4 + 3 * N * 4 + N * C * 4 + N * 4 + t * N * 3 * 4;  // logits; losses.. ; dy; targets; row stats
     return embedding + blocks + norm + outside * C * 4 + head;  // lnf with its dx
   };
@@ -652,7 +680,7 @@ TEST(Plan, PipelineErrorsAreTheJobsInOneLine) {
   } cases[] = {
       {{{"NUM_LAYERS", "3"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"}},
        "a stage axis of 2 does not split NUM_LAYERS=3 into stages of whole blocks"},
-      {{{"ICI_MESH_SHAPE", "[2,1,2,1]"}}, "fsdp and tensor axes inside a stage are not implemented"},
+      {{{"ICI_MESH_SHAPE", "[2,1,2,1]"}}, "FSDP inside a stage is not implemented"},
       {{{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_SUB_BATCHES", "2"}}, "set NUM_MICROBATCHES instead"},
       {{{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_MICROBATCHES", "3"}, {"MICROBATCH_SIZE", "2"}},
        "NUM_MICROBATCHES=3 and MICROBATCH_SIZE=2: set one of them"},
@@ -670,6 +698,215 @@ TEST(Plan, PipelineErrorsAreTheJobsInOneLine) {
   EXPECT_EQ(spec_of(with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"MICROBATCH_SIZE", "3"}})).microbatches(), 2);
   // Neither given: one sequence per microbatch.
   EXPECT_EQ(spec_of(with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1,1]"}})).microbatches(), 6);
+}
+
+// The circular schedule on odd_gpt with 4 blocks, 2 stages x CIRCULAR_REPEAT 2: virtual stages
+// v = c x 2 + s of one block each, device 0 holding v = 0, 2 and device 1 v = 1, 3. PERCORE 2 x 2
+// stages = 4 sequences per pipeline, NUM_MICROBATCHES 4: microbatches of 1 sequence, N = 24 rows.
+std::vector<std::pair<std::string, std::string>> circular_gpt() {
+  return with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"PERCORE_BATCH_SIZE", "2"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"},
+                          {"NUM_MICROBATCHES", "4"}, {"PIPELINE_SCHEDULE", "circular"}, {"CIRCULAR_REPEAT", "2"}});
+}
+
+TEST(Plan, CircularGptMemoryIsEachDevicesChunksSummedByHand) {
+  const plan::LayoutSpec spec = spec_of(circular_gpt());
+  EXPECT_EQ(spec.repeat, 2);
+  EXPECT_EQ(spec.virtual_stages(), 4);
+  EXPECT_EQ(spec.microbatches(), 4);
+  EXPECT_EQ(spec.describe(), "stage 2 x data 1 x fsdp 1 x tensor 1 = 2 devices (ICI [2,1,1,1] x DCN [1,1,1], 1 process; "
+                             "2 chunks per stage)");
+  EXPECT_NE(spec.flags().find(" --fdl.NUM_MICROBATCHES=4 --fdl.PIPELINE_SCHEDULE=circular --fdl.CIRCULAR_REPEAT=2"),
+            std::string::npos)
+      << spec.flags();
+
+  // Each virtual stage one block; v = 0 also wte and wpe, v = 3 lnf and the tied wte.
+  const std::int64_t C = 40, H = 100, T = 24, Vp = 384;
+  const std::int64_t block = 3 * C * C + 3 * C + C * C + C + H * C + H + C * H + C + 4 * C;
+  std::vector<models::ParameterLayout> v;
+  for (int i = 0; i < 4; ++i) v.push_back(plan::stage_layout(spec, i));
+  EXPECT_EQ(v[0].parameter_count(), Vp * C + T * C + block);
+  EXPECT_EQ(v[1].parameter_count(), block);
+  EXPECT_EQ(v[2].parameter_count(), block);
+  EXPECT_EQ(v[3].parameter_count(), block + 2 * C + Vp * C);
+  const std::vector<models::ParameterLayout> d0 = plan::device_layouts(spec, 0), d1 = plan::device_layouts(spec, 1);
+  ASSERT_EQ(d0.size(), 2u);
+  ASSERT_EQ(d1.size(), 2u);
+  EXPECT_EQ(d0[0].total(), v[0].total());
+  EXPECT_EQ(d0[1].total(), v[2].total());
+  EXPECT_EQ(d1[0].total(), v[1].total());
+  EXPECT_EQ(d1[1].total(), v[3].total());
+  EXPECT_EQ(plan::device_layout(spec).total(), std::max(v[0].total(), v[3].total()));  // one chunk's
+
+  // The state: each chunk's parameters, gradients and Adam's m and v, summed on its device; the
+  // device with the larger sum; every chunk's Adam has its own norm partial sums.
+  const std::size_t device0 = v[0].total() + v[2].total(), device1 = v[1].total() + v[3].total();
+  const plan::DeviceMemory m = plan::device_memory(spec);
+  EXPECT_EQ(m.layout_floats, std::max(device0, device1));
+  EXPECT_EQ(m.state(), 16 * std::max(device0, device1));
+  auto partial_sums = [](const models::ParameterLayout& l) { return (l.total() + 4095) / 4096 * sizeof(float); };
+  EXPECT_EQ(m.optimizer_workspace, device0 >= device1 ? partial_sums(v[0]) + partial_sums(v[2])
+                                                      : partial_sums(v[1]) + partial_sums(v[3]));
+
+  // The activations: every chunk holds all m = 4 microbatches' instances, each of one sequence over
+  // its block; the middle virtual stages carry both stage buffers, the ends one each.
+  auto instance = [&](int stage) {
+    plan::ActivationShape shape;
+    shape.sequences = 1;
+    shape.seq_len = static_cast<std::size_t>(T);
+    shape.stage = models::stage_span(4, 4, stage);
+    return plan::activation_buffers(spec.model, shape);
+  };
+  const auto a1 = buffers_by_name(instance(1)), a2 = buffers_by_name(instance(2));
+  for (const auto& a : {a1, a2}) {
+    EXPECT_EQ(a.count("stage.input") + a.count("stage.output_gradient"), 2u);
+    EXPECT_EQ(a.count("embedding.x") + a.count("lm_head.logits"), 0u);
+  }
+  auto held = [&](int first, int second) {
+    return 4 * (plan::total_bytes(instance(first)) + plan::total_bytes(instance(second)));
+  };
+  EXPECT_EQ(m.activations, std::max(held(0, 2), held(1, 3)));
+  EXPECT_EQ(m.microbatches_in_flight, 4);  // per chunk
+}
+
+// A message is one microbatch's (M, C) activations or their gradient: 1 x 24 x 40 x 4 bytes.
+TEST(Plan, CircularSendsAndBubbleByHand) {
+  const double message = 1.0 * 24 * 40 * 4, tied = 384.0 * 40 * 4;
+  auto collectives = [](const plan::LayoutSpec& spec) {
+    std::map<std::string, plan::Collective> c;
+    for (const plan::Collective& x : plan::step_collectives(spec, plan::device_layout(spec))) c[x.name] = x;
+    return c;
+  };
+  {
+    // One process. Device 0 (v = 0, 2) sends r m = 8 activations to device 1 and (r - 1) m = 4
+    // gradients (v = 2 to 1; v = 0 has none to send); device 1 (v = 1, 3) 4 activations (v = 1 to
+    // device 0's v = 2, the ring wrapping; v = 3 has none) and 8 gradients: a tie, device 0 counted.
+    const plan::LayoutSpec spec = spec_of(circular_gpt());
+    const std::map<std::string, plan::Collective> c = collectives(spec);
+    ASSERT_EQ(c.size(), 3u);
+    const plan::Collective& forward = c.at("PP send, activations (forward)");
+    EXPECT_EQ(forward.operations, 8);
+    EXPECT_EQ(forward.exposed, 1);
+    EXPECT_DOUBLE_EQ(forward.ici_bytes, message);
+    EXPECT_DOUBLE_EQ(forward.dcn_bytes, 0.0);
+    EXPECT_EQ(c.at("PP send, activation gradients (backward)").operations, 4);
+    EXPECT_DOUBLE_EQ(c.at("PP send, activation gradients (backward)").ici_bytes, message);
+    EXPECT_EQ(c.at("PP send, tied embedding gradient (first <-> last stage)").operations, 1);
+    EXPECT_DOUBLE_EQ(c.at("PP send, tied embedding gradient (first <-> last stage)").ici_bytes, tied);
+    const plan::LinkBytes sends = plan::point_to_point_bytes(plan::step_collectives(spec, plan::device_layout(spec)));
+    EXPECT_DOUBLE_EQ(sends.ici, 12 * message + tied);
+    EXPECT_DOUBLE_EQ(sends.dcn, 0.0);
+  }
+  {
+    // 4 stages x CIRCULAR_REPEAT 2 over 8 blocks, stages 0, 1 in one process and 2, 3 in the
+    // other, data 2 inside each: PERCORE 1 x 8 devices = 8 sequences, 4 per pipeline in 4
+    // microbatches of 1. In messages (DCN, ICI): device 0 sends 8 activations to 1 over ICI and
+    // 4 gradients to 3 over DCN (v = 4 to 3, wrapping); device 1 8 activations over DCN, 8
+    // gradients over ICI; device 2 likewise mirrored; device 3 4 activations to 0 over DCN, 8
+    // gradients over ICI. Device 1 is counted. The ends (devices 0 and 3) are in different
+    // processes. The data pair all-reduces each of a device's 2 chunks over ICI: 2 operations of
+    // half the largest device's 4 P floats, 2 x 1/2 x that each.
+    const plan::LayoutSpec spec = spec_of(with(odd_gpt(), {{"NUM_LAYERS", "8"}, {"ICI_MESH_SHAPE", "[2,2,1,1]"},
+                                                           {"DCN_MESH_SHAPE", "[2,1,1,1]"}, {"PERCORE_BATCH_SIZE", "1"},
+                                                           {"NUM_MICROBATCHES", "4"}, {"PIPELINE_SCHEDULE", "circular"},
+                                                           {"CIRCULAR_REPEAT", "2"}}));
+    const std::map<std::string, plan::Collective> c = collectives(spec);
+    ASSERT_EQ(c.size(), 4u);
+    EXPECT_EQ(c.at("PP send, activations (forward)").operations, 8);
+    EXPECT_DOUBLE_EQ(c.at("PP send, activations (forward)").dcn_bytes, message);
+    EXPECT_DOUBLE_EQ(c.at("PP send, activations (forward)").ici_bytes, 0.0);
+    EXPECT_EQ(c.at("PP send, activation gradients (backward)").operations, 8);
+    EXPECT_DOUBLE_EQ(c.at("PP send, activation gradients (backward)").ici_bytes, message);
+    EXPECT_DOUBLE_EQ(c.at("PP send, tied embedding gradient (first <-> last stage)").dcn_bytes, tied);
+    std::size_t most = 0;
+    for (int s = 0; s < 4; ++s) most = std::max(most, plan::stage_layout(spec, s).total() + plan::stage_layout(spec, s + 4).total());
+    const plan::Collective& data = c.at("DP all-reduce, the stage's gradients");
+    EXPECT_EQ(data.operations, 2);
+    EXPECT_EQ(data.exposed, 2);
+    EXPECT_DOUBLE_EQ(data.bytes, 4.0 * static_cast<double>(most) / 2);
+    EXPECT_DOUBLE_EQ(data.ici_bytes * 2, 2 * 0.5 * 4.0 * static_cast<double>(most));
+    EXPECT_DOUBLE_EQ(data.dcn_bytes, 0.0);
+  }
+  // p 2, m 4, r 2: the bubble is (p-1)/(r m + p-1) = 1/9 of the step, compute x (p-1)/(r m).
+  const plan::Plan p = plan::make_plan(spec_of(circular_gpt()), plan::known_accelerator("A100"));
+  EXPECT_DOUBLE_EQ(p.bubble_fraction, 1.0 / 9);
+  EXPECT_DOUBLE_EQ(p.time.bubble_s, p.time.compute_s / 8);
+  EXPECT_DOUBLE_EQ(p.time.step_s, std::max(p.time.compute_s * 9 / 8, p.time.hidden_s) + p.time.exposed_s);
+  const std::string text = plan::format_plan(p, "circular");
+  for (const char* part : {"pipeline: 2 stages of 2 chunks of 1 block(s), PIPELINE_SCHEDULE circular x 2, 4 microbatches "
+                           "of 1 sequence(s); at most 4 in flight per chunk; bubble (p-1)/(r*m+p-1) = 11.1% of the step",
+                           "memory per device (the stage holding the most, its 2 chunks)",
+                           "activations (4 microbatches in flight x 2 chunks)"}) {
+    EXPECT_NE(text.find(part), std::string::npos) << part << " missing from:\n" << text;
+  }
+  const nlohmann::json j = plan::plan_json(p, "circular");
+  EXPECT_EQ(j["pipeline"]["schedule"].get<std::string>(), "circular");
+  EXPECT_EQ(j["pipeline"]["circular_repeat"].get<int>(), 2);
+  EXPECT_EQ(j["pipeline"]["blocks_per_chunk"].get<int>(), 1);
+  EXPECT_DOUBLE_EQ(j["pipeline"]["bubble_fraction"].get<double>(), 1.0 / 9);
+  EXPECT_EQ(j["layout"]["circular_repeat"].get<int>(), 2);
+}
+
+TEST(Plan, CircularRulesSurfaceThroughValidateInTheJobsWords) {
+  const struct {
+    std::vector<std::pair<std::string, std::string>> overrides;
+    std::string says;
+  } cases[] = {
+      {{{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"CIRCULAR_REPEAT", "2"}}, "CIRCULAR_REPEAT=2 needs PIPELINE_SCHEDULE=circular"},
+      {{{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_MICROBATCHES", "2"}, {"PIPELINE_SCHEDULE", "circular"},
+        {"CIRCULAR_REPEAT", "2"}},
+       "a stage axis of 2 x CIRCULAR_REPEAT=2 does not split NUM_LAYERS=2 into 4 chunks of whole blocks"},
+      {{{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_MICROBATCHES", "3"},
+        {"PIPELINE_SCHEDULE", "circular"}, {"CIRCULAR_REPEAT", "2"}},
+       "3 microbatches is not a multiple"},
+  };
+  for (const auto& c : cases) {
+    const std::string e = error_message<ConfigError>([&] { spec_of(with(odd_gpt(), c.overrides)); });
+    EXPECT_NE(e.find(c.says), std::string::npos) << e;
+    EXPECT_EQ(count_lines(e), 0) << e;
+  }
+  // LayoutSpec::validate itself, as for a spec built by hand (training's start-up check).
+  plan::LayoutSpec spec = spec_of(circular_gpt());
+  EXPECT_NO_THROW(spec.validate());
+  spec.repeat = 3;
+  EXPECT_NE(error_message<ConfigError>([&] { spec.validate(); }).find("does not split NUM_LAYERS=4 into 6 chunks"),
+            std::string::npos);
+  spec.repeat = 2;
+  spec.num_microbatches = 1;
+  EXPECT_NE(error_message<ConfigError>([&] { spec.validate(); }).find("1 microbatches is not a multiple"),
+            std::string::npos);
+  spec.num_microbatches = 4;
+  spec.schedule = models::PipelineSchedule::kGpipe;
+  EXPECT_NE(error_message<ConfigError>([&] { spec.validate(); }).find("needs PIPELINE_SCHEDULE=circular"),
+            std::string::npos);
+}
+
+// One head (no tensor axis), two sequences, the circular schedule with CIRCULAR_REPEAT 2: the search
+// tries stage axes whose p x 2 chunks split the blocks and whose microbatches fill the ring.
+TEST(Plan, SearchTriesOnlyTheCircularStagesTheRulesAllow) {
+  const auto base = with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"NUM_HEADS", "1"}, {"DIMS_PER_HEAD", "40"},
+                                     {"PERCORE_BATCH_SIZE", "2"}, {"PIPELINE_SCHEDULE", "circular"},
+                                     {"CIRCULAR_REPEAT", "2"}});
+  auto smallest_other = [](const plan::LayoutSpec& spec) {  // one device or FSDP over both sequences
+    plan::LayoutSpec fsdp2 = spec;
+    plan::assign_mesh(fsdp2, 2, 1, 1);
+    return std::min(plan::device_memory(spec).total(), plan::device_memory(fsdp2).total());
+  };
+  const plan::LayoutSpec spec = spec_of(base);
+  plan::LayoutSpec two = spec;
+  plan::assign_stage_mesh(two, 2, 1);
+  const std::size_t stages2 = plan::device_memory(two).total(), other = smallest_other(spec);
+  ASSERT_LT(stages2, other);
+  const std::optional<plan::LayoutSpec> found =
+      plan::smallest_fitting_layout(spec, {static_cast<double>(stages2 + other) / 2, 0});
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->stages(), 2);
+  EXPECT_EQ(found->repeat, 2);
+  EXPECT_EQ(found->flags(), "--fdl.ICI_MESH_SHAPE=[1,1,1] --fdl.DCN_MESH_SHAPE=[2,1,1,1] --fdl.PERCORE_BATCH_SIZE=1 "
+                            "--fdl.NUM_MICROBATCHES=2 --fdl.PIPELINE_SCHEDULE=circular --fdl.CIRCULAR_REPEAT=2");
+  // 6 blocks: p 2 makes 4 chunks, which do not split them; p 3 makes 6, but 2 microbatches do not
+  // fill a ring of 3. No stage axis is left, so nothing fits below the other layouts.
+  const plan::LayoutSpec six = spec_of(with(base, {{"NUM_LAYERS", "6"}}));
+  EXPECT_FALSE(plan::smallest_fitting_layout(six, {static_cast<double>(smallest_other(six)) - 1, 0}).has_value());
 }
 
 // One sequence and one head: neither fsdp (nothing to split a global batch of 1) nor a tensor axis
