@@ -12,6 +12,7 @@
 #        BATCH sequences per device
 #        (default 4; the 1-device row takes DEVICES x BATCH, the same global batch); MPIEXEC
 #        (default mpirun). DCN uses 2 processes of 1 device: its loss matches when DEVICES=2.
+#        ROWS: an extended regex; only the rows whose names match run (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 config=${1:-Default}
@@ -34,6 +35,7 @@ pocl_devices=$(printf 'pthread %.0s' $(seq "$devices"))
 run() {
   local name=$1 launcher=$2
   shift 2
+  [[ -z ${ROWS:-} || $name =~ $ROWS ]] || return 0
   local out="$work/$name.out"
   # shellcheck disable=SC2086
   POCL_DEVICES=${POCL_DEVICES_OVERRIDE:-$pocl_devices} $launcher build/pax-ocl train $common "$@" \

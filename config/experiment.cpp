@@ -65,9 +65,11 @@ const std::vector<HParamSpec>& Experiment::schema() {
       {.name = "PERCORE_BATCH_SIZE", .type = T::kFloat, .help = "sequences per device per step (may be fractional)",
        .min = 0, .max = 1 << 20, .min_exclusive = true},
       {.name = "ICI_MESH_SHAPE", .type = T::kIntList,
-       .help = "devices per process along [data, fsdp, tensor], or [stage, data, fsdp, tensor]", .min = 1, .max = 1 << 16},
+       .help = "devices per process along [data, fsdp, tensor], or [stage, data, fsdp, tensor]", .min = 1, .max = 1 << 16,
+       .list_sizes = {3, 4}},
       {.name = "DCN_MESH_SHAPE", .type = T::kIntList,
-       .help = "processes along [data, fsdp, tensor], or [stage, data, fsdp, tensor]", .min = 1, .max = 1 << 20},
+       .help = "processes along [data, fsdp, tensor], or [stage, data, fsdp, tensor]", .min = 1, .max = 1 << 20,
+       .list_sizes = {3, 4}},
       {.name = "FPROP_DTYPE", .type = T::kString,
        .help = "activations and the weights as a step reads them (parameters, gradients, Adam stay float32); auto: "
                "bfloat16 on CPUs with bfloat16 matrix instructions, float32 elsewhere (stated at start-up)",
@@ -386,8 +388,10 @@ void check_range(const HParamSpec& s, const HParamValue& value, const std::strin
   } else if (const auto* f = std::get_if<double>(&value)) {
     if (!in_range(s, *f)) out_of_range("the value");
   } else if (const auto* list = std::get_if<std::vector<long>>(&value)) {
-    if (s.list_size != 0 && list->size() != s.list_size) {
-      throw ConfigError(fmt::format("{}={}: expected {} entries, got {} ({})", s.name, shown, s.list_size, list->size(), s.help));
+    if (!s.list_sizes.empty() &&
+        std::find(s.list_sizes.begin(), s.list_sizes.end(), list->size()) == s.list_sizes.end()) {
+      throw ConfigError(fmt::format("{}={}: expected {} entries, got {} ({})", s.name, shown,
+                                    fmt::join(s.list_sizes, " or "), list->size(), s.help));
     }
     for (long v : *list) {
       if (!in_range(s, static_cast<double>(v))) out_of_range(fmt::format("every entry (here {})", v));

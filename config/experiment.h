@@ -29,7 +29,7 @@ using HParamValue = std::variant<long, double, bool, std::string, std::vector<lo
 
 // A hyper-parameter and its documented range, checked whenever a value is set (set, set_json,
 // from_file): ints, floats and every entry of an int list lie in [min, max] (either end exclusive
-// when flagged); an int list with list_size > 0 has that many entries; a string with choices is one of them.
+// when flagged); an int list with list_sizes has one of those many entries; a string with choices is one of them.
 struct HParamSpec {
   std::string name;
   HParamType type;
@@ -37,7 +37,7 @@ struct HParamSpec {
   double min = -std::numeric_limits<double>::infinity();
   double max = std::numeric_limits<double>::infinity();
   bool min_exclusive = false, max_exclusive = false;
-  std::size_t list_size = 0;
+  std::vector<std::size_t> list_sizes = {};  // empty: any length
   std::vector<std::string> choices = {};
 };
 

@@ -138,7 +138,10 @@ std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::P
   const double rest = static_cast<double>(layout.unit(-1).size) * sizeof(float),
                block = blocks / static_cast<double>(L) * sizeof(float);  // the mean block
   const int f = spec.along(MeshAxis::kFsdp);
-  const long k = spec.sub_batches;  // passes per step: FSDP's program and the tensor collectives run in each
+  // Passes per step: FSDP's program and the tensor collectives run in each. A pipeline stage runs
+  // one per microbatch and chunk, each over a microbatch's rows.
+  const long k = spec.stages() > 1 ? static_cast<long>(spec.microbatches()) * spec.repeat : spec.sub_batches;
+  const long pass_sequences = spec.stages() > 1 ? spec.microbatch_sequences() : spec.group_sequences() / k;
   if (spec.stages() > 1) {
     auto send = [&](std::string name, double bytes, long operations, bool ici) {
       out.push_back({std::move(name), CollectiveKind::kSend, MeshAxis::kStage, bytes, operations,
@@ -172,7 +175,9 @@ std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::P
     auto per_pass = [&](std::string name, CollectiveKind kind, MeshAxis axis, double bytes, long operations, long exposed) {
       add(std::move(name), kind, axis, bytes, k * operations, k * exposed);
     };
-    const double rows = static_cast<double>(spec.group_sequences() / k) * spec.model.max_seq_len();  // a pass's
+    // The tensor collectives of a stage's chunk are counted as a whole model's (with the embedding's
+    // and the head's sums): an upper bound for a stage.
+    const double rows = static_cast<double>(pass_sequences) * spec.model.max_seq_len();  // a pass's
     const double width = spec.model.visit([](const auto& c) { return static_cast<double>(c.model_dims); });
     const double activation = rows * width * static_cast<double>(device::dtype_size(spec.fprop));
     // Partial sums per pass: each attention block's two (attention, MLP), an SSM block's one (the

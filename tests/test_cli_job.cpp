@@ -267,7 +267,7 @@ TEST(CliJob, ExperimentErrorsAreOneLine) {
       {"train --fdl.FSDP_PREFETCH_DEPTH=-1", "FSDP_PREFETCH_DEPTH=-1: the value must be in [0, 65536]"},
       {"train --fdl.ICI_ALGORITHM=tree", "ICI_ALGORITHM=tree: use one of ring, host"},
       {"train --fdl.ICI_MESH_SHAPE=[4,1,1] --devices=0", "holds 4 device(s) per process, but this process has 1"},
-      {"train --fdl.ICI_MESH_SHAPE=[2,1]", "ICI_MESH_SHAPE=[2,1]: expected 3 entries, got 2"},
+      {"train --fdl.ICI_MESH_SHAPE=[2,1]", "ICI_MESH_SHAPE=[2,1]: expected 3 or 4 entries, got 2"},
       {"train --fdl.FPROP_DTYPE=float8", "FPROP_DTYPE=float8: use one of auto, float32, bfloat16, float16"},
       {"train --fdl.FPROP_DTYPE=float16 --fdl.LOSS_SCALE_INITIAL=1000", "LOSS_SCALE_INITIAL=1000: use a power of two"},
       {"train --fdl.GRADIENT_BUCKET_BYTES=-1", "GRADIENT_BUCKET_BYTES=-1: the value must be at least 0"},

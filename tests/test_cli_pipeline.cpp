@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli_jobs.h"
 #include "tests/test_support.h"
 
 namespace paxocl::testing {
@@ -19,16 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kBinary = PAXOCL_BINARY;
-const std::string kMpirun = std::string(PAXOCL_MPIEXEC) + " --oversubscribe -np 2 ";
-const std::string kFourDevices = "env 'POCL_DEVICES=pthread pthread pthread pthread' ";
-// 4 blocks (stage axes of 2 and 4), 10 steps, a loss line per step, one GEMM for every shape,
-// float32 (a 16-bit case names its dtype after these flags: the last one wins).
-const std::string kSchedule =
-    " --fdl.DATA=synthetic --fdl.VOCAB_SIZE=500 --fdl.NUM_LAYERS=4 --fdl.MODEL_DIMS=64 --fdl.NUM_HEADS=4"
-    " --fdl.DIMS_PER_HEAD=16 --fdl.MAX_SEQ_LEN=32 --fdl.MAX_STEPS=10 --fdl.SUMMARY_INTERVAL_STEPS=1"
-    " --fdl.EVAL_INTERVAL_STEPS=0 --fdl.EVAL_LOOP_NUM_BATCHES=1 --fdl.LR_COS_WARMUP=2 --fdl.LR_COS_DECAY_START=3"
-    " --fdl.LR_COS_DECAY_END=10 --gemm=cpu-12x32 --fdl.FPROP_DTYPE=float32";
+const std::string kSchedule = tiny_schedule(4);
 const std::string kGpt = " train --fdl.HIDDEN_DIMS=256" + kSchedule;
 const std::string kLlama = " train --fdl.ARCHITECTURE=llama --fdl.HIDDEN_DIMS=176 --fdl.NUM_KV_HEADS=2" + kSchedule;
 const std::string kHybrid = kGpt + " --fdl.BLOCK_KINDS=attention,ssm,attention,ssm";
@@ -212,7 +204,7 @@ TEST_F(CliPipeline, ImpossibleLayoutsAreOneLineErrors) {
        "does not split NUM_LAYERS=4 into 6 chunks"},
       {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.PIPELINE_SCHEDULE=circular --fdl.NUM_MICROBATCHES=1",
        "1 microbatches is not a multiple"},
-      {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1,1]", "ICI_MESH_SHAPE: 5 dimension(s); expected [data, fsdp, tensor] or [stage, data, fsdp, tensor]"},
+      {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1,1]", "ICI_MESH_SHAPE=[2,1,1,1,1]: expected 3 or 4 entries, got 5"},
       {kFourDevices, kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,2,1]", "FSDP inside a stage is not implemented"},
   };
   for (const auto& c : cases) {

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli_jobs.h"
 #include "tests/test_support.h"
 
 namespace paxocl::testing {
@@ -21,17 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kBinary = PAXOCL_BINARY;
-const std::string kMpirun = std::string(PAXOCL_MPIEXEC) + " --oversubscribe -np 2 ";
-const std::string kFourDevices = "env 'POCL_DEVICES=pthread pthread pthread pthread' ";
-// 10 steps, a loss line per step, one GEMM for every shape (auto may pick another implementation
-// for a device's narrower matrices, which moves the last bits), float32 whatever FPROP_DTYPE=auto
-// would pick (a test of 16 bits names its dtype after these flags: the last one wins).
-const std::string kSchedule =
-    " --fdl.DATA=synthetic --fdl.VOCAB_SIZE=500 --fdl.NUM_LAYERS=2 --fdl.MODEL_DIMS=64 --fdl.NUM_HEADS=4"
-    " --fdl.DIMS_PER_HEAD=16 --fdl.MAX_SEQ_LEN=32 --fdl.MAX_STEPS=10 --fdl.SUMMARY_INTERVAL_STEPS=1"
-    " --fdl.EVAL_INTERVAL_STEPS=0 --fdl.EVAL_LOOP_NUM_BATCHES=1 --fdl.LR_COS_WARMUP=2 --fdl.LR_COS_DECAY_START=3"
-    " --fdl.LR_COS_DECAY_END=10 --gemm=cpu-12x32 --fdl.FPROP_DTYPE=float32";
+const std::string kSchedule = tiny_schedule(2);
 const std::string kGpt = " train --fdl.HIDDEN_DIMS=256" + kSchedule;
 const std::string kLlama = " train --fdl.ARCHITECTURE=llama --fdl.HIDDEN_DIMS=176" + kSchedule;
 

@@ -82,7 +82,8 @@ TEST(Experiment, ValuesOutsideTheirRangeAreRefusedWhenSet) {
   EXPECT_THROW(e.set("INIT_STD", "0"), ConfigError);
   EXPECT_THROW(e.set("PERCORE_BATCH_SIZE", "-1"), ConfigError);
   EXPECT_NE(config_error([&] { e.set("TRACE_STEPS", "[3,0]"); }).find("every entry (here 0)"), std::string::npos);
-  EXPECT_NE(config_error([&] { e.set("DCN_MESH_SHAPE", "[1,1,1,1]"); }).find("expected 3 entries"), std::string::npos);
+  EXPECT_NE(config_error([&] { e.set("DCN_MESH_SHAPE", "[1,1,1,1,1]"); }).find("expected 3 or 4 entries"), std::string::npos);
+  EXPECT_NE(config_error([&] { e.set("ICI_MESH_SHAPE", "[2,1]"); }).find("expected 3 or 4 entries"), std::string::npos);
   EXPECT_EQ(e.get_int("CHECKPOINT_MAX_TO_KEEP"), 10);  // nothing refused was stored
   e.set("ADAM_BETA1", "0");
   e.set("CHECKPOINT_MAX_TO_KEEP", "1");
