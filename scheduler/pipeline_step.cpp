@@ -258,6 +258,11 @@ models::LossStats PipelineStep::run_step(const inputs::Batch& batch, double lr, 
                                          models::OptimizerStepStats& opt) {
   const int replica_batch = options_.step.replica_batch, m = options_.step.pipeline.microbatches;
   const int size = replica_batch / m;
+  // train_step set the scale on each device's first instance; the others run backwards too.
+  for (Stage& st : stages_) {
+    st.first->set_loss_scale(static_cast<float>(loss_scale));
+    for (auto& more : st.more_slots) more->set_loss_scale(static_cast<float>(loss_scale));
+  }
   std::vector<models::LossStats> stats(locals_.size());
   std::vector<std::size_t> all(locals_.size());
   std::iota(all.begin(), all.end(), std::size_t{0});

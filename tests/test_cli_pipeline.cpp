@@ -161,6 +161,10 @@ TEST_F(CliPipeline, LlamaHybridAndSixteenBitsMatchOneDevice) {
     const std::vector<float> want = one_device(model, dtype + "-one");
     train(kMpirun, model, " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[2,1,1,1]", dtype + "-dcn2");
     expect_close(dtype + "-dcn2", want, dtype + " DCN [2,1,1,1]");
+    // Every microbatch instance of the last stage seeds its backward at the loss scale (float16).
+    train("", model, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.NUM_MICROBATCHES=4"
+                     " --fdl.PIPELINE_SCHEDULE=gpipe", dtype + "-gpipe");
+    expect_close(dtype + "-gpipe", want, dtype + " ICI [2,1,1,1] gpipe");
   }
 }
 
