@@ -1,5 +1,6 @@
 #include "models/checkpoint_policy.h"
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 #include <utility>
@@ -70,7 +71,7 @@ CheckpointPolicy checkpoint_policy_from_name(std::string_view name) {
 
 std::string_view checkpoint_policy_name(CheckpointPolicy policy) { return entry(policy).name; }
 
-double recompute_flops_per_token(const ModelConfig& model, SavedSites saved, int seq_len) {
+double recompute_flops_per_token(const ModelConfig& model, SavedSites saved, int seq_len, int parts) {
   if (saved.everything()) return 0.0;
   const bool residual = !saved.has(BlockSite::kNorm2);
   return model.visit([&](const auto& c) {
@@ -86,7 +87,9 @@ double recompute_flops_per_token(const ModelConfig& model, SavedSites saved, int
     if (residual && !saved.has(BlockSite::kOutProj)) attention_block += 2.0 * D * C;
     const double mlp = saved.has(BlockSite::kFfn1) ? 0.0 : ffn1;
     double total = 0.0;
-    for (int l = 0; l + 1 < c.num_layers; ++l) {
+    const int per_part = c.num_layers / std::max(parts, 1);
+    for (int l = 0; l < c.num_layers; ++l) {
+      if ((l + 1) % per_part == 0) continue;  // a part's last block: still in place
       bool attention = true;
       if constexpr (requires { c.block_kind(l); }) attention = c.block_kind(l) == BlockKind::kAttention;
       total += mlp + (attention ? attention_block : 0.0);

@@ -83,8 +83,10 @@ inline bool rematerializes(CheckpointPolicy policy) { return policy != Checkpoin
 // ModelConfig::flops_per_token counts the model's (GEMMs 2 x in x out, attention's two products 4 T D
 // per token and block, norms, softmax and the SSM's convolution not at all): the forward FLOPs of
 // the sites each recomputed block runs again (TransformerBlock::recompute), over every block but the
-// last, whose results are still in place when its backward starts. Hardware FLOPs utilisation
-// counts these beside the model's; MFU does not (as Pax and PaLM count it).
-double recompute_flops_per_token(const ModelConfig& model, SavedSites saved, int seq_len);
+// last, whose results are still in place when its backward starts; with the blocks in `parts`
+// model instances (pipeline stages, or their chunks under the circular schedule), every part's last
+// block. Hardware FLOPs utilisation counts these beside the model's; MFU does not (as Pax and PaLM
+// count it).
+double recompute_flops_per_token(const ModelConfig& model, SavedSites saved, int seq_len, int parts = 1);
 
 }  // namespace paxocl::models

@@ -47,7 +47,7 @@ MemoryLimits limits_of(const Accelerator& a) { return MemoryLimits{a.memory_byte
 double recompute_flops_per_token(const LayoutSpec& spec) {
   const bool sp = spec.sequence_parallel && spec.along(device::MeshAxis::kTensor) > 1;
   return models::recompute_flops_per_token(spec.model, models::saved_sites(spec.checkpoint_policy, sp),
-                                           spec.model.max_seq_len());
+                                           spec.model.max_seq_len(), spec.stages() * spec.repeat);
 }
 
 // The memory choice (plan.h): the spec with the policy and sub-batch count that fit with the least

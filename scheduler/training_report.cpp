@@ -33,7 +33,7 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
   const bool sequence_parallel = job.step.sequence_parallel && job.mesh.along(device::MeshAxis::kTensor) > 1;
   recompute_flops_per_step_ =
       models::recompute_flops_per_token(job.model, models::saved_sites(job.step.checkpoint_policy, sequence_parallel),
-                                        job.model.max_seq_len()) *
+                                        job.model.max_seq_len(), job.step.pipeline.stages * job.step.pipeline.repeat) *
       tokens_per_step_;
   train_start_ = interval_start_ = Clock::now();
   if (world.rank() != 0) return;

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# One rank of a two-process FSDP job (each process writes its own part of every checkpoint) is
-# killed (SIGKILL, as on a lost node) while an asynchronous save is in flight. Then:
+# One rank of a two-process FSDP job (each process writes its own part of every checkpoint), or
+# of another layout (a pipeline's stages: one waits on the other's messages), is killed (SIGKILL, as on a lost node) while an asynchronous save is in flight. Then:
 #   - the surviving process ends, non-zero, within 30 s;
 #   - the newest checkpoint on disk is a complete one (pax-ocl export reads it back whole: sizes,
 #     CRC32C) and the interrupted save never became a checkpoint unless it was complete;
 #   - a restarted two-process job resumes from exactly that checkpoint and finishes.
-# Usage: rank_death_during_save.sh MPIEXEC PAX_OCL
+# Usage: rank_death_during_save.sh MPIEXEC PAX_OCL [DCN_MESH_SHAPE (default [1,2,1])]
 set -u
-mpiexec=$1 pax=$2
+mpiexec=$1 pax=$2 mesh=${3:-[1,2,1]}
 work=$(mktemp -d)
 trap 'pkill -9 -f "$work/job" 2>/dev/null; rm -rf "$work"' EXIT
 job="$work/job"
@@ -15,7 +15,7 @@ job="$work/job"
 # every step in the background, so a save is in flight most of the time.
 args=(train --devices=0 --fdl.DATA=synthetic --fdl.VOCAB_SIZE=512 --fdl.NUM_LAYERS=4 --fdl.MODEL_DIMS=256
       --fdl.HIDDEN_DIMS=512 --fdl.NUM_HEADS=4 --fdl.DIMS_PER_HEAD=64 --fdl.MAX_SEQ_LEN=32 --fdl.PERCORE_BATCH_SIZE=2
-      --fdl.DCN_MESH_SHAPE=[1,2,1] --fdl.EVAL_INTERVAL_STEPS=0 --fdl.EVAL_LOOP_NUM_BATCHES=1
+      --fdl.DCN_MESH_SHAPE="$mesh" --fdl.EVAL_INTERVAL_STEPS=0 --fdl.EVAL_LOOP_NUM_BATCHES=1
       --fdl.CHECKPOINT_EVERY_N_STEPS=1 --fdl.CHECKPOINT_MAX_TO_KEEP=2 --fdl.ASYNC_CHECKPOINTING=true
       --fdl.PREEMPTION_GRACE_SECONDS=5 --job_log_dir="$job")
 finals() { ls "$job/checkpoints" 2>/dev/null | grep -E '^checkpoint_[0-9]{8}$' | sort; }

@@ -137,6 +137,8 @@ TEST(CheckpointPolicy, RecomputeFlopsByHand) {
   };
   EXPECT_EQ(flops(gpt(), CheckpointPolicy::kSaveEverything), 0.0);
   EXPECT_DOUBLE_EQ(flops(gpt(), CheckpointPolicy::kSaveNothing), 2 * (qkv + context + out_proj + ffn1));
+  // in 3 pipeline stages of one block each, every block is its stage's last: nothing is recomputed
+  EXPECT_EQ(models::recompute_flops_per_token(gpt(), models::saved_sites(CheckpointPolicy::kSaveNothing, false), 7, 3), 0.0);
   EXPECT_DOUBLE_EQ(flops(gpt(), CheckpointPolicy::kSaveDotWithNoBatchDim), 2 * context);
   EXPECT_DOUBLE_EQ(flops(gpt(), CheckpointPolicy::kSaveDotExceptLogitsFfn1), 2 * ffn1);
   EXPECT_DOUBLE_EQ(flops(gpt(), CheckpointPolicy::kSaveQkvOutProj), 2 * (context + ffn1));
