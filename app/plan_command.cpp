@@ -33,7 +33,7 @@ const FlagSpec kPlanFlags[] = {
 void print_help() {
   std::cout << "Usage: pax-ocl plan [--fdl_config=NAME | --fdl_config_file=FILE] [--fdl.NAME=VALUE ...] "
                "[--accelerator=NAME] [--json=FILE]\n\n"
-               "Plans an experiment's layout (ICI_MESH_SHAPE x DCN_MESH_SHAPE over [data, fsdp, tensor]) without any\n"
+               "Plans an experiment's layout (ICI_MESH_SHAPE x DCN_MESH_SHAPE over [stage, data, fsdp, tensor]) without any\n"
                "device work: per device the memory of parameters, gradients, Adam moments, FSDP gather buffers, the\n"
                "16-bit weight copy and activations (with and without sequence parallelism); the FLOPs of a step; the\n"
                "bytes each collective moves over ICI and DCN; a step time at an assumed MFU; and whether it fits,\n"

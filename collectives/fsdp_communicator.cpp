@@ -12,12 +12,13 @@ namespace paxocl::collectives {
 namespace {
 using device::MeshAxis;
 
-// `mesh` if `devices` are one tensor index's devices of a process (all of them for tensor 1) and it
-// has the world's processes; else ConfigError.
+// `mesh` if `devices` are one (stage, tensor) index's devices of a process (all of them for stage
+// and tensor 1) and it has the world's processes; else ConfigError.
 const device::Mesh& checked(const device::Mesh& mesh, std::size_t devices, const ProcessWorld& world) {
-  if (static_cast<int>(devices) * mesh.ici_size(MeshAxis::kTensor) != mesh.devices_per_process() ||
+  if (static_cast<int>(devices) * mesh.ici_size(MeshAxis::kStage) * mesh.ici_size(MeshAxis::kTensor) !=
+          mesh.devices_per_process() ||
       world.size() != mesh.num_processes()) {
-    throw ConfigError(fmt::format("FSDP mesh ICI {} x DCN {} does not match {} device(s) per tensor index x {} process(es)",
+    throw ConfigError(fmt::format("FSDP mesh ICI {} x DCN {} does not match {} device(s) per (stage, tensor) index x {} process(es)",
                                   device::to_string(mesh.ici()), device::to_string(mesh.dcn()), devices, world.size()));
   }
   return mesh;

@@ -8,10 +8,10 @@
 //   reduce_scatter: every local device's unit gradient -> summed on the host in device order, MPI
 //                   reduce-scattered over the DCN fsdp group, MPI all-reduced over the DCN data
 //                   group, scaled, and each device's shard written to its gradient shard buffer.
-// Coordinates are device::Mesh's (Pax's hybrid mesh, row-major). With a tensor axis, one
-// communicator serves the devices of one tensor index (each holds its parts of the model): its
-// members are those devices in local order ([data, fsdp] row-major), its MPI groups the processes
-// along DCN fsdp and data with this process's tensor coordinate.
+// Coordinates are device::Mesh's (Pax's hybrid mesh, row-major). With a tensor or stage axis, one
+// communicator serves the devices of one (stage, tensor) index (each holds its parts of the
+// model): its members are those devices in local order ([data, fsdp] row-major), its MPI groups
+// the processes along DCN fsdp and data with this process's stage and tensor coordinates.
 #pragma once
 
 #include <cstddef>
@@ -36,7 +36,7 @@ struct UnitSplit {
 
 class FsdpCommunicator {
  public:
-  // ConfigError unless `local` are one tensor index's devices of a process of `mesh`, which has the
+  // ConfigError unless `local` are one (stage, tensor) index's devices of a process of `mesh`, which has the
   // world's processes.
   FsdpCommunicator(std::vector<device::Device*> local, const ProcessWorld& world, const device::Mesh& mesh);
   // Without waiting for the job's other processes: shuts the MPI groups down (an ICI job blocked

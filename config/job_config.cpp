@@ -102,9 +102,6 @@ PipelineConfig resolve_pipeline(const Experiment& e, const JobConfig& j) {
   r.blocks = j.model.num_blocks();
   r.batch = j.step.replica_batch;
   r.percore_batch = e.get_float("PERCORE_BATCH_SIZE");
-  r.fsdp = j.mesh.along(device::MeshAxis::kFsdp) > 1;
-  r.mesh = fmt::format("ICI_MESH_SHAPE={} x DCN_MESH_SHAPE={}", device::to_string(j.mesh.ici),
-                       device::to_string(j.mesh.dcn));
   r.sub_batches = j.step.sub_batches;
   r.num_microbatches = e.get_int("NUM_MICROBATCHES");
   r.microbatch_size = e.get_int("MICROBATCH_SIZE");

@@ -21,11 +21,6 @@ int pipeline_microbatches(const PipelineRequest& r) {
                                   "a stage axis that divides {}",
                                   r.stages, r.blocks, r.blocks));
   }
-  if (r.fsdp) {
-    throw ConfigError(fmt::format("{}: a stage axis combines with the data and tensor axes so far (FSDP inside a stage "
-                                  "is not implemented); set the fsdp axis to 1",
-                                  r.mesh));
-  }
   if (r.sub_batches > 1) {
     throw ConfigError(fmt::format("NUM_SUB_BATCHES={} with a stage axis: a pipeline already accumulates its "
                                   "microbatches' gradients; set NUM_MICROBATCHES instead",

@@ -4,7 +4,6 @@
 //   the stage axis p divides NUM_LAYERS (whole blocks per stage, models/pipeline_schedule.h), p x
 //   CIRCULAR_REPEAT under the circular schedule (whole blocks per chunk), and CIRCULAR_REPEAT > 1
 //   only under it;
-//   no fsdp axis beside it (not implemented inside a stage; data and tensor axes are);
 //   NUM_SUB_BATCHES 1 (a pipeline accumulates its microbatches' gradients instead);
 //   NUM_MICROBATCHES or MICROBATCH_SIZE, not both; the microbatch count m is NUM_MICROBATCHES,
 //   else batch / MICROBATCH_SIZE, else batch (one sequence per microbatch), and divides the batch;
@@ -21,8 +20,6 @@ struct PipelineRequest {
   int blocks = 1;                 // the model's blocks (NUM_LAYERS)
   long batch = 1;                 // sequences each pipeline runs per step
   double percore_batch = 1;       // PERCORE_BATCH_SIZE, named in the message
-  bool fsdp = false;              // the mesh has an fsdp axis > 1
-  std::string mesh;               // "ICI_MESH_SHAPE=[2,1,2,1] x DCN_MESH_SHAPE=[1,1,1]", named in the message
   int sub_batches = 1;            // NUM_SUB_BATCHES
   long num_microbatches = 0;      // NUM_MICROBATCHES (0: not set)
   long microbatch_size = 0;       // MICROBATCH_SIZE (0: not set)

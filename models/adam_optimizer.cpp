@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace paxocl::models {
@@ -13,7 +14,12 @@ AdamOptimizer::AdamOptimizer(kernels::DeviceRuntime& runtime, std::size_t total,
 
 AdamOptimizer::AdamOptimizer(kernels::DeviceRuntime& runtime, std::size_t total, std::vector<Segment> segments,
                              AdamConfig config)
+    : AdamOptimizer(runtime, 0, total, std::move(segments), config) {}
+
+AdamOptimizer::AdamOptimizer(kernels::DeviceRuntime& runtime, std::size_t origin, std::size_t total,
+                             std::vector<Segment> segments, AdamConfig config)
     : runtime_(runtime),
+      origin_(origin),
       total_(total),
       config_(config),
       m_(make_buffer(runtime.device(), total, "adam.m")),
@@ -44,6 +50,10 @@ void AdamOptimizer::load_state(std::span<const float> m, std::span<const float> 
 }
 
 double AdamOptimizer::sum_squares(const FloatBuffer& grads) {
+  if (origin_ != 0) {
+    const Segment shard{origin_, total_, false};
+    return sum_squares(grads, std::span<const Segment>(&shard, 1));
+  }
   runtime_.kernels().optimizer.sum_squares(partial_, grads, total_, kNormChunk);
   std::vector<float> partial(partial_.count());
   runtime_.queue().read(partial_, std::span<float>(partial));
@@ -92,8 +102,8 @@ OptimizerStepStats AdamOptimizer::step_with_norm(FloatBuffer& params, const Floa
                                            static_cast<float>(config_.weight_decay)};
   // One launch per segment, over views of the buffers.
   for (const Segment& s : segments_) {
-    FloatBuffer p = params.view(s.offset, s.count, "params"), m = m_.view(s.offset, s.count, "m"),
-                v = v_.view(s.offset, s.count, "v"), g = grads.view(s.offset, s.count, "grads");
+    FloatBuffer p = params.view(origin_ + s.offset, s.count, "params"), m = m_.view(s.offset, s.count, "m"),
+                v = v_.view(s.offset, s.count, "v"), g = grads.view(origin_ + s.offset, s.count, "grads");
     args.weight_decay = s.decay ? static_cast<float>(config_.weight_decay) : 0.0f;
     runtime_.kernels().optimizer.adam(p, m, v, g, s.count, args);
   }

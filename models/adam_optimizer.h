@@ -46,6 +46,11 @@ class AdamOptimizer {
   AdamOptimizer(kernels::DeviceRuntime& runtime, std::size_t total, std::size_t decayed_end, AdamConfig config);
   // `total` floats; each segment's decay as given; floats in no segment are left alone.
   AdamOptimizer(kernels::DeviceRuntime& runtime, std::size_t total, std::vector<Segment> segments, AdamConfig config);
+  // A shard's optimizer that steps elements [origin, origin + total) of the params and grads it is
+  // given (whole buffers: OpenCL cannot view a view); its moments and `segments` count from origin.
+  // FSDP inside a pipeline stage (scheduler/pipeline_step.h).
+  AdamOptimizer(kernels::DeviceRuntime& runtime, std::size_t origin, std::size_t total, std::vector<Segment> segments,
+                AdamConfig config);
 
   // `grads` are loss_scale times the loss's gradients (models/loss_scaler.h; 1: unscaled): the
   // norm, the skip test and clipping see them divided by it, and so does the update.
@@ -54,8 +59,9 @@ class AdamOptimizer {
   OptimizerStepStats step_with_norm(FloatBuffer& params, const FloatBuffer& grads, double lr, double grad_norm,
                                     double loss_scale = 1.0);
   double grad_norm(const FloatBuffer& grads);
-  double sum_squares(const FloatBuffer& grads);  // fixed-order sum over the `total` floats
-  // The same over `ranges` only (offset, count; decay ignored), summed in their order.
+  double sum_squares(const FloatBuffer& grads);  // fixed-order sum over its `total` floats (from origin)
+  // The same over `ranges` of `grads` only (offset, count, from grads' start whatever the origin;
+  // decay ignored), summed in their order.
   double sum_squares(const FloatBuffer& grads, std::span<const Segment> ranges);
 
   long steps_applied() const { return count_; }
@@ -68,6 +74,7 @@ class AdamOptimizer {
  private:
   static constexpr std::size_t kNormChunk = 4096;
   kernels::DeviceRuntime& runtime_;
+  std::size_t origin_ = 0;  // of the moments' element 0 in params and grads
   std::size_t total_;
   std::vector<Segment> segments_;
   AdamConfig config_;

@@ -21,13 +21,24 @@ ShardPlan::ShardPlan(const ParameterLayout& layout, int dcn_parts, int ici_parts
   for (int b = -1; b < layout.num_blocks(); ++b) units_.push_back(layout.unit(b));
 }
 
-ShardPlan::Piece ShardPlan::split(std::size_t begin, std::size_t end, int parts, int index) const {
+ShardPlan::Piece ShardPlan::split_aligned(std::size_t begin, std::size_t end, std::size_t alignment, int parts,
+                                          int index) {
   if (index < 0 || index >= parts) throw std::out_of_range(fmt::format("piece {} of {}", index, parts));
-  const std::size_t a = layout_.alignment();
+  const std::size_t a = alignment;
   const std::size_t blocks = (end - begin + a - 1) / a, base = blocks / static_cast<std::size_t>(parts),
                     extra = blocks % static_cast<std::size_t>(parts), i = static_cast<std::size_t>(index);
   const std::size_t first = i * base + std::min(i, extra), count = base + (i < extra ? 1 : 0);
   return Piece{std::min(end, begin + first * a), std::min(end, begin + (first + count) * a)};
+}
+
+ShardPlan::Piece ShardPlan::buffer_shard(std::size_t floats, std::size_t alignment, int dcn_parts, int ici_parts,
+                                         int process, int device) {
+  const Piece c = split_aligned(0, floats, alignment, dcn_parts, process);
+  return split_aligned(c.begin, c.end, alignment, ici_parts, device);
+}
+
+ShardPlan::Piece ShardPlan::split(std::size_t begin, std::size_t end, int parts, int index) const {
+  return split_aligned(begin, end, layout_.alignment(), parts, index);
 }
 
 ShardPlan::Piece ShardPlan::chunk(int block, int process) const { return split(0, unit(block).size, dcn_parts_, process); }

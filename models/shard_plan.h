@@ -6,6 +6,8 @@
 // alignment block more, and trailing pieces may be empty.
 // A device keeps its shards of all units one after another, each starting aligned, in one
 // buffer of shard_floats(p, d): its parameters, gradients and Adam moments all use that layout.
+// FSDP inside a pipeline stage (scheduler/pipeline_step.h) splits a stage's whole flat buffer the
+// same way, as one unit (buffer_shard): a device's shard is then one contiguous, aligned range.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +30,12 @@ class ShardPlan {
     std::size_t offset = 0, count = 0;  // in a device's shard buffer
     bool decay = false;
   };
+
+  // Piece `index` of [begin, end) split on `alignment` blocks into `parts`.
+  static Piece split_aligned(std::size_t begin, std::size_t end, std::size_t alignment, int parts, int index);
+  // [0, floats) as one unit: the chunk of `process` (of dcn_parts), then its piece `device` (of ici_parts).
+  static Piece buffer_shard(std::size_t floats, std::size_t alignment, int dcn_parts, int ici_parts, int process,
+                            int device);
 
   const std::vector<ParameterLayout::Unit>& units() const { return units_; }  // unit(-1), unit(0), ...
   const ParameterLayout::Unit& unit(int block) const { return units_.at(static_cast<std::size_t>(block + 1)); }

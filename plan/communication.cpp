@@ -148,10 +148,19 @@ std::vector<Collective> step_collectives(const LayoutSpec& spec, const models::P
                      spec.overlap ? std::min(1L, operations) : operations, ici ? bytes : 0.0, ici ? 0.0 : bytes});
     };
     pipeline_sends(spec, send);
-    // PipelineStep averages each chunk's whole gradient buffer once the last backward is done.
-    if (spec.along(MeshAxis::kData) > 1) {
-      add("DP all-reduce, the stage's gradients", CollectiveKind::kAllReduce, MeshAxis::kData,
-          most_device_floats(spec) * sizeof(float) / spec.repeat, spec.repeat, spec.repeat);
+    // Once the last backward is done, each of the device's r chunks (the mean chunk's bytes):
+    const double chunk = most_device_floats(spec) * sizeof(float) / spec.repeat;
+    const long r = spec.repeat;
+    if (f > 1) {
+      // FSDP inside the stage: the chunk's gradient reduce-scattered into the optimizer shards (and
+      // each shard averaged over the data axis), Adam on the shard, the updated shards all-gathered.
+      add("FSDP reduce-scatter, the stage's gradients", CollectiveKind::kReduceScatter, MeshAxis::kFsdp, chunk, r, r);
+      add("DP all-reduce of FSDP gradient shards, the stage's", CollectiveKind::kAllReduce, MeshAxis::kData, chunk / f,
+          r, r);
+      add("FSDP all-gather, the stage's updated parameters", CollectiveKind::kAllGather, MeshAxis::kFsdp, chunk, r, r);
+    } else {
+      // PipelineStep averages each chunk's whole gradient buffer.
+      add("DP all-reduce, the stage's gradients", CollectiveKind::kAllReduce, MeshAxis::kData, chunk, r, r);
     }
   } else if (f == 1) {
     add("DP all-reduce, block gradients", CollectiveKind::kAllReduce, MeshAxis::kData, block, L, 0);

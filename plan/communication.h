@@ -9,8 +9,9 @@
 // activation dtype's bytes, k the FSDP block slots:
 //   data parallel (fsdp 1, data > 1): all-reduce of every gradient, 4 P bytes: L blocks' as the
 //     backward produces them (hidden behind it with OVERLAP_COMMUNICATION), then the rest (exposed);
-//   FSDP (fsdp > 1): all-gather of U(-1) once and of each block in the forward, again in the
-//     backward for the L - k blocks no longer resident (prefetched: hidden but the first);
+//   FSDP (fsdp > 1, no stage axis): all-gather of U(-1) once and of each block in the forward,
+//     again in the backward for the L - k blocks no longer resident (prefetched: hidden but the
+//     first);
 //     reduce-scatter of each unit's gradient (hidden but the last), then, with data > 1, an
 //     all-reduce of the gradient shard over the data axis;
 //   tensor (t > 1): per block 2 all-reduces of (N, C) activations forward and 2 of their gradients
@@ -21,7 +22,8 @@
 //     all-gathers the norms' outputs again (2 per block: L x 2 more all-gathers of (N, C)), and the
 //     norms' replicated gradients are all-reduced in float32: per block 4 C (GPT) or 2 C (LLaMA),
 //     and 2 C or C of the final norm.
-//   pipeline (stage axis p > 1, scheduler/pipeline_step.h; fsdp and tensor are 1): point-to-point
+//   pipeline (stage axis p > 1, scheduler/pipeline_step.h; a tensor axis inside the stages runs the
+//     tensor collectives above once per microbatch and chunk, on a microbatch's rows): point-to-point
 //     sends of m microbatches of M = N / m rows: each stage but the last sends every microbatch's
 //     output (M, C) forward, each but the first its input's gradient (M, C) backward, a bytes each
 //     element, over ICI when the neighbouring stage is in the same process (stages s and t are
@@ -36,7 +38,13 @@
 //     send each other its float32 gradient once (ICI when they share a process), exposed; then
 //     the data axis all-reduces each chunk's gradients after the last backward (exposed): r
 //     operations of the mean chunk's 4 P_v bytes, for the device whose chunks' layouts are the
-//     largest (r = 1: the largest stage's).
+//     largest (r = 1: the largest stage's). With an fsdp axis f > 1 (FSDP inside the stages: rows
+//     split as for data, each chunk's optimizer sharded, device_memory.h) that all-reduce becomes,
+//     per chunk, a reduce-scatter of its 4 P_v gradient bytes over the fsdp group
+//     (collectives::FsdpCommunicator), an all-reduce of the shard, 4 P_v / f bytes, over the data
+//     axis when data > 1, Adam on the shard, and an all-gather of the updated 4 P_v parameter bytes
+//     over the fsdp group: r operations of each, all exposed (the same bytes per device as the
+//     data-parallel all-reduce, which is a reduce-scatter plus an all-gather).
 // Without OVERLAP_COMMUNICATION every collective is exposed.
 #pragma once
 

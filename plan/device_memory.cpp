@@ -56,9 +56,19 @@ DeviceMemory stage_memory(const LayoutSpec& spec, const models::ParameterLayout&
   DeviceMemory m;
   m.layout_floats = layout.total();
   const std::size_t a = layout.alignment();
-  const bool fsdp = spec.along(MeshAxis::kFsdp) > 1;
-  std::size_t owned = m.layout_floats;  // what the device updates: the whole layout, or its shards
-  if (fsdp) {
+  const bool pipeline = spec.stages() > 1;
+  // FSDP inside a pipeline stage shards only the optimizer (ZeRO-2); without a stage axis everything (ZeRO-3).
+  const bool fsdp = spec.along(MeshAxis::kFsdp) > 1 && !pipeline;
+  const bool sharded_optimizer = spec.along(MeshAxis::kFsdp) > 1 && pipeline;
+  std::size_t owned = m.layout_floats;  // what the device's Adam updates: the whole layout, or its shards
+  if (sharded_optimizer) {
+    // The chunk's whole flat buffer split as one unit; shard (0, 0) is the largest.
+    m.shard_floats = models::ShardPlan::buffer_shard(m.layout_floats, a, spec.dcn_along(MeshAxis::kFsdp),
+                                                     spec.ici_along(MeshAxis::kFsdp), 0, 0)
+                         .size();
+    owned = m.shard_floats;
+    m.resident_floats = m.layout_floats;
+  } else if (fsdp) {
     const models::ShardPlan shards(layout, spec.dcn_along(MeshAxis::kFsdp), spec.ici_along(MeshAxis::kFsdp));
     m.shard_floats = shards.shard_floats(0, 0);
     owned = m.shard_floats;
@@ -71,7 +81,8 @@ DeviceMemory stage_memory(const LayoutSpec& spec, const models::ParameterLayout&
   } else {
     m.resident_floats = m.layout_floats;
   }
-  m.parameters = m.gradients = owned * sizeof(float);
+  // Parameters and gradients: the shards under FSDP, else whole (a pipeline's stay whole under its fsdp axis).
+  m.parameters = m.gradients = (fsdp ? owned : m.layout_floats) * sizeof(float);
   // FSDP's gradient accumulation sums the sub-batches' reduce-scattered shards (scheduler/fsdp_step.h).
   if (fsdp && spec.sub_batches > 1) m.gradients += m.shard_floats * sizeof(float);
   m.adam_moments = 2 * owned * sizeof(float);

@@ -4,8 +4,9 @@
 // reports and the activations what Model::activation_bytes() does:
 //   data parallel (fsdp 1): parameters, gradients, Adam m and v: 4 x P x 4 bytes, P = the floats of
 //     the device's ParameterLayout (tensor rank 0's tensors, aligned);
-//   FSDP (fsdp f > 1, scheduler/fsdp_step.h): 4 x S x 4 bytes of shards, S = ShardPlan::shard_floats
-//     (every unit split over the fsdp axis's DCN parts, then its ICI parts, on alignment blocks),
+//   FSDP (fsdp f > 1, no stage axis, scheduler/fsdp_step.h): 4 x S x 4 bytes of shards,
+//     S = ShardPlan::shard_floats (every unit split over the fsdp axis's DCN parts, then its ICI
+//     parts, on alignment blocks),
 //     plus the resident units (FSDP gather buffers) R = unit(-1) + k block slots, parameters and
 //     gradients: 2 x R x 4 bytes, k = 1 + min(FSDP_PREFETCH_DEPTH, L - 1) with
 //     OVERLAP_COMMUNICATION (else 1);
@@ -30,6 +31,15 @@
 //     its chunks, but the SSM FFT workspace (the device's, shared) and the largest allocation, the
 //     larger chunk's; then, as above, the device holding the most. microbatches_in_flight is per
 //     chunk (m), as PipelineStep::microbatches_held() reports it.
+//   FSDP inside the stages (stage axis p > 1, fsdp f = ici_fsdp x dcn_fsdp > 1): the fsdp axis
+//     splits the rows as the data axis does (data x f pipelines, each group_sequences()) and shards
+//     only each chunk's optimizer state (ZeRO-2, scheduler/pipeline_step.h): per chunk c, its P_c
+//     parameters and P_c gradients whole (every microbatch runs every block of the stage) and Adam's
+//     m and v over S_c = ShardPlan::buffer_shard(P_c, alignment, dcn_fsdp, ici_fsdp, 0, 0).size()
+//     (the chunk's flat buffer split as one unit, DCN part then ICI part; shard (0, 0) the largest):
+//     state = sum over the device's chunks of (2 P_c + 2 S_c) x 4 bytes plus the 16-bit copy
+//     P_c x 2 bytes; Adam's norm partial sums ceil(S_c / 4096) floats per chunk; no resident units;
+//     the activations as for any pipeline (over the pipeline's own sequences).
 #pragma once
 
 #include <cstddef>
@@ -46,11 +56,11 @@ namespace paxocl::plan {
 struct DeviceMemory {
   // P: the device's parameter layout (its tensor rank's; its chunks' summed), padding included
   std::size_t layout_floats = 0;
-  std::size_t shard_floats = 0;     // S: FSDP shards (0 without FSDP)
-  std::size_t resident_floats = 0;  // the parameter buffer: P, or R under FSDP
-  std::size_t parameters = 0;       // float32 parameters: P x 4, or the shard S x 4
+  std::size_t shard_floats = 0;     // S: FSDP shards (0 without FSDP; under a stage axis Adam's, its chunks' summed)
+  std::size_t resident_floats = 0;  // the parameter buffer: P, or R under FSDP (P under a stage axis)
+  std::size_t parameters = 0;       // float32 parameters: P x 4, or the shard S x 4 (FSDP without a stage axis)
   std::size_t gradients = 0;        // likewise
-  std::size_t adam_moments = 0;     // m and v: 2 x parameters
+  std::size_t adam_moments = 0;     // m and v: 2 x the floats Adam updates x 4 (P, or S under FSDP)
   std::size_t fsdp_resident = 0;    // FSDP gather buffers, parameters and gradients: 2 x R x 4 (0 without FSDP)
   std::size_t weight_copy = 0;      // the 16-bit copy of the resident weights (0 for float32)
   std::size_t optimizer_workspace = 0;  // Adam's norm partial sums

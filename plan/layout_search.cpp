@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "models/shard_plan.h"
 #include "plan/tensor_parallel.h"
 
 namespace paxocl::plan {
@@ -23,11 +24,31 @@ void assign_mesh(LayoutSpec& spec, int fsdp, int tensor, int devices_per_process
   spec.dcn = {1, fsdp / fsdp_ici, tensor / tensor_ici};
 }
 
-void assign_stage_mesh(LayoutSpec& spec, int stages, int devices_per_process) {
-  const int stage_ici = std::gcd(stages, devices_per_process);
-  spec.ici = {stage_ici, 1, 1, 1};
-  spec.dcn = {stages / stage_ici, 1, 1, 1};
+void assign_stage_mesh(LayoutSpec& spec, int stages, int devices_per_process, int fsdp) {
+  const int fsdp_ici = std::gcd(fsdp, devices_per_process);
+  const int stage_ici = std::gcd(stages, devices_per_process / fsdp_ici);
+  spec.ici = {stage_ici, 1, fsdp_ici, 1};
+  spec.dcn = {stages / stage_ici, 1, fsdp / fsdp_ici, 1};
 }
+
+namespace {
+
+// Whether every device of a pipeline with an fsdp axis gets a non-empty optimizer shard of each of
+// its chunks (the job refuses a stage whose parameters do not split: scheduler/pipeline_step.cpp).
+// The last device of the axis (DCN part, then ICI part) holds the smallest.
+bool stage_shards_split(const LayoutSpec& spec) {
+  const int dcn = spec.dcn_along(MeshAxis::kFsdp), ici = spec.ici_along(MeshAxis::kFsdp);
+  if (dcn * ici == 1) return true;
+  for (int v = 0; v < spec.virtual_stages(); ++v) {
+    const models::ParameterLayout layout = stage_layout(spec, v);
+    if (models::ShardPlan::buffer_shard(layout.total(), layout.alignment(), dcn, ici, dcn - 1, ici - 1).size() == 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const MemoryLimits& limits) {
   const int per_process = device::product(spec.ici);
@@ -48,7 +69,7 @@ std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const 
   auto better = [&](const LayoutSpec& c) {
     if (!best) return true;
     const auto key = [](const LayoutSpec& s) {
-      return std::make_tuple(s.devices(), s.stages() > 1, s.sequence_parallel, s.along(MeshAxis::kTensor));
+      return std::make_tuple(s.devices(), s.stages() > 1, s.stages(), s.sequence_parallel, s.along(MeshAxis::kTensor));
     };
     return key(c) < key(*best);
   };
@@ -94,16 +115,25 @@ std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const 
   for (int p = 2; p * spec.repeat <= blocks && !(spec.sub_batches > 1 && spec.sub_batches_given); ++p) {
     if (best && p > best->devices()) break;  // more devices than a fit already found
     if (blocks % (p * spec.repeat) != 0) continue;
-    LayoutSpec c = spec;
-    c.sequence_parallel = false;
-    c.sub_batches = 1;
-    assign_stage_mesh(c, p, per_process);
-    try {
-      c.validate();  // the microbatch settings against this pipeline's batch (circular: m a multiple of p)
-    } catch (const ConfigError&) {
-      continue;
+    // The smallest fsdp axis inside the stages that fits, tried in order: the job's rules refuse
+    // some (microbatches that do not divide a pipeline's sequences), so no bisection.
+    for (const int f : fsdp_sizes) {
+      const long devices = static_cast<long>(p) * f;
+      if (devices > kMostDevices || (best && devices > best->devices())) break;
+      LayoutSpec c = spec;
+      c.sequence_parallel = false;
+      c.sub_batches = 1;
+      assign_stage_mesh(c, p, per_process, f);
+      try {
+        c.validate();  // the microbatch settings against this pipeline's batch (circular: m a multiple of p)
+      } catch (const ConfigError&) {
+        continue;
+      }
+      if (!stage_shards_split(c)) break;  // a larger f splits no better
+      if (misfit(device_memory(c), limits)) continue;
+      if (better(c)) best = c;
+      break;  // a larger f only adds devices
     }
-    if (!misfit(device_memory(c), limits) && better(c)) best = c;
   }
   return best;
 }

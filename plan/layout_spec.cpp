@@ -25,8 +25,6 @@ int LayoutSpec::microbatches() const {
   r.blocks = model.num_blocks();
   r.batch = group_sequences();
   r.percore_batch = static_cast<double>(global_batch) / devices();
-  r.fsdp = along(MeshAxis::kFsdp) > 1;
-  r.mesh = fmt::format("ICI_MESH_SHAPE={} x DCN_MESH_SHAPE={}", device::to_string(ici), device::to_string(dcn));
   r.sub_batches = sub_batches;
   r.num_microbatches = num_microbatches;
   r.microbatch_size = microbatch_size;

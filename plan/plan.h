@@ -1,7 +1,8 @@
 // Plan: memory, FLOPs, communication and step time of a layout, before any device work
 // (`pax-ocl plan`, app/plan_command.cpp), and the check training runs before it allocates.
 //   memory per device   device_memory.h: parameters, gradients, Adam moments (float32; shards
-//                       under FSDP), FSDP's resident units, the 16-bit weight copy, activations
+//                       under FSDP, only Adam's inside pipeline stages), FSDP's resident units,
+//                       the 16-bit weight copy, activations
 //                       (activation_memory.h) with and without sequence parallelism;
 //   FLOPs per device    ModelConfig::flops_per_token(T) x the global batch's tokens / devices
 //                       (every axis: stage x data x fsdp x tensor; model FLOPs: 6 x matmul

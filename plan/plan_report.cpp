@@ -79,6 +79,12 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
                      s.microbatches_given() ? "" : " (NUM_MICROBATCHES not given: one each)", m.microbatches_in_flight,
                      circular ? "per chunk" : "on a device", circular ? "(p-1)/(r*m+p-1)" : "(p-1)/(m+p-1)",
                      100 * p.bubble_fraction));
+    if (fsdp) {
+      line(fmt::format("  FSDP inside the stages: {} pipelines (data {} x fsdp {}) share the rows; each chunk's Adam "
+                       "moments sharded over fsdp {}, its parameters and gradients whole",
+                       s.along(MeshAxis::kData) * s.along(MeshAxis::kFsdp), s.along(MeshAxis::kData),
+                       s.along(MeshAxis::kFsdp), s.along(MeshAxis::kFsdp)));
+    }
   }
   line(fmt::format("accelerator: {}: {:.4g} TFLOP/s {} ({}), {:.1f} GiB, {} ({})", p.accelerator.name,
                    p.time.peak_gflops / 1e3, dtype,
@@ -93,14 +99,14 @@ std::string format_plan(const Plan& p, const std::string& experiment) {
                    : stages > 1 ? std::string("memory per device (the stage holding the most)")
                                 : std::string("memory per device"),
                    "GiB"));
-  const std::string owned = fsdp       ? ", FSDP shard"
-                            : circular   ? ", the stage's chunks"
-                            : stages > 1 ? ", the stage's"
-                                         : "";
+  // FSDP shards everything without a stage axis, only Adam's moments inside the stages.
+  const std::string stage_owned = circular ? "the stage's chunks" : "the stage's";
+  const std::string owned = fsdp && stages == 1 ? ", FSDP shard" : stages > 1 ? ", " + stage_owned : "";
+  const std::string adam_owned = fsdp && stages > 1 ? ", FSDP shard of " + stage_owned : owned;
   line(fmt::format("  {:<60} {:>10.2f}", "parameters (float32" + owned + ")", gb(m.parameters)));
   line(fmt::format("  {:<60} {:>10.2f}", "gradients (float32" + owned + ")", gb(m.gradients)));
-  line(fmt::format("  {:<60} {:>10.2f}", "Adam moments (2 x float32" + owned + ")", gb(m.adam_moments)));
-  if (fsdp) {
+  line(fmt::format("  {:<60} {:>10.2f}", "Adam moments (2 x float32" + adam_owned + ")", gb(m.adam_moments)));
+  if (fsdp && stages == 1) {
     line(fmt::format("  {:<60} {:>10.2f}", "FSDP gather buffers (resident units, parameters + gradients)",
                      gb(m.fsdp_resident)));
   }
@@ -246,6 +252,7 @@ nlohmann::json plan_json(const Plan& p, const std::string& experiment) {
                      {"microbatches", s.microbatches()},
                      {"microbatch_sequences", s.microbatch_sequences()},
                      {"microbatches_in_flight", m.microbatches_in_flight},
+                     {"optimizer_shards", s.along(MeshAxis::kFsdp)},
                      {"bubble_fraction", p.bubble_fraction},
                      {"point_to_point_ici_bytes", sends.ici},
                      {"point_to_point_dcn_bytes", sends.dcn}};

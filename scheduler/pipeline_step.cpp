@@ -20,7 +20,6 @@ PipelineStep::PipelineStep(const std::vector<device::DeviceInfo>& devices, devic
                            const collectives::ProcessWorld& world, const StepOptions& options)
     : StepProgram(options), options_(options), world_(world) {
   const device::Mesh& mesh = options.mesh;
-  if (mesh.size(MeshAxis::kFsdp) > 1) throw std::logic_error("PipelineStep on a mesh with an fsdp axis (resolve_job refuses it)");
   if (mesh.size(MeshAxis::kTensor) > 1) models::validate_tensor_split(options.model, mesh.size(MeshAxis::kTensor));
   const config::PipelineConfig& pipeline = options.step.pipeline;
   const int stages = mesh.size(MeshAxis::kStage), local = mesh.devices_per_process();
@@ -39,6 +38,9 @@ PipelineStep::PipelineStep(const std::vector<device::DeviceInfo>& devices, devic
   // Each device's chunks: their blocks, neighbours, model instances and optimizers. Chunk c of the
   // device at stage s is virtual stage v = c*p + s; its neighbours are v-1 and v+1.
   repeat_ = pipeline.repeat;
+  const bool sharded = mesh.size(MeshAxis::kFsdp) > 1;
+  const int fsdp_ici = mesh.ici_size(MeshAxis::kFsdp), fsdp_dcn = mesh.dcn_size(MeshAxis::kFsdp),
+            fsdp_process = mesh.dcn_coord(world.rank(), MeshAxis::kFsdp);
   const int virtual_stages = stages * repeat_;
   auto peer = [&](device::MeshCoords c, int v) {
     c[static_cast<std::size_t>(MeshAxis::kStage)] = v % stages;
@@ -56,7 +58,7 @@ PipelineStep::PipelineStep(const std::vector<device::DeviceInfo>& devices, devic
       st.device = static_cast<std::size_t>(d);
       st.chunk = chunk;
       st.span = models::stage_span(options.model.num_blocks(), virtual_stages, v);
-      st.replica = mesh.ici_coord(d, MeshAxis::kData);
+      st.replica = mesh.ici_coord(d, MeshAxis::kData) * fsdp_ici + mesh.ici_coord(d, MeshAxis::kFsdp);
       st.first_replica = c[static_cast<std::size_t>(MeshAxis::kData)] == 0;
       if (v > 0) st.previous = peer(c, v - 1);
       if (v + 1 < virtual_stages) st.next = peer(c, v + 1);
@@ -76,7 +78,33 @@ PipelineStep::PipelineStep(const std::vector<device::DeviceInfo>& devices, devic
         for (auto& more : st.more_slots) tensors_->attach(static_cast<std::size_t>(d), *more);
       }
       const models::ParameterLayout& own = first->layout();
-      auto adam = std::make_unique<models::AdamOptimizer>(*l.runtime, own.total(), own.decayed_end(), options.adam);
+      st.shard = models::ShardPlan::Piece{0, own.total()};
+      if (sharded) {
+        st.shard = models::ShardPlan::buffer_shard(own.total(), own.alignment(), fsdp_dcn, fsdp_ici, fsdp_process,
+                                                   mesh.ici_coord(d, MeshAxis::kFsdp));
+        if (st.shard.size() == 0) {
+          throw ConfigError(fmt::format("pipeline stage {}'s {} parameters do not split over an fsdp axis of {}: "
+                                        "choose a smaller fsdp axis",
+                                        st.span.stage, own.total(), mesh.size(MeshAxis::kFsdp)));
+        }
+        for (int p = 0; p < fsdp_dcn; ++p) {
+          const auto chunk_of_process = models::ShardPlan::split_aligned(0, own.total(), own.alignment(), fsdp_dcn, p);
+          st.split.chunks.push_back({chunk_of_process.begin, chunk_of_process.end});
+        }
+        for (int f = 0; f < fsdp_ici; ++f) {  // offsets in the whole buffers, which the collectives read and write
+          const auto piece = models::ShardPlan::buffer_shard(own.total(), own.alignment(), fsdp_dcn, fsdp_ici,
+                                                             fsdp_process, f);
+          st.split.shards.push_back({piece.begin, piece.end});
+          st.split.shard_offsets.push_back(piece.begin);
+        }
+        st.split.size = own.total();
+      }
+      // Weight decay covers [0, decayed_end): the shard's part of it is a prefix.
+      const std::size_t decayed = std::clamp(own.decayed_end(), st.shard.begin, st.shard.end) - st.shard.begin;
+      auto adam = std::make_unique<models::AdamOptimizer>(
+          *l.runtime, st.shard.begin, st.shard.size(),
+          std::vector<models::AdamOptimizer::Segment>{{0, decayed, true}, {decayed, st.shard.size() - decayed, false}},
+          options.adam);
       st.first = first.get();
       st.adam = adam.get();
       if (chunk == 0) {  // the device's Local holds its first chunk's (StepProgram::model() and friends)
@@ -89,13 +117,43 @@ PipelineStep::PipelineStep(const std::vector<device::DeviceInfo>& devices, devic
       if (!whole_layout_) whole_layout_ = std::make_unique<models::ParameterLayout>(options.model, own.alignment());
       st.part = std::make_unique<models::StagePart>(options.model, shard, st.span, *whole_layout_, own);
       if (st.part->shared_ranges().empty()) st.other_end = Peer{};  // nothing tied (LLaMA's untied head)
-      st.counted = models::segments_outside(own.total(), st.part->replica_ranges());
+      // The norm's ranges: the shard's, without the replicas other devices count.
+      for (const auto& r : models::segments_outside(own.total(), st.part->replica_ranges())) {
+        const std::size_t b = std::max(r.offset, st.shard.begin), e = std::min(r.offset + r.count, st.shard.end);
+        if (b < e) st.counted.push_back({b, e - b, false});
+      }
     }
+  }
+
+  // FSDP groups: one (stage, tensor) index's devices, sharding each of their chunks' optimizers.
+  if (sharded) {
+    std::vector<int> group_of(static_cast<std::size_t>(local), -1);
+    for (int d = 0; d < local; ++d) {
+      if (group_of[static_cast<std::size_t>(d)] >= 0) continue;
+      ShardGroup group;
+      std::vector<device::Device*> devices_of_group;
+      for (int e = 0; e < local; ++e) {
+        if (mesh.ici_coord(e, MeshAxis::kStage) != mesh.ici_coord(d, MeshAxis::kStage) ||
+            mesh.ici_coord(e, MeshAxis::kTensor) != mesh.ici_coord(d, MeshAxis::kTensor)) {
+          continue;
+        }
+        // FsdpCommunicator's member k is fsdp index k % fsdp_ici: local order is row-major.
+        if (mesh.ici_coord(e, MeshAxis::kFsdp) != static_cast<int>(group.members.size()) % fsdp_ici) {
+          throw std::logic_error("PipelineStep: a stage's devices are not in [data, fsdp] order");
+        }
+        group_of[static_cast<std::size_t>(e)] = static_cast<int>(shard_groups_.size());
+        group.members.push_back(static_cast<std::size_t>(e));
+        devices_of_group.push_back(locals_[static_cast<std::size_t>(e)].device.get());
+      }
+      group.comm = std::make_unique<collectives::FsdpCommunicator>(devices_of_group, world, mesh);
+      shard_groups_.push_back(std::move(group));
+    }
+    for (Stage& st : stages_) st.shard_group = group_of[st.device];
   }
 
   // Data groups: the replicas of one chunk of one stage, averaging its gradients.
   averager_of_.assign(stages_.size(), -1);
-  if (mesh.size(MeshAxis::kData) > 1) {
+  if (!sharded && mesh.size(MeshAxis::kData) > 1) {
     const std::vector<int> data_processes = mesh.dcn_processes(world.rank(), MeshAxis::kData);
     for (std::size_t i = 0; i < stages_.size(); ++i) {
       if (averager_of_[i] >= 0) continue;
@@ -216,12 +274,15 @@ void PipelineStep::run_stages(const std::vector<std::size_t>& devices, const std
 void PipelineStep::sum_tied_gradients() {
   // Every end sends first (sends never block), then each adds the other end's copy: a + b, the same
   // bits on both ends.
-  auto read_tied = [&](Stage& st) {
-    std::vector<float> values;
-    const std::vector<float> grads = st.first->gradients();
+  auto read_tied = [&](Stage& st) {  // the shared ranges only (tensors start aligned: views)
+    std::size_t n = 0;
+    for (const auto& r : st.part->shared_ranges()) n += r.count;
+    std::vector<float> values(n);
+    std::size_t at = 0;
     for (const auto& r : st.part->shared_ranges()) {
-      values.insert(values.end(), grads.begin() + static_cast<std::ptrdiff_t>(r.offset),
-                    grads.begin() + static_cast<std::ptrdiff_t>(r.offset + r.count));
+      locals_[st.device].device->queue().read(st.first->gradient_buffer().view(r.offset, r.count, "tied gradient"),
+                                              std::span<float>(values).subspan(at, r.count));
+      at += r.count;
     }
     return values;
   };
@@ -254,6 +315,63 @@ void PipelineStep::sum_tied_gradients() {
   }
 }
 
+void PipelineStep::reduce_gradients() {
+  std::vector<collectives::Pending> reductions;
+  auto ready = [&](const Stage& st) {  // the backward's kernels done (flushed, for the communication side)
+    device::Queue& queue = locals_[st.device].device->queue();
+    device::Event e = queue.marker();
+    queue.flush();
+    return e;
+  };
+  const float scale = 1.0f / static_cast<float>(mesh().size(MeshAxis::kData) * mesh().size(MeshAxis::kFsdp));
+  for (ShardGroup& group : shard_groups_) {
+    for (int c = 0; c < repeat_; ++c) {
+      collectives::IciCommunicator::Buffers grads;
+      std::vector<device::Event> events;
+      for (std::size_t d : group.members) {
+        grads.push_back(stage(d, c).first->gradient_buffer());
+        events.push_back(ready(stage(d, c)));
+      }
+      const Stage& st = stage(group.members.front(), c);
+      reductions.push_back(group.comm->reduce_scatter(st.split, grads, grads, scale, events,
+                                                      fmt::format("reduce-scatter stage {}", st.span.stage)));
+    }
+  }
+  for (std::size_t a = 0; a < averagers_.size(); ++a) {
+    collectives::IciCommunicator::Buffers views;
+    std::vector<device::Event> events;
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < stages_.size(); ++i) {
+      if (averager_of_[i] != static_cast<int>(a)) continue;
+      views.push_back(stages_[i].first->gradient_buffer());
+      n = stages_[i].first->layout().total();
+      events.push_back(ready(stages_[i]));
+    }
+    reductions.push_back(averagers_[a]->average(views, n, events));
+  }
+  for (const collectives::Pending& p : reductions) p.wait();
+}
+
+void PipelineStep::gather_parameters() {
+  std::vector<collectives::Pending> gathers;
+  for (ShardGroup& group : shard_groups_) {
+    for (int c = 0; c < repeat_; ++c) {
+      collectives::IciCommunicator::Buffers params;
+      std::vector<device::Event> updated;
+      for (std::size_t d : group.members) {
+        params.push_back(stage(d, c).first->parameter_buffer());
+        device::Queue& queue = locals_[d].device->queue();
+        updated.push_back(queue.marker());
+        queue.flush();
+      }
+      const Stage& st = stage(group.members.front(), c);
+      gathers.push_back(group.comm->gather(st.split, params, params, updated,
+                                           fmt::format("all-gather stage {}", st.span.stage)));
+    }
+  }
+  for (const collectives::Pending& p : gathers) p.wait();
+}
+
 models::LossStats PipelineStep::run_step(const inputs::Batch& batch, double lr, double loss_scale,
                                          models::OptimizerStepStats& opt) {
   const int replica_batch = options_.step.replica_batch, m = options_.step.pipeline.microbatches;
@@ -275,23 +393,7 @@ models::LossStats PipelineStep::run_step(const inputs::Batch& batch, double lr, 
     stats[d] = run_device(d, micro, rows.weight_sum(), true);
   });
   sum_tied_gradients();
-
-  std::vector<collectives::Pending> reductions;
-  for (std::size_t a = 0; a < averagers_.size(); ++a) {
-    collectives::IciCommunicator::Buffers views;
-    std::vector<device::Event> ready;
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < stages_.size(); ++i) {
-      if (averager_of_[i] != static_cast<int>(a)) continue;
-      device::Queue& queue = locals_[stages_[i].device].device->queue();
-      views.push_back(stages_[i].first->gradient_buffer());
-      n = stages_[i].first->layout().total();
-      ready.push_back(queue.marker());
-      queue.flush();
-    }
-    reductions.push_back(averagers_[a]->average(views, n, ready));
-  }
-  for (const collectives::Pending& p : reductions) p.wait();
+  reduce_gradients();
 
   std::vector<double> squares = {0.0};
   for (Stage& st : stages_) {
@@ -302,6 +404,7 @@ models::LossStats PipelineStep::run_step(const inputs::Batch& batch, double lr, 
     opt = st.adam->step_with_norm(st.first->parameter_buffer(), st.first->gradient_buffer(), lr, std::sqrt(squares[0]),
                                   loss_scale);
   }
+  gather_parameters();
   return losses_of(stats);
 }
 
@@ -337,16 +440,15 @@ const models::Model& PipelineStep::evaluation_model() const {
                     "the stage axis in ICI_MESH_SHAPE, or evaluate with a mesh without stages");
 }
 
-std::vector<float> PipelineStep::read_buffer(const Stage& st, const models::FloatBuffer& b) const {
-  std::vector<float> out(st.first->layout().total());
-  locals_[st.device].device->queue().read(b, std::span<float>(out));
-  return out;
-}
-
-std::vector<float> PipelineStep::assemble(const std::function<std::vector<float>(Stage&)>& local_image) {
-  std::vector<float> whole(whole_layout_->total(), 0.0f);
+std::vector<float> PipelineStep::assemble(Holds holds, const std::function<const models::FloatBuffer&(Stage&)>& buffer) {
+  std::vector<float> whole(whole_layout_->total(), 0.0f), image;
   for (Stage& st : stages_) {
-    if (st.first_replica) st.part->add_to(local_image(st), whole);
+    if (!st.first_replica) continue;
+    image.assign(st.first->layout().total(), 0.0f);
+    const std::size_t at = holds == Holds::kChunk ? st.shard.begin : 0;
+    locals_[st.device].device->queue().read(buffer(st).view(at, st.shard.size(), "image shard"),
+                                            std::span<float>(image).subspan(st.shard.begin, st.shard.size()));
+    st.part->add_to(image, whole);
   }
   if (job_) job_->all_reduce(whole).wait();  // each element placed by one device of the job
   return whole;
@@ -357,13 +459,13 @@ void PipelineStep::load_parameters(std::span<const float> flat) {
 }
 
 std::vector<float> PipelineStep::parameters() {
-  return assemble([&](Stage& st) { return st.first->parameters(); });
+  return assemble(Holds::kChunk, [](Stage& st) -> const models::FloatBuffer& { return st.first->parameter_buffer(); });
 }
 
 std::vector<StepProgram::StateSlice> PipelineStep::state_slices() {
   auto p = parameters();
-  auto m = assemble([&](Stage& st) { return read_buffer(st, st.adam->first_moment()); });
-  auto v = assemble([&](Stage& st) { return read_buffer(st, st.adam->second_moment()); });
+  auto m = assemble(Holds::kShard, [](Stage& st) -> const models::FloatBuffer& { return st.adam->first_moment(); });
+  auto v = assemble(Holds::kShard, [](Stage& st) -> const models::FloatBuffer& { return st.adam->second_moment(); });
   if (world_.rank() != 0) return {};
   return {StateSlice::of(0, std::move(p), std::move(m), std::move(v))};
 }
@@ -376,7 +478,12 @@ void PipelineStep::load_state(std::span<const float> params, std::span<const flo
                               OptimizerCounts counts) {
   load_parameters(params);
   for (Stage& st : stages_) {
-    st.adam->load_state(st.part->extract(m), st.part->extract(v), counts.applied, counts.skipped);
+    auto shard_of = [&](std::span<const float> whole) {
+      const std::vector<float> chunk = st.part->extract(whole);
+      return std::vector<float>(chunk.begin() + static_cast<std::ptrdiff_t>(st.shard.begin),
+                                chunk.begin() + static_cast<std::ptrdiff_t>(st.shard.end));
+    };
+    st.adam->load_state(shard_of(m), shard_of(v), counts.applied, counts.skipped);
   }
 }
 
@@ -389,7 +496,9 @@ std::size_t PipelineStep::per_device_most(const std::function<std::size_t(const 
 
 std::size_t PipelineStep::state_bytes_per_device() const {
   return per_device_most(
-      [](const Stage& st) { return 4 * st.first->layout().total() * sizeof(float) + st.first->weight_copy_bytes(); });
+      [](const Stage& st) {  // parameters and gradients whole, Adam's moments over the shard
+        return (2 * st.first->layout().total() + 2 * st.shard.size()) * sizeof(float) + st.first->weight_copy_bytes();
+      });
 }
 
 std::size_t PipelineStep::activation_bytes_per_device() const {

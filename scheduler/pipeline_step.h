@@ -1,6 +1,6 @@
 // PipelineStep: pipeline parallelism over the mesh's stage axis (praxis's
-// LayerwiseShardablePipelined), data parallel along the data axis, tensor parallel inside each
-// stage along the tensor axis.
+// LayerwiseShardablePipelined), data parallel along the data axis, FSDP along the fsdp axis and
+// tensor parallel along the tensor axis inside each stage.
 //
 // Each device holds one stage (models/pipeline_schedule.h: L/p contiguous blocks; the embedding on
 // the first stage, the final norm, head and loss on the last) of one pipeline, or under the
@@ -19,6 +19,14 @@
 // gradients are exchanged and summed (both apply the same update); each stage's gradients are
 // averaged over the data axis (collectives::GradientAverager); the global norm sums each element's
 // square once over the job (data coordinate 0; the tied table on the first stage); then Adam.
+// FSDP inside a stage: the fsdp axis splits the rows as the data axis does and shards each chunk's
+// optimizer (ZeRO-2, as Megatron's distributed optimizer and DeepSpeed pipeline with ZeRO): a
+// device keeps Adam's moments for its shard only (models::ShardPlan::buffer_shard of the chunk's
+// flat buffer); the gradients are reduce-scattered into the shards (collectives::FsdpCommunicator:
+// the mean over data x fsdp), Adam updates each shard in place and the shards are all-gathered
+// back. Parameters and gradients stay whole through the step: every microbatch runs every block
+// of the stage, interleaved under 1F1B, so gathering a block per use (ZeRO-3) would repeat each
+// all-gather 2m times a step.
 // Parameter images and checkpoints are whole-model images assembled from the stages (summed over
 // the job, each element placed by the one device owning it), so any layout restores them.
 #pragma once
@@ -26,9 +34,11 @@
 #include <memory>
 #include <vector>
 
+#include "collectives/fsdp_communicator.h"
 #include "collectives/gradient_averager.h"
 #include "collectives/mpi_communicator.h"
 #include "collectives/stage_messages.h"
+#include "models/shard_plan.h"
 #include "models/stage_split.h"
 #include "scheduler/step_program.h"
 #include "scheduler/tensor_groups.h"
@@ -56,7 +66,7 @@ class PipelineStep : public StepProgram {
   const models::Model& evaluation_model() const override;
   bool communicates() const override { return true; }
   long steps_skipped() const override { return locals_.front().adam->steps_skipped(); }
-  std::size_t state_bytes_per_device() const override;  // the largest stage's
+  std::size_t state_bytes_per_device() const override;  // the device holding most: 2 x chunk + 2 x shard floats
   std::size_t activation_bytes_per_device() const override;
   int microbatches_held() const override;
   void set_tracing(bool on) override;
@@ -75,8 +85,8 @@ class PipelineStep : public StepProgram {
     std::size_t device = 0;      // local index
     int chunk = 0;               // of the device's CIRCULAR_REPEAT
     models::StageSpan span;      // its blocks (stages: p x CIRCULAR_REPEAT)
-    int replica = 0;             // this process's pipeline the device belongs to: its rows
-    bool first_replica = false;  // data coordinate 0: its elements count once in norms and images
+    int replica = 0;             // this process's pipeline the device belongs to ([data, fsdp]): its rows
+    bool first_replica = false;  // data coordinate 0: its shard's elements count once in norms and images
     Peer previous, next;         // the neighbouring stages of its pipeline
     Peer other_end;              // first <-> last stage, which both hold a tied tensor
     // Its model instances (one per microbatch held) and optimizer: chunk 0's first instance and
@@ -87,6 +97,9 @@ class PipelineStep : public StepProgram {
     std::unique_ptr<models::AdamOptimizer> own_adam;
     std::vector<std::unique_ptr<models::Model>> more_slots;
     std::unique_ptr<models::StagePart> part;  // its tensors in the whole layout
+    models::ShardPlan::Piece shard;           // what its optimizer updates: the whole chunk without fsdp
+    collectives::UnitSplit split;             // fsdp: the chunk's flat buffer over the fsdp axis
+    int shard_group = -1;                     // fsdp: its index in shard_groups_
     std::vector<models::AdamOptimizer::Segment> counted;  // its ranges in the global norm
     std::vector<collectives::StageMessages::Message> held;  // messages the queue still writes from
     // While tracing: the copies of messages out of and into the device (device clock).
@@ -106,8 +119,13 @@ class PipelineStep : public StepProgram {
   std::size_t message_bytes(const inputs::Batch& rows, device::DType dtype) const;  // an activation's or its gradient's
   models::LossStats losses_of(const std::vector<models::LossStats>& per_device) const;
   void sum_tied_gradients();
-  std::vector<float> assemble(const std::function<std::vector<float>(Stage&)>& local_image);
-  std::vector<float> read_buffer(const Stage& st, const models::FloatBuffer& b) const;
+  void reduce_gradients();  // the mean over data (x fsdp: into each device's shard)
+  void gather_parameters();  // fsdp: every device's updated shard to the others
+  // Each data-replica-0 stage's shard of `buffer(st)` (zeros elsewhere) placed in the whole layout
+  // and summed over the job: a whole-model image. The buffer holds the chunk (parameters) or only
+  // the shard (Adam's moments).
+  enum class Holds { kChunk, kShard };
+  std::vector<float> assemble(Holds holds, const std::function<const models::FloatBuffer&(Stage&)>& buffer);
   std::size_t per_device_most(const std::function<std::size_t(const Stage&)>& bytes) const;
   // The batch's stages on threads, one per device in `devices` (a failure releases the others).
   void run_stages(const std::vector<std::size_t>& devices, const std::function<void(std::size_t)>& work);
@@ -123,6 +141,11 @@ class PipelineStep : public StepProgram {
   std::unique_ptr<collectives::StageMessages> messages_;
   std::vector<std::unique_ptr<collectives::GradientAverager>> averagers_;  // one per chunk's data group
   std::vector<int> averager_of_;                                             // per stages_ entry, -1: none
+  struct ShardGroup {  // fsdp: one (stage, tensor) index's devices of this process, [data, fsdp] order
+    std::vector<std::size_t> members;  // local indices
+    std::unique_ptr<collectives::FsdpCommunicator> comm;
+  };
+  std::vector<ShardGroup> shard_groups_;
   std::unique_ptr<collectives::MpiCommunicator> job_;  // every process: whole images
   std::unique_ptr<TensorGroups> tensors_;              // a tensor axis inside the stages
   bool tracing_ = false;

@@ -51,7 +51,9 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
   // What one device holds activations for: the replica's batch, or a pipeline stage's microbatches.
   std::string held = fmt::format("{} x {} tokens", job.step.replica_batch, job.model.max_seq_len());
   if (pipeline.stages > 1) {
-    layout = fmt::format("pipeline parallel (stage {} x data {}, {}{}, {} microbatches of {})", pipeline.stages, data,
+    layout = fmt::format("pipeline parallel (stage {} x data {}{}{}, {}{}, {} microbatches of {})", pipeline.stages, data,
+                         fsdp > 1 ? fmt::format(" x fsdp {}", fsdp) : "",
+                         tensor > 1 ? fmt::format(" x tensor {}", tensor) : "",
                          models::pipeline_schedule_name(pipeline.schedule),
                          pipeline.repeat > 1 ? fmt::format(" x {}", pipeline.repeat) : "", pipeline.microbatches,
                          pipeline.microbatch_size(job.step.replica_batch));

@@ -1,5 +1,5 @@
 // Pipeline parallelism as users run it (scheduler/pipeline_step.h): the stage axis alone, with
-// data parallelism and with tensor parallelism inside the stages, over devices of a process (ICI) and over processes (DCN, mpirun), both
+// data parallelism, with FSDP (the optimizer sharded) and with tensor parallelism inside the stages, over devices of a process (ICI) and over processes (DCN, mpirun), both
 // schedules (gpipe, 1f1b, circular), GPT (tied token table on both ends), LLaMA and a GPT/S4D hybrid: 10 steps' losses
 // equal one device's with the same global batch within fp32 rounding (relative 2e-4, the bound
 // every layout test uses), and the whole weights after them; gpipe and 1f1b, and remat under a
@@ -145,6 +145,56 @@ TEST_F(CliPipeline, TensorParallelStagesMatchOneDevice) {
   expect_close("llama-pp_tp", std::vector<float>(llama.begin() + 5, llama.end()), "LLaMA ICI [2,1,1,2] -> 1 device", 6);
 }
 
+// FSDP inside the stages: the fsdp axis splits the rows and shards each stage's Adam moments; the
+// gradients are reduce-scattered into the shards and the updated shards all-gathered, over ICI, over
+// DCN and beside a tensor axis. Checkpoints hold whole moments assembled from the shards.
+TEST_F(CliPipeline, FsdpInsideStagesMatchesOneDevice) {
+  const std::string ckpt = " --fdl.CHECKPOINT_EVERY_N_STEPS=5";
+  const std::vector<float> want = one_device(kGpt, "one", ckpt);
+  const auto pp_fsdp = train(kFourDevices, kGpt, ckpt + " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,2,1]" +
+                                                     save("pp_fsdp"), "pp_fsdp");
+  EXPECT_NE(pp_fsdp.out.find("pipeline parallel (stage 2 x data 1 x fsdp 2, 1f1b, 4 microbatches of 1)"),
+            std::string::npos) << pp_fsdp.out;
+  expect_close("pp_fsdp", want, "ICI [2,1,2,1]");
+  expect_weights_close("pp_fsdp", "one");
+  // The same rows as data parallelism inside the stages, with half the moments per device.
+  const auto pp_dp = train(kFourDevices, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,2,1,1]", "pp_dp");
+  EXPECT_LT(reported_mib(pp_fsdp.out, "training state: "), reported_mib(pp_dp.out, "training state: ")) << pp_fsdp.out;
+
+  train(kMpirun, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.DCN_MESH_SHAPE=[1,1,2,1]" +
+                           save("dcn_fsdp"), "dcn_fsdp");
+  expect_close("dcn_fsdp", want, "ICI [2,1,1,1] x DCN [1,1,2,1]");
+  expect_weights_close("dcn_fsdp", "one");
+  train(kFourDevices, kGpt, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,2,1] --fdl.PIPELINE_SCHEDULE=circular"
+                            " --fdl.CIRCULAR_REPEAT=2", "circular_fsdp");
+  expect_close("circular_fsdp", want, "ICI [2,1,2,1] circular x 2");
+  // Stages over processes, each an fsdp x tensor grid of 4 devices.
+  train(kFourDevices + kMpirun, kGpt, " --fdl.PERCORE_BATCH_SIZE=1 --fdl.ICI_MESH_SHAPE=[1,1,2,2]"
+                                      " --fdl.DCN_MESH_SHAPE=[2,1,1,1]" + save("pp_fsdp_tp"), "pp_fsdp_tp");
+  expect_close("pp_fsdp_tp", want, "ICI [1,1,2,2] x DCN [2,1,1,1]");
+  expect_weights_close("pp_fsdp_tp", "one");
+
+  // Checkpoints: sharded moments saved whole, resumed on one device; one device's resumed sharded.
+  const std::vector<float> rest(want.begin() + 5, want.end());
+  train(kFourDevices, kGpt, ckpt + " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,2,1] --fdl.MAX_STEPS=5",
+        "from_fsdp");
+  train("", kGpt, ckpt + " --devices=0 --fdl.PERCORE_BATCH_SIZE=8", "from_fsdp");
+  expect_close("from_fsdp", rest, "ICI [2,1,2,1] -> 1 device", 6);
+  train("", kGpt, ckpt + " --devices=0 --fdl.PERCORE_BATCH_SIZE=8 --fdl.MAX_STEPS=5", "into_fsdp");
+  train(kMpirun, kGpt, ckpt + " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.DCN_MESH_SHAPE=[1,1,2,1]",
+        "into_fsdp");
+  expect_close("into_fsdp", rest, "1 device -> ICI [2,1,1,1] x DCN [1,1,2,1]", 6);
+
+  // LLaMA (untied head) and 16-bit activations.
+  const std::vector<float> llama = one_device(kLlama, "llama-one");
+  train(kFourDevices, kLlama, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,2,1]", "llama-fsdp");
+  expect_close("llama-fsdp", llama, "LLaMA ICI [2,1,2,1]");
+  const std::string bf16 = kGpt + " --fdl.FPROP_DTYPE=bfloat16";
+  const std::vector<float> bf16_one = one_device(bf16, "bf16-one");
+  train(kFourDevices, bf16, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,2,1]", "bf16-fsdp");
+  expect_close("bf16-fsdp", bf16_one, "bfloat16 ICI [2,1,2,1]");
+}
+
 TEST_F(CliPipeline, LlamaHybridAndSixteenBitsMatchOneDevice) {
   const std::vector<float> llama = one_device(kLlama, "llama-one");
   train("", kLlama, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1]" + save("llama-ici2"), "llama-ici2");
@@ -209,7 +259,6 @@ TEST_F(CliPipeline, ImpossibleLayoutsAreOneLineErrors) {
       {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.PIPELINE_SCHEDULE=circular --fdl.NUM_MICROBATCHES=1",
        "1 microbatches is not a multiple"},
       {"", kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1,1,1]", "ICI_MESH_SHAPE=[2,1,1,1,1]: expected 3 or 4 entries, got 5"},
-      {kFourDevices, kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,2,1]", "FSDP inside a stage is not implemented"},
   };
   for (const auto& c : cases) {
     const auto r = run_command(c.launcher + kBinary + c.args + " --job_log_dir=" + path("bad").string());

@@ -1,15 +1,19 @@
 // pax-ocl plan (plan/) against what the runtime really allocates and against the formulas worked
 // out by hand:
 //   - real runs: for small GPT and LLaMA experiments on data-parallel, FSDP, tensor and pipeline
-//     meshes of the PoCL devices, in float32, bfloat16 and float16, the plan's training state and
-//     activations equal StepProgram::state_bytes_per_device() and activation_bytes_per_device()
-//     exactly (the plan uses the device's base address alignment, as the model does);
+//     meshes (stage x tensor, stage x fsdp too) of the PoCL devices, in float32, bfloat16 and
+//     float16, the plan's training state and activations equal
+//     StepProgram::state_bytes_per_device() and activation_bytes_per_device() exactly (the plan
+//     uses the device's base address alignment, as the model does);
 //   - FLOPs: ModelConfig::flops_per_token x the global batch's tokens;
 //   - communication of DP, FSDP (ICI and DCN parts), tensor and pipeline layouts, in bytes by hand;
 //   - pipeline stages: a 2-stage GPT's per-stage memory, the bubble (p-1)/(m+p-1), the search
 //     splitting a model by depth when only stages fit; the circular schedule's chunks summed per
 //     device, its sends around the ring, the bubble (p-1)/(r m+p-1), its rules through
-//     LayoutSpec::validate and the search skipping the stage axes they refuse;
+//     LayoutSpec::validate and the search skipping the stage axes they refuse; FSDP inside the
+//     stages (ZeRO-2: Adam's moments over the device's shard of each chunk, counted from the
+//     alignment blocks; the fsdp reduce-scatter and all-gather of each chunk) and the search
+//     proposing stage x fsdp where only that fits;
 //   - tensor parallelism: the parameters and activations of one tensor rank, written out here
 //     from the split issue 20 describes (the real-run check of TP comes with the runtime's TP);
 //   - the smallest fitting layout is the smallest (brute force over every candidate);
@@ -215,7 +219,19 @@ INSTANTIATE_TEST_SUITE_P(
                     with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,1,1,2]"}, {"NUM_MICROBATCHES", "2"}})},
         RealRunCase{"LlamaTwoStagesTensor2SequenceParallelBf16FourDevices",
                     with(odd_llama(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,1,1,2]"}, {"NUM_MICROBATCHES", "2"},
-                                       {"SEQUENCE_PARALLEL", "true"}, {"FPROP_DTYPE", "bfloat16"}})}),
+                                       {"SEQUENCE_PARALLEL", "true"}, {"FPROP_DTYPE", "bfloat16"}})},
+        // FSDP inside the stages (4 devices): each chunk's parameters and gradients whole, Adam's
+        // moments over the device's shard of the chunk's flat buffer (shard 0, the largest: the
+        // layouts' sizes are not multiples of 2 alignment blocks); the rows split as for data.
+        RealRunCase{"GptTwoStagesFsdp2F32FourDevices",
+                    with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,1,2,1]"}, {"NUM_MICROBATCHES", "3"}})},
+        RealRunCase{"LlamaTwoStagesFsdp2GpipeBf16FourDevices",
+                    with(odd_llama(), {{"NUM_LAYERS", "2"}, {"ICI_MESH_SHAPE", "[2,1,2,1]"}, {"PIPELINE_SCHEDULE", "gpipe"},
+                                       {"FPROP_DTYPE", "bfloat16"}})},
+        RealRunCase{"GptCircularRepeat2Fsdp2Bf16FourDevices",
+                    with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"PERCORE_BATCH_SIZE", "2"}, {"ICI_MESH_SHAPE", "[2,1,2,1]"},
+                                     {"NUM_MICROBATCHES", "2"}, {"PIPELINE_SCHEDULE", "circular"},
+                                     {"CIRCULAR_REPEAT", "2"}, {"FPROP_DTYPE", "bfloat16"}})}),
     [](const ::testing::TestParamInfo<RealRunCase>& c) { return c.param.name; });
 
 plan::LayoutSpec spec_of(const std::vector<std::pair<std::string, std::string>>& overrides, const std::string& base = "Default") {
@@ -510,6 +526,21 @@ TEST(Plan, SmallestFittingLayoutHasTheFewestDevices) {
       }
     }
   }
+  // Pipelines too, with FSDP inside the stages: every one the job accepts.
+  for (int p = 2; p <= spec.model.num_blocks(); ++p) {
+    if (spec.model.num_blocks() % p != 0) continue;
+    for (long f = 1; f <= spec.global_batch; ++f) {
+      if (spec.global_batch % f != 0 || p * f >= found->devices()) continue;
+      plan::LayoutSpec c = spec;
+      plan::assign_stage_mesh(c, p, 1, static_cast<int>(f));
+      try {
+        c.validate();
+      } catch (const ConfigError&) {
+        continue;
+      }
+      EXPECT_TRUE(plan::misfit(plan::device_memory(c), limits).has_value()) << c.describe() << " fits too";
+    }
+  }
 }
 
 TEST(Plan, RequireFitsNamesNeedsHasAndTheSmallestLayout) {
@@ -680,7 +711,6 @@ TEST(Plan, PipelineErrorsAreTheJobsInOneLine) {
   } cases[] = {
       {{{"NUM_LAYERS", "3"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"}},
        "a stage axis of 2 does not split NUM_LAYERS=3 into stages of whole blocks"},
-      {{{"ICI_MESH_SHAPE", "[2,1,2,1]"}}, "FSDP inside a stage is not implemented"},
       {{{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_SUB_BATCHES", "2"}}, "set NUM_MICROBATCHES instead"},
       {{{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_MICROBATCHES", "3"}, {"MICROBATCH_SIZE", "2"}},
        "NUM_MICROBATCHES=3 and MICROBATCH_SIZE=2: set one of them"},
@@ -698,6 +728,11 @@ TEST(Plan, PipelineErrorsAreTheJobsInOneLine) {
   EXPECT_EQ(spec_of(with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"MICROBATCH_SIZE", "3"}})).microbatches(), 2);
   // Neither given: one sequence per microbatch.
   EXPECT_EQ(spec_of(with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1,1]"}})).microbatches(), 6);
+  // FSDP inside a stage is a layout: the fsdp axis splits the rows as data does (12 / 2 per pipeline).
+  const plan::LayoutSpec fsdp = spec_of(with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,2,1]"}}));
+  EXPECT_EQ(fsdp.describe(), "stage 2 x data 1 x fsdp 2 x tensor 1 = 4 devices (ICI [2,1,2,1] x DCN [1,1,1], 1 process)");
+  EXPECT_EQ(fsdp.group_sequences(), 6);
+  EXPECT_EQ(fsdp.microbatches(), 6);
 }
 
 // The circular schedule on odd_gpt with 4 blocks, 2 stages x CIRCULAR_REPEAT 2: virtual stages
@@ -943,6 +978,203 @@ TEST(Plan, SearchSplitsByDepthWhenOnlyStagesFit) {
   ASSERT_TRUE(tie.has_value());
   EXPECT_EQ(tie->stages(), 1) << tie->describe();
   EXPECT_EQ(tie->devices(), 2) << tie->describe();
+}
+
+// FSDP inside the stages (ZeRO-2, scheduler/pipeline_step.h): odd_gpt with 4 blocks on 2 stages x
+// fsdp 2 (ICI) x 3 (DCN) = 12 devices, PERCORE 1: 12 sequences, 2 per pipeline in 2 microbatches.
+// Each chunk keeps its P_c parameters and gradients whole; Adam's m and v cover the device's shard
+// of the chunk's flat buffer, split on alignment blocks over the 3 processes, then the 2 devices:
+// device (0, 0)'s is the largest. Counted here from the blocks, not through models::ShardPlan.
+TEST(Plan, StageFsdpMemoryIsWholeParametersAndGradientsAndShardedAdamByHand) {
+  const std::size_t a = 64;  // PoCL's 128-byte base address alignment: at least 64 floats
+  auto largest_shard = [&](std::size_t P) {
+    const std::size_t blocks = (P + a - 1) / a, process0 = (blocks + 2) / 3, device0 = (process0 + 1) / 2;
+    return std::min(P, device0 * a);
+  };
+  bool uneven = false;  // some chunk's shard is not P_c / 6: a plain division would be caught
+  for (const std::string dtype : {"float32", "bfloat16"}) {
+    for (const bool circular : {false, true}) {
+      auto overrides = with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,1,2,1]"},
+                                        {"DCN_MESH_SHAPE", "[1,1,3,1]"}, {"PERCORE_BATCH_SIZE", "1"},
+                                        {"NUM_MICROBATCHES", "2"}, {"FPROP_DTYPE", dtype}});
+      if (circular) overrides = with(overrides, {{"PIPELINE_SCHEDULE", "circular"}, {"CIRCULAR_REPEAT", "2"}});
+      const plan::LayoutSpec spec = spec_of(overrides);
+      SCOPED_TRACE(dtype + (circular ? " circular" : " 1f1b"));
+      ASSERT_EQ(spec.alignment_floats(), a);
+      EXPECT_EQ(spec.describe(), std::string("stage 2 x data 1 x fsdp 6 x tensor 1 = 12 devices (ICI [2,1,2,1] x DCN "
+                                             "[1,3,1], 3 processes") +
+                                     (circular ? "; 2 chunks per stage)" : ")"));
+      EXPECT_EQ(spec.group_sequences(), 2);
+      const std::size_t copy = dtype == "float32" ? 0 : 2;  // the 16-bit weight copy's bytes per float
+      struct Device {
+        std::size_t P = 0, S = 0, state = 0, partial_sums = 0;
+      };
+      std::vector<Device> devices(2);
+      for (int s = 0; s < 2; ++s) {
+        for (int c = 0; c < spec.repeat; ++c) {
+          const std::size_t P = plan::stage_layout(spec, c * 2 + s).total(), S = largest_shard(P);
+          uneven = uneven || S * 6 != P;
+          devices[s].P += P;
+          devices[s].S += S;
+          devices[s].state += (2 * P + 2 * S) * 4 + P * copy;
+          devices[s].partial_sums += (S + 4095) / 4096 * 4;
+        }
+      }
+      const Device& most = devices[0].state >= devices[1].state ? devices[0] : devices[1];
+      const plan::DeviceMemory m = plan::device_memory(spec);
+      EXPECT_EQ(m.state(), most.state);
+      EXPECT_EQ(m.parameters, most.P * 4);
+      EXPECT_EQ(m.gradients, most.P * 4);
+      EXPECT_EQ(m.adam_moments, 2 * most.S * 4);
+      EXPECT_EQ(m.weight_copy, most.P * copy);
+      EXPECT_EQ(m.fsdp_resident, 0u);  // no gathered units: the stage's parameters stay whole
+      EXPECT_EQ(m.layout_floats, most.P);
+      EXPECT_EQ(m.shard_floats, most.S);
+      EXPECT_EQ(m.optimizer_workspace, most.partial_sums);
+
+      // The same pipeline with data 6 instead: the same rows, parameters, gradients, copy and
+      // activations; only Adam's moments are whole.
+      plan::LayoutSpec data = spec;
+      data.ici = {2, 2, 1, 1};
+      data.dcn = {1, 3, 1, 1};
+      const plan::DeviceMemory d = plan::device_memory(data);
+      EXPECT_EQ(d.parameters, m.parameters);
+      EXPECT_EQ(d.gradients, m.gradients);
+      EXPECT_EQ(d.weight_copy, m.weight_copy);
+      EXPECT_EQ(d.adam_moments, 2 * m.parameters);
+      EXPECT_EQ(d.activations, m.activations);
+      EXPECT_EQ(d.microbatches_in_flight, m.microbatches_in_flight);
+      EXPECT_LT(m.state(), d.state());
+      // And a single pipeline of the same 2 sequences: the same activations.
+      plan::LayoutSpec alone = spec;
+      alone.ici = {2, 1, 1, 1};
+      alone.dcn = {1, 1, 1, 1};
+      alone.global_batch = 2;
+      EXPECT_EQ(plan::device_memory(alone).activations, m.activations);
+    }
+  }
+  EXPECT_TRUE(uneven);
+}
+
+// FSDP inside the stages, communication: odd_gpt, 4 blocks, ICI [2,1,2,1] x DCN [1,2,1,1] (data 2
+// across processes), PERCORE 1: 8 sequences, 2 per pipeline in 2 microbatches of 1. After the last
+// backward each chunk's gradient (4 P bytes) is reduce-scattered over the fsdp pair (ICI), its
+// shard (4 P / 2) all-reduced over the data pair (DCN), and the updated parameters all-gathered.
+TEST(Plan, StageFsdpCollectivesByHand) {
+  const double message = 1.0 * 24 * 40 * 4;
+  for (const int r : {1, 2}) {
+    SCOPED_TRACE(r);
+    auto overrides = with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,1,2,1]"}, {"DCN_MESH_SHAPE", "[1,2,1,1]"},
+                                      {"PERCORE_BATCH_SIZE", "1"}, {"NUM_MICROBATCHES", "2"}});
+    if (r == 2) overrides = with(overrides, {{"PIPELINE_SCHEDULE", "circular"}, {"CIRCULAR_REPEAT", "2"}});
+    const plan::LayoutSpec spec = spec_of(overrides);
+    std::map<std::string, plan::Collective> c;
+    for (const plan::Collective& x : plan::step_collectives(spec, plan::device_layout(spec))) c[x.name] = x;
+    EXPECT_EQ(c.count("DP all-reduce, the stage's gradients"), 0u);
+    std::size_t most = 0;  // the device whose chunks hold the most
+    for (int s = 0; s < 2; ++s) {
+      std::size_t floats = 0;
+      for (int k = 0; k < r; ++k) floats += plan::stage_layout(spec, k * 2 + s).total();
+      most = std::max(most, floats);
+    }
+    const double chunk = 4.0 * static_cast<double>(most) / r;
+    const plan::Collective& rs = c.at("FSDP reduce-scatter, the stage's gradients");
+    const plan::Collective& ag = c.at("FSDP all-gather, the stage's updated parameters");
+    const plan::Collective& dp = c.at("DP all-reduce of FSDP gradient shards, the stage's");
+    EXPECT_EQ(rs.kind, plan::CollectiveKind::kReduceScatter);
+    EXPECT_EQ(ag.kind, plan::CollectiveKind::kAllGather);
+    EXPECT_EQ(rs.axis, MeshAxis::kFsdp);
+    EXPECT_EQ(dp.axis, MeshAxis::kData);
+    for (const plan::Collective* x : {&rs, &ag, &dp}) {
+      EXPECT_EQ(x->operations, r) << x->name;
+      EXPECT_EQ(x->exposed, r) << x->name;
+    }
+    EXPECT_DOUBLE_EQ(rs.bytes, chunk);
+    EXPECT_DOUBLE_EQ(rs.ici_bytes, 0.5 * chunk);
+    EXPECT_DOUBLE_EQ(rs.dcn_bytes, 0.0);
+    EXPECT_DOUBLE_EQ(ag.ici_bytes, 0.5 * chunk);
+    EXPECT_DOUBLE_EQ(ag.dcn_bytes, 0.0);
+    // Together the data-parallel all-reduce's bytes over the fsdp pair: 2 x 1/2 x 4 P.
+    EXPECT_DOUBLE_EQ(rs.ici_bytes + ag.ici_bytes, 2 * 0.5 * chunk);
+    EXPECT_DOUBLE_EQ(dp.bytes, chunk / 2);
+    EXPECT_DOUBLE_EQ(dp.ici_bytes, 0.0);
+    EXPECT_DOUBLE_EQ(dp.dcn_bytes, 2 * 0.5 * chunk / 2);
+    // The sends: a pipeline's microbatches of one sequence, as without the fsdp axis.
+    const plan::Collective& forward = c.at("PP send, activations (forward)");
+    EXPECT_DOUBLE_EQ(forward.ici_bytes, message);
+    EXPECT_EQ(forward.operations, 2 * r);
+    // Without a data axis, no all-reduce of the shards.
+    plan::LayoutSpec one = spec;
+    one.dcn = {1, 1, 1, 1};
+    one.global_batch = 4;
+    for (const plan::Collective& x : plan::step_collectives(one, plan::device_layout(one))) {
+      EXPECT_NE(x.axis, MeshAxis::kData) << x.name;
+    }
+  }
+}
+
+// The report names what FSDP inside the stages shards (Adam's moments) and what it keeps whole.
+TEST(Plan, StageFsdpReport) {
+  const plan::Plan p = plan::make_plan(spec_of(with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,1,2,1]"},
+                                                                {"NUM_MICROBATCHES", "3"}})),
+                                       plan::known_accelerator("A100"));
+  const std::string text = plan::format_plan(p, "stage x fsdp");
+  for (const char* part : {"layout: stage 2 x data 1 x fsdp 2 x tensor 1 = 4 devices", "parameters (float32, the stage's)",
+                           "gradients (float32, the stage's)", "Adam moments (2 x float32, FSDP shard of the stage's)",
+                           "FSDP inside the stages: 2 pipelines (data 1 x fsdp 2) share the rows; each chunk's Adam "
+                           "moments sharded over fsdp 2, its parameters and gradients whole",
+                           "FSDP reduce-scatter, the stage's gradients", "FSDP all-gather, the stage's updated parameters"}) {
+    EXPECT_NE(text.find(part), std::string::npos) << part << " missing from:\n" << text;
+  }
+  EXPECT_EQ(text.find("FSDP gather buffers"), std::string::npos) << text;
+  const nlohmann::json j = plan::plan_json(p, "stage x fsdp");
+  EXPECT_EQ(j["pipeline"]["optimizer_shards"].get<int>(), 2);
+  EXPECT_EQ(j["memory_bytes"]["adam_moments"].get<std::size_t>(), p.memory.adam_moments);
+  EXPECT_LT(p.memory.adam_moments, p.memory.parameters + p.memory.gradients);
+}
+
+// A large vocabulary (GPT's tied table on both ends of a pipeline) and 2 sequences, one head: the
+// state dominates, tensor parallelism is out, and FSDP over 2 still holds the whole table as a
+// resident unit. Two stages with FSDP inside them (Adam's moments halved) fit where neither two
+// stages nor FSDP alone does: the search proposes stage 2 x fsdp 2.
+TEST(Plan, SearchProposesFsdpInsideTheStagesWhereOnlyThatFits) {
+  const plan::LayoutSpec spec = spec_of(with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"NUM_HEADS", "1"}, {"DIMS_PER_HEAD", "40"},
+                                                         {"VOCAB_SIZE", "3000"}, {"PERCORE_BATCH_SIZE", "2"}}));
+  ASSERT_EQ(spec.global_batch, 2);
+  auto total = [&](int p, int f) {
+    plan::LayoutSpec c = spec;
+    if (p == 1) {
+      plan::assign_mesh(c, f, 1, 1);
+    } else {
+      plan::assign_stage_mesh(c, p, 1, f);
+    }
+    return static_cast<double>(plan::device_memory(c).total());
+  };
+  const double stage_fsdp = total(2, 2);
+  for (const auto& [p, f] : std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}}) {
+    ASSERT_GT(total(p, f), stage_fsdp) << p << " x " << f;
+  }
+  const plan::MemoryLimits limits{stage_fsdp, 0};
+  const std::optional<plan::LayoutSpec> found = plan::smallest_fitting_layout(spec, limits);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->describe(), "stage 2 x data 1 x fsdp 2 x tensor 1 = 4 devices (ICI [1,1,1] x DCN [2,1,2,1], 4 processes)");
+  EXPECT_EQ(found->flags(), "--fdl.ICI_MESH_SHAPE=[1,1,1] --fdl.DCN_MESH_SHAPE=[2,1,2,1] --fdl.PERCORE_BATCH_SIZE=0.5 "
+                            "--fdl.NUM_MICROBATCHES=1 --fdl.PIPELINE_SCHEDULE=1f1b");
+  // Where four stages fit as well, on as many devices, the shallower pipeline wins (its bubble).
+  const double both = std::max(total(4, 1), stage_fsdp);
+  ASSERT_LT(both, std::min(total(2, 1), total(1, 2)));
+  const std::optional<plan::LayoutSpec> tie = plan::smallest_fitting_layout(spec, {both, 0});
+  ASSERT_TRUE(tie.has_value());
+  EXPECT_EQ(tie->stages(), 2) << tie->describe();
+  EXPECT_EQ(tie->along(MeshAxis::kFsdp), 2) << tie->describe();
+  // Devices per process: fsdp first, then the stage axis.
+  plan::LayoutSpec mesh = spec;
+  plan::assign_stage_mesh(mesh, 2, 2, 2);
+  EXPECT_EQ(mesh.ici, (device::MeshShape{1, 1, 2, 1}));
+  EXPECT_EQ(mesh.dcn, (device::MeshShape{2, 1, 1, 1}));
+  plan::assign_stage_mesh(mesh, 4, 8, 2);
+  EXPECT_EQ(mesh.ici, (device::MeshShape{4, 1, 2, 1}));
+  EXPECT_EQ(mesh.dcn, (device::MeshShape{1, 1, 1, 1}));
 }
 
 // "Will GPT175B fit on 256 H100s as ICI [1,8,1] x DCN [1,32,1], and how long is a step?"

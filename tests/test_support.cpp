@@ -125,11 +125,12 @@ std::vector<float> train_losses(const std::filesystem::path& job_dir, long first
   return losses;
 }
 
-double activation_mib(const std::string& out) {
-  const std::string key = "activations: ";
+double reported_mib(const std::string& out, const std::string& key) {
   const std::size_t at = out.find(key);
   return at == std::string::npos ? -1.0 : std::stod(out.substr(at + key.size()));
 }
+
+double activation_mib(const std::string& out) { return reported_mib(out, "activations: "); }
 
 std::string file_bytes(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);

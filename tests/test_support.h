@@ -38,8 +38,10 @@ std::vector<float> train_losses(const std::filesystem::path& job_dir, long first
 // The parameters of an llm.c weight file (--save_weights), after its 256-int header.
 std::vector<float> weights_of(const std::filesystem::path& file);
 
-// The activation memory of a training job's start-up line ("activations: 3.1 MiB per device ..."),
-// in MiB; -1 when the output has none.
+// The number of MiB after `key` in a training job's start-up lines (e.g. "training state: 1.5 MiB
+// per device"); -1 when the output has none.
+double reported_mib(const std::string& out, const std::string& key);
+// The activation memory ("activations: 3.1 MiB per device ...").
 double activation_mib(const std::string& out);
 
 // A file's bytes ("" when it cannot be read), for byte-for-byte comparisons of written files.
