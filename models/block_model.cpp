@@ -72,16 +72,10 @@ BlockModel::BlockModel(kernels::DeviceRuntime& runtime, ModelConfig config, Mode
   // Images go whole -> the tensor rank's parts (all blocks) -> the stage's tensors.
   const bool staged = options_.stage.stages > 1;
   if (options_.tensor.split() || staged) global_layout_ = std::make_unique<ParameterLayout>(config_, layout_.alignment());
-  if (options_.tensor.split() && staged) {
-    tensor_layout_ = std::make_unique<ParameterLayout>(local_tensor_defs(config_, options_.tensor), config_.num_blocks(),
-                                                       layout_.alignment());
-  }
-  if (options_.tensor.split()) {
-    split_ = std::make_unique<TensorSplit>(config_, options_.tensor, *global_layout_,
-                                           tensor_layout_ ? *tensor_layout_ : layout_);
-  }
   if (staged) {
-    stage_split_ = std::make_unique<StageSplit>(tensor_layout_ ? *tensor_layout_ : *global_layout_, layout_, options_.stage);
+    stage_part_ = std::make_unique<StagePart>(config_, options_.tensor, options_.stage, *global_layout_, layout_);
+  } else if (options_.tensor.split()) {
+    split_ = std::make_unique<TensorSplit>(config_, options_.tensor, *global_layout_, layout_);
   }
   if (options_.shared_parameters) return;
   runtime.kernels().elementwise.fill(params_, 0.0f);  // padding between tensors stays zero
@@ -185,8 +179,8 @@ Param BlockModel::param(std::string_view tensor) const {
 }
 
 std::vector<float> BlockModel::own_image(std::span<const float> whole) const {
-  std::vector<float> image = split_ ? split_->extract(whole) : std::vector<float>(whole.begin(), whole.end());
-  return stage_split_ ? stage_split_->extract(image) : image;
+  if (stage_part_) return stage_part_->extract(whole);
+  return split_ ? split_->extract(whole) : std::vector<float>(whole.begin(), whole.end());
 }
 
 void BlockModel::init(std::uint64_t seed) {
@@ -254,7 +248,7 @@ LayerContext BlockModel::start_pass(const inputs::Batch& batch, bool gradients) 
   } else {
     cast_unit(-1);
   }
-  if (split_ && tensor_group_ == nullptr) {
+  if (options_.tensor.split() && tensor_group_ == nullptr) {
     throw std::logic_error("a tensor-parallel model's pass needs its tensor group (Model::set_tensor_group)");
   }
   const auto rows = static_cast<std::size_t>(batch.batch) * static_cast<std::size_t>(batch.seq_len);
@@ -264,7 +258,7 @@ LayerContext BlockModel::start_pass(const inputs::Batch& batch, bool gradients) 
                                   batch.batch, batch.seq_len, rows, options_.tensor.size));
   }
   return LayerContext{runtime_.device(), runtime_.kernels(), runtime_.gemm(), static_cast<std::size_t>(batch.batch),
-                      static_cast<std::size_t>(batch.seq_len), split_ ? tensor_group_ : nullptr, sequence_.get()};
+                      static_cast<std::size_t>(batch.seq_len), options_.tensor.split() ? tensor_group_ : nullptr, sequence_.get()};
 }
 
 LayerContext BlockModel::start_decode(const std::vector<int>& tokens, std::size_t batch, std::size_t n,

@@ -125,9 +125,8 @@ class BlockModel : public Model {
   ModelConfig config_;
   ParameterLayout layout_;  // this device's tensors (tensor parallelism: its parts; a stage: its own)
   std::unique_ptr<ParameterLayout> global_layout_;  // tensor or pipeline parallelism: the whole model's, and the split
-  std::unique_ptr<TensorSplit> split_;
-  std::unique_ptr<ParameterLayout> tensor_layout_;  // a stage split over the tensor axis: the rank's parts, all blocks
-  std::unique_ptr<StageSplit> stage_split_;  // a pipeline stage: its tensors in the whole (or tensor_layout_)
+  std::unique_ptr<TensorSplit> split_;     // tensor parallelism without stages: whole -> the rank's parts
+  std::unique_ptr<StagePart> stage_part_;  // a pipeline stage: whole -> (the rank's parts ->) its tensors
   TensorGroup* tensor_group_ = nullptr;
   std::unique_ptr<SequenceParallel> sequence_;  // sequence parallelism's workspaces
   SavedSites saved_sites_;
