@@ -96,3 +96,15 @@ POCL_DEVICES_OVERRIDE=pthread run "PP DCN [2,1,1,1] m=4" "$mpiexec --oversubscri
   --devices=0 --fdl.PERCORE_BATCH_SIZE=$batch --fdl.DCN_MESH_SHAPE=[2,1,1,1] --fdl.NUM_MICROBATCHES=4
 POCL_DEVICES_OVERRIDE="pthread pthread pthread pthread" run "PP x DP ICI [2,2,1,1] m=2" "" \
   --fdl.PERCORE_BATCH_SIZE=$((batch * devices / 4)) --fdl.ICI_MESH_SHAPE=[2,2,1,1] --fdl.NUM_MICROBATCHES=2
+# FSDP inside the stages: the same rows as PP x DP, each stage's Adam moments sharded.
+POCL_DEVICES_OVERRIDE="pthread pthread pthread pthread" run "PP x FSDP ICI [2,1,2,1] m=2" "" \
+  --fdl.PERCORE_BATCH_SIZE=$((batch * devices / 4)) --fdl.ICI_MESH_SHAPE=[2,1,2,1] --fdl.NUM_MICROBATCHES=2
+POCL_DEVICES_OVERRIDE="pthread pthread" run "PP x FSDP ICI [2,1,1,1] x DCN [1,1,2,1]" "$mpiexec --oversubscribe -np 2" \
+  --fdl.PERCORE_BATCH_SIZE=$((batch * devices / 4)) --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.DCN_MESH_SHAPE=[1,1,2,1] \
+  --fdl.NUM_MICROBATCHES=2
+# Tensor parallelism inside the stages: one pipeline of all the rows, microbatches of 2.
+POCL_DEVICES_OVERRIDE="pthread pthread pthread pthread" run "PP x TP ICI [2,1,1,2] m=4" "" \
+  --fdl.PERCORE_BATCH_SIZE=$((batch * devices / 4)) --fdl.ICI_MESH_SHAPE=[2,1,1,2] --fdl.NUM_MICROBATCHES=4
+POCL_DEVICES_OVERRIDE="pthread pthread" run "PP x TP ICI [1,1,1,2] x DCN [2,1,1,1]" "$mpiexec --oversubscribe -np 2" \
+  --fdl.PERCORE_BATCH_SIZE=$((batch * devices / 4)) --fdl.ICI_MESH_SHAPE=[1,1,1,2] --fdl.DCN_MESH_SHAPE=[2,1,1,1] \
+  --fdl.NUM_MICROBATCHES=4

@@ -315,60 +315,65 @@ void PipelineStep::sum_tied_gradients() {
   }
 }
 
-void PipelineStep::reduce_gradients() {
-  std::vector<collectives::Pending> reductions;
-  auto ready = [&](const Stage& st) {  // the backward's kernels done (flushed, for the communication side)
-    device::Queue& queue = locals_[st.device].device->queue();
-    device::Event e = queue.marker();
-    queue.flush();
-    return e;
-  };
-  const float scale = 1.0f / static_cast<float>(mesh().size(MeshAxis::kData) * mesh().size(MeshAxis::kFsdp));
+device::Event PipelineStep::queue_marker(std::size_t device) {
+  device::Queue& queue = locals_[device].device->queue();
+  device::Event e = queue.marker();
+  queue.flush();  // the communication side waits on it
+  return e;
+}
+
+std::vector<collectives::Pending> PipelineStep::over_shard_groups(const ShardCollective& issue) {
+  std::vector<collectives::Pending> issued;
   for (ShardGroup& group : shard_groups_) {
     for (int c = 0; c < repeat_; ++c) {
-      collectives::IciCommunicator::Buffers grads;
-      std::vector<device::Event> events;
-      for (std::size_t d : group.members) {
-        grads.push_back(stage(d, c).first->gradient_buffer());
-        events.push_back(ready(stage(d, c)));
-      }
-      const Stage& st = stage(group.members.front(), c);
-      reductions.push_back(group.comm->reduce_scatter(st.split, grads, grads, scale, events,
-                                                      fmt::format("reduce-scatter stage {}", st.span.stage)));
+      std::vector<Stage*> members;
+      for (std::size_t d : group.members) members.push_back(&stage(d, c));
+      issued.push_back(issue(*group.comm, members));
     }
   }
+  return issued;
+}
+
+void PipelineStep::reduce_gradients() {
+  const float scale = 1.0f / static_cast<float>(mesh().size(MeshAxis::kData) * mesh().size(MeshAxis::kFsdp));
+  std::vector<collectives::Pending> reductions =
+      over_shard_groups([&](collectives::FsdpCommunicator& comm, const std::vector<Stage*>& members) {
+        collectives::IciCommunicator::Buffers grads;
+        std::vector<device::Event> backward_done;
+        for (Stage* st : members) {
+          grads.push_back(st->first->gradient_buffer());
+          backward_done.push_back(queue_marker(st->device));
+        }
+        return comm.reduce_scatter(members.front()->split, grads, grads, scale, backward_done,
+                                   fmt::format("reduce-scatter stage {}", members.front()->span.stage));
+      });
   for (std::size_t a = 0; a < averagers_.size(); ++a) {
     collectives::IciCommunicator::Buffers views;
-    std::vector<device::Event> events;
+    std::vector<device::Event> backward_done;
     std::size_t n = 0;
     for (std::size_t i = 0; i < stages_.size(); ++i) {
       if (averager_of_[i] != static_cast<int>(a)) continue;
       views.push_back(stages_[i].first->gradient_buffer());
       n = stages_[i].first->layout().total();
-      events.push_back(ready(stages_[i]));
+      backward_done.push_back(queue_marker(stages_[i].device));
     }
-    reductions.push_back(averagers_[a]->average(views, n, events));
+    reductions.push_back(averagers_[a]->average(views, n, backward_done));
   }
   for (const collectives::Pending& p : reductions) p.wait();
 }
 
 void PipelineStep::gather_parameters() {
-  std::vector<collectives::Pending> gathers;
-  for (ShardGroup& group : shard_groups_) {
-    for (int c = 0; c < repeat_; ++c) {
-      collectives::IciCommunicator::Buffers params;
-      std::vector<device::Event> updated;
-      for (std::size_t d : group.members) {
-        params.push_back(stage(d, c).first->parameter_buffer());
-        device::Queue& queue = locals_[d].device->queue();
-        updated.push_back(queue.marker());
-        queue.flush();
-      }
-      const Stage& st = stage(group.members.front(), c);
-      gathers.push_back(group.comm->gather(st.split, params, params, updated,
-                                           fmt::format("all-gather stage {}", st.span.stage)));
-    }
-  }
+  const std::vector<collectives::Pending> gathers =
+      over_shard_groups([&](collectives::FsdpCommunicator& comm, const std::vector<Stage*>& members) {
+        collectives::IciCommunicator::Buffers params;
+        std::vector<device::Event> updated;
+        for (Stage* st : members) {
+          params.push_back(st->first->parameter_buffer());
+          updated.push_back(queue_marker(st->device));
+        }
+        return comm.gather(members.front()->split, params, params, updated,
+                           fmt::format("all-gather stage {}", members.front()->span.stage));
+      });
   for (const collectives::Pending& p : gathers) p.wait();
 }
 

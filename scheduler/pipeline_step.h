@@ -119,6 +119,11 @@ class PipelineStep : public StepProgram {
   std::size_t message_bytes(const inputs::Batch& rows, device::DType dtype) const;  // an activation's or its gradient's
   models::LossStats losses_of(const std::vector<models::LossStats>& per_device) const;
   void sum_tied_gradients();
+  device::Event queue_marker(std::size_t device);  // now on the device's queue, flushed
+  // fsdp: `issue`'s collective for every shard group's chunk, given the members' stages in order.
+  using ShardCollective =
+      std::function<collectives::Pending(collectives::FsdpCommunicator&, const std::vector<Stage*>&)>;
+  std::vector<collectives::Pending> over_shard_groups(const ShardCollective& issue);
   void reduce_gradients();  // the mean over data (x fsdp: into each device's shard)
   void gather_parameters();  // fsdp: every device's updated shard to the others
   // Each data-replica-0 stage's shard of `buffer(st)` (zeros elsewhere) placed in the whole layout
