@@ -50,7 +50,7 @@ run() {
   tok_s=$(grep -oE '[0-9]+ tok/s' <<<"$summary" | cut -d' ' -f1)
   for a in "$@"; do [[ $a == --fdl.* ]] && fdl+=("$a"); done
   planned=$(build/pax-ocl plan $common_plan "${fdl[@]}" 2>/dev/null | grep -oE '=> [0-9.e+-]+ s per step' | awk '{print $2}')
-  printf '%-34s loss %s  %6s tok/s  %6.0f ms/step (plan %6.0f)  state %10s  activations %10s  hidden %s\n' "$name" \
+  printf '%-40s loss %s  %6s tok/s  %6.0f ms/step (plan %6.0f)  state %10s  activations %10s  hidden %s\n' "$name" \
     "$(awk '{print $4}' <<<"$summary")" "$tok_s" "$(awk -v t="$tokens" -v r="$tok_s" 'BEGIN {print 1000 * t / r}')" \
     "$(awk -v p="${planned:-0}" 'BEGIN {print 1000 * p}')" "$memory" "$activations" "$hidden"
 }
