@@ -87,9 +87,8 @@ double recompute_flops_per_token(const ModelConfig& model, SavedSites saved, int
     if (residual && !saved.has(BlockSite::kOutProj)) attention_block += 2.0 * D * C;
     const double mlp = saved.has(BlockSite::kFfn1) ? 0.0 : ffn1;
     double total = 0.0;
-    const int per_part = c.num_layers / std::max(parts, 1);
     for (int l = 0; l < c.num_layers; ++l) {
-      if ((l + 1) % per_part == 0) continue;  // a part's last block: still in place
+      if (!recomputes_block(l, c.num_layers, parts)) continue;
       bool attention = true;
       if constexpr (requires { c.block_kind(l); }) attention = c.block_kind(l) == BlockKind::kAttention;
       total += mlp + (attention ? attention_block : 0.0);

@@ -27,6 +27,7 @@
 // partial sums are the reduce-scatter's workspace (models/layers/transformer_block.h).
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,12 @@ std::string_view checkpoint_policy_name(CheckpointPolicy policy);
 // The sites each block keeps under `policy` (see the table above).
 SavedSites saved_sites(CheckpointPolicy policy, bool sequence_parallel);
 inline bool rematerializes(CheckpointPolicy policy) { return policy != CheckpointPolicy::kSaveEverything; }
+// Whether a rematerializing step recomputes `block` of `blocks` split into `parts` equal model
+// instances (pipeline stages, or their chunks under the circular schedule): every block but each
+// part's last, whose results are still in place when its backward starts (DecoderModel).
+inline bool recomputes_block(int block, int blocks, int parts = 1) {
+  return (block + 1) % (blocks / std::max(parts, 1)) != 0;
+}
 
 // The FLOPs a training step spends recomputing, per token of the batch, counted as
 // ModelConfig::flops_per_token counts the model's (GEMMs 2 x in x out, attention's two products 4 T D

@@ -94,7 +94,7 @@ double most_device_floats(const LayoutSpec& spec) {
 }
 
 // Rematerialization under tensor parallelism: the collectives of the forward that each recomputed
-// block (every one but the last: models/checkpoint_policy.h) runs again (TransformerBlock::recompute):
+// block (models::recomputes_block: each stage's or chunk's last is not) runs again (TransformerBlock::recompute):
 // the attention output's sum when out_proj is recomputed for the residual; under sequence
 // parallelism the gathers of the norms' outputs the recomputed mixer and MLP read, and the
 // attention output's reduce-scatter for the residual.
@@ -106,7 +106,8 @@ void recompute_collectives(const LayoutSpec& spec, double activation, Add& add) 
   using models::BlockSite;
   const bool residual = !saved.has(BlockSite::kNorm2);
   long gathers = 0, scatters = 0, sums = 0;
-  for (int l = 0; l + 1 < spec.model.num_blocks(); ++l) {
+  for (int l = 0; l < spec.model.num_blocks(); ++l) {
+    if (!models::recomputes_block(l, spec.model.num_blocks(), spec.stages() * spec.repeat)) continue;
     const bool attention = !spec.model.is_gpt() || spec.model.gpt().block_kind(l) == models::BlockKind::kAttention;
     if (sp) {
       if (attention ? !saved.has(BlockSite::kQkvProj) : !saved.has(BlockSite::kSsm)) ++gathers;

@@ -474,6 +474,22 @@ TEST(Plan, RecomputeCollectivesByHand) {
                                                        {"TP reduce-scatter, recomputed attention outputs", 2}}));
 }
 
+// ... and inside pipeline stages, where each stage's last block is not recomputed either
+// (models::recomputes_block): 4 blocks over 2 stages recompute 2, on each microbatch's pass.
+TEST(Plan, RecomputeCollectivesInsideStagesSkipEachStagesLastBlock) {
+  const plan::LayoutSpec spec =
+      spec_of({{"NUM_LAYERS", "4"}, {"MODEL_DIMS", "32"}, {"HIDDEN_DIMS", "64"}, {"NUM_HEADS", "4"},
+               {"DIMS_PER_HEAD", "8"}, {"MAX_SEQ_LEN", "6"}, {"VOCAB_SIZE", "256"}, {"ICI_MESH_SHAPE", "[2,1,1,2]"},
+               {"PERCORE_BATCH_SIZE", "1"}, {"CHECKPOINT_POLICY", "SAVE_NOTHING"}});
+  const long microbatches = spec.microbatches();
+  ASSERT_GT(microbatches, 1);
+  long recomputed = -1;
+  for (const plan::Collective& c : plan::step_collectives(spec, plan::device_layout(spec))) {
+    if (c.name == "TP all-reduce, recomputed attention outputs") recomputed = c.operations;
+  }
+  EXPECT_EQ(recomputed, 2 * microbatches);
+}
+
 TEST(Plan, TensorCollectivesByHand) {
   // t = 4: 2 devices of a process x 2 processes; bfloat16 activations; 3 blocks; 1 sequence per group.
   const plan::LayoutSpec spec = spec_of({{"NUM_LAYERS", "3"}, {"MODEL_DIMS", "32"}, {"HIDDEN_DIMS", "64"},
