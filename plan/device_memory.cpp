@@ -42,6 +42,19 @@ ActivationShape activation_shape(const LayoutSpec& spec, bool sequence_parallel,
   return s;
 }
 
+// Virtual stage v's staging buffers for messages from neighbours on its process (ICI_ALGORITHM=ring:
+// one context), PipelineStep's direct channels: m for the activations from v - 1, m for the
+// gradients from v + 1 (device s = v mod p; devices s and t share a process when s / ici = t / ici).
+std::size_t stage_message_buffers(const LayoutSpec& spec, int v) {
+  if (!spec.ici_ring) return 0;
+  const int p = spec.stages(), ici = spec.ici_along(MeshAxis::kStage), s = v % p;
+  auto on_this_process = [&](int t) { return s / ici == t / ici; };
+  std::size_t buffers = 0;
+  if (v > 0 && on_this_process((v - 1) % p)) buffers += static_cast<std::size_t>(spec.microbatches());
+  if (v + 1 < spec.virtual_stages() && on_this_process((v + 1) % p)) buffers += static_cast<std::size_t>(spec.microbatches());
+  return buffers;
+}
+
 bool has_ssm_blocks(const LayoutSpec& spec, const models::StageSpan& stage) {
   if (!spec.model.is_gpt()) return false;
   for (int l = stage.first; l < stage.end; ++l) {
@@ -100,6 +113,15 @@ DeviceMemory stage_memory(const LayoutSpec& spec, const models::ParameterLayout&
   const std::vector<BufferSize> with_sp = activation_buffers(spec.model, activation_shape(spec, true, stage));
   m.activations_without_sp = instances * total_bytes(without_sp);
   m.activations_with_sp = instances * total_bytes(with_sp);
+  if (spec.stages() > 1) {  // the staging buffers of its device-to-device channels (it receives on them)
+    const std::size_t staging = stage_message_buffers(spec, stage.stage);
+    const std::size_t message = static_cast<std::size_t>(spec.microbatch_sequences()) *
+                                static_cast<std::size_t>(spec.model.max_seq_len()) *
+                                static_cast<std::size_t>(spec.model.visit([](const auto& c) { return c.model_dims; })) *
+                                device::dtype_size(spec.fprop);
+    m.activations_without_sp += staging * message;
+    m.activations_with_sp += staging * (message / static_cast<std::size_t>(spec.along(MeshAxis::kTensor)));
+  }
   const bool sp = spec.sequence_parallel && spec.along(MeshAxis::kTensor) > 1;
   m.activations = sp ? m.activations_with_sp : m.activations_without_sp;
   if (has_ssm_blocks(spec, stage) && spec.model.gpt().ssm.convolution == "fft") {

@@ -19,7 +19,11 @@
 //     the final norm's and the head's on the last; GPT's tied wte on both) in full, 4 x P_s x 4
 //     bytes plus the 16-bit copy, and microbatches_in_flight(schedule, p, s, m) model instances'
 //     activations, each for one microbatch (group sequences / m) over the stage's own layers and
-//     its input / output-gradient buffers (activation_memory.h). Every figure is that of the stage
+//     its input / output-gradient buffers (activation_memory.h), plus, with ICI_ALGORITHM=ring,
+//     m staging buffers of one message (microbatch x T x C in the activation dtype, / t under
+//     SEQUENCE_PARALLEL) for each neighbour on its process it receives from (device-to-device
+//     messages; v - 1's activations, v + 1's gradients; devices s, t share a process when
+//     s / ici_stage = t / ici_stage), counted as activations. Every figure is that of the stage
 //     holding the most (the state of the largest layout, the activations of the stage with the
 //     most in flight), as PipelineStep::state_bytes_per_device() and activation_bytes_per_device()
 //     report them; total() bounds every stage's.

@@ -121,6 +121,7 @@ LayoutSpec layout_spec_of(const config::Experiment& e) {
   s.fprop = s.fprop_auto ? device::DType::kF32 : device::dtype_from_name(e.get_string("FPROP_DTYPE"));
   s.fsdp_prefetch_depth = static_cast<int>(e.get_int("FSDP_PREFETCH_DEPTH"));
   s.overlap = e.get_bool("OVERLAP_COMMUNICATION");
+  s.ici_ring = e.get_string("ICI_ALGORITHM") == "ring";
   // Sequence parallelism arrives with tensor parallelism (issue 20); until the experiment has it, off.
   if (has_field("SEQUENCE_PARALLEL")) s.sequence_parallel = e.get_bool("SEQUENCE_PARALLEL");
   if (has_field("CHECKPOINT_POLICY")) s.checkpoint_policy = models::checkpoint_policy_from_name(e.get_string("CHECKPOINT_POLICY"));

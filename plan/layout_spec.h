@@ -33,6 +33,9 @@ struct LayoutSpec {
   bool fprop_auto = false;  // FPROP_DTYPE=auto, planned as float32 (what it resolves to on all but bf16 CPUs)
   int fsdp_prefetch_depth = 1;     // FSDP_PREFETCH_DEPTH
   bool overlap = true;             // OVERLAP_COMMUNICATION
+  // ICI_ALGORITHM=ring: a process's devices share a context (one platform assumed), so neighbouring
+  // pipeline stages on it send device to device, through staging buffers (scheduler/pipeline_step.h).
+  bool ici_ring = true;
   bool sequence_parallel = false;  // SEQUENCE_PARALLEL (tensor > 1): norms and residuals on sequence shards
   // CHECKPOINT_POLICY: the forward results each block keeps (models/checkpoint_policy.h)
   models::CheckpointPolicy checkpoint_policy = models::CheckpointPolicy::kSaveEverything;

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "common/errors.h"
 #include "models/model_factory.h"
@@ -125,6 +126,35 @@ PipelineStep::PipelineStep(const std::vector<device::DeviceInfo>& devices, devic
     }
   }
 
+  // Direct channels: a neighbour on this process in the same context sends device to device.
+  const std::size_t staging_bytes = static_cast<std::size_t>(microbatch) * static_cast<std::size_t>(options.model.max_seq_len()) *
+                                    dims_ * device::dtype_size(options.step.fprop_dtype) /
+                                    (sequence_parallel_ ? static_cast<std::size_t>(mesh.size(MeshAxis::kTensor)) : 1);
+  int through_host = 0;
+  for (Stage& st : stages_) {
+    const device::Context& context = locals_[st.device].device->context();
+    auto add_direct = [&](const Peer& from, Carries what) {
+      if (!from.exists() || from.process != world.rank()) return;
+      if (locals_[static_cast<std::size_t>(from.local)].device->context().get() != context.get()) {
+        ++through_host;
+        return;
+      }
+      DirectChannel& direct = direct_[channel(static_cast<int>(st.device), st.chunk, what)];
+      for (int j = 0; j < pipeline.microbatches; ++j) {
+        direct.staging.emplace_back(context, staging_bytes, fmt::format("pipeline message {}", j));
+      }
+      direct.filled.resize(direct.staging.size());
+      st.staging_bytes += direct.staging.size() * staging_bytes;
+    };
+    add_direct(st.previous, Carries::kActivation);
+    add_direct(st.next, Carries::kGradient);
+  }
+  if (!direct_.empty() || through_host > 0) {
+    spdlog::info("pipeline messages between this process's devices: {} channel(s) device to device (one OpenCL "
+                 "context), {} through host memory (ICI_ALGORITHM=host, or devices of different platforms)",
+                 direct_.size(), through_host);
+  }
+
   // FSDP groups: one (stage, tensor) index's devices, sharding each of their chunks' optimizers.
   if (sharded) {
     std::vector<int> group_of(static_cast<std::size_t>(local), -1);
@@ -188,21 +218,48 @@ std::size_t PipelineStep::message_bytes(const inputs::Batch& rows, device::DType
   return n * dims_ * device::dtype_size(dtype);
 }
 
+PipelineStep::DirectChannel* PipelineStep::direct_channel(int channel, int microbatch) {
+  const auto it = direct_.find(channel);
+  // Both ends ask alike, so a microbatch beyond the staging buffers goes through host memory on both.
+  if (it == direct_.end() || static_cast<std::size_t>(microbatch) >= it->second.staging.size()) return nullptr;
+  return &it->second;
+}
+
 void PipelineStep::send(Stage& st, const Peer& to, Carries what, const models::ActBuffer& x, const inputs::Batch& rows,
                         int microbatch) {
   const std::size_t bytes = message_bytes(rows, x.dtype());
+  const int to_channel = channel(to.local, to.chunk, what);
+  if (DirectChannel* direct = direct_channel(to_channel, microbatch)) {
+    device::Queue& queue = locals_[st.device].device->queue();
+    const auto j = static_cast<std::size_t>(microbatch);
+    device::Event copied = queue.copy(x.storage(), 0, direct->staging[j], 0, bytes);
+    queue.flush();  // the receiver's queue waits on it
+    trace_transfer(st, "send", what, microbatch, copied);
+    direct->filled[j] = std::move(copied);  // before the mailbox message, which orders it for the receiver
+    messages_->send(to.process, to_channel, {});
+    return;
+  }
   collectives::StageMessages::Message message(bytes);
   // Blocks until the stage's pass has got there.
   trace_transfer(st, "send", what, microbatch,
                  locals_[st.device].device->queue().read(x.storage(), std::span<std::byte>(message)));
-  messages_->send(to.process, channel(to.local, to.chunk, what), std::move(message));
+  messages_->send(to.process, to_channel, std::move(message));
 }
 
 void PipelineStep::receive(Stage& st, const Peer& from, Carries what, models::ActBuffer& into, const inputs::Batch& rows,
                            int microbatch) {
   const std::size_t bytes = message_bytes(rows, into.dtype());
-  collectives::StageMessages::Message message =
-      messages_->receive(from.process, channel(static_cast<int>(st.device), st.chunk, what));
+  const int own_channel = channel(static_cast<int>(st.device), st.chunk, what);
+  collectives::StageMessages::Message message = messages_->receive(from.process, own_channel);
+  if (DirectChannel* direct = direct_channel(own_channel, microbatch)) {
+    if (!message.empty()) throw std::logic_error("pipeline: bytes on a device-to-device channel");
+    const auto j = static_cast<std::size_t>(microbatch);
+    device::Queue& queue = locals_[st.device].device->queue();
+    trace_transfer(st, "receive", what, microbatch,
+                   queue.copy(direct->staging[j], 0, into.storage(), 0, bytes,
+                              std::span<const device::Event>(&direct->filled[j], 1)));
+    return;
+  }
   if (message.size() != bytes) {
     throw DeviceError(fmt::format("pipeline stage {} received {} bytes from process {} where it expected {} (the "
                                   "stages disagree on the batch)",
@@ -507,7 +564,8 @@ std::size_t PipelineStep::state_bytes_per_device() const {
 }
 
 std::size_t PipelineStep::activation_bytes_per_device() const {
-  return per_device_most([](const Stage& st) { return (st.more_slots.size() + 1) * st.first->activation_bytes(); });
+  return per_device_most(
+      [](const Stage& st) { return (st.more_slots.size() + 1) * st.first->activation_bytes() + st.staging_bytes; });
 }
 
 int PipelineStep::microbatches_held() const {  // per chunk: a chunk's instance holds only its blocks

@@ -10,7 +10,9 @@
 // PIPELINE_SCHEDULE (stage_ops): a forward receives its input from the previous stage and sends its output to the
 // next, a backward receives its output's gradient from the next stage and sends its input's to
 // the previous (collectives::StageMessages: a mailbox inside the process, MPI between processes;
-// the stage's queue runs meanwhile; with a tensor axis each tensor rank sends its own copy, or
+// the stage's queue runs meanwhile; between devices of this process in one OpenCL context
+// (ICI_ALGORITHM=ring) the bytes move device to device, only the copy's event through the mailbox;
+// with a tensor axis each tensor rank sends its own copy, or
 // under SEQUENCE_PARALLEL its rows, to the same rank of the next stage; on a traced step the copies out of and into the device are on
 // the trace's communication track and in its overlap report). A stage keeps one model instance per microbatch it holds at
 // once (microbatches_in_flight: m for gpipe, p - s for 1f1b), each with its own activations over
@@ -31,6 +33,7 @@
 // the job, each element placed by the one device owning it), so any layout restores them.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -102,6 +105,7 @@ class PipelineStep : public StepProgram {
     int shard_group = -1;                     // fsdp: its index in shard_groups_
     std::vector<models::AdamOptimizer::Segment> counted;  // its ranges in the global norm
     std::vector<collectives::StageMessages::Message> held;  // messages the queue still writes from
+    std::size_t staging_bytes = 0;  // its direct channels' staging buffers (it receives on them)
     // While tracing: the copies of messages out of and into the device (device clock).
     std::vector<std::pair<std::string, device::Event>> transfers;
   };
@@ -144,6 +148,17 @@ class PipelineStep : public StepProgram {
   std::unique_ptr<models::ParameterLayout> whole_layout_;
   std::vector<Stage> stages_;  // per local device, its chunks in order (stage(d, c))
   std::unique_ptr<collectives::StageMessages> messages_;
+  // A channel between two devices of this process in one context: a staging buffer per microbatch.
+  // The sender's queue copies its output into buffer j and the copy's event is stored before an
+  // empty mailbox message says so; the receiver's queue waits for the event and copies buffer j
+  // into its input. Each buffer takes one message a step, written and read before the step's
+  // queues finish, so none is overwritten while it is read (and no host memory is involved).
+  struct DirectChannel {
+    std::vector<device::Buffer<std::byte>> staging;  // per microbatch
+    std::vector<device::Event> filled;               // per microbatch: the sender's copy
+  };
+  std::map<int, DirectChannel> direct_;  // by channel; fixed after construction
+  DirectChannel* direct_channel(int channel, int microbatch);  // null: through host memory
   std::vector<std::unique_ptr<collectives::GradientAverager>> averagers_;  // one per chunk's data group
   std::vector<int> averager_of_;                                             // per stages_ entry, -1: none
   struct ShardGroup {  // fsdp: one (stage, tensor) index's devices of this process, [data, fsdp] order

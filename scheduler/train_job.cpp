@@ -67,6 +67,7 @@ void require_layout_fits(const config::JobConfig& job, const std::vector<device:
   spec.fprop = job.step.fprop_dtype;
   spec.fsdp_prefetch_depth = job.step.fsdp_prefetch_depth;
   spec.overlap = job.step.overlap;
+  spec.ici_ring = job.step.ici_ring;
   spec.sequence_parallel = job.step.sequence_parallel;
   spec.checkpoint_policy = job.step.checkpoint_policy;
   spec.sub_batches = job.step.sub_batches;

@@ -68,6 +68,16 @@ TEST_F(CliPipeline, GptLayoutsMatchOneDevice) {
   EXPECT_NE(two.out.find("at most 2 microbatches of 2 x 32 tokens"), std::string::npos) << two.out;
   expect_close("ici2", want, "ICI [2,1,1,1] 1f1b");
   expect_weights_close("ici2", "one");
+  // The two stages share a context (ICI_ALGORITHM=ring): messages move device to device; with
+  // ICI_ALGORITHM=host they go through host memory, to the same bits.
+  EXPECT_NE(two.err.find("2 channel(s) device to device (one OpenCL context), 0 through host memory"),
+            std::string::npos) << two.err;
+  const auto host = train("", kGpt, " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[2,1,1,1] --fdl.NUM_MICROBATCHES=4"
+                                    " --fdl.ICI_ALGORITHM=host" + save("ici2-host"), "ici2-host");
+  EXPECT_NE(host.err.find("0 channel(s) device to device (one OpenCL context), 2 through host memory"),
+            std::string::npos) << host.err;
+  EXPECT_EQ(train_losses(path("ici2-host")), train_losses(path("ici2")));
+  EXPECT_TRUE(file_bytes(path("ici2-host") / "final.safetensors") == file_bytes(path("ici2") / "final.safetensors"));
   // The messages' copies out of and into the devices are on the trace's communication track: per
   // microbatch, the activation's send and receive and the gradient's.
   std::ifstream in(path("ici2") / "trace.json");

@@ -628,11 +628,16 @@ TEST(Plan, TwoStageGptMemoryByHand) {
   EXPECT_EQ(a0.at("h*.attn.out").copies, 1u);  // one block per stage
   const std::size_t i0 = plan::total_bytes(instance(0)), i1 = plan::total_bytes(instance(1));
   // 1f1b: stage 0 holds min(2 - 0, 3) = 2 microbatches, stage 1 min(2 - 1, 3) = 1; gpipe: all 3.
-  EXPECT_EQ(m.activations, std::max(2 * i0, i1));
+  // Both stages share the process (ICI_ALGORITHM=ring: one context), so each also keeps a staging
+  // buffer per microbatch for what it receives device to device: 3 (N, C) messages.
+  EXPECT_EQ(m.activations, std::max(2 * i0, i1) + 3 * NC);
   EXPECT_EQ(m.microbatches_in_flight, 2 * i0 >= i1 ? 2 : 1);
   const plan::DeviceMemory gpipe = plan::device_memory(spec_of(two_stage_gpt("gpipe")));
-  EXPECT_EQ(gpipe.activations, 3 * std::max(i0, i1));
+  EXPECT_EQ(gpipe.activations, 3 * std::max(i0, i1) + 3 * NC);
   EXPECT_EQ(gpipe.state(), m.state());
+  plan::LayoutSpec host = spec;  // ICI_ALGORITHM=host: messages through host memory, no staging
+  host.ici_ring = false;
+  EXPECT_EQ(plan::device_memory(host).activations, std::max(2 * i0, i1));
 }
 
 TEST(Plan, PipelineBubbleStretchesTheComputeAndFlopsSplitOverTheStages) {
@@ -815,7 +820,11 @@ TEST(Plan, CircularGptMemoryIsEachDevicesChunksSummedByHand) {
   auto held = [&](int first, int second) {
     return 4 * (plan::total_bytes(instance(first)) + plan::total_bytes(instance(second)));
   };
-  EXPECT_EQ(m.activations, std::max(held(0, 2), held(1, 3)));
+  // Every message is device to device (one process, ICI_ALGORITHM=ring), into a staging buffer per
+  // microbatch on the receiver: device 0 receives v1's gradients into v0 and v1's activations and
+  // v3's gradients into v2, device 1 likewise: 3 x 4 buffers of one (T, C) message each.
+  const std::size_t staging = 3 * 4 * static_cast<std::size_t>(T * C) * sizeof(float);
+  EXPECT_EQ(m.activations, std::max(held(0, 2), held(1, 3)) + staging);
   EXPECT_EQ(m.microbatches_in_flight, 4);  // per chunk
 }
 
