@@ -391,16 +391,21 @@ std::vector<collectives::Pending> PipelineStep::over_shard_groups(const ShardCol
   return issued;
 }
 
+std::pair<collectives::IciCommunicator::Buffers, std::vector<device::Event>> PipelineStep::buffers_now(
+    const std::vector<Stage*>& members, const std::function<models::FloatBuffer(Stage&)>& buffer) {
+  std::pair<collectives::IciCommunicator::Buffers, std::vector<device::Event>> out;
+  for (Stage* st : members) {
+    out.first.push_back(buffer(*st));
+    out.second.push_back(queue_marker(st->device));
+  }
+  return out;
+}
+
 void PipelineStep::reduce_gradients() {
   const float scale = 1.0f / static_cast<float>(mesh().size(MeshAxis::kData) * mesh().size(MeshAxis::kFsdp));
   std::vector<collectives::Pending> reductions =
       over_shard_groups([&](collectives::FsdpCommunicator& comm, const std::vector<Stage*>& members) {
-        collectives::IciCommunicator::Buffers grads;
-        std::vector<device::Event> backward_done;
-        for (Stage* st : members) {
-          grads.push_back(st->first->gradient_buffer());
-          backward_done.push_back(queue_marker(st->device));
-        }
+        const auto [grads, backward_done] = buffers_now(members, [](Stage& st) { return st.first->gradient_buffer(); });
         return comm.reduce_scatter(members.front()->split, grads, grads, scale, backward_done,
                                    fmt::format("reduce-scatter stage {}", members.front()->span.stage));
       });
@@ -422,12 +427,7 @@ void PipelineStep::reduce_gradients() {
 void PipelineStep::gather_parameters() {
   const std::vector<collectives::Pending> gathers =
       over_shard_groups([&](collectives::FsdpCommunicator& comm, const std::vector<Stage*>& members) {
-        collectives::IciCommunicator::Buffers params;
-        std::vector<device::Event> updated;
-        for (Stage* st : members) {
-          params.push_back(st->first->parameter_buffer());
-          updated.push_back(queue_marker(st->device));
-        }
+        const auto [params, updated] = buffers_now(members, [](Stage& st) { return st.first->parameter_buffer(); });
         return comm.gather(members.front()->split, params, params, updated,
                            fmt::format("all-gather stage {}", members.front()->span.stage));
       });

@@ -128,6 +128,9 @@ class PipelineStep : public StepProgram {
   using ShardCollective =
       std::function<collectives::Pending(collectives::FsdpCommunicator&, const std::vector<Stage*>&)>;
   std::vector<collectives::Pending> over_shard_groups(const ShardCollective& issue);
+  // Each member's `buffer` and a marker of its device's queue now (what a collective waits for).
+  std::pair<collectives::IciCommunicator::Buffers, std::vector<device::Event>> buffers_now(
+      const std::vector<Stage*>& members, const std::function<models::FloatBuffer(Stage&)>& buffer);
   void reduce_gradients();  // the mean over data (x fsdp: into each device's shard)
   void gather_parameters();  // fsdp: every device's updated shard to the others
   // Each data-replica-0 stage's shard of `buffer(st)` (zeros elsewhere) placed in the whole layout
