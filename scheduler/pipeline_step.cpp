@@ -81,13 +81,6 @@ PipelineStep::PipelineStep(const std::vector<device::DeviceInfo>& devices, devic
       const models::ParameterLayout& own = first->layout();
       st.shard = models::ShardPlan::Piece{0, own.total()};
       if (sharded) {
-        st.shard = models::ShardPlan::buffer_shard(own.total(), own.alignment(), fsdp_dcn, fsdp_ici, fsdp_process,
-                                                   mesh.ici_coord(d, MeshAxis::kFsdp));
-        if (st.shard.size() == 0) {
-          throw ConfigError(fmt::format("pipeline stage {}'s {} parameters do not split over an fsdp axis of {}: "
-                                        "choose a smaller fsdp axis",
-                                        st.span.stage, own.total(), mesh.size(MeshAxis::kFsdp)));
-        }
         for (int p = 0; p < fsdp_dcn; ++p) {
           const auto chunk_of_process = models::ShardPlan::split_aligned(0, own.total(), own.alignment(), fsdp_dcn, p);
           st.split.chunks.push_back({chunk_of_process.begin, chunk_of_process.end});
@@ -99,6 +92,13 @@ PipelineStep::PipelineStep(const std::vector<device::DeviceInfo>& devices, devic
           st.split.shard_offsets.push_back(piece.begin);
         }
         st.split.size = own.total();
+        const auto& mine = st.split.shards[static_cast<std::size_t>(mesh.ici_coord(d, MeshAxis::kFsdp))];
+        st.shard = models::ShardPlan::Piece{mine.begin, mine.end};
+        if (st.shard.size() == 0) {
+          throw ConfigError(fmt::format("pipeline stage {}'s {} parameters do not split over an fsdp axis of {}: "
+                                        "choose a smaller fsdp axis",
+                                        st.span.stage, own.total(), mesh.size(MeshAxis::kFsdp)));
+        }
       }
       // Weight decay covers [0, decayed_end): the shard's part of it is a prefix.
       const std::size_t decayed = std::clamp(own.decayed_end(), st.shard.begin, st.shard.end) - st.shard.begin;
@@ -178,7 +178,6 @@ PipelineStep::PipelineStep(const std::vector<device::DeviceInfo>& devices, devic
       group.comm = std::make_unique<collectives::FsdpCommunicator>(devices_of_group, world, mesh);
       shard_groups_.push_back(std::move(group));
     }
-    for (Stage& st : stages_) st.shard_group = group_of[st.device];
   }
 
   // Data groups: the replicas of one chunk of one stage, averaging its gradients.

@@ -102,7 +102,6 @@ class PipelineStep : public StepProgram {
     std::unique_ptr<models::StagePart> part;  // its tensors in the whole layout
     models::ShardPlan::Piece shard;           // what its optimizer updates: the whole chunk without fsdp
     collectives::UnitSplit split;             // fsdp: the chunk's flat buffer over the fsdp axis
-    int shard_group = -1;                     // fsdp: its index in shard_groups_
     std::vector<models::AdamOptimizer::Segment> counted;  // its ranges in the global norm
     std::vector<collectives::StageMessages::Message> held;  // messages the queue still writes from
     std::size_t staging_bytes = 0;  // its direct channels' staging buffers (it receives on them)
