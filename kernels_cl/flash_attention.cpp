@@ -1,18 +1,21 @@
 #include "kernels_cl/flash_attention.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
-#include <tuple>
 #include <utility>
 
 #include "common/errors.h"
 #include "common/whole_number.h"
+#include "common/announce_once.h"
 #include "kernels_cl/launch_checks.h"
+#include "kernels_cl/program_loader.h"
+#include "kernels_cl/tensor_core_probe.h"
 
 namespace paxocl::kernels {
 
@@ -123,12 +126,117 @@ std::string attention_path(const device::DeviceInfo& device, std::size_t head_si
 }
 
 namespace {
+// Local bytes of one tensor-core kernel (keep in step with flash_attention_mma.cl's __local arrays):
+// 16-bit tiles of (rows, hs + 8), and per-row floats.
+std::size_t mma_local_bytes(FlashKernel kernel, std::size_t hs, FlashMmaKernelTile tile) {
+  const std::size_t row = (hs + 8) * 2, rows = tile.rows(), cols = tile.cols;
+  switch (kernel) {
+    case FlashKernel::kForward: return (rows + 2 * cols) * row;
+    case FlashKernel::kDq: return (2 * rows + 2 * cols) * row + 2 * rows * sizeof(float);
+    case FlashKernel::kDkDv: return (2 * rows + 2 * cols) * row + 2 * cols * sizeof(float);
+  }
+  return 0;
+}
+
+// Accumulator floats a work-item holds: head-shaped (16 x hs per warp: hs / 2 a lane) and
+// score-shaped (16 x cols: cols / 2) fragments.
+std::size_t mma_register_floats(FlashKernel kernel, std::size_t hs, std::size_t cols) {
+  switch (kernel) {
+    case FlashKernel::kForward: return hs / 2 + cols / 2;  // o, s
+    case FlashKernel::kDq: return hs / 2 + cols;           // dq, s, dp
+    case FlashKernel::kDkDv: return hs + cols;             // dk, dv, s, dp
+  }
+  return 0;
+}
+
+std::optional<FlashMmaKernelTile> mma_kernel_tile(FlashKernel kernel, std::size_t hs, std::size_t budget) {
+  constexpr FlashMmaKernelTile kCandidates[] = {{4, 64}, {4, 32}, {2, 32}, {2, 16}, {1, 16}};
+  constexpr std::size_t kMaxRegisterFloats = 96;
+  std::optional<FlashMmaKernelTile> leanest;  // fits, the fewest accumulators
+  for (const FlashMmaKernelTile& tile : kCandidates) {
+    if (mma_local_bytes(kernel, hs, tile) > budget) continue;
+    const std::size_t floats = mma_register_floats(kernel, hs, tile.cols);
+    if (floats <= kMaxRegisterFloats) return tile;
+    if (!leanest || floats < mma_register_floats(kernel, hs, leanest->cols)) leanest = tile;
+  }
+  return leanest;
+}
+}  // namespace
+
+std::optional<FlashMmaTiles> flash_mma_tiles(std::size_t head_size, std::size_t local_bytes) {
+  if (head_size == 0 || head_size % 16 != 0 || head_size > kFlashMmaMaxHeadSize) return std::nullopt;
+  const std::size_t budget = std::min(local_bytes, kFlashLocalBudget);
+  const auto forward = mma_kernel_tile(FlashKernel::kForward, head_size, budget);
+  const auto dq = mma_kernel_tile(FlashKernel::kDq, head_size, budget);
+  const auto dkdv = mma_kernel_tile(FlashKernel::kDkDv, head_size, budget);
+  if (!forward || !dq || !dkdv) return std::nullopt;
+  const std::size_t bytes = std::max({mma_local_bytes(FlashKernel::kForward, head_size, *forward),
+                                      mma_local_bytes(FlashKernel::kDq, head_size, *dq),
+                                      mma_local_bytes(FlashKernel::kDkDv, head_size, *dkdv)});
+  return FlashMmaTiles{*forward, *dq, *dkdv, bytes};
+}
+
+namespace {
 // PAX_OCL_FLASH_VECTOR_READS=0: the kernels' scalar local-memory reads (a measuring switch: the
 // float4 form against the scalar one on a GPU); the float4 form otherwise. local_floats sizes the
 // tiles for the float4 form's rows, which the scalar form's never exceed.
 std::string vector_reads_option() {
   const char* env = std::getenv("PAX_OCL_FLASH_VECTOR_READS");
   return env != nullptr && std::string(env) == "0" ? " -DFA_VEC_DOTS=0 -DFA_VEC_DIMS=0" : "";
+}
+
+// PAX_OCL_FLASH_TENSOR_CORES: unset or 1, tensor cores where they can run; 0, never.
+bool tensor_cores_allowed() {
+  const char* env = std::getenv("PAX_OCL_FLASH_TENSOR_CORES");
+  const std::string value = env != nullptr ? env : "";
+  if (value.empty() || value == "1") return true;
+  if (value == "0") return false;
+  throw ConfigError(fmt::format("PAX_OCL_FLASH_TENSOR_CORES={}: give 1 (flash attention on tensor cores where the "
+                                "probe passed; the default) or 0 (float32 FMAs always)",
+                                value));
+}
+
+bool is16(device::DType t) { return t == device::DType::kBF16 || t == device::DType::kF16; }
+
+// The tensor-core tiles when those kernels run (see FlashMath), else nullopt.
+std::optional<FlashMmaTiles> mma_tiles_for(device::ProgramCache& cache, const device::Device& device,
+                                           device::DType act, std::size_t head_size, FlashMath math) {
+  if (math == FlashMath::kFloat) return std::nullopt;
+  const auto tiles = is16(act) ? flash_mma_tiles(head_size, device.info().local_mem_bytes) : std::nullopt;
+  if (math == FlashMath::kEmulatedTensorCores) {
+    if (!tiles) {
+      throw ConfigError(fmt::format("flash attention on tensor cores needs 16-bit activations (not {}) and a head "
+                                    "size that is a multiple of 16 up to {} (not {})",
+                                    device::dtype_name(act), kFlashMmaMaxHeadSize, head_size));
+    }
+    return tiles;
+  }
+  if (!tiles || !tensor_cores_allowed() || !probe_tensor_cores(device.info(), cache).takes(act)) return std::nullopt;
+  return tiles;
+}
+
+KernelSet flash_kernels(device::ProgramCache& cache, device::Device& device, device::DType act,
+                        std::size_t head_size, const std::optional<FlashMmaTiles>& mma, const FlashTiles& tiles,
+                        FlashMath math) {
+  const std::initializer_list<const char*> names = {"flash_attention_forward", "flash_attention_backward_dq",
+                                                    "flash_attention_backward_dkdv"};
+  if (!mma) {
+    return KernelSet(cache, device, "flash_attention",
+                     names,
+                     fmt::format("{} -DHS={} -DFA_WG={} -DFWD_BR={} -DFWD_BC={} -DDQ_BR={} -DDQ_BC={} -DKV_BR={} "
+                                 "-DKV_BC={}{}",
+                                 device::dtype_build_option(act), head_size, tiles.group_size, tiles.forward.rows,
+                                 tiles.forward.cols, tiles.dq.rows, tiles.dq.cols, tiles.dkdv.rows, tiles.dkdv.cols,
+                                 vector_reads_option()));
+  }
+  const std::string options = fmt::format(
+      "{} {} -DHS={} -DFWD_WARPS={} -DFWD_BC={} -DDQ_WARPS={} -DDQ_BC={} -DKV_WARPS={} -DKV_BC={}",
+      act == device::DType::kBF16 ? "-DMMA_AB_BF16" : "-DMMA_AB_F16", device::dtype_build_option(act), head_size,
+      mma->forward.warps, mma->forward.cols, mma->dq.warps, mma->dq.cols, mma->dkdv.warps, mma->dkdv.cols);
+  device::Program program = math == FlashMath::kEmulatedTensorCores
+                                ? load_program(cache, device, "flash_attention_mma", "-DPAX_MMA_EMULATE " + options)
+                                : load_ptx_program(cache, device, "flash_attention_mma", options);
+  return KernelSet(device, std::move(program), names);
 }
 
 FlashTiles tiles_for(const device::Device& device, std::size_t head_size) {
@@ -142,22 +250,48 @@ FlashTiles tiles_for(const device::Device& device, std::size_t head_size) {
 }  // namespace
 
 FlashAttentionKernels::FlashAttentionKernels(device::ProgramCache& cache, device::Device& device, device::DType act,
-                                             std::size_t head_size)
+                                             std::size_t head_size, FlashMath math)
     : act_(act),
       head_size_(head_size),
-      tiles_(tiles_for(device, head_size)),
-      set_(cache, device, "flash_attention",
-           {"flash_attention_forward", "flash_attention_backward_dq", "flash_attention_backward_dkdv"},
-           fmt::format("{} -DHS={} -DFA_WG={} -DFWD_BR={} -DFWD_BC={} -DDQ_BR={} -DDQ_BC={} -DKV_BR={} -DKV_BC={}{}",
-                       device::dtype_build_option(act), head_size, tiles_.group_size, tiles_.forward.rows,
-                       tiles_.forward.cols, tiles_.dq.rows, tiles_.dq.cols, tiles_.dkdv.rows, tiles_.dkdv.cols,
-                       vector_reads_option())) {}
+      mma_(mma_tiles_for(cache, device, act, head_size, math)),
+      tiles_(mma_ ? FlashTiles{} : tiles_for(device, head_size)),
+      set_(flash_kernels(cache, device, act, head_size, mma_, tiles_, math)) {
+  if (mma_ && announce_once(fmt::format("flash mma {} {} {}", fmt::ptr(device.info().id), head_size,
+                                        device::dtype_name(act)))) {
+    spdlog::info("Flash attention on {}: {}", device.info().name, describe());
+  }
+}
+
+std::string FlashAttentionKernels::describe() const {
+  if (mma_) {
+    const auto tile = [](const FlashMmaKernelTile& t) { return fmt::format("{}x{}", t.rows(), t.cols); };
+    return fmt::format("tensor cores (flash_attention_mma.cl, {}, head size {}, tiles {} forward, {} dq, {} dk/dv, "
+                       "{} KiB of local memory)",
+                       device::dtype_name(act_), head_size_, tile(mma_->forward), tile(mma_->dq), tile(mma_->dkdv),
+                       (mma_->local_bytes + 1023) / 1024);
+  }
+  return fmt::format("float32 FMAs (flash_attention_gpu.cl, head size {}, groups of {}, tiles {}x{} forward, {}x{} dq, "
+                     "{}x{} dk/dv)",
+                     head_size_, tiles_.group_size, tiles_.forward.rows, tiles_.forward.cols, tiles_.dq.rows,
+                     tiles_.dq.cols, tiles_.dkdv.rows, tiles_.dkdv.cols);
+}
+
+std::pair<std::size_t, std::size_t> FlashAttentionKernels::geometry(const char* kernel) const {
+  const std::string_view name(kernel);
+  const int which = name == "flash_attention_forward" ? 0 : name == "flash_attention_backward_dq" ? 1 : 2;
+  if (mma_) {
+    const FlashMmaKernelTile& t = which == 0 ? mma_->forward : which == 1 ? mma_->dq : mma_->dkdv;
+    return {t.rows(), t.group_size()};
+  }
+  const FlashKernelTile& t = which == 0 ? tiles_.forward : which == 1 ? tiles_.dq : tiles_.dkdv;
+  return {t.rows, tiles_.group_size};
+}
 
 template <typename... Args>
-void FlashAttentionKernels::launch(const char* kernel, std::size_t blocks, std::size_t heads, std::size_t B,
+void FlashAttentionKernels::launch(const char* kernel, std::size_t rows, std::size_t heads, std::size_t B,
                                    const Args&... args) {
-  const std::size_t wg = tiles_.group_size;
-  const std::array<std::size_t, 3> global = {blocks * wg, heads, B}, local = {wg, 1, 1};
+  const auto [owned, group] = geometry(kernel);
+  const std::array<std::size_t, 3> global = {(rows + owned - 1) / owned * group, heads, B}, local = {group, 1, 1};
   set_.launch_nd(kernel, global, local, args...);
 }
 
@@ -186,7 +320,7 @@ void FlashAttentionKernels::forward(const ActBuffer& q, std::size_t q_stride, co
   require_count("flash_attention_forward", B * queries * out_stride, out);
   require_count("flash_attention_forward", B * kv.rows_per_sequence * kv.stride, *kv.buffer);
   require_count("flash_attention_forward", B * H * stats_stride, lse);
-  launch("flash_attention_forward", (queries + tiles_.forward.rows - 1) / tiles_.forward.rows, H, B, q, u32(q_stride), *kv.buffer,
+  launch("flash_attention_forward", queries, H, B, q, u32(q_stride), *kv.buffer,
          u32(kv.stride), u32(kv.rows_per_sequence), u32(kv.k_col), u32(kv.v_col), out, u32(out_stride), lse,
          u32(stats_stride), u32(queries), u32(p0), u32(H), u32(heads.group()), 1.0f / std::sqrt(float(hs)));
 }
@@ -205,12 +339,10 @@ void FlashAttentionKernels::backward(const ActBuffer& qkv, std::size_t width, st
   const float scale = 1.0f / std::sqrt(float(heads.head_size));
   // The same arguments for both: dq (a group per query block and head) writes delta, dk/dv (per
   // key block and kv head) reads it.
-  const auto blocks = [T](const FlashKernelTile& tile) { return (T + tile.rows - 1) / tile.rows; };
-  const std::tuple<const char*, std::size_t, std::size_t> passes[] = {
-      {"flash_attention_backward_dq", blocks(tiles_.dq), H},
-      {"flash_attention_backward_dkdv", blocks(tiles_.dkdv), heads.kv_heads}};
-  for (const auto& [kernel, kernel_blocks, head_groups] : passes) {
-    launch(kernel, kernel_blocks, head_groups, B, qkv, u32(width), u32(k_col), u32(v_col), out, dout, u32(D), lse,
+  const std::pair<const char*, std::size_t> passes[] = {{"flash_attention_backward_dq", H},
+                                                        {"flash_attention_backward_dkdv", heads.kv_heads}};
+  for (const auto& [kernel, head_groups] : passes) {
+    launch(kernel, T, head_groups, B, qkv, u32(width), u32(k_col), u32(v_col), out, dout, u32(D), lse,
            delta, dqkv, u32(T), u32(H), u32(heads.group()), scale);
   }
 }

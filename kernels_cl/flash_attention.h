@@ -4,6 +4,8 @@
 // block, summed over the query heads of a grouped-query group inside the kernel), so no (T, T)
 // score tensor and no float atomics. models/layers/causal_attention.cpp uses it when the device
 // runs the GPU set and the tiles fit its local memory, and its GEMM + softmax path otherwise.
+// With 16-bit activations on tensor cores (FlashMath) the same kernels come from
+// flash_attention_mma.cl: same arguments and results, other tiles and work-group sizes.
 // Layouts (as CausalAttention's): H query heads, Hkv kv heads (Hkv divides H), hs dims each;
 //   q, out, dout: rows of sequences, head h at columns h*hs of the row (row strides given);
 //   k, v: rows of `rows_per_sequence` per sequence, kv head c at columns k_col + c*hs, v_col + c*hs;
@@ -14,6 +16,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "device/typed_buffer.h"
 #include "kernels_cl/kernel_set.h"
@@ -60,6 +63,32 @@ FlashLimits flash_limits_from(const char* group, const char* register_floats);  
 // most 64; nullopt when some kernel's smallest tile does not fit.
 std::optional<FlashTiles> flash_tiles(std::size_t head_size, std::size_t group_size, std::size_t local_bytes,
                                       const FlashLimits& limits = flash_limits());
+// The tensor-core kernels' tiles (flash_attention_mma.cl): per kernel `warps` warps of 16 rows each
+// and tiles of `cols` rows of the other side; `local_bytes`, the largest kernel's local memory.
+struct FlashMmaKernelTile {
+  std::size_t warps = 0, cols = 0;
+  std::size_t rows() const { return 16 * warps; }
+  std::size_t group_size() const { return 32 * warps; }
+};
+struct FlashMmaTiles {
+  FlashMmaKernelTile forward, dq, dkdv;
+  std::size_t local_bytes = 0;
+};
+inline constexpr std::size_t kFlashMmaMaxHeadSize = 128;
+// Per kernel the first of 4x64, 4x32, 2x32, 2x16, 1x16 (warps x cols) whose accumulators stay
+// within 96 floats a work-item and whose tiles fit `local_bytes` (capped at kFlashLocalBudget),
+// else the one that fits with the fewest (scripts/check_ptx.sh: no spills at head sizes 64 and
+// 128); nullopt for a head size that is not a multiple of 16 up to
+// kFlashMmaMaxHeadSize, or when nothing fits.
+std::optional<FlashMmaTiles> flash_mma_tiles(std::size_t head_size, std::size_t local_bytes);
+
+// How flash attention multiplies. kAuto: on tensor cores (flash_attention_mma.cl) when the
+// activations are 16-bit, the tensor-core probe passed for their dtype, flash_mma_tiles has tiles
+// and PAX_OCL_FLASH_TENSOR_CORES is not 0 (a measuring switch); in float32 FMAs
+// (flash_attention_gpu.cl) otherwise. kFloat: always the latter. kEmulatedTensorCores (tests):
+// the tensor-core kernels built with PAX_MMA_EMULATE, on any device that has the local memory.
+enum class FlashMath { kAuto, kFloat, kEmulatedTensorCores };
+
 // Whether `device` runs attention as flash attention at this head size: its kernel set is the GPU
 // one and flash_tiles finds tiles for it.
 bool uses_flash_attention(const device::DeviceInfo& device, std::size_t head_size);
@@ -83,10 +112,15 @@ struct KeyValueRows {
 
 class FlashAttentionKernels {
  public:
-  // ConfigError when uses_flash_attention(device, head_size) is false.
-  FlashAttentionKernels(device::ProgramCache& cache, device::Device& device, device::DType act, std::size_t head_size);
+  // kAuto and kFloat: ConfigError when uses_flash_attention(device, head_size) is false.
+  // kEmulatedTensorCores: ConfigError unless act is 16-bit and flash_mma_tiles has tiles.
+  FlashAttentionKernels(device::ProgramCache& cache, device::Device& device, device::DType act, std::size_t head_size,
+                        FlashMath math = FlashMath::kAuto);
 
-  const FlashTiles& tiles() const { return tiles_; }
+  bool on_tensor_cores() const { return mma_.has_value(); }
+  // "tensor cores (flash_attention_mma.cl, bfloat16, head size 64, tiles 64x64 forward, 64x64 dq,
+  // 64x32 dk/dv, 37 KiB of local memory)" or "float32 FMAs (flash_attention_gpu.cl, ...)".
+  std::string describe() const;
 
   // B sequences of `queries` queries at positions p0 .. p0+queries-1 (q: (B*queries, q_stride))
   // against keys 0 .. p0+t each -> out (B*queries, out_stride), lse at stats_stride per head.
@@ -101,13 +135,16 @@ class FlashAttentionKernels {
                 const AttentionHeads& heads, std::size_t B, std::size_t T);
 
  private:
-  // (blocks, heads, B) groups of tiles_.group_size work-items.
+  // The rows a group of `kernel` owns and its work-group size, on whichever kernels run.
+  std::pair<std::size_t, std::size_t> geometry(const char* kernel) const;
+  // Groups (ceil(rows / owned rows), heads, B) of geometry(kernel).
   template <typename... Args>
-  void launch(const char* kernel, std::size_t blocks, std::size_t heads, std::size_t B, const Args&... args);
+  void launch(const char* kernel, std::size_t rows, std::size_t heads, std::size_t B, const Args&... args);
 
   device::DType act_;
   std::size_t head_size_;
-  FlashTiles tiles_;
+  std::optional<FlashMmaTiles> mma_;  // set: the tensor-core kernels run
+  FlashTiles tiles_;                  // the float32 kernels' (when mma_ is empty)
   KernelSet set_;
 };
 

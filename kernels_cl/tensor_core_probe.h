@@ -22,7 +22,7 @@ namespace paxocl::kernels {
 
 inline constexpr const char* kTensorCoresEnvVar = "PAX_OCL_TENSOR_CORES";
 // The embedded programs that hold PTX (never built for another vendor's device).
-inline constexpr std::array<std::string_view, 2> kPtxPrograms = {"gemm_mma", "tensor_core_probe"};
+inline constexpr std::array<std::string_view, 3> kPtxPrograms = {"gemm_mma", "flash_attention_mma", "tensor_core_probe"};
 
 struct TensorCores {
   bool bf16 = false, f16 = false, tf32 = false;  // mma.sync for that input dtype gave the exact tile

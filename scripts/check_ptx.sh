@@ -11,7 +11,7 @@
 # group_reduce.cl as program_loader.cpp does; flash_attention_gpu.cl among them), gemm_direct.cl
 # when it exists, gemm_mma.cl (every MmaTile candidate of
 # tensor_core_gemm.cpp, A/B bf16 and f16, each C dtype, cp.async on and off; A/B TF32 on the tile that
-# fits 48 KiB) and tensor_core_probe.cl.
+# fits 48 KiB), flash_attention_mma.cl (its `// check_ptx:` tiles, bf16 and f16) and tensor_core_probe.cl.
 # A program that stores activations (uses act_t) is built once per ACT_DTYPES (default "float32
 # bfloat16"; float16 too). A program may name its build variants itself, one line each:
 #   // check_ptx: -DHS=64 -DFA_WG=128
@@ -86,6 +86,7 @@ compile_check() {
   {
     cat "$kdir/dtype.cl" "$kdir/gelu_math.cl"
     case " $* " in *" -DPAX_WG="*) cat "$kdir/group_reduce.cl" ;; esac
+    case "$program" in gemm_mma | flash_attention_mma) cat "$kdir/mma_ops.cl" ;; esac
     echo '#line 1'
     cat "$kdir/$program.cl"
   } > "$work/in.cl"
@@ -181,13 +182,23 @@ for p in "${gpu_programs[@]}"; do wanted "$p" && build_program "$p" "-DPAX_WG=$w
 if [ "$portable" = 1 ]; then
   for f in "$kdir"/*.cl; do
     p="$(basename "$f" .cl)"
-    case "$p" in dtype | gelu_math | group_reduce | *_cpu | *_gpu | gemm_mma | tensor_core_probe | gemm_direct) continue ;; esac
+    case "$p" in dtype | gelu_math | group_reduce | mma_ops | *_cpu | *_gpu | gemm_mma | flash_attention_mma | tensor_core_probe | gemm_direct) continue ;; esac
     wanted "$p" && build_program "$p" "-DPAX_WG=$wg"
   done
 fi
 
 if wanted tensor_core_probe; then
   for p in BF16 F16 TF32; do compile_check tensor_core_probe "PROBE_$p" -DPROBE_$p; done
+fi
+if wanted flash_attention_mma; then
+  # Its `// check_ptx:` tiles, operands and activations in the same 16-bit dtype.
+  mapfile -t mma_variants < <(sed -n 's|^// check_ptx: *||p' "$kdir/flash_attention_mma.cl")
+  for v in "${mma_variants[@]}"; do
+    for ab in BF16 F16; do
+      # shellcheck disable=SC2086
+      compile_check flash_attention_mma "$ab $v" -DMMA_AB_$ab -DPAX_ACT_$ab $v
+    done
+  done
 fi
 if wanted gemm_mma; then
   # TF32 (MATMUL_PRECISION=tf32): 4-byte tiles, so only the candidate that fits 48 KiB of shared

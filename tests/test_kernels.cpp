@@ -11,6 +11,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "kernels_cl/flash_attention.h"
 #include "models/layers/causal_attention.h"
 #include "models/layers/embedding.h"
 #include "models/layers/linear.h"
@@ -492,6 +493,18 @@ std::vector<double> merge_grouped_qkv(const AttentionGrads& d, int B, int T, int
   return dqkv;
 }
 
+// Rounding p and ds to the dtype before their products (FlashAttention-2's choice, flash attention
+// on tensor cores) costs about u of each term, u the dtype's unit roundoff, on top of the stored
+// results' own rounding; a sum over many keys averages these. Every case of FlashMmaTest stays
+// within 1 u of the largest value (measured on PoCL), so 2 u leaves a margin, while a key masked
+// wrongly or a misplaced fragment costs O(1) (a dq mask off by one fails by 0.1 - 0.16 at bfloat16).
+Tol flash_mma_tolerance(DType dtype, const std::vector<double>& want) {
+  double largest = 0;
+  for (double v : want) largest = std::max(largest, std::abs(v));
+  const double u = device::dtype_unit_roundoff(dtype);
+  return Tol{2 * u * largest, 2 * u};
+}
+
 // The attention layer end to end (layout moves, GEMMs, softmax kernels), chunked and not, with
 // H query heads over Hkv key/value heads (Hkv = H: multi-head).
 void check_attention(ActKernelTest& t, int B, int H, int Hkv, int T, int hs, std::size_t workspace_bytes,
@@ -511,8 +524,14 @@ void check_attention(ActKernelTest& t, int B, int H, int Hkv, int T, int hs, std
   // The backward's row term delta = dO . O uses the output as stored; so does the reference.
   const AttentionGrads g = attention_backward(h.q, h.k, h.v, split_heads(out, B, T, H, hs),
                                               split_heads(dout, B, T, H, hs), B, H, T, hs);
-  expect_close(out, merge_heads(ref.out, B, T, H, hs), t.stored({2e-5, 1e-4}), "attention out");
-  expect_close(dqkv, merge_grouped_qkv(g, B, T, H, Hkv, hs), t.stored({2e-5, 1e-3}), "attention dqkv");
+  const auto want_out = merge_heads(ref.out, B, T, H, hs), want_dqkv = merge_grouped_qkv(g, B, T, H, Hkv, hs);
+  // Flash attention on tensor cores (an NVIDIA GPU, 16-bit) rounds p and ds to the dtype before
+  // their products: FlashMmaTest's tolerance. Every other path keeps them in float32.
+  const kernels::FlashAttentionKernels* flash = core.flash() ? t.kernels_->flash_attention(hs) : nullptr;
+  const bool mma = flash != nullptr && flash->on_tensor_cores();
+  expect_close(out, want_out, mma ? flash_mma_tolerance(t.GetParam(), want_out) : t.stored({2e-5, 1e-4}), "attention out");
+  expect_close(dqkv, want_dqkv, mma ? flash_mma_tolerance(t.GetParam(), want_dqkv) : t.stored({2e-5, 1e-3}),
+               "attention dqkv");
 }
 
 TEST_P(ActKernelTest, AttentionSmallShapes) {
@@ -581,6 +600,128 @@ TEST_P(ActKernelTest, AttentionIsReproducibleAndFlashExactlyOnTheGpuSet) {
       EXPECT_EQ(dqkv, first_dqkv);
     }
   }
+}
+
+// Flash attention on tensor cores (flash_attention_mma.cl) in its portable emulation, which runs each
+// mma.sync, ldmatrix and shuffle with their documented per-lane semantics: the kernels' fragment,
+// tile and mask index math against the float64 references, for the 16-bit dtypes it serves.
+class FlashMmaTest : public ActKernelTest {
+ public:
+  Tol tol(const std::vector<double>& want) const { return flash_mma_tolerance(GetParam(), want); }
+  kernels::FlashAttentionKernels flash(std::size_t hs) {
+    return kernels::FlashAttentionKernels(cache_, *device_, GetParam(), hs, kernels::FlashMath::kEmulatedTensorCores);
+  }
+};
+
+// Training: forward and backward over B sequences of T tokens, H query heads over Hkv kv heads.
+void check_flash_mma(FlashMmaTest& t, int B, int H, int Hkv, int T, int hs, std::uint64_t seed) {
+  SCOPED_TRACE(::testing::Message() << "B " << B << ", H " << H << ", Hkv " << Hkv << ", T " << T << ", hs " << hs);
+  const int D = H * hs, W = (H + 2 * Hkv) * hs, N = B * T;
+  const auto qkv = t.in(ActKernelTest::random(N * W, seed)), dout = t.in(ActKernelTest::random(N * D, seed + 1));
+  auto flash = t.flash(static_cast<std::size_t>(hs));
+  ASSERT_TRUE(flash.on_tensor_cores());
+  auto qkv_b = t.act(qkv), dout_b = t.act(dout), out_b = t.act_zeros(N * D), dqkv_b = t.act_zeros(N * W);
+  auto lse_b = t.zeros(B * H * T), delta_b = t.zeros(B * H * T);
+  const kernels::AttentionHeads heads{std::size_t(H), std::size_t(Hkv), std::size_t(hs)};
+  const std::size_t k_col = D, v_col = D + Hkv * hs;
+  flash.forward(qkv_b, W, kernels::KeyValueRows{&qkv_b, std::size_t(T), std::size_t(W), k_col, v_col}, out_b, D, lse_b,
+                T, heads, B, T, 0);
+  flash.backward(qkv_b, W, k_col, v_col, out_b, dout_b, lse_b, delta_b, dqkv_b, heads, B, T);
+  const auto out = t.download(out_b, N * D), dqkv = t.download(dqkv_b, N * W);
+
+  const QkvHeads h = split_grouped_qkv(qkv, B, T, H, Hkv, hs);
+  const AttentionResult ref = attention_forward(h.q, h.k, h.v, B, H, T, hs);
+  const auto want_out = merge_heads(ref.out, B, T, H, hs);
+  expect_close(out, want_out, t.tol(want_out), "flash mma out");
+  expect_close(t.download(lse_b, B * H * T), ref.lse, Tol{1e-4, 1e-4}, "flash mma lse");
+  const AttentionGrads g = attention_backward(h.q, h.k, h.v, split_heads(out, B, T, H, hs),
+                                              split_heads(dout, B, T, H, hs), B, H, T, hs);
+  const auto want_dqkv = merge_grouped_qkv(g, B, T, H, Hkv, hs);
+  expect_close(dqkv, want_dqkv, t.tol(want_dqkv), "flash mma dqkv");
+  // Fixed-order sums only: a second run gives the same bits.
+  flash.forward(qkv_b, W, kernels::KeyValueRows{&qkv_b, std::size_t(T), std::size_t(W), k_col, v_col}, out_b, D, lse_b,
+                T, heads, B, T, 0);
+  flash.backward(qkv_b, W, k_col, v_col, out_b, dout_b, lse_b, delta_b, dqkv_b, heads, B, T);
+  EXPECT_EQ(t.download(out_b, N * D), out);
+  EXPECT_EQ(t.download(dqkv_b, N * W), dqkv);
+}
+
+// Head size 64 (GPT-2's; tiles 64x64, 64x64, 64x32) in one tile, and the smallest head: small
+// enough for Oclgrind (tests/CMakeLists.txt).
+TEST_P(FlashMmaTest, TrainingInOneTileMatchesTheFloat64Reference) {
+  for (const int T : {1, 7}) check_flash_mma(*this, 2, 2, 2, T, 64, 190 + T);
+  check_flash_mma(*this, 1, 2, 1, 20, 16, 199);
+}
+
+TEST_P(FlashMmaTest, TrainingMatchesTheFloat64Reference) {
+  std::uint64_t seed = 200;
+  // Several tiles with a short last one, grouped-query heads, other head sizes.
+  check_flash_mma(*this, 2, 2, 2, 130, 64, seed += 2);
+  check_flash_mma(*this, 1, 4, 2, 77, 64, seed += 2);
+  check_flash_mma(*this, 1, 4, 1, 300, 64, seed += 2);
+  check_flash_mma(*this, 2, 3, 3, 40, 16, seed += 2);   // the smallest head
+  check_flash_mma(*this, 1, 2, 1, 70, 48, seed += 2);   // three 16-deep steps, an odd count of fragment pairs
+  check_flash_mma(*this, 1, 2, 2, 100, 128, seed += 2);  // LLaMA's head: 2-warp groups, 16-key dk/dv tiles
+}
+
+// Decoding: a few queries at positions p0.. against a longer cache, q rows at a stride that is not
+// a multiple of 8 (the kernels' element-wise loads instead of 16-byte ones).
+TEST_P(FlashMmaTest, DecodingAgainstACacheMatchesTheFloat64Reference) {
+  const int B = 2, H = 4, Hkv = 2, T = 90, hs = 64, D = H * hs, W = (H + 2 * Hkv) * hs, p0 = 83, Q = T - p0;
+  const int q_stride = D + 3;
+  const auto qkv = in(random(B * T * W, 300));
+  std::vector<double> q(static_cast<std::size_t>(B * Q * q_stride), 0.0);
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < Q; ++t)
+      for (int c = 0; c < D; ++c) q[(b * Q + t) * q_stride + c] = qkv[(b * T + p0 + t) * W + c];
+  auto flash_kernels = flash(hs);
+  auto qkv_b = act(qkv), q_b = act(q), out_b = act_zeros(B * Q * D);
+  auto lse_b = zeros(B * H * T);
+  flash_kernels.forward(q_b, q_stride, kernels::KeyValueRows{&qkv_b, std::size_t(T), std::size_t(W), std::size_t(D),
+                                                             std::size_t(D + Hkv * hs)},
+                        out_b, D, lse_b, T, kernels::AttentionHeads{std::size_t(H), std::size_t(Hkv), std::size_t(hs)}, B, Q, p0);
+  const QkvHeads h = split_grouped_qkv(qkv, B, T, H, Hkv, hs);
+  const auto full = merge_heads(attention_forward(h.q, h.k, h.v, B, H, T, hs).out, B, T, H, hs);
+  std::vector<double> want;
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < Q; ++t)
+      for (int c = 0; c < D; ++c) want.push_back(full[(b * T + p0 + t) * D + c]);
+  expect_close(download(out_b, B * Q * D), want, tol(want), "flash mma decode out");
+}
+
+TEST_P(FlashMmaTest, RefusesFloat32AndHeadSizesItCannotTile) {
+  EXPECT_THROW(kernels::FlashAttentionKernels(cache_, *device_, DType::kF32, 64, kernels::FlashMath::kEmulatedTensorCores),
+               ConfigError);
+  for (const std::size_t hs : {8u, 40u, 144u})
+    EXPECT_THROW(flash(hs), ConfigError) << "head size " << hs;
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes16, FlashMmaTest, ::testing::Values(DType::kBF16, DType::kF16),
+                         [](const ::testing::TestParamInfo<DType>& param_info) {
+                           return std::string(device::dtype_name(param_info.param));
+                         });
+
+// The tensor-core tiles: GPT-2's and LLaMA's head sizes get the tiles scripts/check_ptx.sh checks
+// for spills; every tile fits 48 KiB; head sizes that are not multiples of 16 up to 128 get none.
+TEST(FlashAttentionMmaTiles, FitTheLocalMemoryAndKeepToTheCheckedTiles) {
+  const auto t64 = kernels::flash_mma_tiles(64, 228u << 10);
+  ASSERT_TRUE(t64.has_value());
+  EXPECT_EQ(std::make_pair(t64->forward.warps, t64->forward.cols), std::make_pair(std::size_t{4}, std::size_t{64}));
+  EXPECT_EQ(std::make_pair(t64->dq.warps, t64->dq.cols), std::make_pair(std::size_t{4}, std::size_t{64}));
+  EXPECT_EQ(std::make_pair(t64->dkdv.warps, t64->dkdv.cols), std::make_pair(std::size_t{4}, std::size_t{32}));
+  const auto t128 = kernels::flash_mma_tiles(128, 228u << 10);
+  ASSERT_TRUE(t128.has_value());
+  EXPECT_EQ(std::make_pair(t128->forward.warps, t128->forward.cols), std::make_pair(std::size_t{4}, std::size_t{32}));
+  EXPECT_EQ(std::make_pair(t128->dq.warps, t128->dq.cols), std::make_pair(std::size_t{2}, std::size_t{32}));
+  EXPECT_EQ(std::make_pair(t128->dkdv.warps, t128->dkdv.cols), std::make_pair(std::size_t{2}, std::size_t{16}));
+  for (std::size_t hs = 16; hs <= kernels::kFlashMmaMaxHeadSize; hs += 16) {
+    const auto tiles = kernels::flash_mma_tiles(hs, 48u << 10);
+    ASSERT_TRUE(tiles.has_value()) << hs;
+    EXPECT_LE(tiles->local_bytes, 48u << 10) << hs;
+  }
+  EXPECT_FALSE(kernels::flash_mma_tiles(72, 48u << 10).has_value());
+  EXPECT_FALSE(kernels::flash_mma_tiles(144, 48u << 10).has_value());
+  EXPECT_FALSE(kernels::flash_mma_tiles(64, 8u << 10).has_value());  // too little local memory
 }
 
 // Flash attention's tiles: per kernel the largest that fits the local memory (at most 48 KiB), in
