@@ -144,16 +144,8 @@ KernelSet& DirectGemm::kernels(device::DType a, device::DType b, device::DType c
 }
 
 std::size_t DirectGemm::split_k(const GemmShape& s) const {
-  if (s.batch != 1 || s.m == 0 || s.n == 0) return 1;
-  const std::size_t blocks = ((s.m + tile_.tm - 1) / tile_.tm) * ((s.n + tile_.tn - 1) / tile_.tn);
-  const std::size_t want = 8 * std::max<std::size_t>(device_.info().compute_units, 1);
-  std::size_t splits = 1;
-  for (std::size_t next = 2; next <= 16 && blocks * splits < want; next *= 2) {
-    const bool deep = s.k % (4 * next) == 0 && s.k / next >= kSplitMinK;
-    if (!deep || next * s.m * s.n * sizeof(float) > kSplitMaxBytes) break;
-    splits = next;
-  }
-  return splits;
+  return split_k_count(s, static_cast<std::size_t>(tile_.tm), static_cast<std::size_t>(tile_.tn),
+                       device_.info().compute_units, 4);
 }
 
 void DirectGemm::launch(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,

@@ -12,10 +12,7 @@
 //
 // Tile: DirectTile, compile-time defines of the program (-DTM -DTN -DTK -DWM -DWN): the given
 // one, else the one `pax-ocl tune` stored for the device (direct_gemm_tuning.h), else DirectTile{}.
-// Split k: a single product whose C has too few blocks to keep the device busy (weight gradients:
-// m and n a layer's widths, k the tokens) runs as `splits` products over consecutive k ranges into
-// a float32 workspace, then one pass sums them in split order (deterministic) and applies alpha
-// and beta (split_k() says how many; 1: not split).
+// Split k (split_k.h): the sum pass applies alpha and beta (split_k() says how many; 1: not split).
 // run_fused: the bias and GELU epilogue (gemm.h) in the kernel's stores, or in the split sum's,
 // from a program of its own (the plain GEMM's registers stay those of a kernel without one).
 #pragma once
@@ -30,6 +27,7 @@
 #include "device/buffer.h"
 #include "kernels_cl/gemm.h"
 #include "kernels_cl/kernel_set.h"
+#include "kernels_cl/split_k.h"
 
 namespace paxocl::kernels {
 
@@ -71,12 +69,8 @@ class DirectGemm final : public CountedGemm {
   std::string name() const override { return "gpu-direct-" + tile_.name(); }
   bool supports(device::DType, device::DType, device::DType) const override { return true; }
   const DirectTile& tile() const { return tile_; }
-  // The k splits run() uses for this shape: doubled from 1 while C's blocks times the splits stay
-  // under 8 per compute unit, up to 16, each split at least kSplitMinK deep and a multiple of 4
-  // (aligned vector loads), the workspace within kSplitMaxBytes; 1 for batched products.
+  // The k splits run() uses for this shape (split_k.h; splits a multiple of 4 deep: aligned vector loads).
   std::size_t split_k(const GemmShape& shape) const;
-  static constexpr std::size_t kSplitMinK = 256;
-  static constexpr std::size_t kSplitMaxBytes = std::size_t{64} << 20;
 
   // The tile a DirectGemm built without one uses on `device`: tuned, else the default.
   static DirectTile default_tile(const device::Device& device);

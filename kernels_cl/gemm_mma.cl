@@ -293,3 +293,18 @@ GEMM_MMA_KERNEL(gemm_mma_nn, false, false)
 GEMM_MMA_KERNEL(gemm_mma_nt, false, true)
 GEMM_MMA_KERNEL(gemm_mma_tn, true, false)
 GEMM_MMA_KERNEL(gemm_mma_tt, true, true)
+
+// Split k (kernels_cl/split_k.h): the splits ran as a batch into float32 partials (splits, m, n),
+// dense; C = alpha * (partial 0 + partial 1 + ..., in that order) + beta * C, rounded once. A
+// work-item per element of C, columns along local id 0 (coalesced).
+__kernel void gemm_mma_split_sum(__global act_t* c, uint c_off, uint ldc, __global const float* partials, uint m,
+                                 uint n, uint splits, float alpha, float beta) {
+  const uint col = get_global_id(0), row = get_global_id(1);
+  if (row >= m || col >= n) return;
+  const size_t plane = (size_t)m * n;
+  float sum = 0.0f;
+  for (uint s = 0; s < splits; ++s) sum += partials[s * plane + (size_t)row * n + col];
+  const size_t at = c_off + (size_t)row * ldc + col;
+  const float prior = beta != 0.0f ? beta * act_load(c, at) : 0.0f;  // beta = 0 ignores NaN in C
+  act_store(c, at, alpha * sum + prior);
+}

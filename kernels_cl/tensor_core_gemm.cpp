@@ -14,6 +14,8 @@ namespace paxocl::kernels {
 
 namespace {
 bool is16(device::DType t) { return t != device::DType::kF32; }
+// Operand elements per 16-byte chunk (the kernel's cp.async unit).
+std::size_t chunk_elements(device::DType ab) { return is16(ab) ? 8 : 4; }
 
 // Whether every 16-byte chunk cp.async copies of `x` (`chunk` elements) is aligned.
 bool chunks_aligned(const GemmOperand& x, std::size_t batch, std::size_t chunk) {
@@ -116,9 +118,28 @@ KernelSet& TensorCoreGemm::kernels(device::DType ab, device::DType c, bool async
                                   : load_program(cache_, device_, "gemm_mma", "-DPAX_MMA_EMULATE " + options);
     set = std::make_unique<KernelSet>(device_, std::move(program),
                                       std::initializer_list<const char*>{"gemm_mma_nn", "gemm_mma_nt", "gemm_mma_tn",
-                                                                         "gemm_mma_tt"});
+                                                                         "gemm_mma_tt", "gemm_mma_split_sum"});
   }
   return *set;
+}
+
+std::size_t TensorCoreGemm::split_k(const GemmShape& s, device::DType ab) const {
+  const MmaTile& tile = tile_for(ab);
+  return split_k_count(s, static_cast<std::size_t>(tile.bm), static_cast<std::size_t>(tile.bn),
+                       device_.info().compute_units, chunk_elements(ab));
+}
+
+void TensorCoreGemm::launch(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                            const GemmOperand& c, bool async) {
+  const MmaTile& tile = tile_for(a.dtype);
+  const std::size_t threads = static_cast<std::size_t>(tile.threads());
+  const std::size_t blocks_n = (s.n + tile.bn - 1) / tile.bn, blocks_m = (s.m + tile.bm - 1) / tile.bm;
+  const std::array<std::size_t, 3> global{blocks_n * threads, blocks_m, s.batch}, local{threads, 1, 1};
+  const char ta = s.a == Transpose::kYes ? 't' : 'n', tb = s.b == Transpose::kYes ? 't' : 'n';
+  kernels(a.dtype, c.dtype, async)
+      .launch_nd(fmt::format("gemm_mma_{}{}", ta, tb), global, local, c.buffer, u32(c.offset), u32(c.ld),
+                 u32(c.batch_stride), a.buffer, u32(a.offset), u32(a.ld), u32(a.batch_stride), b.buffer, u32(b.offset),
+                 u32(b.ld), u32(b.batch_stride), u32(s.m), u32(s.n), u32(s.k), alpha, beta);
 }
 
 void TensorCoreGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
@@ -134,17 +155,30 @@ void TensorCoreGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, 
     start = std::chrono::steady_clock::now();
   }
   // k = 0 runs no k step: C = beta C, as every GEMM here.
-  const std::size_t chunk = is16(a.dtype) ? 8 : 4;  // elements per 16 bytes
+  const std::size_t chunk = chunk_elements(a.dtype), splits = split_k(s, a.dtype);
   const bool async = mode_ == Mode::kPtx && chunks_aligned(a, s.batch, chunk) && chunks_aligned(b, s.batch, chunk);
-  const MmaTile& tile = tile_for(a.dtype);
-  const std::size_t threads = static_cast<std::size_t>(tile.threads());
-  const std::size_t blocks_n = (s.n + tile.bn - 1) / tile.bn, blocks_m = (s.m + tile.bm - 1) / tile.bm;
-  const std::array<std::size_t, 3> global{blocks_n * threads, blocks_m, s.batch}, local{threads, 1, 1};
-  const char ta = s.a == Transpose::kYes ? 't' : 'n', tb = s.b == Transpose::kYes ? 't' : 'n';
-  kernels(a.dtype, c.dtype, async)
-      .launch_nd(fmt::format("gemm_mma_{}{}", ta, tb), global, local, c.buffer, u32(c.offset), u32(c.ld),
-                 u32(c.batch_stride), a.buffer, u32(a.offset), u32(a.ld), u32(a.batch_stride), b.buffer, u32(b.offset),
-                 u32(b.ld), u32(b.batch_stride), u32(s.m), u32(s.n), u32(s.k), alpha, beta);
+  if (splits == 1) {
+    launch(s, alpha, a, b, beta, c, async);
+  } else {
+    // Split j multiplies k range [j*kc, (j+1)*kc): a batch whose operands step by kc (a multiple of
+    // the chunk, so the copy path stays the same) along k, into float32 partials.
+    const std::size_t kc = s.k / splits, plane = s.m * s.n;
+    if (split_partials_.count() < splits * plane) {
+      split_partials_ = device::Buffer<float>(device_.context(), splits * plane, "tensor-core GEMM split-k partials");
+      // Zeroed once from the host, for Oclgrind's --uninitialized (see DirectGemm::multiply).
+      const std::vector<float> zeros(split_partials_.count(), 0.0f);
+      device_.queue().write(split_partials_, std::span<const float>(zeros));
+    }
+    GemmOperand pa = a, pb = b;
+    pa.batch_stride = s.a == Transpose::kNo ? kc : kc * a.ld;  // A (m, k) or A^T stored (k, m)
+    pb.batch_stride = s.b == Transpose::kNo ? kc * b.ld : kc;  // B (k, n) or B^T stored (n, k)
+    const GemmOperand partials{split_partials_.get(), 0, s.n, plane, device::DType::kF32};
+    launch(GemmShape{s.a, s.b, s.m, s.n, kc, splits}, 1.0f, pa, pb, 0.0f, partials, async);
+    const std::array<std::size_t, 2> local{32, 4}, global{(s.n + 31) / 32 * 32, (s.m + 3) / 4 * 4};
+    kernels(a.dtype, c.dtype, async)
+        .launch_nd("gemm_mma_split_sum", global, local, c.buffer, u32(c.offset), u32(c.ld), split_partials_.get(),
+                   u32(s.m), u32(s.n), u32(splits), alpha, beta);
+  }
   ++stats_.calls;
   if (profiling_) {
     device_.queue().finish();

@@ -6,7 +6,8 @@
 // float32 precision, a failed probe, a non-NVIDIA device) goes to `fallback`, the
 // float32-accumulating GEMM. Operands whose 16-byte chunks are aligned (offset, leading dimension
 // and batch stride multiples of 8 16-bit or 4 float32 elements) are copied with cp.async; others
-// with plain loads.
+// with plain loads. A single product whose C has too few blocks to fill the device splits k
+// (split_k.h), as DirectGemm does: float32 partials, summed in split order, C rounded once.
 //
 // Tile: MmaTile, from $PAX_OCL_MMA_TILE ("128x128x32.w64x32.s2") or the first candidate that fits
 // the device's local memory; mma_tile_candidates() is the list `pax-ocl tune` and bench_gemm search.
@@ -23,7 +24,9 @@
 #include <vector>
 
 #include "kernels_cl/gemm.h"
+#include "device/buffer.h"
 #include "kernels_cl/kernel_set.h"
+#include "kernels_cl/split_k.h"
 #include "kernels_cl/tensor_core_probe.h"
 
 namespace paxocl::kernels {
@@ -78,9 +81,15 @@ class TensorCoreGemm final : public Gemm {
   const MmaTile& tf32_tile() const { return tf32_tile_; }
   // Whether a GEMM with these operand dtypes runs on the mma kernel.
   bool on_tensor_cores(device::DType a, device::DType b) const;
+  // The k splits run() uses for this shape with A and B of dtype `ab` on tensor cores (split_k.h;
+  // splits a whole number of 16-byte chunks deep).
+  std::size_t split_k(const GemmShape& shape, device::DType ab) const;
 
  private:
   KernelSet& kernels(device::DType ab, device::DType c, bool async);
+  // One launch of the mma kernel (C's dtype selects the program).
+  void launch(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+              const GemmOperand& c, bool async);
   // The tile of GEMMs whose A and B are `ab`: tile_ for 16 bits, tf32_tile_ for float32.
   const MmaTile& tile_for(device::DType ab) const { return ab == device::DType::kF32 ? tf32_tile_ : tile_; }
 
@@ -92,6 +101,7 @@ class TensorCoreGemm final : public Gemm {
   MatmulPrecision precision_;
   MmaTile tile_, tf32_tile_;
   std::map<std::string, std::unique_ptr<KernelSet>> programs_;  // by build options
+  device::Buffer<float> split_partials_;                         // grown on demand; queue order guards reuse
   bool profiling_ = false;
   GemmStats stats_;
 };

@@ -258,6 +258,11 @@ TEST_F(TensorCoreGemmTest, RunsOnTensorCoresWhereTheProbePasses) {
   kernels::TensorCoreGemm gemm(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_));
   ASSERT_TRUE(gemm.on_tensor_cores(device::DType::kBF16, device::DType::kBF16));
   check_mma(*this, gemm, mma_cases(300), kMmaDTypes);
+  // Split k: one block of C, k = 1024 in splits of 256.
+  ASSERT_GT(gemm.split_k(GemmShape{Transpose::kNo, Transpose::kNo, 40, 24, 1024}, device::DType::kBF16), 1u);
+  for (Transpose ta : {Transpose::kNo, Transpose::kYes})
+    for (Transpose tb : {Transpose::kNo, Transpose::kYes})
+      for (const DTypes& dt : {kMmaDTypes[0], kMmaDTypes[3]}) check(*this, gemm, Case{40, 24, 1024, 1, ta, tb}, 79, dt, Layout::kAligned);
   for (const kernels::MmaTile& tile : kernels::mma_tile_candidates(device_->info().local_mem_bytes)) {
     kernels::TensorCoreGemm tuned(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_), tile);
     SCOPED_TRACE(tile.name());
@@ -289,6 +294,28 @@ TEST_F(TensorCoreGemmTest, EmulatedKernelMatchesFloat64Reference) {
     for (Transpose tb : {Transpose::kNo, Transpose::kYes})
       check(*this, standard, Case{131, 140, 40, 1, ta, tb}, 31, DTypes{device::DType::kBF16, device::DType::kBF16},
             Layout::kAligned);
+}
+
+// Split k on tensor cores (emulated): C of one or two blocks and k deep enough for 2 to 16 splits
+// (PoCL's devices have 2 compute units, so the rule wants 16 blocks), every transpose, C in float32
+// and in 16 bits (the sum rounds it once), beta != 0 read through the sum.
+TEST_F(TensorCoreGemmTest, EmulatedKernelSplitsKWhereCHasFewBlocks) {
+  using Mode = kernels::TensorCoreGemm::Mode;
+  kernels::TensorCoreGemm gemm(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_),
+                               kernels::MmaTile::parse("32x32x32.w16x16.s3"), Mode::kEmulated);
+  const auto splits = [&](std::size_t m, std::size_t n, std::size_t k, std::size_t batch = 1) {
+    return gemm.split_k(GemmShape{Transpose::kNo, Transpose::kNo, m, n, k, batch}, device::DType::kBF16);
+  };
+  ASSERT_EQ(splits(40, 24, 1024), 4u);   // 2 blocks; splits of 256
+  EXPECT_EQ(splits(40, 24, 1000), 1u);   // k not a whole number of chunks per split
+  EXPECT_EQ(splits(40, 24, 1024, 2), 1u);  // batched
+  EXPECT_EQ(splits(256, 256, 1024), 1u);   // 64 blocks fill the device
+  std::uint64_t seed = 950;
+  for (Transpose ta : {Transpose::kNo, Transpose::kYes})
+    for (Transpose tb : {Transpose::kNo, Transpose::kYes})
+      for (const DTypes& dt : {kMmaDTypes[0], kMmaDTypes[3]})
+        check(*this, gemm, Case{40, 24, 1024, 1, ta, tb}, seed += 3, dt, Layout::kAligned);
+  check(*this, gemm, Case{17, 9, 4096, 1, Transpose::kNo, Transpose::kYes}, seed += 3, kMmaDTypes[0], Layout::kAwkward);
 }
 
 // MATMUL_PRECISION=tf32 through the emulation: float32 A and B on the m16n8k8 path (fragments read
