@@ -126,7 +126,7 @@ PAX_GPU_KERNEL void pax_softmax_chunk_stats(__global const act_t* logits, __glob
 }
 
 // Row n's chunk statistics combined in chunk order: (max, sum of exp(logit - max), first argmax,
-// target logit). Every work-item reads them (a few dozen floats, from cache).
+// target logit): a few dozen floats, read by one work-item per row.
 inline pax_softmax_state pax_softmax_row_stats(__global const float* stats, const uint n, const uint chunks,
                                                float* target_logit) {
   pax_softmax_state row = pax_softmax_empty();
