@@ -11,6 +11,7 @@
 
 #include "common/errors.h"
 #include "kernels_cl/direct_gemm_tuning.h"
+#include "kernels_cl/gemm_epilogue.h"
 
 namespace paxocl::kernels {
 
@@ -25,26 +26,6 @@ bool aligned4(const GemmOperand& x, std::size_t batch) {
 
 // gemm_direct.cl's epilogue arguments: bias, its offset, aux (G or Z), its offset and ld, the
 // DIRECT_* bits; C's buffer stands in for an absent part (never read or written then).
-struct EpilogueArgs {
-  cl_mem bias, aux;
-  cl_uint bias_offset = 0, aux_offset = 0, ld_aux = 0, bits = 0;
-
-  EpilogueArgs(const GemmOperand& c, const GemmEpilogue& e) : bias(c.buffer), aux(c.buffer) {
-    if (e.bias.buffer) {
-      bias = e.bias.buffer;
-      bias_offset = u32(e.bias.offset);
-      bits |= 1u;  // DIRECT_BIAS
-    }
-    for (const auto& [m, bit] : {std::pair{&e.gelu, 2u}, std::pair{&e.gelu_grad, 4u}}) {  // DIRECT_GELU(_GRAD)
-      if (!m->buffer) continue;
-      aux = m->buffer;
-      aux_offset = u32(m->offset);
-      ld_aux = u32(m->ld);
-      bits |= bit;
-    }
-  }
-};
-
 bool fits(const DirectTile& t, const device::DeviceInfo& d) {
   return static_cast<std::uint64_t>(t.threads()) <= d.max_work_group_size && t.local_bytes() <= d.local_mem_bytes;
 }
@@ -131,7 +112,7 @@ DirectGemm::DirectGemm(device::ProgramCache& cache, device::Device& device, std:
 KernelSet& DirectGemm::kernels(device::DType a, device::DType b, device::DType c, bool epilogue) {
   const std::string options = fmt::format("-DA_DTYPE={} -DB_DTYPE={} {} {}{}", kind(a), kind(b),
                                           device::dtype_build_option(c), tile_.defines(),
-                                          epilogue ? " -DDIRECT_EPILOGUE=1" : "");
+                                          epilogue ? " -DGEMM_EPILOGUE=1" : "");
   auto& set = programs_[options];
   if (!set) {
     set = std::make_unique<KernelSet>(
@@ -170,11 +151,7 @@ void DirectGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, cons
 
 bool DirectGemm::run_fused(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                            const GemmOperand& c, const GemmEpilogue& epilogue) {
-  bool in_c_dtype = true;
-  for (const GemmOperand* x : {&epilogue.bias, &epilogue.gelu, &epilogue.gelu_grad}) {
-    in_c_dtype = in_c_dtype && (!x->buffer || x->dtype == c.dtype);
-  }
-  if (s.batch != 1 || !in_c_dtype || (epilogue.gelu.buffer && epilogue.gelu_grad.buffer)) return false;
+  if (!epilogue_fusable(s, c, epilogue)) return false;
   multiply(s, alpha, a, b, beta, c, epilogue);
   return true;
 }

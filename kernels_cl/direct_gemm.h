@@ -76,7 +76,7 @@ class DirectGemm final : public CountedGemm {
   static DirectTile default_tile(const device::Device& device);
 
  private:
-  // The program for these dtypes, with the epilogue compiled in or not (-DDIRECT_EPILOGUE=1).
+  // The program for these dtypes, with the epilogue compiled in or not (-DGEMM_EPILOGUE=1).
   KernelSet& kernels(device::DType a, device::DType b, device::DType c, bool epilogue);
   void multiply(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                 const GemmOperand& c, const GemmEpilogue& epilogue);

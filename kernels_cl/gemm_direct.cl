@@ -9,13 +9,9 @@
 // (-DPAX_ACT_*); products accumulate in float32, C is rounded once when stored. beta == 0 never
 // reads C (it may hold NaN garbage).
 //
-// Epilogue (gemm.h's GemmEpilogue; `epilogue` bits, batch 1): DIRECT_BIAS adds bias[col] (act_t)
-// to the float result; DIRECT_GELU_GRAD multiplies it by gelu'(Z[row, col]); DIRECT_GELU also
-// stores gelu of it into G (gelu_math.cl). Z or G is `aux` (act_t, its own offset and ld; never
-// both). Without a bit its buffer is never read or written (the host passes C's there).
-// Only programs built with -DDIRECT_EPILOGUE=1 look at the bits: DirectGemm builds the plain GEMM
-// without it, so the epilogue costs the plain kernels nothing (clang + ptxas, tile 64x64 r8x4: the
-// forward's gemm_direct_nt keeps its 80 registers with it, the other entry points take up to 14 more).
+// Epilogue: gemm_epilogue.cl (prepended), in the kernels' stores and the split sum's. Only
+// programs built with -DGEMM_EPILOGUE=1 apply it (clang + ptxas, tile 64x64 r8x4: the forward's
+// gemm_direct_nt keeps its 80 registers with it, the other entry points take up to 14 more).
 //
 // Tile (compile-time, so a search can build variants): a work-group of (TN / WN) x (TM / WM)
 // work-items computes a TM x TN block of C (group ids 0 and 1 = block column and row), each
@@ -34,7 +30,7 @@
 // check_ptx: -DTM=128 -DTN=128 -DTK=8 -DWM=8 -DWN=8
 // check_ptx: -DTM=64 -DTN=64 -DTK=16 -DWM=8 -DWN=4
 // check_ptx: -DTM=64 -DTN=64 -DTK=16 -DWM=8 -DWN=4 -DKU=4
-// check_ptx: -DTM=64 -DTN=64 -DTK=16 -DWM=8 -DWN=4 -DDIRECT_EPILOGUE=1
+// check_ptx: -DTM=64 -DTN=64 -DTK=16 -DWM=8 -DWN=4 -DGEMM_EPILOGUE=1
 #ifndef TM
 #define TM 128
 #endif
@@ -80,13 +76,6 @@
     CHUNKS_A < 1 || CHUNKS_B < 1
 #error "gemm_direct.cl: WM, WN, TK multiples of 4 dividing TM, TN; KU dividing TK; each slice a whole number of chunks per work-item"
 #endif
-
-#ifndef DIRECT_EPILOGUE
-#define DIRECT_EPILOGUE 0
-#endif
-#define DIRECT_BIAS 1u
-#define DIRECT_GELU 2u
-#define DIRECT_GELU_GRAD 4u
 
 // Helpers inlined always: the register arrays they take stay registers, and no compiler is left
 // with a C99 `inline` definition to call (clang's NVPTX target emitted an unresolved call).
@@ -134,19 +123,6 @@ DIRECT_FN float4 direct_fetch(__global const void* x, const int kind, const uint
 
 // Lane l of v (l a constant after unrolling).
 DIRECT_FN float direct_lane(const float4 v, const uint l) { return l == 0 ? v.x : l == 1 ? v.y : l == 2 ? v.z : v.w; }
-
-// Stores element (row, col) of C from its float value v, with the epilogue. cb: C at its offset
-// (and batch); bias and aux at theirs.
-DIRECT_FN void direct_store(__global act_t* cb, const uint ldc, const uint row, const uint col, float v,
-                            const float beta, __global const act_t* bias, __global act_t* aux, const uint ld_aux,
-                            const uint epilogue) {
-  const size_t at = (size_t)row * ldc + col, aux_at = (size_t)row * ld_aux + col;
-  if (beta != 0.0f) v += beta * act_load(cb, at);  // beta == 0: C is never read
-  if (DIRECT_EPILOGUE && (epilogue & DIRECT_BIAS)) v += act_load(bias, col);
-  if (DIRECT_EPILOGUE && (epilogue & DIRECT_GELU_GRAD)) v *= gelu_grad(act_load(aux, aux_at));
-  act_store(cb, at, v);
-  if (DIRECT_EPILOGUE && (epilogue & DIRECT_GELU)) act_store(aux, aux_at, v * gelu_sigmoid(v));
-}
 
 // Chunk c (of E * TK / 4) of a slice: its (e, kk) within the tile, for either stored layout.
 DIRECT_FN uint2 direct_chunk_at(const uint c, const uint E, const int e_contig) {
@@ -253,7 +229,7 @@ DIRECT_FN void gemm_direct(__global act_t* c, const uint c_offset, const uint ld
     for (uint j = 0; j < WN; ++j) {
       const uint col = col0 + j / 4 * NX * 4 + tx * 4 + j % 4;
       if (col >= n) continue;
-      direct_store(cb, ldc, row, col, alpha * direct_lane(acc[i][j / 4], j % 4), beta, bias, aux, ld_aux, epilogue);
+      gemm_store(cb, ldc, row, col, alpha * direct_lane(acc[i][j / 4], j % 4), beta, bias, aux, ld_aux, epilogue);
     }
   }
 }
@@ -292,6 +268,6 @@ __kernel void gemm_direct_split_sum(__global act_t* c, const uint c_offset, cons
   const size_t plane = (size_t)m * n;
   float sum = 0.0f;
   for (uint s = 0; s < splits; ++s) sum += partials[s * plane + (size_t)row * n + col];
-  direct_store(c + c_offset, ldc, row, col, alpha * sum, beta, bias + bias_offset, aux + aux_offset, ld_aux,
+  gemm_store(c + c_offset, ldc, row, col, alpha * sum, beta, bias + bias_offset, aux + aux_offset, ld_aux,
                epilogue);
 }

@@ -4,7 +4,8 @@
 // words, products accumulating in float32 (mma.sync.m16n8k16 ... .f32); or both float32
 // (-DMMA_AB_TF32), each operand rounded to TF32 (10-bit mantissa, cvt.rna) as a fragment is read,
 // products accumulating in float32 (mma.sync.m16n8k8 ... .tf32). C is act_t (dtype.cl: float32,
-// bfloat16 or float16 by -DPAX_ACT_*), rounded once when stored. Row-major storage as in gemm.h:
+// bfloat16 or float16 by -DPAX_ACT_*), rounded once when stored, with gemm.h's epilogue in programs
+// built with -DGEMM_EPILOGUE=1 (gemm_epilogue.cl, prepended). Row-major storage as in gemm.h:
 // op(A) = A (stored m x k) in gemm_mma_n?, A^T (stored k x m) in gemm_mma_t?; likewise B.
 // Elements travel as raw words (elem_t: ushort, or uint for TF32) in chunks of 16 bytes (CHUNK
 // elements: 8, or 4 for TF32).
@@ -216,7 +217,8 @@ UNROLL
 MMA_FN void gemm_mma(const bool ta, const bool tb, __local elem_t* as, __local elem_t* bs, __local uint* xch,
                      __global act_t* c, uint c_off, uint ldc, uint c_stride, __global const elem_t* a, uint a_off,
                      uint lda, uint a_stride, __global const elem_t* b, uint b_off, uint ldb, uint b_stride, uint m,
-                     uint n, uint k, float alpha, float beta) {
+                     uint n, uint k, float alpha, float beta, __global const act_t* bias, __global act_t* aux,
+                     uint ld_aux, uint epilogue) {
   const uint tid = get_local_id(0), lane = tid % 32, warp = tid / 32;
   const uint bn0 = get_group_id(0) * BN, bm0 = get_group_id(1) * BM;
   const size_t batch = get_group_id(2);
@@ -253,8 +255,9 @@ UNROLL
     for (uint kk = 0; kk < BK; kk += KSTEP) mma_k_step(ta, tb, at, bt, kk, wm0, wn0, acc, xch);
   }
 
-  // Epilogue: accumulator e of fragment (i, j) is C element (g + 8 (e / 2), 2 t + e % 2) of that
-  // 16 x 8 fragment, g = lane / 4, t = lane % 4.
+  // Stores: accumulator e of fragment (i, j) is C element (g + 8 (e / 2), 2 t + e % 2) of that
+  // 16 x 8 fragment, g = lane / 4, t = lane % 4; gemm_epilogue.cl's gemm_store adds beta C and,
+  // in -DGEMM_EPILOGUE=1 builds, the bias / GELU epilogue.
   c += c_off + batch * c_stride;
 UNROLL
   for (uint i = 0; i < MI; ++i)
@@ -263,11 +266,7 @@ UNROLL
 UNROLL
       for (uint e = 0; e < 4; ++e) {
         const uint row = bm0 + wm0 + i * 16 + lane / 4 + e / 2 * 8, col = bn0 + wn0 + j * 8 + lane % 4 * 2 + e % 2;
-        if (row < m && col < n) {
-          const size_t at = (size_t)row * ldc + col;
-          const float prior = beta != 0.0f ? beta * act_load(c, at) : 0.0f;  // beta = 0 ignores NaN in C
-          act_store(c, at, alpha * acc[i][j][e] + prior);
-        }
+        if (row < m && col < n) gemm_store(c, ldc, row, col, alpha * acc[i][j][e], beta, bias, aux, ld_aux, epilogue);
       }
 }
 
@@ -282,12 +281,13 @@ UNROLL
   __kernel __attribute__((reqd_work_group_size(THREADS, 1, 1))) void name(                                             \
       __global act_t* c, uint c_off, uint ldc, uint c_stride, __global const elem_t* a, uint a_off, uint lda,          \
       uint a_stride, __global const elem_t* b, uint b_off, uint ldb, uint b_stride, uint m, uint n, uint k,            \
-      float alpha, float beta) {                                                                                       \
+      float alpha, float beta, __global const act_t* bias, uint bias_off, __global act_t* aux, uint aux_off,           \
+      uint ld_aux, uint epilogue) {                                                                                    \
     __local elem_t as[STAGES * A_STAGE(ta)] __attribute__((aligned(16)));                                              \
     __local elem_t bs[STAGES * B_STAGE(tb)] __attribute__((aligned(16)));                                              \
     XCH_DECL                                                                                                           \
     gemm_mma(ta, tb, as, bs, xch, c, c_off, ldc, c_stride, a, a_off, lda, a_stride, b, b_off, ldb, b_stride, m, n, k,  \
-             alpha, beta);                                                                                             \
+             alpha, beta, bias + bias_off, aux + aux_off, ld_aux, epilogue);                                           \
   }
 GEMM_MMA_KERNEL(gemm_mma_nn, false, false)
 GEMM_MMA_KERNEL(gemm_mma_nt, false, true)
@@ -295,16 +295,15 @@ GEMM_MMA_KERNEL(gemm_mma_tn, true, false)
 GEMM_MMA_KERNEL(gemm_mma_tt, true, true)
 
 // Split k (kernels_cl/split_k.h): the splits ran as a batch into float32 partials (splits, m, n),
-// dense; C = alpha * (partial 0 + partial 1 + ..., in that order) + beta * C, rounded once. A
-// work-item per element of C, columns along local id 0 (coalesced).
+// dense; C = alpha * (partial 0 + partial 1 + ..., in that order) + beta * C and the epilogue,
+// rounded once. A work-item per element of C, columns along local id 0 (coalesced).
 __kernel void gemm_mma_split_sum(__global act_t* c, uint c_off, uint ldc, __global const float* partials, uint m,
-                                 uint n, uint splits, float alpha, float beta) {
+                                 uint n, uint splits, float alpha, float beta, __global const act_t* bias,
+                                 uint bias_off, __global act_t* aux, uint aux_off, uint ld_aux, uint epilogue) {
   const uint col = get_global_id(0), row = get_global_id(1);
   if (row >= m || col >= n) return;
   const size_t plane = (size_t)m * n;
   float sum = 0.0f;
   for (uint s = 0; s < splits; ++s) sum += partials[s * plane + (size_t)row * n + col];
-  const size_t at = c_off + (size_t)row * ldc + col;
-  const float prior = beta != 0.0f ? beta * act_load(c, at) : 0.0f;  // beta = 0 ignores NaN in C
-  act_store(c, at, alpha * sum + prior);
+  gemm_store(c + c_off, ldc, row, col, alpha * sum, beta, bias + bias_off, aux + aux_off, ld_aux, epilogue);
 }

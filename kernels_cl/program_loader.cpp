@@ -16,12 +16,16 @@ device::Program load_program(device::ProgramCache& cache, const device::Device& 
   // The source comes from program_source(): the embedded copy, or PAX_OCL_KERNEL_SOURCE_DIR's file.
   // The program cache keys on this full text, so an edited source never reuses an old binary.
   // GPU twins (built with -DPAX_WG, kernel_set.cpp) also get the work-group reductions (group_reduce.cl).
-  // The tensor-core programs get the mma.sync primitives (mma_ops.cl).
+  // The tensor-core programs get the mma.sync primitives (mma_ops.cl), the GPU GEMMs their
+  // epilogue (gemm_epilogue.cl).
   const bool gpu_twin = options.find("-DPAX_WG=") != std::string::npos;
   const bool mma = name == "gemm_mma" || name == "flash_attention_mma";
+  const bool epilogue = name == "gemm_mma" || name == "gemm_direct";
   const std::string source = program_source("dtype") + "\n" + program_source("gelu_math") + "\n" +
                              (gpu_twin ? program_source("group_reduce") + "\n" : "") +
-                             (mma ? program_source("mma_ops") + "\n" : "") + "#line 1\n" + program_source(name);
+                             (mma ? program_source("mma_ops") + "\n" : "") +
+                             (epilogue ? program_source("gemm_epilogue") + "\n" : "") + "#line 1\n" +
+                             program_source(name);
   try {
     return cache.build(device.context(), device.info(), name, source, options);
   } catch (const device::ProgramBuildError& e) {

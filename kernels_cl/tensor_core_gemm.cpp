@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/errors.h"
+#include "kernels_cl/gemm_epilogue.h"
 #include "kernels_cl/program_loader.h"
 
 namespace paxocl::kernels {
@@ -106,11 +107,12 @@ bool TensorCoreGemm::on_tensor_cores(device::DType a, device::DType b) const {
   return mode_ == Mode::kEmulated || tensor_cores_.takes(a);
 }
 
-KernelSet& TensorCoreGemm::kernels(device::DType ab, device::DType c, bool async) {
+KernelSet& TensorCoreGemm::kernels(device::DType ab, device::DType c, bool async, bool epilogue) {
   const char* operands = ab == device::DType::kBF16 ? "-DMMA_AB_BF16" : ab == device::DType::kF16 ? "-DMMA_AB_F16" : "-DMMA_AB_TF32";
   const MmaTile& tile = tile_for(ab);
   const std::string options =
-      fmt::format("{} {} -DASYNC_COPY={} {}", operands, device::dtype_build_option(c), async ? 1 : 0, tile.defines());
+      fmt::format("{} {} -DASYNC_COPY={} {}{}", operands, device::dtype_build_option(c), async ? 1 : 0, tile.defines(),
+                  epilogue ? " -DGEMM_EPILOGUE=1" : "");
   auto& set = programs_[options];
   if (!set) {
     device::Program program = mode_ == Mode::kPtx
@@ -130,16 +132,18 @@ std::size_t TensorCoreGemm::split_k(const GemmShape& s, device::DType ab) const 
 }
 
 void TensorCoreGemm::launch(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
-                            const GemmOperand& c, bool async) {
+                            const GemmOperand& c, bool async, const GemmEpilogue& epilogue) {
+  const EpilogueArgs e(c, epilogue);
   const MmaTile& tile = tile_for(a.dtype);
   const std::size_t threads = static_cast<std::size_t>(tile.threads());
   const std::size_t blocks_n = (s.n + tile.bn - 1) / tile.bn, blocks_m = (s.m + tile.bm - 1) / tile.bm;
   const std::array<std::size_t, 3> global{blocks_n * threads, blocks_m, s.batch}, local{threads, 1, 1};
   const char ta = s.a == Transpose::kYes ? 't' : 'n', tb = s.b == Transpose::kYes ? 't' : 'n';
-  kernels(a.dtype, c.dtype, async)
+  kernels(a.dtype, c.dtype, async, e.bits != 0)
       .launch_nd(fmt::format("gemm_mma_{}{}", ta, tb), global, local, c.buffer, u32(c.offset), u32(c.ld),
                  u32(c.batch_stride), a.buffer, u32(a.offset), u32(a.ld), u32(a.batch_stride), b.buffer, u32(b.offset),
-                 u32(b.ld), u32(b.batch_stride), u32(s.m), u32(s.n), u32(s.k), alpha, beta);
+                 u32(b.ld), u32(b.batch_stride), u32(s.m), u32(s.n), u32(s.k), alpha, beta, e.bias, e.bias_offset,
+                 e.aux, e.aux_offset, e.ld_aux, e.bits);
 }
 
 void TensorCoreGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
@@ -148,6 +152,19 @@ void TensorCoreGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, 
     fallback_->run(s, alpha, a, b, beta, c);
     return;
   }
+  multiply(s, alpha, a, b, beta, c, GemmEpilogue{});
+}
+
+bool TensorCoreGemm::run_fused(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                               const GemmOperand& c, const GemmEpilogue& epilogue) {
+  if (!on_tensor_cores(a.dtype, b.dtype)) return fallback_->run_fused(s, alpha, a, b, beta, c, epilogue);
+  if (!epilogue_fusable(s, c, epilogue)) return false;
+  multiply(s, alpha, a, b, beta, c, epilogue);
+  return true;
+}
+
+void TensorCoreGemm::multiply(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b,
+                              float beta, const GemmOperand& c, const GemmEpilogue& epilogue) {
   if (s.m == 0 || s.n == 0 || s.batch == 0) return;
   std::chrono::steady_clock::time_point start;
   if (profiling_) {
@@ -158,7 +175,7 @@ void TensorCoreGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, 
   const std::size_t chunk = chunk_elements(a.dtype), splits = split_k(s, a.dtype);
   const bool async = mode_ == Mode::kPtx && chunks_aligned(a, s.batch, chunk) && chunks_aligned(b, s.batch, chunk);
   if (splits == 1) {
-    launch(s, alpha, a, b, beta, c, async);
+    launch(s, alpha, a, b, beta, c, async, epilogue);
   } else {
     // Split j multiplies k range [j*kc, (j+1)*kc): a batch whose operands step by kc (a multiple of
     // the chunk, so the copy path stays the same) along k, into float32 partials.
@@ -173,11 +190,13 @@ void TensorCoreGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, 
     pa.batch_stride = s.a == Transpose::kNo ? kc : kc * a.ld;  // A (m, k) or A^T stored (k, m)
     pb.batch_stride = s.b == Transpose::kNo ? kc * b.ld : kc;  // B (k, n) or B^T stored (n, k)
     const GemmOperand partials{split_partials_.get(), 0, s.n, plane, device::DType::kF32};
-    launch(GemmShape{s.a, s.b, s.m, s.n, kc, splits}, 1.0f, pa, pb, 0.0f, partials, async);
+    launch(GemmShape{s.a, s.b, s.m, s.n, kc, splits}, 1.0f, pa, pb, 0.0f, partials, async, GemmEpilogue{});
     const std::array<std::size_t, 2> local{32, 4}, global{(s.n + 31) / 32 * 32, (s.m + 3) / 4 * 4};
-    kernels(a.dtype, c.dtype, async)
+    const EpilogueArgs e(c, epilogue);
+    kernels(a.dtype, c.dtype, async, e.bits != 0)
         .launch_nd("gemm_mma_split_sum", global, local, c.buffer, u32(c.offset), u32(c.ld), split_partials_.get(),
-                   u32(s.m), u32(s.n), u32(splits), alpha, beta);
+                   u32(s.m), u32(s.n), u32(splits), alpha, beta, e.bias, e.bias_offset, e.aux, e.aux_offset, e.ld_aux,
+                   e.bits);
   }
   ++stats_.calls;
   if (profiling_) {

@@ -64,11 +64,10 @@ class TensorCoreGemm final : public Gemm {
 
   void run(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override;
-  // On tensor cores: false (the mma kernel has no epilogue); elsewhere the fallback's answer.
+  // On tensor cores the epilogue in the mma kernel's stores (or the split sum's), from a program of
+  // its own (-DGEMM_EPILOGUE=1); elsewhere the fallback's answer.
   bool run_fused(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
-                 const GemmOperand& c, const GemmEpilogue& epilogue) override {
-    return !on_tensor_cores(a.dtype, b.dtype) && fallback_->run_fused(shape, alpha, a, b, beta, c, epilogue);
-  }
+                 const GemmOperand& c, const GemmEpilogue& epilogue) override;
   std::string name() const override { return "tensor-core"; }
   bool supports(device::DType a, device::DType b, device::DType c) const override {
     return on_tensor_cores(a, b) || fallback_->supports(a, b, c);
@@ -86,10 +85,12 @@ class TensorCoreGemm final : public Gemm {
   std::size_t split_k(const GemmShape& shape, device::DType ab) const;
 
  private:
-  KernelSet& kernels(device::DType ab, device::DType c, bool async);
+  KernelSet& kernels(device::DType ab, device::DType c, bool async, bool epilogue);
+  void multiply(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+                const GemmOperand& c, const GemmEpilogue& epilogue);
   // One launch of the mma kernel (C's dtype selects the program).
   void launch(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
-              const GemmOperand& c, bool async);
+              const GemmOperand& c, bool async, const GemmEpilogue& epilogue);
   // The tile of GEMMs whose A and B are `ab`: tile_ for 16 bits, tf32_tile_ for float32.
   const MmaTile& tile_for(device::DType ab) const { return ab == device::DType::kF32 ? tf32_tile_ : tile_; }
 

@@ -87,6 +87,7 @@ compile_check() {
     cat "$kdir/dtype.cl" "$kdir/gelu_math.cl"
     case " $* " in *" -DPAX_WG="*) cat "$kdir/group_reduce.cl" ;; esac
     case "$program" in gemm_mma | flash_attention_mma) cat "$kdir/mma_ops.cl" ;; esac
+    case "$program" in gemm_mma | gemm_direct) cat "$kdir/gemm_epilogue.cl" ;; esac
     echo '#line 1'
     cat "$kdir/$program.cl"
   } > "$work/in.cl"
@@ -182,7 +183,7 @@ for p in "${gpu_programs[@]}"; do wanted "$p" && build_program "$p" "-DPAX_WG=$w
 if [ "$portable" = 1 ]; then
   for f in "$kdir"/*.cl; do
     p="$(basename "$f" .cl)"
-    case "$p" in dtype | gelu_math | group_reduce | mma_ops | *_cpu | *_gpu | gemm_mma | flash_attention_mma | tensor_core_probe | gemm_direct) continue ;; esac
+    case "$p" in dtype | gelu_math | group_reduce | mma_ops | gemm_epilogue | *_cpu | *_gpu | gemm_mma | flash_attention_mma | tensor_core_probe | gemm_direct) continue ;; esac
     wanted "$p" && build_program "$p" "-DPAX_WG=$wg"
   done
 fi
@@ -226,6 +227,16 @@ if wanted gemm_mma; then
   }
   for ab in "${mma_ab[@]}"; do mma_builds "$ab" "${tiles[@]}"; done
   mma_builds TF32 "${tf32_tiles[@]}"
+  # The bias / GELU epilogue (-DGEMM_EPILOGUE=1: TensorCoreGemm::run_fused) on the first tile.
+  for ab in "${mma_ab[@]}" TF32; do
+    t=${tiles[0]}
+    [ "$ab" = TF32 ] && t=${tf32_tiles[0]}
+    IFS=x read -r bm bn bk wm wn st <<< "$t"
+    c=float32
+    [ "$ab" = TF32 ] || c=$(echo "$ab" | sed 's/BF16/bfloat16/; s/F16/float16/')
+    compile_check gemm_mma "$t AB=$ab C=$c async=1 epilogue" -DMMA_AB_$ab "$(act_flag "$c")" -DASYNC_COPY=1 \
+      -DBM="$bm" -DBN="$bn" -DBK="$bk" -DWM="$wm" -DWN="$wn" -DSTAGES="$st" -DGEMM_EPILOGUE=1
+  done
 fi
 
 # Theoretical occupancy on an H100 (SM 9.0), as CUDA's occupancy calculator: 65536 registers per

@@ -263,6 +263,11 @@ TEST_F(TensorCoreGemmTest, RunsOnTensorCoresWhereTheProbePasses) {
   for (Transpose ta : {Transpose::kNo, Transpose::kYes})
     for (Transpose tb : {Transpose::kNo, Transpose::kYes})
       for (const DTypes& dt : {kMmaDTypes[0], kMmaDTypes[3]}) check(*this, gemm, Case{40, 24, 1024, 1, ta, tb}, 79, dt, Layout::kAligned);
+  // The epilogue, in the kernel's stores and in the split sum's.
+  const DTypes bf16{device::DType::kBF16, device::DType::kBF16, device::DType::kBF16};
+  for (const Case& c : {Case{300, 200, 96, 1, Transpose::kNo, Transpose::kYes}, Case{40, 24, 1024, 1, Transpose::kNo, Transpose::kYes}})
+    for (const Fused parts : {Fused{true, true}, Fused{false, false, true}})
+      check(*this, gemm, c, 80, bf16, Layout::kAligned, 1.0f, CInit::kRandom, parts);
   for (const kernels::MmaTile& tile : kernels::mma_tile_candidates(device_->info().local_mem_bytes)) {
     kernels::TensorCoreGemm tuned(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_), tile);
     SCOPED_TRACE(tile.name());
@@ -317,6 +322,35 @@ TEST_F(TensorCoreGemmTest, EmulatedKernelSplitsKWhereCHasFewBlocks) {
       for (const DTypes& dt : {kMmaDTypes[0], kMmaDTypes[3]})
         check(*this, gemm, Case{40, 24, 1024, 1, ta, tb}, seed += 3, dt, Layout::kAligned);
   check(*this, gemm, Case{17, 9, 4096, 1, Transpose::kNo, Transpose::kYes}, seed += 3, kMmaDTypes[0], Layout::kAwkward);
+}
+
+// The bias / GELU epilogue on tensor cores (emulated), in the mma kernel's stores and in the split
+// sum's, C and the epilogue's operands in 16 bits and in float32 (TF32 operands).
+TEST_F(TensorCoreGemmTest, EmulatedKernelAppliesTheEpilogue) {
+  using device::DType;
+  using Mode = kernels::TensorCoreGemm::Mode;
+  kernels::TensorCoreGemm gemm(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_),
+                               kernels::MmaTile::parse("32x32x32.w16x16.s3"), Mode::kEmulated,
+                               kernels::MatmulPrecision::kTf32);
+  const Case one_pass{70, 40, 65, 1, Transpose::kNo, Transpose::kYes}, split{33, 17, 1024, 1, Transpose::kNo, Transpose::kYes};
+  ASSERT_EQ(gemm.split_k(GemmShape{one_pass.a, one_pass.b, one_pass.m, one_pass.n, one_pass.k}, DType::kBF16), 1u);
+  ASSERT_GT(gemm.split_k(GemmShape{split.a, split.b, split.m, split.n, split.k}, DType::kBF16), 1u);
+  const DTypes bf16{DType::kBF16, DType::kBF16, DType::kBF16}, tf32{DType::kF32, DType::kF32, DType::kF32, true};
+  std::uint64_t seed = 7000;
+  for (const Fused parts : {Fused{true, false}, Fused{false, true}, Fused{true, true}, Fused{false, false, true}})
+    for (const Case& c : {one_pass, split}) {
+      check(*this, gemm, c, seed += 4, bf16, Layout::kAligned, 0.0f, CInit::kNaN, parts);
+      check(*this, gemm, c, seed += 4, bf16, Layout::kAwkward, 1.0f, CInit::kRandom, parts);
+    }
+  check(*this, gemm, split, seed += 4, tf32, Layout::kAligned, 1.0f, CInit::kRandom, Fused{true, true});
+  // Not fusable: batched, or a bias in another dtype than C's.
+  auto c = upload(DType::kBF16, std::vector<double>(64, 1.0)), bias32 = upload(DType::kF32, std::vector<double>(8, 1.0));
+  const GemmOperand c16{c.get(), 0, 8, 8, DType::kBF16};
+  kernels::GemmEpilogue e;
+  e.bias = c16;
+  EXPECT_FALSE(gemm.run_fused(GemmShape{Transpose::kNo, Transpose::kNo, 2, 2, 2, 2}, 1.0f, c16, c16, 0.0f, c16, e));
+  e.bias = GemmOperand{bias32.get(), 0, 0, 0, DType::kF32};
+  EXPECT_FALSE(gemm.run_fused(GemmShape{Transpose::kNo, Transpose::kNo, 2, 2, 2}, 1.0f, c16, c16, 0.0f, c16, e));
 }
 
 // MATMUL_PRECISION=tf32 through the emulation: float32 A and B on the m16n8k8 path (fragments read

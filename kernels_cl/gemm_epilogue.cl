@@ -1,0 +1,29 @@
+// The GPU GEMMs' epilogue (gemm.h's GemmEpilogue), as they store an element of C; prepended
+// (program_loader.cpp) to gemm_direct.cl and gemm_mma.cl, after dtype.cl and gelu_math.cl.
+// `epilogue` bits (batch 1): GEMM_BIAS adds bias[col] (act_t) to the float result;
+// GEMM_GELU_GRAD multiplies it by gelu'(Z[row, col]); GEMM_GELU also stores gelu of it into G.
+// Z or G is `aux` (act_t, its own offset and ld; never both). Without a bit its buffer is never
+// read or written (the host passes C's there; kernels_cl/gemm_epilogue.h builds the arguments).
+// Only programs built with -DGEMM_EPILOGUE=1 look at the bits: the plain GEMMs are built without
+// it, so the epilogue costs them nothing.
+#ifndef GEMM_EPILOGUE
+#define GEMM_EPILOGUE 0
+#endif
+#define GEMM_BIAS 1u
+#define GEMM_GELU 2u
+#define GEMM_GELU_GRAD 4u
+
+// Stores element (row, col) of C from its float value v (alpha already applied): + beta C (beta
+// == 0 never reads C, which may hold NaN garbage), then the epilogue; C rounded once. cb: C at
+// its offset (and batch); bias and aux at theirs.
+static inline __attribute__((always_inline)) void gemm_store(__global act_t* cb, const uint ldc, const uint row,
+                                                             const uint col, float v, const float beta,
+                                                             __global const act_t* bias, __global act_t* aux,
+                                                             const uint ld_aux, const uint epilogue) {
+  const size_t at = (size_t)row * ldc + col, aux_at = (size_t)row * ld_aux + col;
+  if (beta != 0.0f) v += beta * act_load(cb, at);
+  if (GEMM_EPILOGUE && (epilogue & GEMM_BIAS)) v += act_load(bias, col);
+  if (GEMM_EPILOGUE && (epilogue & GEMM_GELU_GRAD)) v *= gelu_grad(act_load(aux, aux_at));
+  act_store(cb, at, v);
+  if (GEMM_EPILOGUE && (epilogue & GEMM_GELU)) act_store(aux, aux_at, v * gelu_sigmoid(v));
+}
