@@ -158,7 +158,10 @@ void TensorCoreGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, 
 bool TensorCoreGemm::run_fused(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                                const GemmOperand& c, const GemmEpilogue& epilogue) {
   if (!on_tensor_cores(a.dtype, b.dtype)) return fallback_->run_fused(s, alpha, a, b, beta, c, epilogue);
-  if (!epilogue_fusable(s, c, epilogue)) return false;
+  // Not GELU's gradient: its per-element reads of Z in the mma kernel's stores cost more than the
+  // element-wise pass they save (an H200, T1024 B16 bfloat16: the backward's GEMMs 4.2 ms slower
+  // against a 1.3 ms pass; docs/benchmarks.md). The bias and GELU forward pay for themselves.
+  if (epilogue.gelu_grad.buffer || !epilogue_fusable(s, c, epilogue)) return false;
   multiply(s, alpha, a, b, beta, c, epilogue);
   return true;
 }

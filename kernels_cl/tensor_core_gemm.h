@@ -64,8 +64,9 @@ class TensorCoreGemm final : public Gemm {
 
   void run(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override;
-  // On tensor cores the epilogue in the mma kernel's stores (or the split sum's), from a program of
-  // its own (-DGEMM_EPILOGUE=1); elsewhere the fallback's answer.
+  // On tensor cores the bias and GELU epilogue in the mma kernel's stores (or the split sum's), from
+  // a program of its own (-DGEMM_EPILOGUE=1), and false for GELU's gradient (measured slower than
+  // its own pass); elsewhere the fallback's answer.
   bool run_fused(const GemmShape& shape, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                  const GemmOperand& c, const GemmEpilogue& epilogue) override;
   std::string name() const override { return "tensor-core"; }
