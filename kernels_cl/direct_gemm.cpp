@@ -164,25 +164,14 @@ void DirectGemm::multiply(const GemmShape& s, float alpha, const GemmOperand& a,
   if (splits == 1) {
     launch(s, alpha, a, b, beta, c, epilogue);
   } else {
-    // Split j multiplies k range [j*kc, (j+1)*kc): a batch whose operands step by kc along k.
-    const std::size_t kc = s.k / splits, plane = s.m * s.n;
-    if (split_partials_.count() < splits * plane) {
-      split_partials_ = device::Buffer<float>(device_.context(), splits * plane, "direct GEMM split-k partials");
-      // Zeroed once, from the host: every element is written before the sum reads it, but Oclgrind's
-      // --uninitialized counts only host writes as initialising a buffer (not a fill, not a kernel's
-      // stores) and would flag every read of the partials.
-      const std::vector<float> zeros(split_partials_.count(), 0.0f);
-      device_.queue().write(split_partials_, std::span<const float>(zeros));
-    }
-    GemmOperand pa = a, pb = b;
-    pa.batch_stride = s.a == Transpose::kNo ? kc : kc * a.ld;  // A (m, k) or A^T stored (k, m)
-    pb.batch_stride = s.b == Transpose::kNo ? kc * b.ld : kc;  // B (k, n) or B^T stored (n, k)
-    const GemmOperand partials{split_partials_.get(), 0, s.n, plane, device::DType::kF32};
-    launch(GemmShape{s.a, s.b, s.m, s.n, kc, splits}, 1.0f, pa, pb, 0.0f, partials, GemmEpilogue{});
-    const std::array<std::size_t, 2> local{32, 4}, global{(s.n + 31) / 32 * 32, (s.m + 3) / 4 * 4};
+    const SplitProducts p = split_products(s, splits, a, b,
+                                           split_partials_.reserve(device_, splits * s.m * s.n,
+                                                                   "direct GEMM split-k partials"));
+    launch(p.shape, 1.0f, p.a, p.b, 0.0f, p.c, GemmEpilogue{});
+    const auto local = split_sum_local(), global = split_sum_global(s);
     const EpilogueArgs e(c, epilogue);
     kernels(a.dtype, b.dtype, c.dtype, e.bits != 0)
-        .launch_nd("gemm_direct_split_sum", global, local, c.buffer, u32(c.offset), u32(c.ld), split_partials_.get(),
+        .launch_nd("gemm_direct_split_sum", global, local, c.buffer, u32(c.offset), u32(c.ld), p.c.buffer,
                    u32(s.m), u32(s.n), u32(splits), alpha, beta, e.bias, e.bias_offset, e.aux, e.aux_offset,
                    e.ld_aux, e.bits);
   }

@@ -88,7 +88,7 @@ class DirectGemm final : public CountedGemm {
   device::Device& device_;
   DirectTile tile_;
   std::map<std::string, std::unique_ptr<KernelSet>> programs_;  // by build options
-  device::Buffer<float> split_partials_;                         // grown on demand; queue order guards reuse
+  SplitPartials split_partials_;
 };
 
 }  // namespace paxocl::kernels

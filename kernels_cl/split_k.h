@@ -6,8 +6,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 
+#include "device/buffer.h"
+#include "device/device.h"
 #include "kernels_cl/gemm.h"
 
 namespace paxocl::kernels {
@@ -31,6 +34,34 @@ inline std::size_t split_k_count(const GemmShape& s, std::size_t block_m, std::s
     splits = next;
   }
   return splits;
+}
+
+// The float32 partials of split products, one buffer per GEMM object, grown on demand; queue order
+// guards its reuse by the next product.
+class SplitPartials {
+ public:
+  // A buffer of at least `count` floats (zeroed from the host when it grows).
+  cl_mem reserve(device::Device& device, std::size_t count, const char* name);
+
+ private:
+  device::Buffer<float> buffer_;
+};
+
+// `splits` products over consecutive k ranges as one batch: split j multiplies k range
+// [j kc, (j + 1) kc), kc = k / splits, its A and B stepping by kc along k; C the dense (splits, m, n)
+// float32 partials at `partials`.
+struct SplitProducts {
+  GemmShape shape;
+  GemmOperand a, b, c;
+};
+SplitProducts split_products(const GemmShape& s, std::size_t splits, const GemmOperand& a, const GemmOperand& b,
+                             cl_mem partials);
+
+// The split sums' launch: a work-item per element of C, 32 x 4 work-groups, columns along local id
+// 0 (coalesced).
+inline std::array<std::size_t, 2> split_sum_local() { return {32, 4}; }
+inline std::array<std::size_t, 2> split_sum_global(const GemmShape& s) {
+  return {(s.n + 31) / 32 * 32, (s.m + 3) / 4 * 4};
 }
 
 }  // namespace paxocl::kernels

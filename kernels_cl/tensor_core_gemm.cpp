@@ -180,24 +180,15 @@ void TensorCoreGemm::multiply(const GemmShape& s, float alpha, const GemmOperand
   if (splits == 1) {
     launch(s, alpha, a, b, beta, c, async, epilogue);
   } else {
-    // Split j multiplies k range [j*kc, (j+1)*kc): a batch whose operands step by kc (a multiple of
-    // the chunk, so the copy path stays the same) along k, into float32 partials.
-    const std::size_t kc = s.k / splits, plane = s.m * s.n;
-    if (split_partials_.count() < splits * plane) {
-      split_partials_ = device::Buffer<float>(device_.context(), splits * plane, "tensor-core GEMM split-k partials");
-      // Zeroed once from the host, for Oclgrind's --uninitialized (see DirectGemm::multiply).
-      const std::vector<float> zeros(split_partials_.count(), 0.0f);
-      device_.queue().write(split_partials_, std::span<const float>(zeros));
-    }
-    GemmOperand pa = a, pb = b;
-    pa.batch_stride = s.a == Transpose::kNo ? kc : kc * a.ld;  // A (m, k) or A^T stored (k, m)
-    pb.batch_stride = s.b == Transpose::kNo ? kc * b.ld : kc;  // B (k, n) or B^T stored (n, k)
-    const GemmOperand partials{split_partials_.get(), 0, s.n, plane, device::DType::kF32};
-    launch(GemmShape{s.a, s.b, s.m, s.n, kc, splits}, 1.0f, pa, pb, 0.0f, partials, async, GemmEpilogue{});
-    const std::array<std::size_t, 2> local{32, 4}, global{(s.n + 31) / 32 * 32, (s.m + 3) / 4 * 4};
+    // The splits step by a whole number of 16-byte chunks along k, so the copy path stays the same.
+    const SplitProducts p = split_products(s, splits, a, b,
+                                           split_partials_.reserve(device_, splits * s.m * s.n,
+                                                                   "tensor-core GEMM split-k partials"));
+    launch(p.shape, 1.0f, p.a, p.b, 0.0f, p.c, async, GemmEpilogue{});
+    const auto local = split_sum_local(), global = split_sum_global(s);
     const EpilogueArgs e(c, epilogue);
     kernels(a.dtype, c.dtype, async, e.bits != 0)
-        .launch_nd("gemm_mma_split_sum", global, local, c.buffer, u32(c.offset), u32(c.ld), split_partials_.get(),
+        .launch_nd("gemm_mma_split_sum", global, local, c.buffer, u32(c.offset), u32(c.ld), p.c.buffer,
                    u32(s.m), u32(s.n), u32(splits), alpha, beta, e.bias, e.bias_offset, e.aux, e.aux_offset, e.ld_aux,
                    e.bits);
   }

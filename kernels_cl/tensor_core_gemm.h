@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "kernels_cl/gemm.h"
-#include "device/buffer.h"
 #include "kernels_cl/kernel_set.h"
 #include "kernels_cl/split_k.h"
 #include "kernels_cl/tensor_core_probe.h"
@@ -103,7 +102,7 @@ class TensorCoreGemm final : public Gemm {
   MatmulPrecision precision_;
   MmaTile tile_, tf32_tile_;
   std::map<std::string, std::unique_ptr<KernelSet>> programs_;  // by build options
-  device::Buffer<float> split_partials_;                         // grown on demand; queue order guards reuse
+  SplitPartials split_partials_;
   bool profiling_ = false;
   GemmStats stats_;
 };
