@@ -5,12 +5,14 @@
 #include <cstring>
 #include <numeric>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "common/errors.h"
 #include "models/model_factory.h"
+#include "scheduler/data_group_average.h"
 #include "scheduler/device_threads.h"
 
 namespace paxocl::scheduler {
@@ -408,17 +410,11 @@ void PipelineStep::reduce_gradients() {
         return comm.reduce_scatter(members.front()->split, grads, grads, scale, backward_done,
                                    fmt::format("reduce-scatter stage {}", members.front()->span.stage));
       });
-  for (std::size_t a = 0; a < averagers_.size(); ++a) {
-    collectives::IciCommunicator::Buffers views;
-    std::vector<device::Event> backward_done;
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < stages_.size(); ++i) {
-      if (averager_of_[i] != static_cast<int>(a)) continue;
-      views.push_back(stages_[i].first->gradient_buffer());
-      n = stages_[i].first->layout().total();
-      backward_done.push_back(queue_marker(stages_[i].device));
-    }
-    reductions.push_back(averagers_[a]->average(views, n, backward_done));
+  for (collectives::Pending& p : average_data_groups(averagers_, averager_of_, [&](std::size_t i) {
+         Stage& st = stages_[i];
+         return MemberGradients{st.first->gradient_buffer(), st.first->layout().total(), queue_marker(st.device)};
+       })) {
+    reductions.push_back(std::move(p));
   }
   for (const collectives::Pending& p : reductions) p.wait();
 }

@@ -1,11 +1,13 @@
 #include "scheduler/tensor_parallel_step.h"
 
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "common/errors.h"
 #include "models/model_factory.h"
+#include "scheduler/data_group_average.h"
 
 namespace paxocl::scheduler {
 
@@ -105,20 +107,13 @@ models::LossStats TensorParallelStep::run_step(const inputs::Batch& batch, doubl
     stats[d] = locals_[d].model->train_step_gradients(device_rows(batch, tensors_->place(d).group, rows));
   });
   // Data groups: every replica's gradients averaged (after its whole backward).
-  std::vector<collectives::Pending> reductions;
-  for (std::size_t a = 0; a < averagers_.size(); ++a) {
-    collectives::IciCommunicator::Buffers views;
-    std::vector<device::Event> ready;
-    std::size_t n = 0;
-    for (std::size_t d = 0; d < locals_.size(); ++d) {
-      if (averager_of_[d] != static_cast<int>(a)) continue;
-      views.push_back(locals_[d].model->gradient_buffer());
-      n = locals_[d].model->layout().total();
-      ready.push_back(locals_[d].device->queue().marker());
-      locals_[d].device->queue().flush();
-    }
-    reductions.push_back(averagers_[a]->average(views, n, ready));
-  }
+  const std::vector<collectives::Pending> reductions =
+      average_data_groups(averagers_, averager_of_, [&](std::size_t d) {
+        device::Event backward_done = locals_[d].device->queue().marker();
+        locals_[d].device->queue().flush();
+        return MemberGradients{locals_[d].model->gradient_buffer(), locals_[d].model->layout().total(),
+                               std::move(backward_done)};
+      });
   for (const collectives::Pending& p : reductions) p.wait();
   // The global norm: every element counted once in the job: replica 0's devices (data coordinate
   // 0; the replicas are equal now), each its counted ranges (replicated tensors on tensor rank 0).
