@@ -13,6 +13,7 @@
 #include "common/errors.h"
 #include "common/whole_number.h"
 #include "common/announce_once.h"
+#include "device/dtype.h"
 #include "kernels_cl/launch_checks.h"
 #include "kernels_cl/program_loader.h"
 #include "kernels_cl/tensor_core_probe.h"
@@ -196,13 +197,12 @@ bool tensor_cores_allowed() {
                                 value));
 }
 
-bool is16(device::DType t) { return t == device::DType::kBF16 || t == device::DType::kF16; }
-
 // The tensor-core tiles when those kernels run (see FlashMath), else nullopt.
 std::optional<FlashMmaTiles> mma_tiles_for(device::ProgramCache& cache, const device::Device& device,
                                            device::DType act, std::size_t head_size, FlashMath math) {
   if (math == FlashMath::kFloat) return std::nullopt;
-  const auto tiles = is16(act) ? flash_mma_tiles(head_size, device.info().local_mem_bytes) : std::nullopt;
+  const bool is16 = device::dtype_size(act) == 2;
+  const auto tiles = is16 ? flash_mma_tiles(head_size, device.info().local_mem_bytes) : std::nullopt;
   if (math == FlashMath::kEmulatedTensorCores) {
     if (!tiles) {
       throw ConfigError(fmt::format("flash attention on tensor cores needs 16-bit activations (not {}) and a head "
