@@ -21,7 +21,21 @@
 namespace paxocl::kernels {
 
 namespace {
-enum class FlashKernel { kForward, kDq, kDkDv };
+// The kernels' names, by FlashKernel.
+constexpr std::array<const char*, 3> kKernelNames = {"flash_attention_forward", "flash_attention_backward_dq",
+                                                     "flash_attention_backward_dkdv"};
+const char* kernel_name(FlashKernel kernel) { return kKernelNames[static_cast<std::size_t>(kernel)]; }
+
+// `kernel`'s tile in a program's tiles (FlashTiles or FlashMmaTiles).
+template <typename Tiles>
+const auto& tile_of(const Tiles& tiles, FlashKernel kernel) {
+  switch (kernel) {
+    case FlashKernel::kForward: return tiles.forward;
+    case FlashKernel::kDq: return tiles.dq;
+    case FlashKernel::kDkDv: break;
+  }
+  return tiles.dkdv;
+}
 
 // Local floats of one kernel of flash_attention_gpu.cl at this tile (keep in step with its
 // __local arrays): padded (rows, FA_LD) head tiles (hs + 4 for float4 rows, hs + 1 otherwise),
@@ -218,8 +232,8 @@ std::optional<FlashMmaTiles> mma_tiles_for(device::ProgramCache& cache, const de
 KernelSet flash_kernels(device::ProgramCache& cache, device::Device& device, device::DType act,
                         std::size_t head_size, const std::optional<FlashMmaTiles>& mma, const FlashTiles& tiles,
                         FlashMath math) {
-  const std::initializer_list<const char*> names = {"flash_attention_forward", "flash_attention_backward_dq",
-                                                    "flash_attention_backward_dkdv"};
+  const std::initializer_list<const char*> names = {kernel_name(FlashKernel::kForward), kernel_name(FlashKernel::kDq),
+                                                    kernel_name(FlashKernel::kDkDv)};
   if (!mma) {
     return KernelSet(cache, device, "flash_attention",
                      names,
@@ -276,23 +290,20 @@ std::string FlashAttentionKernels::describe() const {
                      tiles_.dq.cols, tiles_.dkdv.rows, tiles_.dkdv.cols);
 }
 
-std::pair<std::size_t, std::size_t> FlashAttentionKernels::geometry(const char* kernel) const {
-  const std::string_view name(kernel);
-  const int which = name == "flash_attention_forward" ? 0 : name == "flash_attention_backward_dq" ? 1 : 2;
+std::pair<std::size_t, std::size_t> FlashAttentionKernels::geometry(FlashKernel kernel) const {
   if (mma_) {
-    const FlashMmaKernelTile& t = which == 0 ? mma_->forward : which == 1 ? mma_->dq : mma_->dkdv;
+    const FlashMmaKernelTile& t = tile_of(*mma_, kernel);
     return {t.rows(), t.group_size()};
   }
-  const FlashKernelTile& t = which == 0 ? tiles_.forward : which == 1 ? tiles_.dq : tiles_.dkdv;
-  return {t.rows, tiles_.group_size};
+  return {tile_of(tiles_, kernel).rows, tiles_.group_size};
 }
 
 template <typename... Args>
-void FlashAttentionKernels::launch(const char* kernel, std::size_t rows, std::size_t heads, std::size_t B,
+void FlashAttentionKernels::launch(FlashKernel kernel, std::size_t rows, std::size_t heads, std::size_t B,
                                    const Args&... args) {
   const auto [owned, group] = geometry(kernel);
   const std::array<std::size_t, 3> global = {(rows + owned - 1) / owned * group, heads, B}, local = {group, 1, 1};
-  set_.launch_nd(kernel, global, local, args...);
+  set_.launch_nd(kernel_name(kernel), global, local, args...);
 }
 
 namespace {
@@ -320,9 +331,9 @@ void FlashAttentionKernels::forward(const ActBuffer& q, std::size_t q_stride, co
   require_count("flash_attention_forward", B * queries * out_stride, out);
   require_count("flash_attention_forward", B * kv.rows_per_sequence * kv.stride, *kv.buffer);
   require_count("flash_attention_forward", B * H * stats_stride, lse);
-  launch("flash_attention_forward", queries, H, B, q, u32(q_stride), *kv.buffer,
-         u32(kv.stride), u32(kv.rows_per_sequence), u32(kv.k_col), u32(kv.v_col), out, u32(out_stride), lse,
-         u32(stats_stride), u32(queries), u32(p0), u32(H), u32(heads.group()), 1.0f / std::sqrt(float(hs)));
+  launch(FlashKernel::kForward, queries, H, B, q, u32(q_stride), *kv.buffer, u32(kv.stride),
+         u32(kv.rows_per_sequence), u32(kv.k_col), u32(kv.v_col), out, u32(out_stride), lse, u32(stats_stride),
+         u32(queries), u32(p0), u32(H), u32(heads.group()), 1.0f / std::sqrt(float(hs)));
 }
 
 void FlashAttentionKernels::backward(const ActBuffer& qkv, std::size_t width, std::size_t k_col, std::size_t v_col,
@@ -339,8 +350,7 @@ void FlashAttentionKernels::backward(const ActBuffer& qkv, std::size_t width, st
   const float scale = 1.0f / std::sqrt(float(heads.head_size));
   // The same arguments for both: dq (a group per query block and head) writes delta, dk/dv (per
   // key block and kv head) reads it.
-  const std::pair<const char*, std::size_t> passes[] = {{"flash_attention_backward_dq", H},
-                                                        {"flash_attention_backward_dkdv", heads.kv_heads}};
+  const std::pair<FlashKernel, std::size_t> passes[] = {{FlashKernel::kDq, H}, {FlashKernel::kDkDv, heads.kv_heads}};
   for (const auto& [kernel, head_groups] : passes) {
     launch(kernel, T, head_groups, B, qkv, u32(width), u32(k_col), u32(v_col), out, dout, u32(D), lse,
            delta, dqkv, u32(T), u32(H), u32(heads.group()), scale);

@@ -26,6 +26,10 @@ namespace paxocl::kernels {
 using ActBuffer = device::TypedBuffer;
 using FloatBuffer = device::Buffer<float>;
 
+// The three kernels of either program (flash_attention_gpu.cl and flash_attention_mma.cl name them
+// alike): flash_attention_forward, flash_attention_backward_dq, flash_attention_backward_dkdv.
+enum class FlashKernel { kForward, kDq, kDkDv };
+
 // One kernel's tile: a work-group owns `rows` rows (queries, or keys in dk/dv) and streams `cols`
 // rows of the other side per step; each of its work-items holds rows / (group_size / kFlashLanes)
 // rows and cols / kFlashLanes columns of every product in registers.
@@ -136,10 +140,10 @@ class FlashAttentionKernels {
 
  private:
   // The rows a group of `kernel` owns and its work-group size, on whichever kernels run.
-  std::pair<std::size_t, std::size_t> geometry(const char* kernel) const;
+  std::pair<std::size_t, std::size_t> geometry(FlashKernel kernel) const;
   // Groups (ceil(rows / owned rows), heads, B) of geometry(kernel).
   template <typename... Args>
-  void launch(const char* kernel, std::size_t rows, std::size_t heads, std::size_t B, const Args&... args);
+  void launch(FlashKernel kernel, std::size_t rows, std::size_t heads, std::size_t B, const Args&... args);
 
   device::DType act_;
   std::size_t head_size_;
