@@ -57,6 +57,13 @@ std::unique_ptr<Gemm> make_variant(device::Device& device, device::ProgramCache&
   return std::make_unique<PackedGemm>(cache, device, GemmVariant{GemmVariant::Kind::kGpu, 64, 64});
 }
 
+// The float32-accumulating auto's choices: gemm-choices-<device fingerprint>.txt.
+constexpr const char* kGemmChoicesStem = "gemm-choices";
+
+GemmFactory variant_factory(device::Device& device, device::ProgramCache& cache) {
+  return [&device, &cache](const std::string& name) { return make_variant(device, cache, name); };
+}
+
 const char* bucket(std::size_t d) { return d <= 64 ? "64" : d <= 512 ? "512" : "big"; }
 
 char dtype_letter(device::DType t) { return t == device::DType::kBF16 ? 'b' : t == device::DType::kF16 ? 'h' : 'f'; }
@@ -64,14 +71,16 @@ char dtype_letter(device::DType t) { return t == device::DType::kBF16 ? 'b' : t 
 // Chooses per shape class among candidates; see auto_gemm.h.
 class AutoGemm final : public Gemm {
  public:
-  AutoGemm(device::Device& device, device::ProgramCache& cache, std::vector<std::string> candidates)
-      : device_(device), cache_(cache), candidates_(std::move(candidates)) {
+  AutoGemm(device::Device& device, device::ProgramCache& cache, std::vector<std::string> candidates,
+           GemmFactory make, const std::string& file_stem)
+      : device_(device), cache_(cache), candidates_(std::move(candidates)), make_(std::move(make)) {
     const std::uint64_t fingerprint = device::device_fingerprint(device.info());
-    if (!cache.dir().empty()) choices_file_ = cache.dir() / fmt::format("gemm-choices-{:016x}.txt", fingerprint);
+    if (!cache.dir().empty()) choices_file_ = cache.dir() / fmt::format("{}-{:016x}.txt", file_stem, fingerprint);
     std::lock_guard lock(registry_mutex());
     // Every AutoGemm of this process on such a device shares one table: two models (or devices) in
     // one process never differ in the GEMM they run, so their results agree bit for bit.
-    auto& shared = registry()[fmt::format("{:016x} {} {}", fingerprint, candidate_list(), choices_file_.string())];
+    auto& shared =
+        registry()[fmt::format("{:016x} {} {} {}", fingerprint, file_stem, candidate_list(), choices_file_.string())];
     if (!shared) {
       shared = std::make_shared<std::map<std::string, std::string>>();
       if (!choices_file_.empty()) {
@@ -132,7 +141,7 @@ class AutoGemm final : public Gemm {
 
   Gemm& variant(const std::string& name) {
     auto it = variants_.find(name);
-    if (it == variants_.end()) it = variants_.emplace(name, make_variant(device_, cache_, name)).first;
+    if (it == variants_.end()) it = variants_.emplace(name, make_(name)).first;
     return *it->second;
   }
 
@@ -167,7 +176,8 @@ class AutoGemm final : public Gemm {
     for (const std::string& name : candidates_) {
       if (variant(name).supports(at, bt, ct)) able.push_back(name);
     }
-    // make_gemm's candidate lists always hold a packed GEMM, which takes every dtype.
+    // make_gemm's candidate lists always hold a packed GEMM, which takes every dtype; a
+    // make_timed_gemm caller runs only dtypes its candidates take.
     if (able.empty()) throw std::logic_error("auto GEMM: no candidate takes " + cls);
     if (able.size() == 1) return able.front();
     const bool cpu = device_.info().kind == device::DeviceKind::kCpu;
@@ -247,6 +257,7 @@ class AutoGemm final : public Gemm {
   device::Device& device_;
   device::ProgramCache& cache_;
   std::vector<std::string> candidates_;
+  GemmFactory make_;
   std::shared_ptr<std::map<std::string, std::string>> choices_;  // class -> variant, shared (registry())
   std::map<std::string, std::unique_ptr<Gemm>> variants_;
   std::filesystem::path choices_file_;
@@ -254,6 +265,13 @@ class AutoGemm final : public Gemm {
 };
 
 }  // namespace
+
+std::unique_ptr<Gemm> make_timed_gemm(device::Device& device, device::ProgramCache& cache,
+                                      std::vector<std::string> candidates, GemmFactory make,
+                                      const std::string& file_stem) {
+  if (candidates.empty()) throw std::logic_error("make_timed_gemm: no candidates");
+  return std::make_unique<AutoGemm>(device, cache, std::move(candidates), std::move(make), file_stem);
+}
 
 std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, device::ProgramCache& cache) {
   if (device.info().kind != device::DeviceKind::kCpu) {
@@ -263,7 +281,7 @@ std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, dev
     for (const DirectTile& t : direct_auto_tiles(device.info())) gpu.push_back(std::string(kDirectPrefix) + t.name());
     gpu.push_back("clblast");
     if (onednn_gpu_refusal(device).empty()) gpu.push_back("onednn");  // Intel GPUs
-    return std::make_unique<AutoGemm>(device, cache, gpu);
+    return make_timed_gemm(device, cache, gpu, variant_factory(device, cache), kGemmChoicesStem);
   }
   std::vector<std::string> cpu{"cpu-8x48", "cpu-12x32"};
   if (host_gemm_available(device)) {
@@ -274,7 +292,7 @@ std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, dev
       spdlog::info("BLIS left out of --gemm=auto: {} (--gemm=blis still runs it)", refusal);
     }
   }
-  return std::make_unique<AutoGemm>(device, cache, cpu);
+  return make_timed_gemm(device, cache, cpu, variant_factory(device, cache), kGemmChoicesStem);
 }
 
 std::string gemm_policy_from(const std::optional<std::string>& flag) {

@@ -11,8 +11,8 @@
 //             stored next to the program cache, so later processes skip the timing (a change of
 //             the candidate list, such as a newly tuned direct tile, times them again).
 //             On a device whose tensor-core probe passed (NVIDIA, tensor_core_probe.h), GEMMs with
-//             A and B both bfloat16 or both float16 run on tensor cores (tensor-core, below) and
-//             the rest as above.
+//             A and B both bfloat16 or both float16 run on tensor cores (tensor-core, below: its
+//             tile timed per shape class the same way, make_timed_gemm) and the rest as above.
 //   blis | onednn | clblast | cpu-8x48 | cpu-12x32 | gpu-64x64   that implementation for every shape.
 //   gpu-direct   DirectGemm with the device's tuned (or default) tile for every shape.
 //   tensor-core   16-bit A and B on tensor cores where the probe passed, everything else on auto's
@@ -26,9 +26,11 @@
 // (".bbf": A and B bfloat16, C float32), among the candidates that take them (not CLBlast).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "device/program_cache.h"
 #include "kernels_cl/gemm.h"
@@ -46,6 +48,17 @@ std::unique_ptr<Gemm> make_gemm(device::Device& device, device::ProgramCache& ca
 // `auto` without tensor cores on any device: the timed choice among the float32-accumulating
 // variants (the tensor-core GEMM's fallback).
 std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, device::ProgramCache& cache);
+
+// Builds a candidate GEMM from its name.
+using GemmFactory = std::function<std::unique_ptr<Gemm>(const std::string& name)>;
+// A GEMM that runs each shape class (below) on the fastest of `candidates`, timed as `auto` times
+// its variants at the class's first GEMM and remembered in <cache dir>/<file_stem>-<device
+// fingerprint>.txt; `make` builds a candidate from its name. A GEMM whose dtypes no candidate
+// takes is a logic error: callers route only what their candidates take (the tensor-core GEMM's
+// per-class tile, tensor_core_gemm.h).
+std::unique_ptr<Gemm> make_timed_gemm(device::Device& device, device::ProgramCache& cache,
+                                      std::vector<std::string> candidates, GemmFactory make,
+                                      const std::string& file_stem);
 
 std::string gemm_shape_class(const GemmShape& shape);  // "m512.n64.k2048.b" style
 

@@ -13,10 +13,15 @@
 // Work-group: THREADS = (BM / WM) * (BN / WN) warps of 32, one BM x BN block of C (group ids 0 and
 // 1 = block column and row). Each warp owns a WM x WN sub-block: MI x NI accumulator fragments of
 // 16 x 8. Per BK-deep step the group copies an A and a B tile into local memory in the operand's
-// stored layout (rows of 16-byte chunks, each row padded by PAD_K or PAD_MN elements: 16-byte
-// aligned rows, conflict-free fragment reads), STAGES tiles deep; warps read fragments (16-bit:
+// stored layout (rows of 16-byte chunks), STAGES tiles deep; warps read fragments (16-bit:
 // ldmatrix, .trans where the stored layout is the transpose of the fragment's; TF32: one 32-bit
-// local read per element, which ldmatrix cannot transpose) and issue mma.sync.
+// local read per element, which ldmatrix cannot transpose) and issue mma.sync. Two layouts of a
+// tile row keep those reads and the copies free of bank conflicts (tile_offset):
+//   SWIZZLE=0: each row padded by PAD_K or PAD_MN elements (16-byte aligned rows);
+//   SWIZZLE=1 (16-bit operands; BM, BN, BK powers of two): no padding; a row's 16-byte chunks are
+//              permuted by XOR with a function of the row, so 8 consecutive rows' chunk c land on 8
+//              distinct 16-byte bank groups. A 128 x 128 x 32 tile then holds 3 stages in 48 KiB
+//              (NVIDIA's OpenCL local memory), where padded rows fit 2.
 //   ASYNC_COPY=1: cp.async 16-byte copies (zero-filled beyond the matrix through src-size),
 //                 STAGES-deep pipeline with commit_group / wait_group. Needs every chunk 16-byte
 //                 aligned: offsets, leading dimensions and batch strides multiples of CHUNK.
@@ -30,7 +35,13 @@
 #if !defined(MMA_AB_BF16) && !defined(MMA_AB_F16) && !defined(MMA_AB_TF32)
 #error "gemm_mma.cl: -DMMA_AB_BF16, -DMMA_AB_F16 or -DMMA_AB_TF32 selects the operands' dtype"
 #endif
+#ifndef SWIZZLE
+#define SWIZZLE 0
+#endif
 #if MMA_TF32
+#if SWIZZLE
+#error "gemm_mma.cl: SWIZZLE=1 is for 16-bit operands (TF32 fragments read single words, for which padding is conflict-free)"
+#endif
 typedef uint elem_t;
 #define CHUNK 4  // elements per 16-byte chunk
 // Row padding: a fragment reads element (g, t) of 8 x 4 lanes (g = lane / 4, t = lane % 4) along
@@ -41,8 +52,13 @@ typedef uint elem_t;
 #else
 typedef ushort elem_t;
 #define CHUNK 8
+#if SWIZZLE
+#define PAD_K 0
+#define PAD_MN 0
+#else
 #define PAD_K 8   // 16 bytes: ldmatrix's rows on distinct banks
 #define PAD_MN 8
+#endif
 #endif
 
 #ifndef BM
@@ -81,6 +97,24 @@ typedef ushort elem_t;
 #if (BM * BK / CHUNK) % THREADS || (BN * BK / CHUNK) % THREADS
 #error "gemm_mma.cl: a tile's 16-byte chunks must spread evenly over the work-group"
 #endif
+#if SWIZZLE && ((BM & (BM - 1)) || (BN & (BN - 1)) || (BK & (BK - 1)))
+#error "gemm_mma.cl: SWIZZLE=1 needs BM, BN and BK powers of two (the XOR must stay inside a row)"
+#endif
+
+// Offset of element (r, c) of a stage tile whose rows hold TC elements, padded by `pad` (c within
+// one 16-byte chunk stays contiguous, so ldmatrix rows and cp.async chunks are whole).
+// Swizzled: the 128 bytes of the 32 banks hold `per_line` rows (TC / CHUNK chunks each) or part of
+// one; rows r and r + per_line differ in their XOR term, over a period of 8 line-sized steps (or
+// the row's chunk count, if smaller), so any 8 consecutive rows read at one logical chunk, or 8
+// consecutive chunks written, hit 8 distinct bank groups.
+MMA_FN uint tile_offset(uint r, uint c, uint TC, uint pad) {
+#if SWIZZLE
+  const uint chunks = TC / CHUNK, per_line = chunks >= 8 ? 1 : 8 / chunks, period = chunks >= 8 ? 8 : chunks;
+  return r * TC + ((c / CHUNK) ^ (r / per_line % period)) * CHUNK + c % CHUNK;
+#else
+  return r * (TC + pad) + c;
+#endif
+}
 
 // ---- Asynchronous copies (cp.async; plain loads in the emulation) ------------------------------
 
@@ -124,7 +158,7 @@ UNROLL
   for (uint i = 0; i < TR * TC / CHUNK / THREADS; ++i) {
     const uint chunk = tid + i * THREADS, r = chunk / chunks_per_row, cc = chunk % chunks_per_row * CHUNK;
     const uint gr = r0 + r, gc = c0 + cc;
-    __local elem_t* d = dst + r * (TC + pad) + cc;
+    __local elem_t* d = dst + tile_offset(r, cc, TC, pad);
     const uint avail = gr < rows && gc < cols ? (cols - gc < (uint)CHUNK ? cols - gc : (uint)CHUNK) : 0u;  // inside the matrix
 #if ASYNC_COPY
     copy_chunk(d, avail ? src + (size_t)gr * ld + gc : src, (uint)sizeof(elem_t) * avail);
@@ -159,14 +193,14 @@ UNROLL
 UNROLL
     for (uint e = 0; e < 4; ++e) {
       const uint row = wm0 + i * 16 + g + 8 * (e % 2), kc = kk + t + 4 * (e / 2);
-      af[i][e] = to_tf32(ta ? at[kc * (BM + PAD_MN) + row] : at[row * (BK + PAD_K) + kc]);
+      af[i][e] = to_tf32(at[ta ? tile_offset(kc, row, BM, PAD_MN) : tile_offset(row, kc, BK, PAD_K)]);
     }
 UNROLL
   for (uint j = 0; j < NI; ++j)
 UNROLL
     for (uint e = 0; e < 2; ++e) {
       const uint col = wn0 + j * 8 + g, kc = kk + t + 4 * e;
-      bfr[j][e] = to_tf32(tb ? bt[col * (BK + PAD_K) + kc] : bt[kc * (BN + PAD_MN) + col]);
+      bfr[j][e] = to_tf32(bt[tb ? tile_offset(col, kc, BK, PAD_K) : tile_offset(kc, col, BN, PAD_MN)]);
     }
 UNROLL
   for (uint i = 0; i < MI; ++i)
@@ -185,8 +219,8 @@ MMA_FN void mma_k_step(const bool ta, const bool tb, __local const ushort* at, _
 UNROLL
   for (uint i = 0; i < MI; ++i) {
     const uint row = wm0 + i * 16;
-    const uint off = ta ? (kk + lane / 16 * 8 + lane % 8) * (BM + PAD_MN) + row + lane / 8 % 2 * 8
-                        : (row + lane % 16) * (BK + PAD_K) + kk + lane / 16 * 8;
+    const uint off = ta ? tile_offset(kk + lane / 16 * 8 + lane % 8, row + lane / 8 % 2 * 8, BM, PAD_MN)
+                        : tile_offset(row + lane % 16, kk + lane / 16 * 8, BK, PAD_K);
     ldmatrix_x4(af[i], at, off, ta, xch);
   }
   // B fragments, two 8-column ones per ldmatrix: matrices (k 0-7 | 8-15) of columns 0-7, then
@@ -196,8 +230,8 @@ UNROLL
 UNROLL
   for (uint j = 0; j < NI; j += 2) {
     const uint col = wn0 + j * 8;
-    const uint off = tb ? (col + lane / 16 * 8 + lane % 8) * (BK + PAD_K) + kk + lane / 8 % 2 * 8
-                        : (kk + lane / 8 % 2 * 8 + lane % 8) * (BN + PAD_MN) + col + lane / 16 * 8;
+    const uint off = tb ? tile_offset(col + lane / 16 * 8 + lane % 8, kk + lane / 8 % 2 * 8, BK, PAD_K)
+                        : tile_offset(kk + lane / 8 % 2 * 8 + lane % 8, col + lane / 16 * 8, BN, PAD_MN);
     uint r[4];
     ldmatrix_x4(r, bt, off, !tb, xch);
     bfr[j][0] = r[0];

@@ -4,19 +4,26 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "common/errors.h"
+#include "kernels_cl/auto_gemm.h"
 #include "kernels_cl/gemm_epilogue.h"
 #include "kernels_cl/program_loader.h"
 
 namespace paxocl::kernels {
 
 namespace {
-bool is16(device::DType t) { return t != device::DType::kF32; }
+bool is16(device::DType t) { return device::dtype_size(t) == 2; }
 // Operand elements per 16-byte chunk (the kernel's cp.async unit).
 std::size_t chunk_elements(device::DType ab) { return is16(ab) ? 8 : 4; }
+
+// Names of the per-class tile choice's candidates: "tensor-core-128x128x32.w64x32.s2".
+constexpr std::string_view kTilePrefix = "tensor-core-";
+// Its stored choices: mma-tile-choices-<device fingerprint>.txt beside the program cache.
+constexpr const char* kTileChoicesStem = "mma-tile-choices";
 
 // Whether every 16-byte chunk cp.async copies of `x` (`chunk` elements) is aligned.
 bool chunks_aligned(const GemmOperand& x, std::size_t batch, std::size_t chunk) {
@@ -25,8 +32,8 @@ bool chunks_aligned(const GemmOperand& x, std::size_t batch, std::size_t chunk) 
 }  // namespace
 
 std::size_t MmaTile::local_bytes(std::size_t element_bytes) const {
-  // gemm_mma.cl's row padding: PAD_K on rows along k, PAD_MN on rows along m or n.
-  const int pad_k = element_bytes == 4 ? 4 : 8, pad_mn = 8;
+  // gemm_mma.cl's row padding: PAD_K on rows along k, PAD_MN on rows along m or n; none swizzled.
+  const int pad_k = swizzle ? 0 : element_bytes == 4 ? 4 : 8, pad_mn = swizzle ? 0 : 8;
   const auto stage = [&](int rows) {  // larger of (rows, BK + PAD_K) and (BK, rows + PAD_MN)
     return static_cast<std::size_t>(std::max(rows * (bk + pad_k), bk * (rows + pad_mn)));
   };
@@ -34,38 +41,61 @@ std::size_t MmaTile::local_bytes(std::size_t element_bytes) const {
 }
 
 std::string MmaTile::defines() const {
-  return fmt::format("-DBM={} -DBN={} -DBK={} -DWM={} -DWN={} -DSTAGES={}", bm, bn, bk, wm, wn, stages);
+  return fmt::format("-DBM={} -DBN={} -DBK={} -DWM={} -DWN={} -DSTAGES={} -DSWIZZLE={}", bm, bn, bk, wm, wn, stages,
+                     swizzle ? 1 : 0);
 }
 
-std::string MmaTile::name() const { return fmt::format("{}x{}x{}.w{}x{}.s{}", bm, bn, bk, wm, wn, stages); }
+std::string MmaTile::name() const {
+  return fmt::format("{}x{}x{}.w{}x{}.s{}{}", bm, bn, bk, wm, wn, stages, swizzle ? ".x" : "");
+}
 
 MmaTile MmaTile::parse(std::string_view name) {
   MmaTile t;
   char tail = 0;
-  const std::string s(name);
+  std::string s(name);
+  if (s.ends_with(".x")) {
+    t.swizzle = true;
+    s.resize(s.size() - 2);
+  }
   if (std::sscanf(s.c_str(), "%dx%dx%d.w%dx%d.s%d%c", &t.bm, &t.bn, &t.bk, &t.wm, &t.wn, &t.stages, &tail) != 6) {
-    throw ConfigError(fmt::format("MMA tile '{}' is malformed; expected BMxBNxBK.wWMxWN.sSTAGES, e.g. {}", name,
+    throw ConfigError(fmt::format("MMA tile '{}' is malformed; expected BMxBNxBK.wWMxWN.sSTAGES[.x], e.g. {}", name,
                                   MmaTile{}.name()));
   }
+  const auto power_of_two = [](int x) { return x > 0 && (x & (x - 1)) == 0; };
   // gemm_mma.cl's own constraints, checked here so a bad tile fails before any build.
   const bool ok = t.wm > 0 && t.wn > 0 && t.bm % t.wm == 0 && t.bn % t.wn == 0 && t.wm % 16 == 0 && t.wn % 16 == 0 &&
                   t.bk > 0 && t.bk % 16 == 0 && t.stages >= 2 && t.stages <= 4 && t.threads() <= 1024 &&
-                  (t.bm * t.bk / 8) % t.threads() == 0 && (t.bn * t.bk / 8) % t.threads() == 0;
+                  (t.bm * t.bk / 8) % t.threads() == 0 && (t.bn * t.bk / 8) % t.threads() == 0 &&
+                  (!t.swizzle || (power_of_two(t.bm) && power_of_two(t.bn) && power_of_two(t.bk)));
   if (!ok) throw ConfigError(fmt::format("MMA tile '{}' is not one gemm_mma.cl can run", name));
   return t;
 }
 
 std::vector<MmaTile> mma_tile_candidates(std::uint64_t local_mem_bytes, std::size_t element_bytes) {
-  // The last one is for TF32 in 48 KiB (NVIDIA's OpenCL local memory): 40 KiB with 4-byte elements.
-  static const std::array<MmaTile, 7> kAll = {
-      MmaTile{128, 128, 32, 64, 32, 2}, MmaTile{128, 128, 16, 64, 32, 3}, MmaTile{128, 128, 16, 64, 32, 4},
-      MmaTile{128, 256, 16, 64, 64, 2}, MmaTile{256, 128, 16, 64, 64, 2}, MmaTile{128, 128, 32, 32, 64, 2},
-      MmaTile{128, 128, 16, 64, 32, 2}};
+  // First the tile measured best on an H100 and an H200 (docs/benchmarks.md). The swizzled ones
+  // hold 128 x 128 x 32 in 3 stages, or 256 x 128 x 32 in 2, within 48 KiB (NVIDIA's OpenCL local
+  // memory), where padded rows fit 2 stages of 128 x 128. The last padded one is for TF32 in 48 KiB:
+  // 40 KiB with 4-byte elements.
+  static const std::array<MmaTile, 11> kAll = {
+      MmaTile{128, 128, 32, 64, 32, 2},       MmaTile{128, 128, 32, 64, 32, 3, true}, MmaTile{128, 128, 32, 64, 64, 3, true},
+      MmaTile{256, 128, 32, 64, 64, 2, true}, MmaTile{128, 256, 32, 64, 64, 2, true}, MmaTile{128, 128, 16, 64, 32, 3},
+      MmaTile{128, 128, 16, 64, 32, 4},       MmaTile{128, 256, 16, 64, 64, 2},       MmaTile{256, 128, 16, 64, 64, 2},
+      MmaTile{128, 128, 32, 32, 64, 2},       MmaTile{128, 128, 16, 64, 32, 2}};
   std::vector<MmaTile> fit;
   for (const MmaTile& t : kAll) {
-    if (t.local_bytes(element_bytes) <= local_mem_bytes) fit.push_back(t);
+    if ((element_bytes == 2 || !t.swizzle) && t.local_bytes(element_bytes) <= local_mem_bytes) fit.push_back(t);
   }
   return fit;
+}
+
+std::vector<MmaTile> mma_auto_tiles(std::uint64_t local_mem_bytes) {
+  // The measured best, and the three swizzled shapes that 48 KiB newly admits (deeper pipeline;
+  // 64 x 64 warp tiles: twice the mma.sync per ldmatrix).
+  std::vector<MmaTile> tiles;
+  for (const MmaTile& t : mma_tile_candidates(local_mem_bytes)) {
+    if ((tiles.empty() || t.swizzle) && tiles.size() < 4) tiles.push_back(t);
+  }
+  return tiles;
 }
 
 TensorCoreGemm::TensorCoreGemm(device::ProgramCache& cache, device::Device& device, std::unique_ptr<Gemm> fallback,
@@ -73,19 +103,23 @@ TensorCoreGemm::TensorCoreGemm(device::ProgramCache& cache, device::Device& devi
     : cache_(cache), device_(device), fallback_(std::move(fallback)), mode_(mode), precision_(precision) {
   if (mode == Mode::kPtx) tensor_cores_ = probe_tensor_cores(device.info(), cache);
   const std::uint64_t local_mem = device.info().local_mem_bytes;
+  // The tiles plus, in the emulation, its exchange words (8 per work-item).
+  const auto local_needed = [&](const MmaTile& t, std::size_t element_bytes) {
+    return t.local_bytes(element_bytes) + (mode == Mode::kEmulated ? static_cast<std::size_t>(t.threads()) * 32 : 0);
+  };
+  std::vector<std::string> timed_tiles;  // the per-class choice's candidates, when no tile is given
   if (tile) {
     tile_ = *tile;
   } else if (const char* env = std::getenv(kMmaTileEnvVar); env != nullptr && *env != '\0') {
     tile_ = MmaTile::parse(env);
   } else {
-    const auto fit = mma_tile_candidates(local_mem);
-    if (!fit.empty()) tile_ = fit.front();
+    for (const MmaTile& t : mma_auto_tiles(local_mem)) {
+      if (local_needed(t, 2) <= local_mem) timed_tiles.push_back(std::string(kTilePrefix) + t.name());
+    }
+    if (!timed_tiles.empty()) tile_ = MmaTile::parse(std::string_view(timed_tiles.front()).substr(kTilePrefix.size()));
   }
-  // The tiles plus, in the emulation, its exchange words (8 per work-item).
-  const auto local_needed = [&](const MmaTile& t, std::size_t element_bytes) {
-    return t.local_bytes(element_bytes) + (mode == Mode::kEmulated ? static_cast<std::size_t>(t.threads()) * 32 : 0);
-  };
   tf32_tile_ = tile_;
+  tf32_tile_.swizzle = false;  // TF32 fragments read single words: padded rows are conflict-free
   if (local_needed(tf32_tile_, 4) > local_mem) {
     const auto fit = mma_tile_candidates(local_mem, 4);
     if (!fit.empty()) tf32_tile_ = fit.front();
@@ -97,8 +131,18 @@ TensorCoreGemm::TensorCoreGemm(device::ProgramCache& cache, device::Device& devi
                                     device.info().name, local_mem));
     }
   };
-  if (mode == Mode::kEmulated || tensor_cores_.bf16 || tensor_cores_.f16) require_fits(tile_, 2);
+  const bool sixteen_bit = mode == Mode::kEmulated || tensor_cores_.bf16 || tensor_cores_.f16;
+  if (sixteen_bit) require_fits(tile_, 2);
   if (on_tensor_cores(device::DType::kF32, device::DType::kF32)) require_fits(tf32_tile_, 4);
+  if (sixteen_bit && timed_tiles.size() > 1) {
+    tile_choice_ = make_timed_gemm(
+        device, cache, timed_tiles,
+        [&cache, &device, mode](const std::string& name) -> std::unique_ptr<Gemm> {
+          const MmaTile t = MmaTile::parse(std::string_view(name).substr(kTilePrefix.size()));
+          return std::make_unique<TensorCoreGemm>(cache, device, nullptr, t, mode);
+        },
+        kTileChoicesStem);
+  }
 }
 
 bool TensorCoreGemm::on_tensor_cores(device::DType a, device::DType b) const {
@@ -146,18 +190,26 @@ void TensorCoreGemm::launch(const GemmShape& s, float alpha, const GemmOperand& 
                  e.aux, e.aux_offset, e.ld_aux, e.bits);
 }
 
+Gemm& TensorCoreGemm::fallback() {
+  if (!fallback_) throw std::logic_error("tensor-core GEMM of one tile: no fallback for other dtypes");
+  return *fallback_;
+}
+
 void TensorCoreGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                          const GemmOperand& c) {
   if (!on_tensor_cores(a.dtype, b.dtype)) {
-    fallback_->run(s, alpha, a, b, beta, c);
-    return;
+    fallback().run(s, alpha, a, b, beta, c);
+  } else if (tile_choice_ && is16(a.dtype)) {
+    tile_choice_->run(s, alpha, a, b, beta, c);
+  } else {
+    multiply(s, alpha, a, b, beta, c, GemmEpilogue{});
   }
-  multiply(s, alpha, a, b, beta, c, GemmEpilogue{});
 }
 
 bool TensorCoreGemm::run_fused(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                                const GemmOperand& c, const GemmEpilogue& epilogue) {
-  if (!on_tensor_cores(a.dtype, b.dtype)) return fallback_->run_fused(s, alpha, a, b, beta, c, epilogue);
+  if (!on_tensor_cores(a.dtype, b.dtype)) return fallback().run_fused(s, alpha, a, b, beta, c, epilogue);
+  if (tile_choice_ && is16(a.dtype)) return tile_choice_->run_fused(s, alpha, a, b, beta, c, epilogue);
   // Not GELU's gradient: its per-element reads of Z in the mma kernel's stores cost more than the
   // element-wise pass they save (an H200, T1024 B16 bfloat16: the backward's GEMMs 4.2 ms slower
   // against a 1.3 ms pass; docs/benchmarks.md). The bias and GELU forward pay for themselves.
@@ -201,19 +253,27 @@ void TensorCoreGemm::multiply(const GemmShape& s, float alpha, const GemmOperand
 
 void TensorCoreGemm::set_profiling(bool on) {
   profiling_ = on;
-  fallback_->set_profiling(on);
+  for (Gemm* g : {fallback_.get(), tile_choice_.get()}) {
+    if (g) g->set_profiling(on);
+  }
 }
 
 GemmStats TensorCoreGemm::stats() {
-  GemmStats total = fallback_->stats();
-  total.calls += stats_.calls;
-  total.device_ms += stats_.device_ms;
+  GemmStats total = stats_;
+  for (Gemm* g : {fallback_.get(), tile_choice_.get()}) {
+    if (!g) continue;
+    const GemmStats part = g->stats();
+    total.calls += part.calls;
+    total.device_ms += part.device_ms;
+  }
   return total;
 }
 
 void TensorCoreGemm::reset_stats() {
   stats_ = {};
-  fallback_->reset_stats();
+  for (Gemm* g : {fallback_.get(), tile_choice_.get()}) {
+    if (g) g->reset_stats();
+  }
 }
 
 }  // namespace paxocl::kernels

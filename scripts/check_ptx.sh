@@ -20,7 +20,7 @@
 #               theoretical occupancy on an H100) instead of the per-build report; gemm_mma only for
 #               its default tile, A/B bf16, and TF32 on its tile, C float32, cp.async (unless TILEs are given).
 #   PROGRAM     only these programs (file stems, e.g. layernorm_gpu gemm_mma).
-#   TILE        gemm_mma tiles "BMxBNxBKxWMxWNxSTAGES".
+#   TILE        gemm_mma tiles "BMxBNxBKxWMxWNxSTAGES", "...xSTAGESx1" for the swizzled layout (16-bit only).
 # Tools (env): CLANG (default: the newest clang-NN on PATH; clang older than 16 knows no sm_90, so
 # its PTX targets sm_80 and ptxas still assembles it for sm_90), PTXAS (default: ptxas on PATH, else
 # /usr/local/cuda/bin/ptxas; `pip install nvidia-cuda-nvcc-cu12` ships one), LIBDEVICE (NVIDIA's
@@ -204,23 +204,25 @@ fi
 if wanted gemm_mma; then
   # TF32 (MATMUL_PRECISION=tf32): 4-byte tiles, so only the candidate that fits 48 KiB of shared
   # memory (NVIDIA's OpenCL limit), unless TILEs are given.
-  tf32_tiles=("${tiles[@]}")
+  tf32_tiles=()
+  for t in "${tiles[@]}"; do [[ "$t" == *x*x*x*x*x*x1 ]] || tf32_tiles+=("$t"); done  # TF32 rows are never swizzled
   [ ${#tf32_tiles[@]} -gt 0 ] || tf32_tiles=(128x128x16x64x32x2)
   mma_ab=(BF16 F16) mma_c=(float32 bfloat16 float16) mma_async=(1 0)
   if [ "$table" = 1 ]; then
     mma_ab=(BF16) mma_c=(float32) mma_async=(1)
     [ ${#tiles[@]} -gt 0 ] || tiles=(128x128x32x64x32x2)  # MmaTile's default
   fi
-  [ ${#tiles[@]} -gt 0 ] || tiles=(128x128x32x64x32x2 128x128x16x64x32x3 128x128x16x64x32x4 128x256x16x64x64x2
+  [ ${#tiles[@]} -gt 0 ] || tiles=(128x128x32x64x32x2 128x128x32x64x32x3x1 128x128x32x64x64x3x1 256x128x32x64x64x2x1
+                                    128x256x32x64x64x2x1 128x128x16x64x32x3 128x128x16x64x32x4 128x256x16x64x64x2
                                     256x128x16x64x64x2 128x128x32x32x64x2 128x128x16x64x32x2)
   mma_builds() {  # AB TILE...
     local ab=$1 t c async; shift
     for t in "$@"; do
-      IFS=x read -r bm bn bk wm wn st <<< "$t"
+      IFS=x read -r bm bn bk wm wn st sw <<< "$t"
       for c in "${mma_c[@]}"; do
         for async in "${mma_async[@]}"; do
           compile_check gemm_mma "$t AB=$ab C=$c async=$async" -DMMA_AB_$ab "$(act_flag "$c")" -DASYNC_COPY=$async \
-            -DBM="$bm" -DBN="$bn" -DBK="$bk" -DWM="$wm" -DWN="$wn" -DSTAGES="$st"
+            -DBM="$bm" -DBN="$bn" -DBK="$bk" -DWM="$wm" -DWN="$wn" -DSTAGES="$st" -DSWIZZLE="${sw:-0}"
         done
       done
     done
@@ -231,11 +233,11 @@ if wanted gemm_mma; then
   for ab in "${mma_ab[@]}" TF32; do
     t=${tiles[0]}
     [ "$ab" = TF32 ] && t=${tf32_tiles[0]}
-    IFS=x read -r bm bn bk wm wn st <<< "$t"
+    IFS=x read -r bm bn bk wm wn st sw <<< "$t"
     c=float32
     [ "$ab" = TF32 ] || c=$(echo "$ab" | sed 's/BF16/bfloat16/; s/F16/float16/')
     compile_check gemm_mma "$t AB=$ab C=$c async=1 epilogue" -DMMA_AB_$ab "$(act_flag "$c")" -DASYNC_COPY=1 \
-      -DBM="$bm" -DBN="$bn" -DBK="$bk" -DWM="$wm" -DWN="$wn" -DSTAGES="$st" -DGEMM_EPILOGUE=1
+      -DBM="$bm" -DBN="$bn" -DBK="$bk" -DWM="$wm" -DWN="$wn" -DSTAGES="$st" -DSWIZZLE="${sw:-0}" -DGEMM_EPILOGUE=1
   done
 fi
 

@@ -5,6 +5,7 @@
 // everywhere in its emulated build, which replaces only its PTX instructions.
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <numbers>
 #include <optional>
@@ -298,6 +299,74 @@ TEST_F(TensorCoreGemmTest, EmulatedKernelMatchesFloat64Reference) {
     for (Transpose tb : {Transpose::kNo, Transpose::kYes})
       check(*this, standard, Case{131, 140, 40, 1, ta, tb}, 31, DTypes{device::DType::kBF16, device::DType::kBF16},
             Layout::kAligned);
+}
+
+// The swizzled layout (SWIZZLE=1: unpadded rows, chunks permuted by XOR), emulated: rows of 2, 4,
+// 8, 16 and 32 chunks (BK 16 and 32; BM and BN 32 to 256), 64 x 64 warp tiles, every transpose, partial
+// blocks, awkward offsets (plain loads) and aligned ones.
+TEST_F(TensorCoreGemmTest, EmulatedSwizzledTilesMatchFloat64Reference) {
+  using Mode = kernels::TensorCoreGemm::Mode;
+  kernels::TensorCoreGemm small(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_),
+                                kernels::MmaTile::parse("32x32x32.w16x16.s3.x"), Mode::kEmulated);
+  check_mma(*this, small, mma_cases(40), {kMmaDTypes[0], kMmaDTypes[3]});
+  std::uint64_t seed = 1200;
+  for (const char* name : {"64x64x16.w32x32.s2.x", "128x128x32.w64x32.s3.x", "128x128x32.w64x64.s3.x", "256x128x32.w64x64.s2.x"}) {
+    kernels::TensorCoreGemm gemm(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_),
+                                 kernels::MmaTile::parse(name), Mode::kEmulated);
+    SCOPED_TRACE(name);
+    for (Transpose ta : {Transpose::kNo, Transpose::kYes})
+      for (Transpose tb : {Transpose::kNo, Transpose::kYes})
+        check(*this, gemm, Case{131, 140, 72, 1, ta, tb}, seed += 3, DTypes{device::DType::kBF16, device::DType::kBF16},
+              ta == tb ? Layout::kAligned : Layout::kAwkward);
+  }
+}
+
+// Small enough for Oclgrind (ctest Oclgrind.gemm_mma): the emulated mma kernel's local tiles, padded
+// and swizzled (rows of 2, 4 and 8 chunks), every local read of a chunk some copy wrote and inside
+// the tiles. (The emulation's own barriers order the stages too, so a missing pipeline barrier of
+// the PTX build shows in neither; docs/testing.md.)
+using TensorCoreGemmSmall = DeviceTest;
+TEST_F(TensorCoreGemmSmall, PaddedAndSwizzledTiles) {
+  std::uint64_t seed = 1400;
+  for (const char* name : {"32x32x32.w16x16.s3", "32x32x32.w16x16.s3.x", "64x64x16.w32x32.s2.x"}) {
+    kernels::TensorCoreGemm gemm(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_),
+                                 kernels::MmaTile::parse(name), kernels::TensorCoreGemm::Mode::kEmulated);
+    SCOPED_TRACE(name);
+    for (Transpose ta : {Transpose::kNo, Transpose::kYes})
+      for (Transpose tb : {Transpose::kNo, Transpose::kYes})
+        check(*this, gemm, Case{35, 40, 72, 1, ta, tb}, seed += 3, kMmaDTypes[1], ta == tb ? Layout::kAligned : Layout::kAwkward);
+  }
+}
+
+// No tile given: each shape class of 16-bit GEMMs runs on the tile its first GEMM timed fastest
+// among mma_auto_tiles() (emulated here, so any may win), every candidate correct, the choices
+// stored beside the program cache; float32 GEMMs still go to the fallback.
+TEST_F(TensorCoreGemmTest, EmulatedTileChoiceTimesTheAutoTilesPerShapeClass) {
+  using Mode = kernels::TensorCoreGemm::Mode;
+  kernels::TensorCoreGemm gemm(cache_, *device_, kernels::make_float32_accumulating_gemm(*device_, cache_),
+                               std::nullopt, Mode::kEmulated);
+  EXPECT_EQ(gemm.tile().name(), kernels::MmaTile{}.name());
+  std::uint64_t seed = 1300;
+  for (const Case& c : {Case{70, 40, 65, 1, Transpose::kNo, Transpose::kYes}, Case{70, 40, 65, 1, Transpose::kYes, Transpose::kNo},
+                        Case{17, 9, 48, 3, Transpose::kNo, Transpose::kNo}}) {
+    check(*this, gemm, c, seed += 3, kMmaDTypes[0], Layout::kAligned);
+    if (c.batch == 1) check(*this, gemm, c, seed += 3, kMmaDTypes[0], Layout::kAwkward, 1.0f, CInit::kRandom, Fused{true, true});
+  }
+  check(*this, gemm, Case{33, 20, 17, 1, Transpose::kNo, Transpose::kNo}, seed += 3,
+        DTypes{device::DType::kF32, device::DType::kF32, device::DType::kF32}, Layout::kAwkward);
+  // The stored table: a header naming the candidates, then one line per 16-bit class timed here.
+  std::vector<std::string> lines;
+  for (const auto& entry : std::filesystem::directory_iterator(cache_dir_.path())) {
+    if (!entry.path().filename().string().starts_with("mma-tile-choices-")) continue;
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  ASSERT_EQ(lines.size(), 3u) << "expected a header and two shape classes";
+  EXPECT_TRUE(lines[0].starts_with("candidates tensor-core-" + kernels::MmaTile{}.name() + ",")) << lines[0];
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    EXPECT_NE(lines[i].find(".bbf tensor-core-"), std::string::npos) << lines[i];
+    EXPECT_NE(lines[0].find(lines[i].substr(lines[i].find(' ') + 1)), std::string::npos) << lines[i];
+  }
 }
 
 // Split k on tensor cores (emulated): C of one or two blocks and k deep enough for 2 to 16 splits
@@ -708,10 +777,25 @@ TEST(GemmPolicy, NamesAndErrors) {
   EXPECT_EQ(kernels::MmaTile::parse("128x256x16.w64x64.s2").name(), "128x256x16.w64x64.s2");
   EXPECT_THROW(kernels::MmaTile::parse("128x128"), ConfigError);
   EXPECT_THROW(kernels::MmaTile::parse("128x128x8.w64x32.s2"), ConfigError);  // BK not a multiple of 16
+  // Swizzled tiles: ".x", unpadded rows, powers of two only.
+  const kernels::MmaTile swizzled = kernels::MmaTile::parse("128x128x32.w64x32.s3.x");
+  EXPECT_TRUE(swizzled.swizzle);
+  EXPECT_EQ(swizzled.name(), "128x128x32.w64x32.s3.x");
+  EXPECT_EQ(swizzled.local_bytes(), 3u * (128 + 128) * 32 * 2);  // 48 KiB: 3 stages, no padding
+  EXPECT_NE(swizzled.defines().find("-DSWIZZLE=1"), std::string::npos);
+  EXPECT_NE(kernels::MmaTile{}.defines().find("-DSWIZZLE=0"), std::string::npos);
+  EXPECT_THROW(kernels::MmaTile::parse("96x128x32.w32x32.s2.x"), ConfigError);  // BM not a power of two
+  EXPECT_THROW(kernels::MmaTile::parse("128x128x32.w64x32.s2.y"), ConfigError);
   // Every candidate fits NVIDIA's 48 KiB of local memory with 16-bit elements; with TF32's 4-byte
-  // ones only the two-stage 128x128x16 tile does (40 KiB).
-  EXPECT_EQ(kernels::mma_tile_candidates(48 * 1024).size(), 7u);
+  // ones only the two-stage 128x128x16 tile does (40 KiB), and none is swizzled.
+  EXPECT_EQ(kernels::mma_tile_candidates(48 * 1024).size(), 11u);
   EXPECT_EQ(kernels::mma_tile_candidates(48 * 1024).front().name(), kernels::MmaTile{}.name());
+  // The per-class choice times the measured best and the three swizzled shapes 48 KiB admits.
+  const auto auto_tiles = kernels::mma_auto_tiles(48 * 1024);
+  ASSERT_EQ(auto_tiles.size(), 4u);
+  EXPECT_EQ(auto_tiles.front().name(), kernels::MmaTile{}.name());
+  for (std::size_t i = 1; i < auto_tiles.size(); ++i) EXPECT_TRUE(auto_tiles[i].swizzle) << auto_tiles[i].name();
+  EXPECT_EQ(kernels::mma_auto_tiles(40 * 1024).size(), 1u);  // only the padded 2-stage tile fits
   ASSERT_EQ(kernels::mma_tile_candidates(48 * 1024, 4).size(), 1u);
   EXPECT_EQ(kernels::mma_tile_candidates(48 * 1024, 4).front().name(), "128x128x16.w64x32.s2");
   EXPECT_EQ(kernels::mma_tile_candidates(48 * 1024, 4).front().local_bytes(4), 40960u);
