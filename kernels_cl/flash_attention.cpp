@@ -1,7 +1,6 @@
 #include "kernels_cl/flash_attention.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
@@ -12,7 +11,6 @@
 
 #include "common/errors.h"
 #include "common/whole_number.h"
-#include "common/announce_once.h"
 #include "device/dtype.h"
 #include "kernels_cl/launch_checks.h"
 #include "kernels_cl/program_loader.h"
@@ -124,14 +122,8 @@ bool uses_flash_attention(const device::DeviceInfo& device, std::size_t head_siz
   return flash_tiles(head_size, gpu_group_size(device), device.local_mem_bytes).has_value();
 }
 
-std::string attention_path(const device::DeviceInfo& device, std::size_t head_size) {
-  if (uses_flash_attention(device, head_size)) {
-    const FlashTiles t = *flash_tiles(head_size, gpu_group_size(device), device.local_mem_bytes);
-    return fmt::format("flash attention (flash_attention_gpu.cl, head size {}, groups of {}, tiles {}x{} forward, "
-                       "{}x{} dq, {}x{} dk/dv, {} KiB of local memory)",
-                       head_size, t.group_size, t.forward.rows, t.forward.cols, t.dq.rows, t.dq.cols, t.dkdv.rows,
-                       t.dkdv.cols, (t.local_bytes + 1023) / 1024);
-  }
+std::optional<std::string> unfused_attention_path(const device::DeviceInfo& device, std::size_t head_size) {
+  if (uses_flash_attention(device, head_size)) return std::nullopt;
   const KernelVariant set = requested_variant(device);
   const std::string why = set != KernelVariant::kGpu
                               ? fmt::format("flash attention needs the gpu set, this device runs the {} set", to_string(set))
@@ -269,25 +261,20 @@ FlashAttentionKernels::FlashAttentionKernels(device::ProgramCache& cache, device
       head_size_(head_size),
       mma_(mma_tiles_for(cache, device, act, head_size, math)),
       tiles_(mma_ ? FlashTiles{} : tiles_for(device, head_size)),
-      set_(flash_kernels(cache, device, act, head_size, mma_, tiles_, math)) {
-  if (mma_ && announce_once(fmt::format("flash mma {} {} {}", fmt::ptr(device.info().id), head_size,
-                                        device::dtype_name(act)))) {
-    spdlog::info("Flash attention on {}: {}", device.info().name, describe());
-  }
-}
+      set_(flash_kernels(cache, device, act, head_size, mma_, tiles_, math)) {}
 
 std::string FlashAttentionKernels::describe() const {
   if (mma_) {
     const auto tile = [](const FlashMmaKernelTile& t) { return fmt::format("{}x{}", t.rows(), t.cols); };
-    return fmt::format("tensor cores (flash_attention_mma.cl, {}, head size {}, tiles {} forward, {} dq, {} dk/dv, "
-                       "{} KiB of local memory)",
+    return fmt::format("flash attention on tensor cores (flash_attention_mma.cl, {}, head size {}, tiles {} forward, "
+                       "{} dq, {} dk/dv, {} KiB of local memory)",
                        device::dtype_name(act_), head_size_, tile(mma_->forward), tile(mma_->dq), tile(mma_->dkdv),
                        (mma_->local_bytes + 1023) / 1024);
   }
-  return fmt::format("float32 FMAs (flash_attention_gpu.cl, head size {}, groups of {}, tiles {}x{} forward, {}x{} dq, "
-                     "{}x{} dk/dv)",
+  return fmt::format("flash attention in float32 FMAs (flash_attention_gpu.cl, head size {}, groups of {}, tiles "
+                     "{}x{} forward, {}x{} dq, {}x{} dk/dv, {} KiB of local memory)",
                      head_size_, tiles_.group_size, tiles_.forward.rows, tiles_.forward.cols, tiles_.dq.rows,
-                     tiles_.dq.cols, tiles_.dkdv.rows, tiles_.dkdv.cols);
+                     tiles_.dq.cols, tiles_.dkdv.rows, tiles_.dkdv.cols, (tiles_.local_bytes + 1023) / 1024);
 }
 
 std::pair<std::size_t, std::size_t> FlashAttentionKernels::geometry(FlashKernel kernel) const {

@@ -96,11 +96,11 @@ enum class FlashMath { kAuto, kFloat, kEmulatedTensorCores };
 // Whether `device` runs attention as flash attention at this head size: its kernel set is the GPU
 // one and flash_tiles finds tiles for it.
 bool uses_flash_attention(const device::DeviceInfo& device, std::size_t head_size);
-// How attention at this head size runs on `device` and why, for the log: "flash attention
-// (flash_attention_gpu.cl, head size 64, groups of 128, tiles 64x32 forward, 32x32 dq, 32x32
-// dk/dv, 45 KiB of local memory)" or "GEMMs and a
-// causal softmax (attention_cpu.cl; flash attention needs the gpu set, this device runs the cpu set)".
-std::string attention_path(const device::DeviceInfo& device, std::size_t head_size);
+// How attention at this head size runs on `device` where it is not flash attention, and why, for
+// the log: "GEMMs and a causal softmax (attention_cpu.cl; flash attention needs the gpu set, this
+// device runs the cpu set)"; nullopt where uses_flash_attention (FlashAttentionKernels::describe
+// names that path: which program runs depends on the activations' dtype too).
+std::optional<std::string> unfused_attention_path(const device::DeviceInfo& device, std::size_t head_size);
 
 struct AttentionHeads {
   std::size_t heads = 0, kv_heads = 0, head_size = 0;  // H, Hkv, hs
@@ -122,8 +122,11 @@ class FlashAttentionKernels {
                         FlashMath math = FlashMath::kAuto);
 
   bool on_tensor_cores() const { return mma_.has_value(); }
-  // "tensor cores (flash_attention_mma.cl, bfloat16, head size 64, tiles 64x64 forward, 64x64 dq,
-  // 64x32 dk/dv, 37 KiB of local memory)" or "float32 FMAs (flash_attention_gpu.cl, ...)".
+  // The program that runs and its tiles, for the log (models/layers/causal_attention.cpp says it
+  // once per device and head size): "flash attention on tensor cores (flash_attention_mma.cl,
+  // bfloat16, head size 64, tiles 64x64 forward, 64x64 dq, 64x32 dk/dv, 37 KiB of local memory)" or
+  // "flash attention in float32 FMAs (flash_attention_gpu.cl, head size 64, groups of 128, tiles
+  // 64x32 forward, 32x32 dq, 32x32 dk/dv, 45 KiB of local memory)".
   std::string describe() const;
 
   // B sequences of `queries` queries at positions p0 .. p0+queries-1 (q: (B*queries, q_stride))

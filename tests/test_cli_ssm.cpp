@@ -137,7 +137,12 @@ TEST_F(CliSsm, LogNamesEachComputePathOncePerDevice) {
                                (dir_.path() / "gpu").string());
   ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
   EXPECT_EQ(occurrences(gpu.err, ": the gpu set (PAX_OCL_KERNELS=gpu; work-groups of "), 1) << gpu.err;
-  EXPECT_EQ(occurrences(gpu.err, ": flash attention (flash_attention_gpu.cl, head size 16, "), 1) << gpu.err;
+  // One line names the flash program that runs (float32 here: the FMA kernels), none another.
+  EXPECT_EQ(occurrences(gpu.err, "] Attention on "), 1) << gpu.err;
+  EXPECT_EQ(occurrences(gpu.err, ": flash attention in float32 FMAs (flash_attention_gpu.cl, head size 16, "), 1)
+      << gpu.err;
+  EXPECT_EQ(occurrences(gpu.err, "flash_attention_gpu.cl"), 1) << gpu.err;
+  EXPECT_EQ(occurrences(gpu.err, "flash_attention_mma.cl"), 0) << gpu.err;
   EXPECT_EQ(occurrences(gpu.err, ": direct kernels (SSM_CONVOLUTION=direct)"), 1) << gpu.err;
   EXPECT_EQ(occurrences(gpu.err, "] SSM convolution on "), 1) << gpu.err;
 }

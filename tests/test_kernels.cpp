@@ -620,6 +620,8 @@ void check_flash_mma(FlashMmaTest& t, int B, int H, int Hkv, int T, int hs, std:
   const auto qkv = t.in(ActKernelTest::random(N * W, seed)), dout = t.in(ActKernelTest::random(N * D, seed + 1));
   auto flash = t.flash(static_cast<std::size_t>(hs));
   ASSERT_TRUE(flash.on_tensor_cores());
+  // The attention layer logs this line: it names the tensor-core program.
+  EXPECT_EQ(flash.describe().rfind("flash attention on tensor cores (flash_attention_mma.cl, ", 0), 0) << flash.describe();
   auto qkv_b = t.act(qkv), dout_b = t.act(dout), out_b = t.act_zeros(N * D), dqkv_b = t.act_zeros(N * W);
   auto lse_b = t.zeros(B * H * T), delta_b = t.zeros(B * H * T);
   const kernels::AttentionHeads heads{std::size_t(H), std::size_t(Hkv), std::size_t(hs)};

@@ -38,9 +38,11 @@ CausalAttention::CausalAttention(const BufferSource& buffers, device::DType act,
       max_seq_len_(max_seq_len),
       flash_(kernels::uses_flash_attention(buffers.device().info(), dims_per_head)) {
   const device::Device& device = buffers.device();
-  // Once per device and head size, not per layer.
-  if (announce_once(fmt::format("attention {} {}", fmt::ptr(device.info().id), dims_per_head))) {
-    spdlog::info("Attention on {}: {}", device.info().name, kernels::attention_path(device.info(), dims_per_head));
+  // Once per device and head size, not per layer; flash attention's line comes with its kernels
+  // (flash_kernels), which know the program that runs.
+  if (!flash_ && announce_once(fmt::format("attention {} {}", fmt::ptr(device.info().id), dims_per_head))) {
+    spdlog::info("Attention on {}: {}", device.info().name,
+                 *kernels::unfused_attention_path(device.info(), dims_per_head));
   }
   const std::size_t T = max_seq_len, D = num_heads * dims_per_head;
   const std::size_t per_head = 2 * query_block_ * T * sizeof(float);  // scores + their gradient
@@ -55,6 +57,16 @@ CausalAttention::CausalAttention(const BufferSource& buffers, device::DType act,
   dscores_ = workspace(chunk_ * query_block_ * T, "dscores");
   // Summing g GEMM results in a 16-bit dqkv would round dk and dv g times.
   if (act != device::DType::kF32 && group_ > 1) dkv_sums_ = workspace(T * 2 * num_kv_heads * dims_per_head, "dkv_sums");
+}
+
+kernels::FlashAttentionKernels& CausalAttention::flash_kernels(LayerContext& ctx) const {
+  kernels::FlashAttentionKernels& flash = *ctx.kernels.flash_attention(hs_);
+  const device::DeviceInfo& info = ctx.device.info();
+  if (announce_once(fmt::format("attention {} {} {}", fmt::ptr(info.id), hs_,
+                                device::dtype_name(ctx.kernels.act_dtype())))) {
+    spdlog::info("Attention on {}: {}", info.name, flash.describe());
+  }
+  return flash;
 }
 
 // A strided batch of heads of sequence b from its row t0 on, inside a row-major (B*T, width)
@@ -107,8 +119,8 @@ const ActBuffer& CausalAttention::forward(LayerContext& ctx, const ActBuffer& qk
   qkv_ = &qkv;
   const std::size_t T = ctx.seq_len, D = heads_ * hs_, W = qkv_width();
   if (flash_) {
-    ctx.kernels.flash_attention(hs_)->forward(qkv, W, kernels::KeyValueRows{&qkv, T, W, D, D + kv_heads_ * hs_}, out_,
-                                              D, lse_, T, heads(), ctx.batch, T, 0);
+    flash_kernels(ctx).forward(qkv, W, kernels::KeyValueRows{&qkv, T, W, D, D + kv_heads_ * hs_}, out_, D, lse_, T,
+                               heads(), ctx.batch, T, 0);
     return out_;
   }
   for (std::size_t b = 0; b < ctx.batch; ++b) {
@@ -135,8 +147,8 @@ const ActBuffer& CausalAttention::decode(LayerContext& ctx, const ActBuffer& qkv
            position, max_seq_len_, b * n);
   }
   if (flash_) {
-    ctx.kernels.flash_attention(hs_)->forward(qkv, W, kernels::KeyValueRows{&kv_cache_, max_seq_len_, KV, 0, kv_heads_ * hs_},
-                                              out_, D, lse_, max_seq_len_, heads(), ctx.batch, n, position);
+    flash_kernels(ctx).forward(qkv, W, kernels::KeyValueRows{&kv_cache_, max_seq_len_, KV, 0, kv_heads_ * hs_},
+                               out_, D, lse_, max_seq_len_, heads(), ctx.batch, n, position);
   }
   return out_;
 }
@@ -148,7 +160,7 @@ ActBuffer& CausalAttention::backward(LayerContext& ctx, const ActBuffer& dout) {
   const ActBuffer& qkv = *qkv_;
   const bool sums_in_float = dkv_sums_.get() != nullptr;
   if (flash_) {
-    ctx.kernels.flash_attention(hs_)->backward(qkv, W, k_col, v_col, out_, dout, lse_, delta_, dqkv_, heads(), B, T);
+    flash_kernels(ctx).backward(qkv, W, k_col, v_col, out_, dout, lse_, delta_, dqkv_, heads(), B, T);
     return dqkv_;
   }
   ctx.kernels.attention.row_dot(delta_, out_, dout, B, T, heads_, hs_);  // delta = rowwise dO . O per head

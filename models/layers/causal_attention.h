@@ -73,6 +73,9 @@ class CausalAttention {
               std::size_t out_row);
 
   kernels::AttentionHeads heads() const { return {heads_, kv_heads_, hs_}; }
+  // ctx's flash attention kernels (flash_ only); the first use per device, head size and dtype logs
+  // which program runs them (FlashAttentionKernels::describe).
+  kernels::FlashAttentionKernels& flash_kernels(LayerContext& ctx) const;
 
   std::size_t heads_, kv_heads_, group_, hs_, query_block_, max_batch_, max_seq_len_, chunk_;
   bool flash_;
