@@ -151,6 +151,15 @@ UNROLL
     }
 }
 
+// Element i of a local act_t tile, as act_load converts it.
+MMA_FN float fa_local_load(__local const ushort* tile, uint i) {
+#if defined(PAX_ACT_BF16)
+  return pax_bf16_to_float(tile[i]);
+#else
+  return vload_half(i, (__local const half*)tile);
+#endif
+}
+
 // Whether every row of q, k, v, out and dout starts 16-byte aligned (strides and columns multiples of 8).
 MMA_FN bool fa_aligned(uint a, uint b, uint c, uint d, uint e) { return ((a | b | c | d | e) & 7u) == 0; }
 
@@ -257,14 +266,17 @@ __kernel __attribute__((reqd_work_group_size(DQ_THREADS, 1, 1))) void flash_atte
   const bool aligned = fa_aligned(width, dout_stride, k_col, v_col, HS);
   fa_tile(Qs, DQ_BR, qkv + ((size_t)b * T + t0) * width + h * HS, width, live_rows, aligned, DQ_THREADS);
   fa_tile(dOs, DQ_BR, dout + ((size_t)b * T + t0) * dout_stride + h * HS, dout_stride, live_rows, aligned, DQ_THREADS);
-  // delta: two work-items per row (2 BR = the group), each over half the head dims, then the halves in order.
+  barrier(CLK_LOCAL_MEM_FENCE);  // dOs is written
+  // delta: two work-items per row (2 BR = the group), each over half the head dims (dout from dOs,
+  // out from global memory), then the halves in order.
   {
     const uint r = lid / 2, side = lid % 2;
     float part = 0.0f;
     if (r < live_rows) {
       const size_t at = ((size_t)b * T + t0 + r) * dout_stride + h * HS;
+      __local const ushort* dout_row = dOs + r * LDS;
       for (uint d = side * (HS / 2); d < (side + 1) * (HS / 2); ++d) {
-        part += act_load((__global const act_t*)dout, at + d) * act_load(out, at + d);
+        part += fa_local_load(dout_row, d) * act_load(out, at + d);
       }
     }
     halves[lid] = part;
