@@ -5,6 +5,8 @@
 //   act_load16(p) / act_store16(p, v)         16 consecutive elements at p (as vload16 / vstore16)
 //   act_load4(p, i) / act_store4(p, i, v)     4 consecutive elements from element i (the GPU set;
 //                                             vload4 needs only the element's alignment)
+//   act_load2(p, i) / act_store2(p, i, v)     elements i and i + 1, i even from an aligned base: one
+//                                             4-byte (16-bit) or 8-byte (float32) access
 // and pax_lanes_sum(v), the sum of a float16's lanes in one fixed order (the CPU twins' row sums).
 // Stores round to nearest even, bit-exact with device/dtype.cpp.
 
@@ -43,6 +45,13 @@ inline void act_store4(__global act_t* p, size_t i, float4 v) {
   p[i + 2] = pax_float_to_bf16(v.z);
   p[i + 3] = pax_float_to_bf16(v.w);
 }
+inline float2 act_load2(__global const act_t* p, size_t i) {
+  const uint w = *(__global const uint*)(p + i);
+  return (float2)(as_float(w << 16), as_float(w & 0xffff0000u));
+}
+inline void act_store2(__global act_t* p, size_t i, float2 v) {
+  *(__global uint*)(p + i) = (uint)pax_float_to_bf16(v.x) | (uint)pax_float_to_bf16(v.y) << 16;
+}
 #elif defined(PAX_ACT_F16)
 typedef half act_t;
 inline float act_load(__global const act_t* p, size_t i) { return vload_half(i, p); }
@@ -51,6 +60,8 @@ inline float16 act_load16(__global const act_t* p) { return vload_half16(0, p); 
 inline void act_store16(__global act_t* p, float16 v) { vstore_half16_rte(v, 0, p); }
 inline float4 act_load4(__global const act_t* p, size_t i) { return vload_half4(0, p + i); }
 inline void act_store4(__global act_t* p, size_t i, float4 v) { vstore_half4_rte(v, 0, p + i); }
+inline float2 act_load2(__global const act_t* p, size_t i) { return vload_half2(0, p + i); }
+inline void act_store2(__global act_t* p, size_t i, float2 v) { vstore_half2_rte(v, 0, p + i); }
 #else
 typedef float act_t;
 inline float act_load(__global const act_t* p, size_t i) { return p[i]; }
@@ -59,4 +70,6 @@ inline float16 act_load16(__global const act_t* p) { return vload16(0, p); }
 inline void act_store16(__global act_t* p, float16 v) { vstore16(v, 0, p); }
 inline float4 act_load4(__global const act_t* p, size_t i) { return vload4(0, p + i); }
 inline void act_store4(__global act_t* p, size_t i, float4 v) { vstore4(v, 0, p + i); }
+inline float2 act_load2(__global const act_t* p, size_t i) { return *(__global const float2*)(p + i); }
+inline void act_store2(__global act_t* p, size_t i, float2 v) { *(__global float2*)(p + i) = v; }
 #endif

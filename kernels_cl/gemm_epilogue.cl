@@ -27,3 +27,28 @@ static inline __attribute__((always_inline)) void gemm_store(__global act_t* cb,
   act_store(cb, at, v);
   if (GEMM_EPILOGUE && (epilogue & GEMM_GELU)) act_store(aux, aux_at, v * gelu_sigmoid(v));
 }
+
+// Elements (row, col) and (row, col + 1) of C from v.x and v.y, as two gemm_store calls would store
+// them, through 2-element accesses (act_load2 / act_store2) of C and, with GELU or its gradient,
+// of aux. `paired`: the caller vouches that col is even and that C's and aux's bases and leading
+// dimensions are too (every such access aligned); otherwise, and for the bias, element by element.
+static inline __attribute__((always_inline)) void gemm_store_pair(__global act_t* cb, const uint ldc, const uint row,
+                                                                  const uint col, float2 v, const float beta,
+                                                                  __global const act_t* bias, __global act_t* aux,
+                                                                  const uint ld_aux, const uint epilogue,
+                                                                  const bool paired) {
+  if (!paired) {
+    gemm_store(cb, ldc, row, col, v.x, beta, bias, aux, ld_aux, epilogue);
+    gemm_store(cb, ldc, row, col + 1, v.y, beta, bias, aux, ld_aux, epilogue);
+    return;
+  }
+  const size_t at = (size_t)row * ldc + col, aux_at = (size_t)row * ld_aux + col;
+  if (beta != 0.0f) v += beta * act_load2(cb, at);
+  if (GEMM_EPILOGUE && (epilogue & GEMM_BIAS)) v += (float2)(act_load(bias, col), act_load(bias, col + 1));
+  if (GEMM_EPILOGUE && (epilogue & GEMM_GELU_GRAD)) {
+    const float2 z = act_load2(aux, aux_at);
+    v *= (float2)(gelu_grad(z.x), gelu_grad(z.y));
+  }
+  act_store2(cb, at, v);
+  if (GEMM_EPILOGUE && (epilogue & GEMM_GELU)) act_store2(aux, aux_at, (float2)(v.x * gelu_sigmoid(v.x), v.y * gelu_sigmoid(v.y)));
+}

@@ -252,7 +252,7 @@ MMA_FN void gemm_mma(const bool ta, const bool tb, __local elem_t* as, __local e
                      __global act_t* c, uint c_off, uint ldc, uint c_stride, __global const elem_t* a, uint a_off,
                      uint lda, uint a_stride, __global const elem_t* b, uint b_off, uint ldb, uint b_stride, uint m,
                      uint n, uint k, float alpha, float beta, __global const act_t* bias, __global act_t* aux,
-                     uint ld_aux, uint epilogue) {
+                     uint ld_aux, uint epilogue, bool aux_pairs) {
   const uint tid = get_local_id(0), lane = tid % 32, warp = tid / 32;
   const uint bn0 = get_group_id(0) * BN, bm0 = get_group_id(1) * BM;
   const size_t batch = get_group_id(2);
@@ -289,18 +289,24 @@ UNROLL
     for (uint kk = 0; kk < BK; kk += KSTEP) mma_k_step(ta, tb, at, bt, kk, wm0, wn0, acc, xch);
   }
 
-  // Stores: accumulator e of fragment (i, j) is C element (g + 8 (e / 2), 2 t + e % 2) of that
-  // 16 x 8 fragment, g = lane / 4, t = lane % 4; gemm_epilogue.cl's gemm_store adds beta C and,
-  // in -DGEMM_EPILOGUE=1 builds, the bias / GELU epilogue.
-  c += c_off + batch * c_stride;
+  // Stores: accumulators 2 h and 2 h + 1 of fragment (i, j) are C elements (g + 8 h, 2 t) and
+  // (g + 8 h, 2 t + 1) of that 16 x 8 fragment, g = lane / 4, t = lane % 4: one pair per store
+  // (gemm_epilogue.cl's gemm_store_pair: + beta C and, in -DGEMM_EPILOGUE=1 builds, the bias / GELU
+  // epilogue), element by element where C (or aux) is not pair-aligned or at an odd last column.
+  const size_t c_base = c_off + batch * c_stride;
+  const bool paired = c_base % 2 == 0 && ldc % 2 == 0 && aux_pairs;
+  c += c_base;
 UNROLL
   for (uint i = 0; i < MI; ++i)
 UNROLL
     for (uint j = 0; j < NI; ++j)
 UNROLL
-      for (uint e = 0; e < 4; ++e) {
-        const uint row = bm0 + wm0 + i * 16 + lane / 4 + e / 2 * 8, col = bn0 + wn0 + j * 8 + lane % 4 * 2 + e % 2;
-        if (row < m && col < n) gemm_store(c, ldc, row, col, alpha * acc[i][j][e], beta, bias, aux, ld_aux, epilogue);
+      for (uint h = 0; h < 2; ++h) {
+        const uint row = bm0 + wm0 + i * 16 + lane / 4 + h * 8, col = bn0 + wn0 + j * 8 + lane % 4 * 2;
+        if (row >= m || col >= n) continue;
+        const float2 v = alpha * (float2)(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+        if (col + 1 < n) gemm_store_pair(c, ldc, row, col, v, beta, bias, aux, ld_aux, epilogue, paired);
+        else gemm_store(c, ldc, row, col, v.x, beta, bias, aux, ld_aux, epilogue);
       }
 }
 
@@ -321,7 +327,8 @@ UNROLL
     __local elem_t bs[STAGES * B_STAGE(tb)] __attribute__((aligned(16)));                                              \
     XCH_DECL                                                                                                           \
     gemm_mma(ta, tb, as, bs, xch, c, c_off, ldc, c_stride, a, a_off, lda, a_stride, b, b_off, ldb, b_stride, m, n, k,  \
-             alpha, beta, bias + bias_off, aux + aux_off, ld_aux, epilogue);                                           \
+             alpha, beta, bias + bias_off, aux + aux_off, ld_aux, epilogue,                                            \
+             epilogue == 0 || (aux_off % 2 == 0 && ld_aux % 2 == 0));                                                  \
   }
 GEMM_MMA_KERNEL(gemm_mma_nn, false, false)
 GEMM_MMA_KERNEL(gemm_mma_nt, false, true)

@@ -110,8 +110,9 @@ void check(DeviceTest& t, kernels::Gemm& gemm, const Case& c, std::uint64_t seed
   auto ab = t.upload(dt.a, A), bb = t.upload(dt.b, B), cb = t.upload(dt.c, C);
   const float alpha = 0.75f, beta = beta_given.value_or(c.k % 2 ? 0.0f : -1.5f);  // both beta paths
   const GemmOperand ao{ab.get(), off, lda, sa, dt.a}, bo{bb.get(), off, ldb, sb, dt.b}, co{cb.get(), off, ldc, sc, dt.c};
-  // The epilogue's operands, at offsets of their own and G with a leading dimension unlike C's.
-  const std::size_t bias_off = 5, g_off = 2, ldg = c.n + 3;
+  // The epilogue's operands, at offsets of their own and G with a leading dimension unlike C's (as
+  // even as C's in the aligned layout, for the tensor-core GEMM's pair stores; odd otherwise).
+  const std::size_t bias_off = 5, g_off = 2, ldg = c.n + (al ? 4 : 3);
   auto bias = DeviceTest::rounded(dt.c, DeviceTest::random(bias_off + c.n + 1, seed + 3));
   std::vector<double> G(g_off + c.m * ldg + 1, 0.25);
   if (fused && fused->gelu_grad) G = DeviceTest::rounded(dt.c, DeviceTest::random(G.size(), seed + 4));  // Z
