@@ -34,11 +34,7 @@ PAX_GPU_KERNEL void softmax_cross_entropy(__global act_t* logits, __global const
     losses[n] = w * (lse - row[1]);
     correct[n] = as_uint(row[2]) == target ? w : 0.0f;
   }
-  const float g = w * inv_weight_sum;
-  __global act_t* logit_row = logits + (size_t)n * Vp;
-  const uint end = min(Vp, (j + 1) * PAX_SOFTMAX_CHUNK);
-  for (uint v = j * PAX_SOFTMAX_CHUNK + lid; v < end; v += PAX_WG) {
-    const float d = v < V ? g * (exp(act_load(logit_row, v) - lse) - (v == target ? 1.0f : 0.0f)) : 0.0f;
-    act_store(logit_row, v, d);
-  }
+  const uint begin = j * PAX_SOFTMAX_CHUNK;
+  pax_softmax_chunk_gradient(logits + (size_t)n * Vp, Vp, begin, min(Vp, begin + PAX_SOFTMAX_CHUNK), V, target, lse,
+                             w * inv_weight_sum);
 }

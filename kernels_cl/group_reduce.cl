@@ -105,6 +105,17 @@ PAX_GPU_KERNEL void pax_add_block_sums(__global float* dst, __global const float
 //   [3] the logit of column target[n] - target_offset if it lies in the chunk, else 0.
 // A chunk with no real column writes (-FLT_MAX, 0, UINT_MAX, 0).    logits: (N, row_stride) act_t
 #define PAX_SOFTMAX_CHUNK (PAX_WG * 8)
+// A whole chunk whose row starts 4-aligned is read in quads: work-item l's columns are the
+// PAX_SOFTMAX_QUADS runs of 4 at pax_softmax_quad(begin, q) = begin + 4 (l + q PAX_WG), so a warp's
+// loads are contiguous and all of a work-item's loads are issued before its first exp (one
+// element per load, each waiting on the last exp, made the 16-bit passes latency-bound: half the
+// float32 passes' bytes per second on an H200). Other chunks go column by column, l + k PAX_WG.
+#define PAX_SOFTMAX_QUADS (PAX_SOFTMAX_CHUNK / (4 * PAX_WG))
+inline uint pax_softmax_quad(const uint begin, const uint q) { return begin + 4 * (get_local_id(0) + q * PAX_WG); }
+inline bool pax_softmax_in_quads(const uint begin, const uint end, const uint row_stride) {
+  return end - begin == PAX_SOFTMAX_CHUNK && row_stride % 4 == 0;
+}
+
 PAX_GPU_KERNEL void pax_softmax_chunk_stats(__global const act_t* logits, __global float* stats,
                                             __global const int* targets, const uint N, const uint row_stride,
                                             const uint real, const uint target_offset) {
@@ -114,7 +125,21 @@ PAX_GPU_KERNEL void pax_softmax_chunk_stats(__global const act_t* logits, __glob
   __global const act_t* row = logits + (size_t)n * row_stride;
   const uint begin = j * PAX_SOFTMAX_CHUNK, end = min(real, begin + PAX_SOFTMAX_CHUNK);
   pax_softmax_state state = pax_softmax_empty();
-  for (uint v = begin + lid; v < end; v += PAX_WG) state = pax_softmax_push(state, act_load(row, v), v);
+  if (pax_softmax_in_quads(begin, end, row_stride)) {
+    float4 x[PAX_SOFTMAX_QUADS];
+#pragma unroll
+    for (uint q = 0; q < PAX_SOFTMAX_QUADS; ++q) x[q] = act_load4(row, pax_softmax_quad(begin, q));
+#pragma unroll
+    for (uint q = 0; q < PAX_SOFTMAX_QUADS; ++q) {  // columns in increasing order, as push needs
+      const uint v = pax_softmax_quad(begin, q);
+      state = pax_softmax_push(state, x[q].x, v);
+      state = pax_softmax_push(state, x[q].y, v + 1);
+      state = pax_softmax_push(state, x[q].z, v + 2);
+      state = pax_softmax_push(state, x[q].w, v + 3);
+    }
+  } else {
+    for (uint v = begin + lid; v < end; v += PAX_WG) state = pax_softmax_push(state, act_load(row, v), v);
+  }
   state = pax_group_softmax(state, scratch);
   if (lid != 0) return;
   const uint target = (uint)targets[n] - target_offset;  // wraps below the offset: then >= real
@@ -139,4 +164,33 @@ inline pax_softmax_state pax_softmax_row_stats(__global const float* stats, cons
   }
   *target_logit = t;
   return row;
+}
+
+// The cross-entropy twins' second pass over one chunk [begin, end) of a row (row_stride columns,
+// `real` of them not padding): each logit x at column v becomes g (exp(x - lse) - [v == target])
+// below `real`, 0 from there; in quads where pax_softmax_in_quads (as the first pass).
+inline float pax_softmax_gradient(const float x, const uint v, const uint real, const uint target, const float lse,
+                                  const float g) {
+  return v < real ? g * (exp(x - lse) - (v == target ? 1.0f : 0.0f)) : 0.0f;
+}
+inline void pax_softmax_chunk_gradient(__global act_t* row, const uint row_stride, const uint begin, const uint end,
+                                       const uint real, const uint target, const float lse, const float g) {
+  if (pax_softmax_in_quads(begin, end, row_stride)) {
+    float4 x[PAX_SOFTMAX_QUADS];
+#pragma unroll
+    for (uint q = 0; q < PAX_SOFTMAX_QUADS; ++q) x[q] = act_load4(row, pax_softmax_quad(begin, q));
+#pragma unroll
+    for (uint q = 0; q < PAX_SOFTMAX_QUADS; ++q) {
+      const uint v = pax_softmax_quad(begin, q);
+      act_store4(row, v,
+                 (float4)(pax_softmax_gradient(x[q].x, v, real, target, lse, g),
+                          pax_softmax_gradient(x[q].y, v + 1, real, target, lse, g),
+                          pax_softmax_gradient(x[q].z, v + 2, real, target, lse, g),
+                          pax_softmax_gradient(x[q].w, v + 3, real, target, lse, g)));
+    }
+    return;
+  }
+  for (uint v = begin + get_local_id(0); v < end; v += PAX_WG) {
+    act_store(row, v, pax_softmax_gradient(act_load(row, v), v, real, target, lse, g));
+  }
 }

@@ -42,11 +42,8 @@ PAX_GPU_KERNEL void vocab_parallel_finish(__global act_t* logits, __global const
     losses[n] = w * (lse - target_logit);
     correct[n] = target_logit >= mx ? w : 0.0f;
   }
-  const float g = w * inv_weight_sum;
-  const uint target = (uint)targets[n] - vocab_begin;
-  __global act_t* row = logits + (size_t)n * Vl;
-  const uint end = min(Vl, (j + 1) * PAX_SOFTMAX_CHUNK);
-  for (uint v = j * PAX_SOFTMAX_CHUNK + lid; v < end; v += PAX_WG) {
-    act_store(row, v, v < real ? g * (exp(act_load(row, v) - lse) - (v == target ? 1.0f : 0.0f)) : 0.0f);
-  }
+  const uint target = (uint)targets[n] - vocab_begin;  // wraps below the shard: then >= real
+  const uint begin = j * PAX_SOFTMAX_CHUNK;
+  pax_softmax_chunk_gradient(logits + (size_t)n * Vl, Vl, begin, min(Vl, begin + PAX_SOFTMAX_CHUNK), real, target,
+                             lse, w * inv_weight_sum);
 }

@@ -92,6 +92,8 @@ class ActKernelTest : public DeviceTest, public ::testing::WithParamInterface<DT
   void check_layernorm(int N, int C);
   void check_rmsnorm(int N, int C);
   void check_bias(int N, int C);
+  // One softmax cross-entropy shape (N rows, V real columns of Vp) against the float64 reference.
+  void check_cross_entropy(int N, int V, int Vp);
 };
 
 void ActKernelTest::check_layernorm(int N, int C) {
@@ -955,51 +957,59 @@ TEST_P(ActKernelTest, SoftmaxCrossEntropyWithPaddingAndWeights) {
   expect_close(download(lb, N * Vp), ref.dlogits, stored({1e-6, 1e-4}), "dlogits");
 }
 
-// GPT-2's vocabulary (50257 real columns padded to 50304, and 50304 real), a row split into many
-// chunks by the GPU twin with the maximum tied across chunks (the first counts) and targets in the
-// last chunk; and 10,000 short rows. Against the float64 reference.
-TEST_P(ActKernelTest, SoftmaxCrossEntropyAtAwkwardShapes) {
-  struct Shape {
-    int N, V, Vp;
-  };
-  for (const Shape& sh : {Shape{2, 50257, 50304}, Shape{1, 50304, 50304}, Shape{10000, 37, 40}}) {
-    SCOPED_TRACE(::testing::Message() << "N=" << sh.N << " V=" << sh.V);
-    const int N = sh.N, V = sh.V, Vp = sh.Vp;
-    auto logits = in(random(static_cast<std::size_t>(N) * Vp, 91, 3.0));
-    std::vector<int> targets(N);
-    for (int n = 0; n < N; ++n) targets[n] = (n * 31 + 7) % V;
-    targets[0] = V - 1;  // the last real column, the last chunk
-    if (V > 5000) {      // row 0: the maximum tied between an early column and its target (first counts: wrong)
-      logits[100] = logits[static_cast<std::size_t>(V - 1)] = 16.0;  // above the ~12.4 a random row reaches
-      if (N > 1) {  // row 1: the target is the maximum, far from the row's start
-        targets[1] = V - 3;
-        logits[static_cast<std::size_t>(Vp + V - 3)] = 16.0;
-      }
+// One softmax cross-entropy of N rows of V real columns (padded to Vp) against the float64
+// reference: random logits, targets spread over the columns, the last real column a target; with
+// V > 1000 also row 0's maximum tied between an early column and its target (the first counts:
+// wrong), row 1's target its maximum far from the row's start, and every further odd row's target
+// its maximum.
+void ActKernelTest::check_cross_entropy(const int N, const int V, const int Vp) {
+  SCOPED_TRACE(::testing::Message() << "N=" << N << " V=" << V << " Vp=" << Vp);
+  auto logits = in(random(static_cast<std::size_t>(N) * Vp, 91, 3.0));
+  std::vector<int> targets(N);
+  for (int n = 0; n < N; ++n) targets[n] = (n * 31 + 7) % V;
+  targets[0] = V - 1;  // the last real column, the last chunk
+  if (V > 1000) {
+    logits[100] = logits[static_cast<std::size_t>(V - 1)] = 16.0;  // above the ~12.4 a random row reaches
+    if (N > 1) {
+      targets[1] = V - 3;
+      logits[static_cast<std::size_t>(Vp + V - 3)] = 16.0;
     }
-    std::vector<double> weights(N);
-    double wsum = 0;
-    for (int n = 0; n < N; ++n) wsum += weights[n] = 0.5 + 0.25 * (n % 3);
-    auto lb = act(logits);
-    auto losses = zeros(N), correct = zeros(N), wb = upload(weights);
-    auto tb = upload_ints(targets);
-    kernels_->cross_entropy.softmax_cross_entropy(lb, losses, correct, tb, wb, N, V, Vp, static_cast<float>(1.0 / wsum));
-    const auto ref = softmax_cross_entropy(logits, N, Vp, V, targets, weights);
-    const auto got_losses = download(losses, N), got_correct = download(correct, N);
-    for (int n = 0; n < N; ++n) {
-      const double* row = &logits[static_cast<std::size_t>(n) * Vp];
-      const int argmax = static_cast<int>(std::max_element(row, row + V) - row);  // the first maximum
-      EXPECT_EQ(got_correct[n], argmax == targets[n] ? weights[n] : 0.0) << n;
-      EXPECT_NEAR(got_losses[n], weights[n] * ref.row_ce[n], 2e-4) << n;
-    }
-    if (V > 5000) {
-      EXPECT_EQ(got_correct[0], 0.0);
-      if (N > 1) {
-        EXPECT_EQ(got_correct[1], weights[1]);
-      }
-    }
-    expect_close(download(lb, static_cast<std::size_t>(N) * Vp), ref.dlogits, stored({1e-7, 1e-4}), "dlogits");
+    for (int n = 3; n < N; n += 2) logits[static_cast<std::size_t>(n) * Vp + targets[n]] = 16.0;
   }
+  std::vector<double> weights(N);
+  double wsum = 0;
+  for (int n = 0; n < N; ++n) wsum += weights[n] = 0.5 + 0.25 * (n % 3);
+  auto lb = act(logits);
+  auto losses = zeros(N), correct = zeros(N), wb = upload(weights);
+  auto tb = upload_ints(targets);
+  kernels_->cross_entropy.softmax_cross_entropy(lb, losses, correct, tb, wb, N, V, Vp, static_cast<float>(1.0 / wsum));
+  const auto ref = softmax_cross_entropy(logits, N, Vp, V, targets, weights);
+  const auto got_losses = download(losses, N), got_correct = download(correct, N);
+  for (int n = 0; n < N; ++n) {
+    const double* row = &logits[static_cast<std::size_t>(n) * Vp];
+    const int argmax = static_cast<int>(std::max_element(row, row + V) - row);  // the first maximum
+    EXPECT_EQ(got_correct[n], argmax == targets[n] ? weights[n] : 0.0) << n;
+    EXPECT_NEAR(got_losses[n], weights[n] * ref.row_ce[n], 2e-4) << n;
+  }
+  if (V > 1000) {
+    EXPECT_EQ(got_correct[0], 0.0);
+    for (int n = 1; n < N; n += 2) EXPECT_EQ(got_correct[n], weights[n]) << n;
+  }
+  expect_close(download(lb, static_cast<std::size_t>(N) * Vp), ref.dlogits, stored({1e-7, 1e-4}), "dlogits");
 }
+
+// GPT-2's vocabulary (50257 real columns padded to 50304, and 50304 real), a row split into many
+// chunks by the GPU twin with the maximum tied across chunks and targets in the last chunk; and
+// 10,000 short rows.
+TEST_P(ActKernelTest, SoftmaxCrossEntropyAtAwkwardShapes) {
+  check_cross_entropy(2, 50257, 50304);
+  check_cross_entropy(1, 50304, 50304);
+  check_cross_entropy(10000, 37, 40);
+}
+
+// Rows of whole chunks at every group size (4096 columns): the GPU set reads them in quads of 4
+// columns; targets and maxima at each of a quad's four columns. Small enough for Oclgrind.
+TEST_P(ActKernelTest, SoftmaxCrossEntropyInWholeChunks) { check_cross_entropy(8, 4096, 4096); }
 
 // ---------------------------------------------------------------------------------------------
 // Vocabulary-parallel cross-entropy (kernels_cl/vocab_parallel.cl): one (N, Vp) logits matrix
