@@ -7,6 +7,8 @@
 //                                             vload4 needs only the element's alignment)
 //   act_load2(p, i) / act_store2(p, i, v)     elements i and i + 1, i even from an aligned base: one
 //                                             4-byte (16-bit) or 8-byte (float32) access
+//   act_round(v)                              v rounded to act_t and back (what act_store then
+//                                             act_load would read), without the memory round trip
 // and pax_lanes_sum(v), the sum of a float16's lanes in one fixed order (the CPU twins' row sums).
 // Stores round to nearest even, bit-exact with device/dtype.cpp.
 
@@ -52,6 +54,7 @@ inline float2 act_load2(__global const act_t* p, size_t i) {
 inline void act_store2(__global act_t* p, size_t i, float2 v) {
   *(__global uint*)(p + i) = (uint)pax_float_to_bf16(v.x) | (uint)pax_float_to_bf16(v.y) << 16;
 }
+inline float act_round(float v) { return pax_bf16_to_float(pax_float_to_bf16(v)); }
 #elif defined(PAX_ACT_F16)
 typedef half act_t;
 inline float act_load(__global const act_t* p, size_t i) { return vload_half(i, p); }
@@ -62,6 +65,11 @@ inline float4 act_load4(__global const act_t* p, size_t i) { return vload_half4(
 inline void act_store4(__global act_t* p, size_t i, float4 v) { vstore_half4_rte(v, 0, p + i); }
 inline float2 act_load2(__global const act_t* p, size_t i) { return vload_half2(0, p + i); }
 inline void act_store2(__global act_t* p, size_t i, float2 v) { vstore_half2_rte(v, 0, p + i); }
+inline float act_round(float v) {
+  ushort bits;  // half storage, as act_store writes it (round to nearest even)
+  vstore_half_rte(v, 0, (__private half*)&bits);
+  return vload_half(0, (__private const half*)&bits);
+}
 #else
 typedef float act_t;
 inline float act_load(__global const act_t* p, size_t i) { return p[i]; }
@@ -72,4 +80,5 @@ inline float4 act_load4(__global const act_t* p, size_t i) { return vload4(0, p 
 inline void act_store4(__global act_t* p, size_t i, float4 v) { vstore4(v, 0, p + i); }
 inline float2 act_load2(__global const act_t* p, size_t i) { return *(__global const float2*)(p + i); }
 inline void act_store2(__global act_t* p, size_t i, float2 v) { *(__global float2*)(p + i) = v; }
+inline float act_round(float v) { return v; }
 #endif

@@ -9,33 +9,114 @@
 #endif
 #define PAX_GPU_KERNEL __kernel __attribute__((reqd_work_group_size(PAX_WG, 1, 1)))
 
-// The sum of every work-item's v, returned to all of them.
-inline float pax_group_sum(float v, __local float* scratch) {
-  const uint lid = get_local_id(0);
+// Teams: aligned runs of `team` work-items (a power of two dividing PAX_WG), e.g. the
+// PAX_ROW_TEAM work-items of one row of a norm (several rows per group). -DPAX_ROW_TEAM comes from
+// the host (kernel_set.cpp: kGpuRowTeam), which sizes the norms' launches by it.
+#ifndef PAX_ROW_TEAM
+#define PAX_ROW_TEAM 32
+#endif
+#if PAX_WG % PAX_ROW_TEAM
+#error "group_reduce.cl: PAX_ROW_TEAM must divide PAX_WG"
+#endif
+#define PAX_ROWS_PER_GROUP (PAX_WG / PAX_ROW_TEAM)
+
+// A norm kernel's row n and lane (within its team) for this work-item, and `cols`: C for a row below
+// N, else 0 (a team past the last row reads and writes nothing, but passes every barrier with the
+// rest of its group); `at` = n * C, the row's first element.
+#define PAX_TEAM_ROW_AND_LANE                                                                  \
+  const uint lane = get_local_id(0) % PAX_ROW_TEAM;                                            \
+  const uint n = get_group_id(0) * PAX_ROWS_PER_GROUP + get_local_id(0) / PAX_ROW_TEAM;         \
+  const uint cols = n < N ? C : 0;                                                             \
+  const size_t at = (size_t)n * C;
+
+// Columns a norm's lane keeps in registers: rows up to PAX_NORM_CACHED * PAX_ROW_TEAM columns are
+// read once, longer ones re-read their tail.
+#define PAX_NORM_CACHED 32
+
+// A norm's input column c of row `at`: x, or with has_delta x + delta rounded to act_t and stored
+// into sum_out (the residual fusion normalises the sum as stored).
+static inline __attribute__((always_inline)) float pax_norm_input(__global act_t* sum_out, __global const act_t* x,
+                                                                  __global const act_t* delta, const size_t at,
+                                                                  const uint c, const uint has_delta) {
+  float value = act_load(x, at + c);
+  if (has_delta) {
+    value = act_round(value + act_load(delta, at + c));
+    act_store(sum_out, at + c, value);
+  }
+  return value;
+}
+
+// This lane's cached input columns: v[k] = column lane + k PAX_ROW_TEAM (0 from cols on), every
+// load of x issued before any use, then the residual fusion's adds and stores.
+static inline __attribute__((always_inline)) void pax_norm_input_cached(float* v, __global act_t* sum_out,
+                                                                        __global const act_t* x,
+                                                                        __global const act_t* delta, const size_t at,
+                                                                        const uint lane, const uint cols,
+                                                                        const uint has_delta) {
+#pragma unroll
+  for (uint k = 0; k < PAX_NORM_CACHED; ++k) {
+    const uint c = lane + k * PAX_ROW_TEAM;
+    v[k] = c < cols ? act_load(x, at + c) : 0.0f;
+  }
+  if (!has_delta) return;
+#pragma unroll
+  for (uint k = 0; k < PAX_NORM_CACHED; ++k) {
+    const uint c = lane + k * PAX_ROW_TEAM;
+    if (c < cols) {
+      v[k] = act_round(v[k] + act_load(delta, at + c));
+      act_store(sum_out, at + c, v[k]);
+    }
+  }
+}
+
+// A norm backward's cached columns: g[k] = dout * w and xhat[k] = (x - mu) * rs at column
+// lane + k PAX_ROW_TEAM (0 from cols on; RMSNorm passes mu = 0).
+static inline __attribute__((always_inline)) void pax_norm_grad_cached(float* g, float* xhat, __global const act_t* dout,
+                                                                       __global const act_t* w,
+                                                                       __global const act_t* x, const size_t at,
+                                                                       const uint lane, const uint cols,
+                                                                       const float mu, const float rs) {
+#pragma unroll
+  for (uint k = 0; k < PAX_NORM_CACHED; ++k) {
+    const uint c = lane + k * PAX_ROW_TEAM;
+    g[k] = xhat[k] = 0.0f;
+    if (c < cols) {
+      g[k] = act_load(dout, at + c) * act_load(w, c);
+      xhat[k] = (act_load(x, at + c) - mu) * rs;
+    }
+  }
+}
+
+// The sum of v over this work-item's team, returned to all of it (a tree in one fixed order).
+inline float pax_team_sum(float v, __local float* scratch, const uint team) {
+  const uint lid = get_local_id(0), lane = lid % team;
   scratch[lid] = v;
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint s = PAX_WG / 2; s > 0; s >>= 1) {
-    if (lid < s) scratch[lid] += scratch[lid + s];
+  for (uint s = team / 2; s > 0; s >>= 1) {
+    if (lane < s) scratch[lid] += scratch[lid + s];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  const float total = scratch[0];
+  const float total = scratch[lid - lane];
   barrier(CLK_LOCAL_MEM_FENCE);  // scratch may be reused at once
   return total;
 }
 
-// Two sums at once (one tree): (sum of a, sum of b).
-inline float2 pax_group_sum2(float2 v, __local float2* scratch) {
-  const uint lid = get_local_id(0);
+// Two sums at once (one tree): (sum of a, sum of b) over the team.
+inline float2 pax_team_sum2(float2 v, __local float2* scratch, const uint team) {
+  const uint lid = get_local_id(0), lane = lid % team;
   scratch[lid] = v;
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint s = PAX_WG / 2; s > 0; s >>= 1) {
-    if (lid < s) scratch[lid] += scratch[lid + s];
+  for (uint s = team / 2; s > 0; s >>= 1) {
+    if (lane < s) scratch[lid] += scratch[lid + s];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  const float2 total = scratch[0];
+  const float2 total = scratch[lid - lane];
   barrier(CLK_LOCAL_MEM_FENCE);
   return total;
 }
+
+// The sum of every work-item's v, returned to all of them.
+inline float pax_group_sum(float v, __local float* scratch) { return pax_team_sum(v, scratch, PAX_WG); }
 
 // A running softmax state: m the maximum seen, s the sum of exp(x - m), i the first index of m.
 typedef struct {

@@ -39,7 +39,8 @@ std::string program_name(std::string_view program, KernelVariant variant) {
 std::string build_options(const device::Device& device, KernelVariant variant, std::string_view extra) {
   std::string options(extra);
   if (variant == KernelVariant::kGpu) {
-    options += fmt::format("{}-DPAX_WG={}", options.empty() ? "" : " ", gpu_group_size(device.info()));
+    options += fmt::format("{}-DPAX_WG={} -DPAX_ROW_TEAM={}", options.empty() ? "" : " ", gpu_group_size(device.info()),
+                           kGpuRowTeam);
   }
   return options;
 }

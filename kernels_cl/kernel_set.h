@@ -37,6 +37,9 @@ inline constexpr const char* kGpuGroupSizeEnvVar = "PAX_OCL_GPU_GROUP_SIZE";
 inline constexpr std::size_t kCpuElementsPerItem = 16;  // element-wise CPU kernels: float16 per item
 inline constexpr std::size_t kGpuElementsPerItem = 4;   // element-wise GPU kernels: float4 per item
 inline constexpr std::size_t kGpuDefaultGroupSize = 256;  // the GPU twins' work-group size unless set
+// Work-items per row of the GPU twins' norms (-DPAX_ROW_TEAM, group_reduce.cl): a warp; the
+// smallest group size (32) is one team.
+inline constexpr std::size_t kGpuRowTeam = 32;
 
 // The variant set PAX_OCL_KERNELS asks for on `device` (before falling back to portable where a
 // program has no such twin); ConfigError naming the valid values for anything else.
@@ -97,6 +100,15 @@ class KernelSet {
     const std::array<std::size_t, 1> global = {std::max<std::size_t>(1, groups) * group_size_};
     const std::array<std::size_t, 1> local = {group_size_};
     return device_.queue().launch(k, global, local);
+  }
+
+  // A kernel with a work-item per row in the portable and CPU sets, and in the GPU set a team of
+  // kGpuRowTeam work-items per row, group_size() / kGpuRowTeam rows per work-group (the norms).
+  template <typename... Args>
+  device::Event launch_row_teams(std::string_view kernel, std::size_t rows, const Args&... args) {
+    if (!gpu_variant()) return launch(kernel, rows, args...);
+    const std::size_t rows_per_group = group_size_ / kGpuRowTeam;
+    return launch_groups(kernel, (rows + rows_per_group - 1) / rows_per_group, args...);
   }
 
   // A kernel with a work-item per row in the portable and CPU sets and a work-group per row in the GPU set.

@@ -106,14 +106,14 @@ void LayerNormKernels::forward(ActBuffer& out, FloatBuffer& mean, FloatBuffer& r
                                const ActBuffer& w, const ActBuffer& b, std::size_t N, std::size_t C, float eps) {
   require_act(act_, "layernorm_forward", out, x, w, b);
   // No residual: x stands in for the unused delta and sum buffers.
-  set_.launch_rows("layernorm_forward", N, out, mean, rstd, x, x, x, w, b, u32(N), u32(C), eps, cl_uint{0});
+  set_.launch_row_teams("layernorm_forward", N, out, mean, rstd, x, x, x, w, b, u32(N), u32(C), eps, cl_uint{0});
 }
 
 void LayerNormKernels::forward_residual(ActBuffer& out, FloatBuffer& mean, FloatBuffer& rstd, ActBuffer& sum,
                                         const ActBuffer& x, const ActBuffer& delta, const ActBuffer& w,
                                         const ActBuffer& b, std::size_t N, std::size_t C, float eps) {
   require_act(act_, "layernorm_forward", out, sum, x, delta, w, b);
-  set_.launch_rows("layernorm_forward", N, out, mean, rstd, sum, x, delta, w, b, u32(N), u32(C), eps, cl_uint{1});
+  set_.launch_row_teams("layernorm_forward", N, out, mean, rstd, sum, x, delta, w, b, u32(N), u32(C), eps, cl_uint{1});
 }
 
 void LayerNormKernels::backward(ActBuffer& dx, FloatBuffer& dw, FloatBuffer& db, const ActBuffer& dout,
@@ -121,7 +121,7 @@ void LayerNormKernels::backward(ActBuffer& dx, FloatBuffer& dw, FloatBuffer& db,
                                 const FloatBuffer& rstd, const ActBuffer* dresidual, std::size_t N, std::size_t C) {
   const ActBuffer& resid = dresidual != nullptr ? *dresidual : dout;
   require_act(act_, "layernorm_backward", dx, dout, x, w, resid);
-  set_.launch_rows("layernorm_backward_dx", N, dx, dout, x, w, mean, rstd, resid, u32(N), u32(C),
+  set_.launch_row_teams("layernorm_backward_dx", N, dx, dout, x, w, mean, rstd, resid, u32(N), u32(C),
               cl_uint{dresidual != nullptr});
   if (set_.gpu_variant()) {
     if (N == 0 || C == 0) return;
@@ -147,7 +147,7 @@ void RmsNormKernels::forward(ActBuffer& out, FloatBuffer& rstd, const ActBuffer&
   require_count("rmsnorm_forward", C, w);
   require_count("rmsnorm_forward", N, rstd);
   // No residual: x stands in for the unused delta and sum buffers.
-  set_.launch_rows("rmsnorm_forward", N, out, rstd, x, x, x, w, u32(N), u32(C), eps, cl_uint{0});
+  set_.launch_row_teams("rmsnorm_forward", N, out, rstd, x, x, x, w, u32(N), u32(C), eps, cl_uint{0});
 }
 
 void RmsNormKernels::forward_residual(ActBuffer& out, FloatBuffer& rstd, ActBuffer& sum, const ActBuffer& x,
@@ -157,7 +157,7 @@ void RmsNormKernels::forward_residual(ActBuffer& out, FloatBuffer& rstd, ActBuff
   require_count("rmsnorm_forward", N * C, out, sum, x, delta);
   require_count("rmsnorm_forward", C, w);
   require_count("rmsnorm_forward", N, rstd);
-  set_.launch_rows("rmsnorm_forward", N, out, rstd, sum, x, delta, w, u32(N), u32(C), eps, cl_uint{1});
+  set_.launch_row_teams("rmsnorm_forward", N, out, rstd, sum, x, delta, w, u32(N), u32(C), eps, cl_uint{1});
 }
 
 void RmsNormKernels::backward(ActBuffer& dx, FloatBuffer& dw, const ActBuffer& dout, const ActBuffer& x,
@@ -168,7 +168,7 @@ void RmsNormKernels::backward(ActBuffer& dx, FloatBuffer& dw, const ActBuffer& d
   require_count("rmsnorm_backward", N * C, dx, dout, x, resid);
   require_count("rmsnorm_backward", C, w, dw);
   require_count("rmsnorm_backward", N, rstd);
-  set_.launch_rows("rmsnorm_backward_dx", N, dx, dout, x, w, rstd, resid, u32(N), u32(C), cl_uint{dresidual != nullptr});
+  set_.launch_row_teams("rmsnorm_backward_dx", N, dx, dout, x, w, rstd, resid, u32(N), u32(C), cl_uint{dresidual != nullptr});
   if (set_.gpu_variant()) {
     if (N == 0 || C == 0) return;
     FloatBuffer& partials = block_sums_.partials(set_.device(), 1, N, C);

@@ -1,37 +1,37 @@
 // RMSNorm, GPU twin of rmsnorm.cl (same kernels, arguments and results up to float rounding;
-// group_reduce.cl prepended), shaped as layernorm_gpu.cl: a work-group per row with the first
-// RMS_CACHED columns per work-item in registers, tree sums in local memory, and the weight
-// gradient as a two-stage column reduction (rmsnorm_backward_scale's row-block partials, then
-// pax_add_block_sums).
+// group_reduce.cl prepended), shaped as layernorm_gpu.cl: a team of PAX_ROW_TEAM work-items per
+// row, the first RMS_CACHED columns per lane in registers (loaded all at once), tree sums over the
+// team in local memory, and the weight gradient as a two-stage column reduction
+// (rmsnorm_backward_scale's row-block partials, then pax_add_block_sums).
 
-#define RMS_CACHED 8
+#define RMS_CACHED PAX_NORM_CACHED
 
 // x, delta, sum_out, out: (N, C)   w: (C)   rstd_out: (N)
 PAX_GPU_KERNEL void rmsnorm_forward(__global act_t* out, __global float* rstd_out, __global act_t* sum_out,
                                     __global const act_t* x, __global const act_t* delta, __global const act_t* w,
                                     const uint N, const uint C, const float eps, const uint has_delta) {
   __local float scratch[PAX_WG];
-  const uint n = get_group_id(0), lid = get_local_id(0);
-  if (n >= N) return;  // the whole group: no barrier is left waiting
-  const size_t at = (size_t)n * C;
+  PAX_TEAM_ROW_AND_LANE
   __global const act_t* row = has_delta ? sum_out + at : x + at;
   float v[RMS_CACHED];
+  pax_norm_input_cached(v, sum_out, x, delta, at, lane, cols, has_delta);
   float sum_sq = 0.0f;
-  for (uint c = lid, k = 0; c < C; c += PAX_WG, ++k) {
-    float value = act_load(x, at + c);
-    if (has_delta) {  // normalise the sum as stored: round it through act_t
-      act_store(sum_out, at + c, value + act_load(delta, at + c));
-      value = act_load(sum_out, at + c);
-    }
-    if (k < RMS_CACHED) v[k] = value;
+#pragma unroll
+  for (uint k = 0; k < RMS_CACHED; ++k) sum_sq += v[k] * v[k];
+  for (uint c = lane + RMS_CACHED * PAX_ROW_TEAM; c < cols; c += PAX_ROW_TEAM) {
+    const float value = pax_norm_input(sum_out, x, delta, at, c, has_delta);
     sum_sq += value * value;
   }
-  const float rstd = rsqrt(pax_group_sum(sum_sq, scratch) / C + eps);
-  for (uint c = lid, k = 0; c < C; c += PAX_WG, ++k) {
-    const float value = k < RMS_CACHED ? v[k] : act_load(row, c);
-    act_store(out, at + c, value * rstd * act_load(w, c));
+  const float rstd = rsqrt(pax_team_sum(sum_sq, scratch, PAX_ROW_TEAM) / C + eps);
+#pragma unroll
+  for (uint k = 0; k < RMS_CACHED; ++k) {
+    const uint c = lane + k * PAX_ROW_TEAM;
+    if (c < cols) act_store(out, at + c, v[k] * rstd * act_load(w, c));
   }
-  if (lid == 0) rstd_out[n] = rstd;
+  for (uint c = lane + RMS_CACHED * PAX_ROW_TEAM; c < cols; c += PAX_ROW_TEAM) {
+    act_store(out, at + c, act_load(row, c) * rstd * act_load(w, c));
+  }
+  if (lane == 0 && n < N) rstd_out[n] = rstd;
 }
 
 // dx = (dresid +) rstd * (g - xhat * mean_c(g * xhat)),  g = dout * w,  xhat = x * rstd.
@@ -40,24 +40,26 @@ PAX_GPU_KERNEL void rmsnorm_backward_dx(__global act_t* dx, __global const act_t
                                         __global const act_t* dresid, const uint N, const uint C,
                                         const uint has_resid) {
   __local float scratch[PAX_WG];
-  const uint n = get_group_id(0), lid = get_local_id(0);
-  if (n >= N) return;  // the whole group: no barrier is left waiting
-  const size_t at = (size_t)n * C;
-  const float rs = rstd[n];
+  PAX_TEAM_ROW_AND_LANE
+  const float rs = cols ? rstd[n] : 0.0f;
   float g_c[RMS_CACHED], xhat_c[RMS_CACHED];
+  pax_norm_grad_cached(g_c, xhat_c, dout, w, x, at, lane, cols, 0.0f, rs);
   float sum = 0.0f;
-  for (uint c = lid, k = 0; c < C; c += PAX_WG, ++k) {
-    const float g = act_load(dout, at + c) * act_load(w, c), xhat = act_load(x, at + c) * rs;
-    if (k < RMS_CACHED) {
-      g_c[k] = g;
-      xhat_c[k] = xhat;
-    }
-    sum += g * xhat;
+#pragma unroll
+  for (uint k = 0; k < RMS_CACHED; ++k) sum += g_c[k] * xhat_c[k];
+  for (uint c = lane + RMS_CACHED * PAX_ROW_TEAM; c < cols; c += PAX_ROW_TEAM) {
+    sum += act_load(dout, at + c) * act_load(w, c) * (act_load(x, at + c) * rs);
   }
-  const float g_xhat_mean = pax_group_sum(sum, scratch) / C;
-  for (uint c = lid, k = 0; c < C; c += PAX_WG, ++k) {
-    const float g = k < RMS_CACHED ? g_c[k] : act_load(dout, at + c) * act_load(w, c);
-    const float xhat = k < RMS_CACHED ? xhat_c[k] : act_load(x, at + c) * rs;
+  const float g_xhat_mean = pax_team_sum(sum, scratch, PAX_ROW_TEAM) / C;
+#pragma unroll
+  for (uint k = 0; k < RMS_CACHED; ++k) {
+    const uint c = lane + k * PAX_ROW_TEAM;
+    if (c >= cols) continue;
+    const float d = (g_c[k] - xhat_c[k] * g_xhat_mean) * rs;
+    act_store(dx, at + c, has_resid ? act_load(dresid, at + c) + d : d);
+  }
+  for (uint c = lane + RMS_CACHED * PAX_ROW_TEAM; c < cols; c += PAX_ROW_TEAM) {
+    const float g = act_load(dout, at + c) * act_load(w, c), xhat = act_load(x, at + c) * rs;
     const float d = (g - xhat * g_xhat_mean) * rs;
     act_store(dx, at + c, has_resid ? act_load(dresid, at + c) + d : d);
   }
