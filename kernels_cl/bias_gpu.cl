@@ -16,6 +16,7 @@ PAX_GPU_KERNEL void bias_grad(__global float* partials, __global const act_t* do
   if (c >= C) return;
   const uint end = min(N, (block + 1) * rows_per_block);
   float acc = 0.0f;
+  PAX_LOADS_IN_FLIGHT
   for (uint n = block * rows_per_block; n < end; ++n) acc += act_load(dout, (size_t)n * C + c);
   partials[(size_t)block * C + c] = acc;
 }

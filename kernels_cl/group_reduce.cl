@@ -8,6 +8,10 @@
 #error "GPU twins are built with -DPAX_WG=<work-group size>"
 #endif
 #define PAX_GPU_KERNEL __kernel __attribute__((reqd_work_group_size(PAX_WG, 1, 1)))
+// Before a loop that sums one load per iteration down a column: unrolled by 8, so that 8 loads are
+// in flight while the adds keep their order (the sum is the same, bit for bit). Rolled, each load
+// waited for the add before it.
+#define PAX_LOADS_IN_FLIGHT _Pragma("unroll 8")
 
 // Teams: aligned runs of `team` work-items (a power of two dividing PAX_WG), e.g. the
 // PAX_ROW_TEAM work-items of one row of a norm (several rows per group). -DPAX_ROW_TEAM comes from
@@ -175,6 +179,7 @@ PAX_GPU_KERNEL void pax_add_block_sums(__global float* dst, __global const float
   if (c >= C) return;
   partials += first;
   float acc = 0.0f;
+  PAX_LOADS_IN_FLIGHT
   for (uint b = 0; b < blocks; ++b) acc += partials[(size_t)b * C + c];
   dst[c] += acc;
 }

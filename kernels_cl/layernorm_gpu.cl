@@ -96,6 +96,7 @@ PAX_GPU_KERNEL void layernorm_backward_params(__global float* partials, __global
   if (c >= C) return;
   const uint end = min(N, (block + 1) * rows_per_block);
   float acc_w = 0.0f, acc_b = 0.0f;
+  PAX_LOADS_IN_FLIGHT
   for (uint n = block * rows_per_block; n < end; ++n) {
     const float d = act_load(dout, (size_t)n * C + c);
     acc_w += d * (act_load(x, (size_t)n * C + c) - mean[n]) * rstd[n];

@@ -74,6 +74,7 @@ PAX_GPU_KERNEL void rmsnorm_backward_scale(__global float* partials, __global co
   if (c >= C) return;
   const uint end = min(N, (block + 1) * rows_per_block);
   float acc = 0.0f;
+  PAX_LOADS_IN_FLIGHT
   for (uint n = block * rows_per_block; n < end; ++n) {
     acc += act_load(dout, (size_t)n * C + c) * act_load(x, (size_t)n * C + c) * rstd[n];
   }
