@@ -168,9 +168,11 @@ class AutoGemm final : public Gemm {
     return r;
   }
 
-  // Times every candidate that takes these dtypes on `s` with its dimensions capped (768 on CPU
-  // devices, where a full shape takes seconds; 4096 elsewhere, where a shape cut to 768 leaves most
-  // of a GPU idle and so favours small tiles that lose at the real size), on scratch buffers.
+  // Times every candidate that takes these dtypes on `s` with its dimensions capped (2048 on CPU
+  // devices, where a full shape can take seconds; 4096 elsewhere), on scratch buffers. A shape cut
+  // much smaller favours small tiles that lose at the real size: on a GPU, where it leaves most of
+  // the device idle, and on a 2-core EPYC too, where at 768 the OpenCL tiles beat oneDNN on
+  // classes it wins at config C's 2048 rows.
   std::string tune(const std::string& cls, GemmShape s, device::DType at, device::DType bt, device::DType ct) {
     std::vector<std::string> able;
     for (const std::string& name : candidates_) {
@@ -181,17 +183,16 @@ class AutoGemm final : public Gemm {
     if (able.empty()) throw std::logic_error("auto GEMM: no candidate takes " + cls);
     if (able.size() == 1) return able.front();
     const bool cpu = device_.info().kind == device::DeviceKind::kCpu;
-    const std::size_t cap = cpu ? 768 : 4096;
+    const std::size_t cap = cpu ? 2048 : 4096;
     s.m = std::min(s.m, cap);
     s.n = std::min(s.n, cap);
     s.k = std::min(s.k, cap);
     s.batch = std::min<std::size_t>(s.batch, 8);
-    constexpr int kRounds = 5;
     // A cheap estimate of the timing's length at a modest rate (20 GFLOP/s on a CPU device, 2
     // TFLOP/s elsewhere; building the candidates' programs comes on top): a timing of seconds says
     // so at info before it starts, shorter ones at debug.
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) *
-                         static_cast<double>(std::max<std::size_t>(1, s.batch)) * (kRounds + 1) *
+                         static_cast<double>(std::max<std::size_t>(1, s.batch)) * (2 * kRounds + 1) *
                          static_cast<double>(able.size());
     const double seconds = flops / (cpu ? 20e9 : 2e12);
     spdlog::log(seconds >= 1.0 ? spdlog::level::info : spdlog::level::debug,
@@ -214,15 +215,25 @@ class AutoGemm final : public Gemm {
     for (const std::string& name : able) variant(name).run(s, 1.0f, ao, bo, 0.0f, co);
     device_.queue().finish();
     std::vector<double> best_of(able.size(), 1e30);
-    for (int round = 0; round < kRounds; ++round) {
+    double round_ms = 0;  // the last round's timed milliseconds, all candidates
+    for (int round = 0; round < rounds_for(round_ms, round); ++round) {
       // Rounds 10 ms apart: a burst of another process (tens of ms) cannot cover all of them. BLIS
       // loses most to one, as its threads wait for each other at every panel.
       if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      round_ms = 0;
       for (std::size_t i = 0; i < able.size(); ++i) {
+        // Once untimed first: threads that slept through the pause (oneDNN's OpenMP threads wait
+        // passively) would otherwise put their wake-up into a sub-millisecond timing, though in a
+        // step GEMMs run back to back. On a 2-core EPYC that made C's classes pick the OpenCL
+        // tiles over oneDNN in about half of the fresh runs, steps 565-717 ms by the draw.
+        variant(able[i]).run(s, 1.0f, ao, bo, 0.0f, co);
+        device_.queue().finish();
         const auto t0 = std::chrono::steady_clock::now();
         variant(able[i]).run(s, 1.0f, ao, bo, 0.0f, co);
         device_.queue().finish();
-        best_of[i] = std::min(best_of[i], std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        best_of[i] = std::min(best_of[i], ms);
+        round_ms += ms;
       }
     }
     std::string best, report;
@@ -238,6 +249,15 @@ class AutoGemm final : public Gemm {
     return best;
   }
 
+  // Timing rounds: at least kRounds; short ones (sub-millisecond candidates, whose best of 5 is
+  // at the mercy of one scheduler hiccup) go on until about 50 ms were timed, at most 40 rounds.
+  static int rounds_for(double round_ms, int done) {
+    if (done < kRounds) return kRounds;
+    constexpr double kTimedMs = 50;
+    constexpr int kMaxRounds = 40;
+    return round_ms * done >= kTimedMs ? done : kMaxRounds;
+  }
+
   // Writes the shared table (registry_mutex held).
   void save() {
     if (choices_file_.empty()) return;
@@ -251,6 +271,8 @@ class AutoGemm final : public Gemm {
       spdlog::debug("GEMM choices not saved: {}", e.what());
     }
   }
+
+  static constexpr int kRounds = 5;
 
   std::string candidate_list() const { return fmt::format("{}", fmt::join(candidates_, ",")); }
 

@@ -6,8 +6,10 @@
 //             work-group variant (gpu-64x64), the unpacked one (gpu-direct-<tile>, direct_gemm.h:
 //             the tile `pax-ocl tune` stored for the device, else three tiles of different sizes,
 //             direct_auto_tiles), CLBlast and, on Intel GPUs whose probe passed, oneDNN
-//             (onednn_gemm.h). At the first GEMM of a class it times each candidate on that shape (dimensions capped at 768 on CPU devices, 4096 on others; best of 5
-//             rounds) and keeps the fastest; the choices are
+//             (onednn_gemm.h). At the first GEMM of a class it times each candidate on that
+//             shape (dimensions capped at 2048 on CPU devices, 4096 on others; each timed run
+//             right after an untimed one; best of 5 rounds, up to 40 while under 50 ms were
+//             timed) and keeps the fastest; the choices are
 //             stored next to the program cache, so later processes skip the timing (a change of
 //             the candidate list, such as a newly tuned direct tile, times them again).
 //             On a device whose tensor-core probe passed (NVIDIA, tensor_core_probe.h), GEMMs with
