@@ -293,8 +293,14 @@ UNROLL
   // (g + 8 h, 2 t + 1) of that 16 x 8 fragment, g = lane / 4, t = lane % 4: one pair per store
   // (gemm_epilogue.cl's gemm_store_pair: + beta C and, in -DGEMM_EPILOGUE=1 builds, the bias / GELU
   // epilogue), element by element where C (or aux) is not pair-aligned or at an odd last column.
+  // Not in TF32 builds: there the pairs made ptxas spill 8 bytes in gemm_mma_tt (sm_90, at the
+  // 128 registers it keeps for 2 blocks an SM); their element stores are as before.
   const size_t c_base = c_off + batch * c_stride;
+#if MMA_TF32
+  const bool paired = false;
+#else
   const bool paired = c_base % 2 == 0 && ldc % 2 == 0 && aux_pairs;
+#endif
   c += c_base;
 UNROLL
   for (uint i = 0; i < MI; ++i)
