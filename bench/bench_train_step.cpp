@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "device/device_selection.h"
+#include "device/kernel_times.h"
 #include "kernels_cl/auto_gemm.h"
 #include "models/adam_optimizer.h"
 #include "models/checkpoint_policy.h"
@@ -121,17 +122,10 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   dev.queue().set_tracing(true);
   step();
   dev.queue().set_tracing(false);
-  std::map<std::string, std::pair<int, double>> by_kernel;
-  double traced_ms = 0;
-  for (const auto& e : dev.queue().take_trace()) {
-    by_kernel[e.kernel].first++;
-    by_kernel[e.kernel].second += e.ms;
-    traced_ms += e.ms;
-  }
-  std::vector<std::pair<std::string, std::pair<int, double>>> sorted(by_kernel.begin(), by_kernel.end());
-  std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
-  std::printf("       kernels (one step, device ms; %.1f ms traced of %.1f ms):", traced_ms, ms);
-  for (const auto& [name, v] : sorted) std::printf("  %s %.1f (%d)", name.c_str(), v.second, v.first);
+  device::KernelTimes times;
+  for (const auto& e : dev.queue().take_trace()) times.add(e.kernel, e.ms);
+  std::printf("       kernels (one step, device ms; %.1f ms traced of %.1f ms):  %s", times.total_ms(), ms,
+              times.format().c_str());
   std::printf("\n");
   std::fflush(stdout);
 }

@@ -431,7 +431,7 @@ std::vector<TraceEvent> FsdpStep::take_trace(const std::vector<std::int64_t>& of
     collectives::IciCommunicator& ici = lanes_[i].comm->ici();
     ici.set_tracing(false);
     for (const auto& c : ici.take_trace()) {
-      events.push_back({fmt::format("lane {} {} (step {})", i, c.name, step), "communication", c.start_ns, c.end_ns});
+      events.push_back({fmt::format("lane {} {} (step {})", i, c.name, step), kCommunicationTrack, c.start_ns, c.end_ns});
     }
   }
   if (tensors_) tensors_->append_trace(events, step);

@@ -582,7 +582,7 @@ std::vector<TraceEvent> PipelineStep::take_trace(const std::vector<std::int64_t>
   for (Stage& st : stages_) {
     for (auto& [name, event] : st.transfers) {
       event.wait();
-      events.push_back({fmt::format("{} (step {})", name, step), "communication",
+      events.push_back({fmt::format("{} (step {})", name, step), kCommunicationTrack,
                         static_cast<std::int64_t>(event.profile_ns(CL_PROFILING_COMMAND_START)) + offsets[st.device],
                         static_cast<std::int64_t>(event.profile_ns(CL_PROFILING_COMMAND_END)) + offsets[st.device]});
     }
@@ -592,7 +592,7 @@ std::vector<TraceEvent> PipelineStep::take_trace(const std::vector<std::int64_t>
   for (auto& a : averagers_) {
     a->ici().set_tracing(false);
     for (const auto& c : a->ici().take_trace()) {
-      events.push_back({fmt::format("gradient {} (step {})", c.name, step), "communication", c.start_ns, c.end_ns});
+      events.push_back({fmt::format("gradient {} (step {})", c.name, step), kCommunicationTrack, c.start_ns, c.end_ns});
     }
   }
   return events;

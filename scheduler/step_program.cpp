@@ -62,7 +62,7 @@ std::vector<TraceEvent> StepProgram::collect_trace(const std::vector<std::int64_
   if (communicator != nullptr) {
     communicator->set_tracing(false);
     for (const auto& c : communicator->take_trace()) {
-      events.push_back({fmt::format("{}{} (step {})", prefix, c.name, step), "communication", c.start_ns, c.end_ns});
+      events.push_back({fmt::format("{}{} (step {})", prefix, c.name, step), kCommunicationTrack, c.start_ns, c.end_ns});
     }
   }
   return events;

@@ -38,7 +38,7 @@ std::int64_t device_clock_offset_ns(device::Queue& queue) {
 
 CommOverlap measure_overlap(const std::vector<TraceEvent>& events) {
   std::vector<Interval> comm, compute;
-  for (const TraceEvent& e : events) (e.track == "communication" ? comm : compute).emplace_back(e.start_ns, e.end_ns);
+  for (const TraceEvent& e : events) (e.track == kCommunicationTrack ? comm : compute).emplace_back(e.start_ns, e.end_ns);
   const std::vector<Interval> c = merged(comm), k = merged(compute);
   CommOverlap o;
   for (const Interval& i : c) {

@@ -15,6 +15,9 @@
 
 namespace paxocl::scheduler {
 
+// The track of collectives' host-timed events; every other track is a device's kernels.
+inline constexpr const char* kCommunicationTrack = "communication";
+
 struct TraceEvent {
   std::string name;
   std::string track;  // "device 0 compute", "communication"

@@ -87,7 +87,7 @@ void TensorGroups::append_trace(std::vector<TraceEvent>& events, long step) {
     collectives::IciCommunicator& ici = comms_[g]->ici();
     ici.set_tracing(false);
     for (const auto& c : ici.take_trace()) {
-      events.push_back({fmt::format("tensor group {} {} (step {})", g, c.name, step), "communication", c.start_ns, c.end_ns});
+      events.push_back({fmt::format("tensor group {} {} (step {})", g, c.name, step), kCommunicationTrack, c.start_ns, c.end_ns});
     }
   }
 }

@@ -173,7 +173,7 @@ std::vector<TraceEvent> TensorParallelStep::take_trace(const std::vector<std::in
   auto add = [&](collectives::IciCommunicator& ici, const std::string& prefix) {
     ici.set_tracing(false);
     for (const auto& c : ici.take_trace()) {
-      events.push_back({fmt::format("{}{} (step {})", prefix, c.name, step), "communication", c.start_ns, c.end_ns});
+      events.push_back({fmt::format("{}{} (step {})", prefix, c.name, step), kCommunicationTrack, c.start_ns, c.end_ns});
     }
   };
   tensors_->append_trace(events, step);

@@ -6,6 +6,8 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "device/kernel_times.h"
+
 namespace paxocl::scheduler {
 
 TraceRecorder::TraceRecorder(std::vector<long> steps, StepProgram& program) : steps_(std::move(steps)), program_(program) {
@@ -29,6 +31,12 @@ void TraceRecorder::end_step(long step, int rank) {
   } else {
     spdlog::info("step {} trace: {} events; no communication (one replica)", step, events.size());
   }
+  device::KernelTimes times;  // summed over the process's devices
+  for (const TraceEvent& e : events) {
+    if (e.track != kCommunicationTrack) times.add(e.name, static_cast<double>(e.end_ns - e.start_ns) * 1e-6);
+  }
+  spdlog::info("step {} kernels (device ms, calls; {:.2f} ms in all on {} device{}): {}", step, times.total_ms(),
+               program_.devices().size(), program_.devices().size() == 1 ? "" : "s", times.format());
   for (auto& e : chrome_events(events, rank)) events_.push_back(e);
 }
 

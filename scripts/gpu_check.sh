@@ -9,7 +9,9 @@
 #     gemm     bench_gemm D --clblast, bench_gemm tc all and tf32 all (NVIDIA), pax-ocl bench gemm memory launch
 #     step     bench_train_step all: tok/s and one step's kernel-by-kernel device times
 #     train    Pile126M T1024 B8 fp32 and tf32, T1024 B16 bf16, T2048 B4 fp32, 30 steps each; start-up phases,
-#              tokens/s, MFU, the training pause of one checkpoint save
+#              tokens/s, MFU, the training pause of one checkpoint save; each run traces its step 20 (after
+#              the step-20 line, so the last line's tokens/s, steps 21-30, is untouched): the log's
+#              "step 20 kernels" line gives device ms per kernel, and kernels.csv has them all
 #     torch    PyTorch side by side (when python3 has torch): fp32, tf32, bf16 autocast, --compile
 #   --quick    small shapes and few steps: about two minutes on PoCL (tests/bundle_test.sh runs it)
 #   --budget S seconds for the whole check (default 570: a 10-minute device slot with room to copy the
@@ -17,7 +19,7 @@
 #              budget", and the torch stage starts no run past it
 # A failed stage does not stop the others; each stage's log goes to results/<date>-<device>/ (or
 # --out), with summary.md (one line per stage, then the key figures), stages.csv and step.csv,
-# train.csv, torch.csv, tests.csv from the logs, all of them in results.json, and with gnuplot
+# train.csv, kernels.csv, torch.csv, tests.csv from the logs, all of them in results.json, and with gnuplot
 # tokens_per_s.png.
 # Exit status: 0 when every stage passed or was skipped, 1 otherwise.
 set -uo pipefail
@@ -33,7 +35,7 @@ while (($#)); do
     --out=*) out=${1#--out=} ;;
     --budget) budget=$2; shift ;;
     --budget=*) budget=${1#--budget=} ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     devices|tests|gemm|step|train|torch) stages+=("$1") ;;
     *) echo "gpu_check: unknown argument '$1'; stages are devices tests gemm step train torch, flags --quick --out DIR --budget S" >&2; exit 2 ;;
   esac
@@ -135,12 +137,12 @@ train_run() {
 stage_train() {
   local rc=0
   if ((quick)); then
-    train_run default-3 --fdl_config=Default --fdl.MAX_STEPS=3 || rc=1
+    train_run default-3 --fdl_config=Default --fdl.MAX_STEPS=3 --fdl.TRACE_STEPS=[2] || rc=1
     train_run default-ckpt --fdl_config=Default --fdl.MAX_STEPS=4 --fdl.CHECKPOINT_EVERY_N_STEPS=2 \
       --fdl.ENABLE_CHECKPOINT_SAVING=true || rc=1
     return $rc
   fi
-  local common=(--fdl_config=Pile126M --fdl.MAX_STEPS=30 --fdl.CHECKPOINT_EVERY_N_STEPS=1000000)
+  local common=(--fdl_config=Pile126M --fdl.MAX_STEPS=30 --fdl.CHECKPOINT_EVERY_N_STEPS=1000000 --fdl.TRACE_STEPS=[20])
   train_run t1024-b8-fp32 "${common[@]}" --fdl.MAX_SEQ_LEN=1024 --fdl.PERCORE_BATCH_SIZE=8 --fdl.FPROP_DTYPE=float32 || rc=1
   train_run t1024-b8-tf32 "${common[@]}" --fdl.MAX_SEQ_LEN=1024 --fdl.PERCORE_BATCH_SIZE=8 --fdl.FPROP_DTYPE=float32 \
     --fdl.MATMUL_PRECISION=tf32 || rc=1
@@ -201,6 +203,19 @@ if compgen -G "$out/train-*.log" >/dev/null; then
       END { print run "," tok "," m "," first "," p }' "$f" >>"$out/train.csv"
   done
 fi
+if compgen -G "$out/train-*.log" >/dev/null; then
+  # One row per kernel of each traced step: "step N kernels (...): name ms (calls)  name ms (calls) ...".
+  echo "run,step,kernel,device_ms,calls" >"$out/kernels.csv"
+  for f in "$out"/train-*.log; do
+    awk -v run="$(basename "$f" .log | sed 's/^train-//')" '
+      / kernels \(device ms, calls; / {
+        step = ""; for (i = 1; i < NF; i++) if ($i == "step") { step = $(i + 1); break }
+        sub(/.*devices?\): /, "")
+        n = split($0, f, " ")
+        for (i = 1; i + 2 <= n; i += 3) { c = f[i + 2]; gsub(/[()]/, "", c); print run "," step "," f[i] "," f[i + 1] "," c }
+      }' "$f" >>"$out/kernels.csv"
+  done
+fi
 if [[ -f $out/torch.log ]]; then
   awk 'BEGIN { print "impl,config,step_ms,tok_s" }
        /^torch/ && / tok\/s / { ms = ""; tok = ""
@@ -215,7 +230,7 @@ fi
   echo "{"
   echo "  \"date\": \"$(date -u +%Y-%m-%dT%H:%MZ)\", \"device\": \"${gpu_name:-none}\","
   first=1
-  for t in stages step train torch tests; do
+  for t in stages step train kernels torch tests; do
     [[ -f $out/$t.csv ]] || continue
     ((first)) || echo ","
     first=0
@@ -253,7 +268,7 @@ fi
   for f in "$out"/train-*.log; do
     [[ -f $f ]] || continue
     echo "## $(basename "$f" .log)"; echo '```'
-    grep -iE 'tok/s|tokens/s|mfu|start-up|first step|checkpoint|paused|error' "$f" | tail -n 12
+    grep -iE 'tok/s|tokens/s|mfu|start-up|first step|checkpoint|paused|error|kernels \(' "$f" | tail -n 12
     echo '```'
   done
   [[ -f $out/torch.log ]] && { echo '## PyTorch'; echo '```'; grep -E '^torch' "$out/torch.log"; echo '```'; }

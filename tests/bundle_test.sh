@@ -51,9 +51,10 @@ for stage in devices tests gemm step train; do
   grep -q "^$stage,pass," "$work/check/stages.csv" || { cat "$work/check/stages.csv"; fail "gpu_check stage $stage did not pass"; }
 done
 grep -Eq "^torch,(pass|skipped)" "$work/check/stages.csv" || fail "gpu_check stage torch: $(grep '^torch' "$work/check/stages.csv")"
-for f in summary.md step.csv train.csv tests.csv results.json; do
+for f in summary.md step.csv train.csv kernels.csv tests.csv results.json; do
   [[ -s $work/check/$f ]] || fail "gpu_check wrote no $f"
 done
 grep -q '^A,' "$work/check/step.csv" || fail "step.csv has no row for config A: $(cat "$work/check/step.csv")"
 grep -q '"train": \[{"run": "default-3", "tok_s": [0-9]' "$work/check/results.json" || fail "results.json lacks the training run: $(cat "$work/check/results.json")"
+grep -Eq '^default-3,2,[a-z_0-9]+,[0-9.]+,[1-9]' "$work/check/kernels.csv" || fail "kernels.csv has no kernel of the traced step 2: $(head -3 "$work/check/kernels.csv")"
 echo "bundle_test: pass ($mb MiB unpacked; devices --check, 3 steps, test_dtype, gpu_check --quick)"

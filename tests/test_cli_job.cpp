@@ -9,6 +9,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -194,6 +195,49 @@ TEST(CliJob, TraceOfChosenStepsShowsKernelsAndCommunication) {
   EXPECT_EQ(tracks, (std::set<std::string>{"communication", "device 0 compute", "device 1 compute"}));
   EXPECT_GT(slices, 100);
   EXPECT_GT(communication, 2);  // per-block reductions of two steps
+
+  // Each traced step's kernel line: its entries longest first, adding up to its total, and the two
+  // steps' totals to the device time of the trace file's kernel slices (µs there, ms here).
+  std::set<int> communication_tids;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name" && e.at("args").at("name") == "communication") {
+      communication_tids.insert(e.at("tid").get<int>());
+    }
+  }
+  double kernel_us = 0;
+  std::set<std::string> kernel_names;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") != "X" || communication_tids.contains(e.at("tid").get<int>())) continue;
+    kernel_us += e.at("dur").get<double>();
+    kernel_names.insert(e.at("name").get<std::string>());
+  }
+  double lines_ms = 0;
+  for (const std::string step : {"2", "3"}) {
+    const std::string head = "step " + step + " kernels (device ms, calls; ";
+    const std::size_t at = r.err.find(head);
+    ASSERT_NE(at, std::string::npos) << r.err;
+    std::istringstream line(r.err.substr(at + head.size(), r.err.find('\n', at) - at - head.size()));
+    double total = 0, sum = 0, previous = 1e300;
+    std::string unit, rest;
+    line >> total >> unit;
+    std::getline(line, rest, ':');
+    EXPECT_EQ(rest, " in all on 2 devices)");
+    std::string name, calls;
+    double ms = 0;
+    int entries = 0;
+    while (line >> name >> ms >> calls) {
+      EXPECT_TRUE(kernel_names.contains(name)) << name;
+      EXPECT_LE(ms, previous) << name;
+      EXPECT_TRUE(calls.starts_with('(') && calls.ends_with(')') && std::stoi(calls.substr(1)) > 0) << calls;
+      previous = ms;
+      sum += ms;
+      ++entries;
+    }
+    EXPECT_GT(entries, 10);
+    EXPECT_NEAR(sum, total, 0.005 * entries + 1e-9);
+    lines_ms += total;
+  }
+  EXPECT_NEAR(lines_ms, kernel_us * 1e-3, 0.02 + 1e-3 * lines_ms);
 }
 
 // The weights of an llm.c file (after its 256-int header).
