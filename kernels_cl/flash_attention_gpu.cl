@@ -69,6 +69,17 @@
 #define FA_DIM(tc, j) ((tc) + FA_TC * (j))
 #endif
 #define FA_KERNEL __kernel __attribute__((reqd_work_group_size(FA_WG, 1, 1)))
+// Helpers inlined always, and every loop over a register array (scores, accumulators, row
+// statistics) unrolled: an array indexed by a loop that is not unrolled lives in local memory (the
+// stack), and its loads and stores run in every tile of the main loop (ptxas reported 480 bytes of
+// stack in the forward with plain `inline` and compiler-chosen unrolling; scripts/check_ptx.sh now
+// fails on any stack frame in these kernels).
+#define FA_FN static inline __attribute__((always_inline))
+// for (i = 0; i < n; ++i) in a helper, where n (rm, nc) is a constant only once the helper is
+// inlined: a loop to the constant bound MAX, unrolled, whose body runs while i < n. Compilers
+// optimise a helper on its own before inlining it (bottom-up), and a loop to a runtime n is then
+// unrolled partly or not at all; the arrays it indexes stay on the stack after inlining.
+#define FA_FOR_UPTO(i, n, MAX) _Pragma("unroll") for (uint i = 0; i < (MAX); ++i) if (i < (n))
 
 #if FA_WG % FA_TC != 0 || FWD_BR % FA_TR != 0 || DQ_BR % FA_TR != 0 || KV_BR % FA_TR != 0 || \
     FWD_BC % FA_TC != 0 || DQ_BC % FA_TC != 0 || KV_BC % FA_TC != 0
@@ -79,8 +90,8 @@
 
 // rows x HS elements of act_t rows `stride` apart from `src` into a padded float tile, times
 // `scale`; rows at or past `live` read as 0. Every work-item of the group calls it.
-inline void fa_load_tile(__local float* tile, uint rows, __global const act_t* src, size_t stride, uint live,
-                         float scale) {
+FA_FN void fa_load_tile(__local float* tile, uint rows, __global const act_t* src, size_t stride, uint live,
+                        float scale) {
   for (uint i = get_local_id(0); i < rows * HS; i += FA_WG) {
     const uint r = i / HS, d = i - r * HS;
     tile[r * FA_LD + d] = r < live ? scale * act_load(src, (size_t)r * stride + d) : 0.0f;
@@ -88,21 +99,22 @@ inline void fa_load_tile(__local float* tile, uint rows, __global const act_t* s
 }
 
 // Component e of v (e < 4; a register after unrolling).
-inline float fa_lane(float4 v, uint e) { return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; }
+FA_FN float fa_lane(float4 v, uint e) { return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; }
 
 // s[i*nc + j] = a-row (tr + FA_TR*i) . b-row (tc + FA_TC*j) over HS dims, both padded tiles: a
 // register tile of A B^T (scores, or dout v^T). nc and rm are compile-time after inlining.
-inline void fa_dots(float* s, uint rm, uint nc, __local const float* a, __local const float* b, uint tr,
-                    uint tc) {
-  for (uint i = 0; i < rm * nc; ++i) s[i] = 0.0f;
+FA_FN void fa_dots(float* s, uint rm, uint nc, __local const float* a, __local const float* b, uint tr,
+                   uint tc) {
+  FA_FOR_UPTO(i, rm, FA_RM_MAX)
+    FA_FOR_UPTO(j, nc, FA_NC_MAX) s[i * nc + j] = 0.0f;
 #if FA_VEC_DOTS
-#pragma unroll
+#pragma unroll 4  // the loop over head dims or columns: only local memory, so partly unrolled
   for (uint d = 0; d < HS; d += 4) {
     float4 av[FA_RM_MAX], bv[FA_NC_MAX];
-    for (uint i = 0; i < rm; ++i) av[i] = *(__local const float4*)(a + (tr + FA_TR * i) * FA_LD + d);
-    for (uint j = 0; j < nc; ++j) bv[j] = *(__local const float4*)(b + (tc + FA_TC * j) * FA_LD + d);
-    for (uint i = 0; i < rm; ++i)
-      for (uint j = 0; j < nc; ++j) {
+    FA_FOR_UPTO(i, rm, FA_RM_MAX) av[i] = *(__local const float4*)(a + (tr + FA_TR * i) * FA_LD + d);
+    FA_FOR_UPTO(j, nc, FA_NC_MAX) bv[j] = *(__local const float4*)(b + (tc + FA_TC * j) * FA_LD + d);
+    FA_FOR_UPTO(i, rm, FA_RM_MAX)
+      FA_FOR_UPTO(j, nc, FA_NC_MAX) {
         float x = s[i * nc + j];
         x = fma(av[i].x, bv[j].x, x);
         x = fma(av[i].y, bv[j].y, x);
@@ -113,29 +125,31 @@ inline void fa_dots(float* s, uint rm, uint nc, __local const float* a, __local 
 #else
   for (uint d = 0; d < HS; ++d) {
     float av[FA_RM_MAX], bv[FA_NC_MAX];
-    for (uint i = 0; i < rm; ++i) av[i] = a[(tr + FA_TR * i) * FA_LD + d];
-    for (uint j = 0; j < nc; ++j) bv[j] = b[(tc + FA_TC * j) * FA_LD + d];
-    for (uint i = 0; i < rm; ++i)
-      for (uint j = 0; j < nc; ++j) s[i * nc + j] = fma(av[i], bv[j], s[i * nc + j]);
+    FA_FOR_UPTO(i, rm, FA_RM_MAX) av[i] = a[(tr + FA_TR * i) * FA_LD + d];
+    FA_FOR_UPTO(j, nc, FA_NC_MAX) bv[j] = b[(tc + FA_TC * j) * FA_LD + d];
+    FA_FOR_UPTO(i, rm, FA_RM_MAX)
+      FA_FOR_UPTO(j, nc, FA_NC_MAX) s[i * nc + j] = fma(av[i], bv[j], s[i * nc + j]);
   }
 #endif
 }
 
 // acc[i*FA_DN + j] += sum over c < cols of p[row_i][c] * b[c][FA_DIM(tc, j)]: rows tr + FA_TR*i of a
 // (rows, pld) probability tile (cols and pld multiples of 4) and a padded tile (P V, dS K, P^T dO, ...).
-inline void fa_accumulate(float* acc, uint rm, __local const float* p, uint pld, uint cols,
-                          __local const float* b, uint tr, uint tc) {
+FA_FN void fa_accumulate(float* acc, uint rm, __local const float* p, uint pld, uint cols,
+                         __local const float* b, uint tr, uint tc) {
 #if FA_VEC_DIMS
-#pragma unroll
+#pragma unroll 4  // the loop over head dims or columns: only local memory, so partly unrolled
   for (uint c0 = 0; c0 < cols; c0 += 4) {
     float4 pv[FA_RM_MAX];
-    for (uint i = 0; i < rm; ++i) pv[i] = *(__local const float4*)(p + (tr + FA_TR * i) * pld + c0);
+    FA_FOR_UPTO(i, rm, FA_RM_MAX) pv[i] = *(__local const float4*)(p + (tr + FA_TR * i) * pld + c0);
 #pragma unroll
     for (uint e = 0; e < 4; ++e) {
       float4 bv[FA_DN / 4];
+#pragma unroll
       for (uint g = 0; g < FA_DN / 4; ++g) bv[g] = *(__local const float4*)(b + (c0 + e) * FA_LD + FA_DIM(tc, 4 * g));
-      for (uint i = 0; i < rm; ++i) {
+      FA_FOR_UPTO(i, rm, FA_RM_MAX) {
         const float pe = fa_lane(pv[i], e);
+#pragma unroll
         for (uint g = 0; g < FA_DN / 4; ++g) {
           float* x = acc + i * FA_DN + 4 * g;
           x[0] = fma(pe, bv[g].x, x[0]);
@@ -149,10 +163,12 @@ inline void fa_accumulate(float* acc, uint rm, __local const float* p, uint pld,
 #else
   for (uint c = 0; c < cols; ++c) {
     float pv[FA_RM_MAX], bv[FA_DN];
-    for (uint i = 0; i < rm; ++i) pv[i] = p[(tr + FA_TR * i) * pld + c];
+    FA_FOR_UPTO(i, rm, FA_RM_MAX) pv[i] = p[(tr + FA_TR * i) * pld + c];
     // Dims past HS (HS not a multiple of FA_TC) read a live element and are never stored.
+#pragma unroll
     for (uint j = 0; j < FA_DN; ++j) bv[j] = b[c * FA_LD + min((uint)FA_DIM(tc, j), (uint)HS - 1)];
-    for (uint i = 0; i < rm; ++i)
+    FA_FOR_UPTO(i, rm, FA_RM_MAX)
+#pragma unroll
       for (uint j = 0; j < FA_DN; ++j) acc[i * FA_DN + j] = fma(pv[i], bv[j], acc[i * FA_DN + j]);
   }
 #endif
@@ -161,10 +177,10 @@ inline void fa_accumulate(float* acc, uint rm, __local const float* p, uint pld,
 // Each of the work-item's rm rows' value, combined over the row's FA_TC lanes in lane order
 // (max or sum) through `red` (__local float[rows * FA_TC]). Every work-item calls it (it holds a
 // barrier); `red` may be written again only after the caller's next barrier.
-inline void fa_row_combine(float* v, uint rm, bool take_max, __local float* red, uint tr, uint tc) {
-  for (uint i = 0; i < rm; ++i) red[(tr + FA_TR * i) * FA_TC + tc] = v[i];
+FA_FN void fa_row_combine(float* v, uint rm, bool take_max, __local float* red, uint tr, uint tc) {
+  FA_FOR_UPTO(i, rm, FA_RM_MAX) red[(tr + FA_TR * i) * FA_TC + tc] = v[i];
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint i = 0; i < rm; ++i) {
+  FA_FOR_UPTO(i, rm, FA_RM_MAX) {
     __local const float* lanes = red + (tr + FA_TR * i) * FA_TC;
     float x = lanes[0];
     for (uint k = 1; k < FA_TC; ++k) x = take_max ? fmax(x, lanes[k]) : x + lanes[k];
@@ -173,19 +189,20 @@ inline void fa_row_combine(float* v, uint rm, bool take_max, __local float* red,
 }
 
 // The first element of sequence b, row `row`, column `col` of a (rows_per_seq, stride) act buffer.
-inline size_t fa_at(uint b, uint rows_per_seq, uint row, size_t stride, uint col) {
+FA_FN size_t fa_at(uint b, uint rows_per_seq, uint row, size_t stride, uint col) {
   return ((size_t)b * rows_per_seq + row) * stride + col;
 }
 
 // Stores the work-item's head dims (FA_DIM) of its rm rows (tr + FA_TR*i of a block starting at row `first`
 // of sequence b in a (rows_per_seq, stride) act buffer, at column `col`); rows at or past `live`
 // are not stored.
-inline void fa_store_rows(__global act_t* dst, const float* acc, uint rm, uint b, uint rows_per_seq, uint first,
-                          size_t stride, uint col, uint live, uint tr, uint tc) {
-  for (uint i = 0; i < rm; ++i) {
+FA_FN void fa_store_rows(__global act_t* dst, const float* acc, uint rm, uint b, uint rows_per_seq, uint first,
+                         size_t stride, uint col, uint live, uint tr, uint tc) {
+  FA_FOR_UPTO(i, rm, FA_RM_MAX) {
     const uint r = tr + FA_TR * i;
     if (r >= live) continue;
     const size_t at = fa_at(b, rows_per_seq, first + r, stride, col);
+#pragma unroll
     for (uint j = 0; j < FA_DN; ++j) {
       const uint d = FA_DIM(tc, j);
       if (d < HS) act_store(dst, at + d, acc[i * FA_DN + j]);
@@ -213,7 +230,9 @@ FA_KERNEL void flash_attention_forward(__global const act_t* q, const uint q_str
   __global const act_t* values = kv + fa_at(b, kv_rows, 0, kv_stride, v_col + kvh * HS);
 
   float o[FWD_RM * FA_DN], m[FWD_RM], l[FWD_RM];
+#pragma unroll
   for (uint i = 0; i < FWD_RM * FA_DN; ++i) o[i] = 0.0f;
+#pragma unroll
   for (uint i = 0; i < FWD_RM; ++i) m[i] = -INFINITY, l[i] = 0.0f;
   for (uint u0 = 0; u0 <= last_key; u0 += FWD_BC) {
     barrier(CLK_LOCAL_MEM_FENCE);  // the previous tile's reads of Ks, Vs and Ps are done
@@ -223,9 +242,11 @@ FA_KERNEL void flash_attention_forward(__global const act_t* q, const uint q_str
     barrier(CLK_LOCAL_MEM_FENCE);
     float s[FWD_RM * FWD_NC], m_new[FWD_RM], part[FWD_RM];
     fa_dots(s, FWD_RM, FWD_NC, Qs, Ks, tr, tc);
+#pragma unroll
     for (uint i = 0; i < FWD_RM; ++i) {
       const uint r = tr + FA_TR * i, position = p0 + t0 + r;
       m_new[i] = -INFINITY;
+#pragma unroll
       for (uint j = 0; j < FWD_NC; ++j) {
         const uint c = tc + FA_TC * j;
         if (r >= live_rows || u0 + c > position) s[i * FWD_NC + j] = -INFINITY;
@@ -233,9 +254,11 @@ FA_KERNEL void flash_attention_forward(__global const act_t* q, const uint q_str
       }
     }
     fa_row_combine(m_new, FWD_RM, true, red_max, tr, tc);
+#pragma unroll
     for (uint i = 0; i < FWD_RM; ++i) {
       m_new[i] = fmax(m[i], m_new[i]);
       part[i] = 0.0f;
+#pragma unroll
       for (uint j = 0; j < FWD_NC; ++j) {
         // A row with no live key yet (a dead row) keeps m = -inf: every p is 0.
         const float x = s[i * FWD_NC + j], p = x == -INFINITY ? 0.0f : exp(x - m_new[i]);
@@ -244,18 +267,22 @@ FA_KERNEL void flash_attention_forward(__global const act_t* q, const uint q_str
       }
     }
     fa_row_combine(part, FWD_RM, false, red_sum, tr, tc);  // its barrier also publishes Ps
+#pragma unroll
     for (uint i = 0; i < FWD_RM; ++i) {
       const float alpha = m_new[i] == -INFINITY ? 1.0f : exp(m[i] - m_new[i]);
       l[i] = l[i] * alpha + part[i];
       m[i] = m_new[i];
+#pragma unroll
       for (uint j = 0; j < FA_DN; ++j) o[i * FA_DN + j] *= alpha;
     }
     fa_accumulate(o, FWD_RM, Ps, FA_PITCH(FWD_BC), FWD_BC, Vs, tr, tc);
   }
+#pragma unroll
   for (uint i = 0; i < FWD_RM; ++i) {
     const uint r = tr + FA_TR * i;
     if (r < live_rows && tc == 0) lse[((size_t)b * H + h) * stats_stride + p0 + t0 + r] = m[i] + log(l[i]);
     const float inv = 1.0f / l[i];  // a dead row's inf is never stored
+#pragma unroll
     for (uint j = 0; j < FA_DN; ++j) o[i * FA_DN + j] *= inv;
   }
   fa_store_rows(out, o, FWD_RM, b, queries, t0, out_stride, h * HS, live_rows, tr, tc);
@@ -283,6 +310,7 @@ FA_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const uint
   // delta: each lane's head dims, then the lanes in order.
   float row_delta[DQ_RM], row_lse[DQ_RM];
   size_t stat[DQ_RM];
+#pragma unroll
   for (uint i = 0; i < DQ_RM; ++i) {
     const uint r = tr + FA_TR * i;
     stat[i] = ((size_t)b * H + h) * T + min(t0 + r, T - 1);
@@ -293,6 +321,7 @@ FA_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const uint
     for (uint d = tc; d < HS; d += FA_TC) row_delta[i] += dOs[r * FA_LD + d] * act_load(out, at + d);
   }
   fa_row_combine(row_delta, DQ_RM, false, red, tr, tc);
+#pragma unroll
   for (uint i = 0; i < DQ_RM; ++i)
     if (tr + FA_TR * i < live_rows && tc == 0) delta[stat[i]] = row_delta[i];
   __global const act_t* keys = qkv + fa_at(b, T, 0, width, k_col + kvh * HS);
@@ -300,6 +329,7 @@ FA_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const uint
   const uint last_key = t0 + live_rows - 1;
 
   float dq[DQ_RM * FA_DN];
+#pragma unroll
   for (uint i = 0; i < DQ_RM * FA_DN; ++i) dq[i] = 0.0f;
   for (uint u0 = 0; u0 <= last_key; u0 += DQ_BC) {
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -310,8 +340,10 @@ FA_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const uint
     float s[DQ_RM * DQ_NC], dp[DQ_RM * DQ_NC];
     fa_dots(s, DQ_RM, DQ_NC, Qs, Ks, tr, tc);
     fa_dots(dp, DQ_RM, DQ_NC, dOs, Vs, tr, tc);
+#pragma unroll
     for (uint i = 0; i < DQ_RM; ++i) {
       const uint r = tr + FA_TR * i;
+#pragma unroll
       for (uint j = 0; j < DQ_NC; ++j) {
         const uint c = tc + FA_TC * j;
         float ds = 0.0f;
@@ -324,6 +356,7 @@ FA_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const uint
     barrier(CLK_LOCAL_MEM_FENCE);
     fa_accumulate(dq, DQ_RM, dSs, FA_PITCH(DQ_BC), DQ_BC, Ks, tr, tc);
   }
+#pragma unroll
   for (uint i = 0; i < DQ_RM * FA_DN; ++i) dq[i] *= scale;
   fa_store_rows(dqkv, dq, DQ_RM, b, T, t0, width, h * HS, live_rows, tr, tc);
 }
@@ -351,6 +384,7 @@ FA_KERNEL void flash_attention_backward_dkdv(__global const act_t* qkv, const ui
   fa_load_tile(Vs, KV_BR, qkv + fa_at(b, T, u_first, width, v_col + kvh * HS), width, live_rows, 1.0f);
 
   float dk[KV_RM * FA_DN], dv[KV_RM * FA_DN];
+#pragma unroll
   for (uint i = 0; i < KV_RM * FA_DN; ++i) dk[i] = dv[i] = 0.0f;
   for (uint j = 0; j < group; ++j) {
     const uint h = kvh * group + j;
@@ -370,8 +404,10 @@ FA_KERNEL void flash_attention_backward_dkdv(__global const act_t* qkv, const ui
       float s[KV_RM * KV_NC], dp[KV_RM * KV_NC];
       fa_dots(s, KV_RM, KV_NC, Ks, Qs, tr, tc);
       fa_dots(dp, KV_RM, KV_NC, Vs, dOs, tr, tc);
+#pragma unroll
       for (uint i = 0; i < KV_RM; ++i) {
         const uint r = tr + FA_TR * i;
+#pragma unroll
         for (uint jc = 0; jc < KV_NC; ++jc) {
           const uint c = tc + FA_TC * jc;
           float p = 0.0f, ds = 0.0f;

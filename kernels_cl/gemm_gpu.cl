@@ -15,7 +15,12 @@ void gemm_gpu(__global act_t* c, const uint c_offset, const uint ldc, const uint
   __global const float* bp = bp_all + (((size_t)b * n_panels + q) * k) * TS;
   __local float as[TK][TS];
   __local float bs[TK][TS];
-  float acc[4][4] = {{0}};
+  float acc[4][4];  // registers: every loop indexing it is unrolled (a brace initialiser became a
+                    // memset, and the array a stack frame ptxas reported)
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
   const uint lid = ty * 16 + tx;  // 256 work-items load 16 x 64 = 1024 floats: 4 each
   for (uint k0 = 0; k0 < k; k0 += TK) {
     for (uint e = lid; e < TK * TS; e += 256) {
@@ -26,17 +31,23 @@ void gemm_gpu(__global act_t* c, const uint c_offset, const uint ldc, const uint
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint kk = 0; kk < TK; ++kk) {
       float a[4], bb[4];
+#pragma unroll
       for (int i = 0; i < 4; ++i) a[i] = as[kk][ty * 4 + i];
+#pragma unroll
       for (int j = 0; j < 4; ++j) bb[j] = bs[kk][tx * 4 + j];
+#pragma unroll
       for (int i = 0; i < 4; ++i)
+#pragma unroll
         for (int j = 0; j < 4; ++j) acc[i][j] = fma(a[i], bb[j], acc[i][j]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   __global act_t* cb = c + c_offset + (size_t)b * c_batch_stride;
+#pragma unroll
   for (int i = 0; i < 4; ++i) {
     const uint row = p * TS + ty * 4 + i;
     if (row >= m) continue;
+#pragma unroll
     for (int j = 0; j < 4; ++j) {
       const uint col = q * TS + tx * 4 + j;
       if (col >= n) continue;

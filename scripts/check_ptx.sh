@@ -2,8 +2,9 @@
 # Offline check of the programs a GPU runs, without a GPU: each program is compiled to PTX with
 # clang (OpenCL C 1.2, the dtype prelude prepended as program_loader.cpp does) and assembled by
 # NVIDIA's ptxas for sm_90, which validates it (inline PTX included) and reports registers, shared
-# memory and spills per kernel. Exits non-zero on a compile or ptxas error, an unresolved builtin or
-# any spill. A dev tool, not a build dependency (docs/benchmarks.md has its table).
+# memory and spills per kernel. Exits non-zero on a compile or ptxas error, an unresolved builtin,
+# any spill or a stack frame over 16 bytes (a register array demoted to local memory). A dev tool,
+# not a build dependency (docs/benchmarks.md has its table).
 #
 #   scripts/check_ptx.sh [--table] [--portable] [PROGRAM... | TILE...]
 #
@@ -43,6 +44,7 @@ for a in "$@"; do
   esac
 done
 wg="${PAX_WG:-256}"
+stack_limit=16  # bytes: a struct kept across a barrier, outside any loop (pax_softmax_chunk_stats)
 sm="${SM:-sm_90}"
 act_dtypes="${ACT_DTYPES:-float32 bfloat16}"
 
@@ -281,9 +283,14 @@ else
 fi
 spills=$(awk -F'\t' '$7 + $8 > 0' "$rows" | wc -l)
 [ "$spills" -eq 0 ] || fail "$spills kernel(s) spill registers (spill stores/loads above)"
+# A stack frame beyond a small struct is a register array the compiler could not keep in registers
+# (a loop indexing it not unrolled, or a brace initialiser turned memset): its loads and stores go
+# to local memory on every use (flash attention's forward had 480 bytes, in its main loop).
+stacked=$(awk -F'\t' -v limit="$stack_limit" '$6 > limit { print $1 " " $3 " (" $6 " bytes)" }' "$rows" | sort -u)
+[ -z "$stacked" ] || fail "stack frames over $stack_limit bytes (register arrays in local memory): $(echo "$stacked" | tr '\n' ';' | sed 's/;$//; s/;/, /g')"
 kernels=$(wc -l < "$rows")
 if [ "$failures" -gt 0 ]; then
   echo "check_ptx.sh: $failures failure(s), $kernels kernel(s) assembled" >&2
   exit 1
 fi
-echo "check_ptx.sh: $kernels kernel(s) assembled for $sm, no spills" >&2
+echo "check_ptx.sh: $kernels kernel(s) assembled for $sm, no spills, no stack frame over $stack_limit bytes" >&2
