@@ -5,6 +5,8 @@
 //   act_load16(p) / act_store16(p, v)         16 consecutive elements at p (as vload16 / vstore16)
 //   act_load4(p, i) / act_store4(p, i, v)     4 consecutive elements from element i (the GPU set;
 //                                             vload4 needs only the element's alignment)
+//   act_load4a(p, i)                          the same 4, i a multiple of 4 from an aligned base: one
+//                                             16-byte (float32) or 8-byte (16-bit) load
 //   act_load2(p, i) / act_store2(p, i, v)     elements i and i + 1, i even from an aligned base: one
 //                                             4-byte (16-bit) or 8-byte (float32) access
 //   act_round(v)                              v rounded to act_t and back (what act_store then
@@ -41,6 +43,9 @@ inline void act_store(__global act_t* p, size_t i, float v) { p[i] = pax_float_t
 inline float16 act_load16(__global const act_t* p) { return pax_bf16_16_to_float(vload16(0, p)); }
 inline void act_store16(__global act_t* p, float16 v) { vstore16(pax_float16_to_bf16(v), 0, p); }
 inline float4 act_load4(__global const act_t* p, size_t i) { return as_float4(convert_uint4(vload4(0, p + i)) << 16); }
+inline float4 act_load4a(__global const act_t* p, size_t i) {
+  return as_float4(convert_uint4(*(__global const ushort4*)(p + i)) << 16);
+}
 inline void act_store4(__global act_t* p, size_t i, float4 v) {
   p[i] = pax_float_to_bf16(v.x);
   p[i + 1] = pax_float_to_bf16(v.y);
@@ -62,6 +67,7 @@ inline void act_store(__global act_t* p, size_t i, float v) { vstore_half_rte(v,
 inline float16 act_load16(__global const act_t* p) { return vload_half16(0, p); }
 inline void act_store16(__global act_t* p, float16 v) { vstore_half16_rte(v, 0, p); }
 inline float4 act_load4(__global const act_t* p, size_t i) { return vload_half4(0, p + i); }
+inline float4 act_load4a(__global const act_t* p, size_t i) { return vloada_half4(0, p + i); }
 inline void act_store4(__global act_t* p, size_t i, float4 v) { vstore_half4_rte(v, 0, p + i); }
 inline float2 act_load2(__global const act_t* p, size_t i) { return vload_half2(0, p + i); }
 inline void act_store2(__global act_t* p, size_t i, float2 v) { vstore_half2_rte(v, 0, p + i); }
@@ -77,6 +83,7 @@ inline void act_store(__global act_t* p, size_t i, float v) { p[i] = v; }
 inline float16 act_load16(__global const act_t* p) { return vload16(0, p); }
 inline void act_store16(__global act_t* p, float16 v) { vstore16(v, 0, p); }
 inline float4 act_load4(__global const act_t* p, size_t i) { return vload4(0, p + i); }
+inline float4 act_load4a(__global const act_t* p, size_t i) { return *(__global const float4*)(p + i); }
 inline void act_store4(__global act_t* p, size_t i, float4 v) { vstore4(v, 0, p + i); }
 inline float2 act_load2(__global const act_t* p, size_t i) { return *(__global const float2*)(p + i); }
 inline void act_store2(__global act_t* p, size_t i, float2 v) { *(__global float2*)(p + i) = v; }

@@ -92,10 +92,20 @@
 // `scale`; rows at or past `live` read as 0. Every work-item of the group calls it.
 FA_FN void fa_load_tile(__local float* tile, uint rows, __global const act_t* src, size_t stride, uint live,
                         float scale) {
+#if FA_VEC_DOTS
+  // Runs of 4 head dims: one vector load (the host requires strides and column offsets that are
+  // multiples of 4, so a run starts 4-aligned) and one 16-byte local store (the padded rows are
+  // 16-byte aligned) each, a quarter of the index arithmetic of element-wise copies.
+  for (uint i = get_local_id(0); i < rows * (HS / 4); i += FA_WG) {
+    const uint r = i / (HS / 4), d = 4 * (i - r * (HS / 4));
+    *(__local float4*)(tile + r * FA_LD + d) = r < live ? scale * act_load4a(src, (size_t)r * stride + d) : (float4)(0.0f);
+  }
+#else
   for (uint i = get_local_id(0); i < rows * HS; i += FA_WG) {
     const uint r = i / HS, d = i - r * HS;
     tile[r * FA_LD + d] = r < live ? scale * act_load(src, (size_t)r * stride + d) : 0.0f;
   }
+#endif
 }
 
 // Component e of v (e < 4; a register after unrolling).

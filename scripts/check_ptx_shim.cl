@@ -183,6 +183,7 @@ PAX_VLOADSTORE(uchar) PAX_VLOADSTORE(char)
   PAX_OVL void vstore_half(float v, size_t i, AS half* p) { vstore_half_rte(v, i, p); }                    \
   PAX_OVL float2 vload_half2(size_t i, const AS half* p) { return (float2)(vload_half(2 * i, p), vload_half(2 * i + 1, p)); } \
   PAX_OVL float4 vload_half4(size_t i, const AS half* p) { return (float4)(vload_half2(2 * i, p), vload_half2(2 * i + 1, p)); } \
+  PAX_OVL float4 vloada_half4(size_t i, const AS half* p) { return vload_half4(i, p); } /* alignment unused */ \
   PAX_OVL float8 vload_half8(size_t i, const AS half* p) { return (float8)(vload_half4(2 * i, p), vload_half4(2 * i + 1, p)); } \
   PAX_OVL float16 vload_half16(size_t i, const AS half* p) { return (float16)(vload_half8(2 * i, p), vload_half8(2 * i + 1, p)); } \
   PAX_OVL void vstore_half2_rte(float2 v, size_t i, AS half* p) { vstore_half_rte(v.s0, 2 * i, p); vstore_half_rte(v.s1, 2 * i + 1, p); } \
