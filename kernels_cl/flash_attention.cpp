@@ -304,7 +304,8 @@ void check_heads(const AttentionHeads& heads, std::size_t head_size) {
 }
 // flash_attention_gpu.cl reads runs of 4 head dims with aligned vector loads (act_load4a) when the
 // head size is a multiple of 4; each row stride and column offset must then be one too (wherever
-// pax-ocl calls these kernels they are multiples of the head size).
+// pax-ocl calls these kernels they are multiples of the head size). The tensor-core kernels check
+// alignment themselves and fall back to element-wise loads.
 void require_runs_of_4(std::size_t head_size, std::string_view kernel,
                        std::initializer_list<std::pair<std::string_view, std::size_t>> elements) {
   if (head_size % 4 != 0) return;
@@ -334,7 +335,7 @@ void FlashAttentionKernels::forward(const ActBuffer& q, std::size_t q_stride, co
   require_count("flash_attention_forward", B * queries * out_stride, out);
   require_count("flash_attention_forward", B * kv.rows_per_sequence * kv.stride, *kv.buffer);
   require_count("flash_attention_forward", B * H * stats_stride, lse);
-  require_runs_of_4(hs, "flash_attention_forward",
+  if (!mma_) require_runs_of_4(hs, "flash_attention_forward",
                     {{"q_stride", q_stride}, {"kv stride", kv.stride}, {"k_col", kv.k_col}, {"v_col", kv.v_col},
                      {"out_stride", out_stride}});
   launch(FlashKernel::kForward, queries, H, B, q, u32(q_stride), *kv.buffer, u32(kv.stride),
@@ -353,7 +354,7 @@ void FlashAttentionKernels::backward(const ActBuffer& qkv, std::size_t width, st
   require_count("flash_attention_backward", B * T * width, qkv, dqkv);
   require_count("flash_attention_backward", B * T * D, out, dout);
   require_count("flash_attention_backward", B * H * T, lse, delta);
-  require_runs_of_4(heads.head_size, "flash_attention_backward",
+  if (!mma_) require_runs_of_4(heads.head_size, "flash_attention_backward",
                     {{"width", width}, {"k_col", k_col}, {"v_col", v_col}, {"D", D}});
   const float scale = 1.0f / std::sqrt(float(heads.head_size));
   // The same arguments for both: dq (a group per query block and head) writes delta, dk/dv (per

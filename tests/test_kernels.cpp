@@ -694,6 +694,24 @@ TEST_P(FlashMmaTest, DecodingAgainstACacheMatchesTheFloat64Reference) {
   expect_close(download(out_b, B * Q * D), want, tol(want), "flash mma decode out");
 }
 
+// The float32-FMA kernels read 4 head dims at a time with aligned loads: a row stride that is not a
+// multiple of 4 (which no pax-ocl caller passes) is refused by name, never read misaligned.
+TEST_P(ActKernelTest, FlashAttentionRefusesStridesThatBreakItsVectorReads) {
+  if (!kernels::uses_flash_attention(device_->info(), 64)) GTEST_SKIP() << "flash attention runs on the GPU set";
+  const std::size_t B = 1, H = 2, T = 8, hs = 64, D = H * hs, W = 3 * D, q_stride = D + 3;
+  kernels::FlashAttentionKernels flash(cache_, *device_, GetParam(), hs, kernels::FlashMath::kFloat);
+  ASSERT_FALSE(flash.on_tensor_cores());
+  auto qkv = act_zeros(B * T * W), q = act_zeros(B * T * q_stride), out = act_zeros(B * T * D);
+  auto lse = zeros(B * H * T);
+  const kernels::AttentionHeads heads{H, H, hs};
+  try {
+    flash.forward(q, q_stride, kernels::KeyValueRows{&qkv, T, W, D, 2 * D}, out, D, lse, T, heads, B, T, 0);
+    ADD_FAILURE() << "a q stride of " << q_stride << " was accepted";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("q_stride = 131 is not a multiple of 4"), std::string::npos) << e.what();
+  }
+}
+
 TEST_P(FlashMmaTest, RefusesFloat32AndHeadSizesItCannotTile) {
   EXPECT_THROW(kernels::FlashAttentionKernels(cache_, *device_, DType::kF32, 64, kernels::FlashMath::kEmulatedTensorCores),
                ConfigError);
