@@ -17,7 +17,7 @@
 # bfloat16"; float16 too). A program may name its build variants itself, one line each:
 #   // check_ptx: -DHS=64 -DFA_WG=128
 #   --portable  also the portable programs (kernels_cl/x.cl), assumed launched in PAX_WG groups.
-#   --table     a Markdown table (kernel, program, build, registers, shared bytes, spills, work-group,
+#   --table     a Markdown table (kernel, program, build, registers, shared, stack, spills, work-group,
 #               theoretical occupancy on an H100) instead of the per-build report; gemm_mma only for
 #               its default tile, A/B bf16, and TF32 on its tile, C float32, cp.async (unless TILEs are given).
 #   PROGRAM     only these programs (file stems, e.g. layernorm_gpu gemm_mma).
@@ -263,13 +263,13 @@ function occupancy(regs, smem, wg,    w, rpw, br, bs, bw, b, lim) {
   return sprintf("%d%% (%d blocks, %s)", int(100 * b * w / 64 + 0.5), b, lim)
 }'
 if [ "$table" = 1 ]; then
-  echo "| kernel | program | build | registers | shared bytes | spills (st/ld bytes) | work-group | occupancy (H100) |"
-  echo "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"
+  echo "| kernel | program | build | registers | shared bytes | stack bytes | spills (st/ld bytes) | work-group | occupancy (H100) |"
+  echo "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"
   # group_reduce.cl's kernels (pax_*) come with every GPU twin: listed once per build, as group_reduce.
   awk -F'\t' "$occupancy_awk"'
     $3 ~ /^pax_/ { $1 = "group_reduce"; split($2, w, " "); $2 = w[1]; if (seen[$3 "\t" $2]++) next }
     { wgn = $9; sub(/\*/, "", wgn)
-      printf "| %s | %s | %s | %s | %s | %s/%s | %s | %s |\n", $3, $1, $2, $4, $5, $7, $8, $9, occupancy($4, $5, wgn) }' "$rows"
+      printf "| %s | %s | %s | %s | %s | %s | %s/%s | %s | %s |\n", $3, $1, $2, $4, $5, $6, $7, $8, $9, occupancy($4, $5, wgn) }' "$rows"
   if grep -q '\*$' "$rows"; then
     echo
     echo "\\* no reqd_work_group_size: assumed launched in groups of $wg (PAX_WG)."
