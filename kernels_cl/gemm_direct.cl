@@ -10,8 +10,8 @@
 // reads C (it may hold NaN garbage).
 //
 // Epilogue: gemm_epilogue.cl (prepended), in the kernels' stores and the split sum's. Only
-// programs built with -DGEMM_EPILOGUE=1 apply it (clang + ptxas, tile 64x64 r8x4: the forward's
-// gemm_direct_nt keeps its 80 registers with it, the other entry points take up to 14 more).
+// programs built with -DGEMM_EPILOGUE=1 apply it (clang + ptxas, tile 64x64 r8x4: 95-105 registers
+// with it, 95-101 without).
 //
 // Tile (compile-time, so a search can build variants): a work-group of (TN / WN) x (TM / WM)
 // work-items computes a TM x TN block of C (group ids 0 and 1 = block column and row), each
