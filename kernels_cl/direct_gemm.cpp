@@ -118,7 +118,7 @@ KernelSet& DirectGemm::kernels(device::DType a, device::DType b, device::DType c
     set = std::make_unique<KernelSet>(
         cache_, device_, "gemm_direct",
         std::initializer_list<const char*>{"gemm_direct_nn", "gemm_direct_nt", "gemm_direct_tn", "gemm_direct_tt",
-                                           "gemm_direct_split_sum"},
+                                           "gemm_split_sum"},
         options);
   }
   return *set;
@@ -171,7 +171,7 @@ void DirectGemm::multiply(const GemmShape& s, float alpha, const GemmOperand& a,
     const auto local = split_sum_local(), global = split_sum_global(s);
     const EpilogueArgs e(c, epilogue);
     kernels(a.dtype, b.dtype, c.dtype, e.bits != 0)
-        .launch_nd("gemm_direct_split_sum", global, local, c.buffer, u32(c.offset), u32(c.ld), p.c.buffer,
+        .launch_nd("gemm_split_sum", global, local, c.buffer, u32(c.offset), u32(c.ld), p.c.buffer,
                    u32(s.m), u32(s.n), u32(splits), alpha, beta, e.bias, e.bias_offset, e.aux, e.aux_offset,
                    e.ld_aux, e.bits);
   }

@@ -262,22 +262,3 @@ PAX_GEMM_DIRECT_KERNEL(gemm_direct_nn, 0, 0)
 PAX_GEMM_DIRECT_KERNEL(gemm_direct_nt, 0, 1)
 PAX_GEMM_DIRECT_KERNEL(gemm_direct_tn, 1, 0)
 PAX_GEMM_DIRECT_KERNEL(gemm_direct_tt, 1, 1)
-
-// Split k's second pass (DirectGemm splits k when C has too few blocks to fill the device; the
-// first pass ran the GEMM above as a batch of `splits` products over consecutive k ranges, into
-// float32 partials): C = alpha * (partial 0 + partial 1 + ..., in that order) + beta * C, and the
-// epilogue. partials: (splits, m, n) float, dense. A work-item per element of C, columns along
-// local id 0 (coalesced).
-__kernel void gemm_direct_split_sum(__global act_t* c, const uint c_offset, const uint ldc,
-                                    __global const float* partials, const uint m, const uint n, const uint splits,
-                                    const float alpha, const float beta, __global const act_t* bias,
-                                    const uint bias_offset, __global act_t* aux, const uint aux_offset,
-                                    const uint ld_aux, const uint epilogue) {
-  const uint col = get_global_id(0), row = get_global_id(1);
-  if (row >= m || col >= n) return;
-  const size_t plane = (size_t)m * n;
-  float sum = 0.0f;
-  for (uint s = 0; s < splits; ++s) sum += partials[s * plane + (size_t)row * n + col];
-  gemm_store(c + c_offset, ldc, row, col, alpha * sum, beta, bias + bias_offset, aux + aux_offset, ld_aux,
-               epilogue);
-}

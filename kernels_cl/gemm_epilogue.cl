@@ -1,5 +1,6 @@
-// The GPU GEMMs' epilogue (gemm.h's GemmEpilogue), as they store an element of C; prepended
-// (program_loader.cpp) to gemm_direct.cl and gemm_mma.cl, after dtype.cl and gelu_math.cl.
+// The GPU GEMMs' epilogue (gemm.h's GemmEpilogue), as they store an element of C, and their split-k
+// sum (gemm_split_sum); prepended (program_loader.cpp) to gemm_direct.cl and gemm_mma.cl, after
+// dtype.cl and gelu_math.cl.
 // `epilogue` bits (batch 1): GEMM_BIAS adds bias[col] (act_t) to the float result;
 // GEMM_GELU_GRAD multiplies it by gelu'(Z[row, col]); GEMM_GELU also stores gelu of it into G.
 // Z or G is `aux` (act_t, its own offset and ld; never both). Without a bit its buffer is never
@@ -51,4 +52,23 @@ static inline __attribute__((always_inline)) void gemm_store_pair(__global act_t
   }
   act_store2(cb, at, v);
   if (GEMM_EPILOGUE && (epilogue & GEMM_GELU)) act_store2(aux, aux_at, (float2)(v.x * gelu_sigmoid(v.x), v.y * gelu_sigmoid(v.y)));
+}
+
+// Split k's second pass, for both GPU GEMMs (kernels_cl/split_k.h: a GEMM splits k when C has too
+// few blocks to fill the device; its first pass ran the splits as a batch over consecutive k ranges
+// into float32 partials (splits, m, n), dense): C = alpha * (partial 0 + partial 1 + ..., in that
+// order) + beta * C and the epilogue, rounded once. A work-item per element of C, columns along
+// local id 0 (coalesced). The loads are unrolled by 8 so that 8 are in flight while the adds keep
+// their order; rolled, each waited for the add before it.
+__kernel void gemm_split_sum(__global act_t* c, const uint c_offset, const uint ldc, __global const float* partials,
+                             const uint m, const uint n, const uint splits, const float alpha, const float beta,
+                             __global const act_t* bias, const uint bias_offset, __global act_t* aux,
+                             const uint aux_offset, const uint ld_aux, const uint epilogue) {
+  const uint col = get_global_id(0), row = get_global_id(1);
+  if (row >= m || col >= n) return;
+  const size_t plane = (size_t)m * n;
+  float sum = 0.0f;
+#pragma unroll 8
+  for (uint s = 0; s < splits; ++s) sum += partials[s * plane + (size_t)row * n + col];
+  gemm_store(c + c_offset, ldc, row, col, alpha * sum, beta, bias + bias_offset, aux + aux_offset, ld_aux, epilogue);
 }

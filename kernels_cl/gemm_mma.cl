@@ -340,17 +340,3 @@ GEMM_MMA_KERNEL(gemm_mma_nn, false, false)
 GEMM_MMA_KERNEL(gemm_mma_nt, false, true)
 GEMM_MMA_KERNEL(gemm_mma_tn, true, false)
 GEMM_MMA_KERNEL(gemm_mma_tt, true, true)
-
-// Split k (kernels_cl/split_k.h): the splits ran as a batch into float32 partials (splits, m, n),
-// dense; C = alpha * (partial 0 + partial 1 + ..., in that order) + beta * C and the epilogue,
-// rounded once. A work-item per element of C, columns along local id 0 (coalesced).
-__kernel void gemm_mma_split_sum(__global act_t* c, uint c_off, uint ldc, __global const float* partials, uint m,
-                                 uint n, uint splits, float alpha, float beta, __global const act_t* bias,
-                                 uint bias_off, __global act_t* aux, uint aux_off, uint ld_aux, uint epilogue) {
-  const uint col = get_global_id(0), row = get_global_id(1);
-  if (row >= m || col >= n) return;
-  const size_t plane = (size_t)m * n;
-  float sum = 0.0f;
-  for (uint s = 0; s < splits; ++s) sum += partials[s * plane + (size_t)row * n + col];
-  gemm_store(c + c_off, ldc, row, col, alpha * sum, beta, bias + bias_off, aux + aux_off, ld_aux, epilogue);
-}

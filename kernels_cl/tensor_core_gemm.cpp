@@ -163,7 +163,7 @@ KernelSet& TensorCoreGemm::kernels(device::DType ab, device::DType c, bool async
                                   : load_program(cache_, device_, "gemm_mma", "-DPAX_MMA_EMULATE " + options);
     set = std::make_unique<KernelSet>(device_, std::move(program),
                                       std::initializer_list<const char*>{"gemm_mma_nn", "gemm_mma_nt", "gemm_mma_tn",
-                                                                         "gemm_mma_tt", "gemm_mma_split_sum"});
+                                                                         "gemm_mma_tt", "gemm_split_sum"});
   }
   return *set;
 }
@@ -239,7 +239,7 @@ void TensorCoreGemm::multiply(const GemmShape& s, float alpha, const GemmOperand
     const auto local = split_sum_local(), global = split_sum_global(s);
     const EpilogueArgs e(c, epilogue);
     kernels(a.dtype, c.dtype, async, e.bits != 0)
-        .launch_nd("gemm_mma_split_sum", global, local, c.buffer, u32(c.offset), u32(c.ld), p.c.buffer,
+        .launch_nd("gemm_split_sum", global, local, c.buffer, u32(c.offset), u32(c.ld), p.c.buffer,
                    u32(s.m), u32(s.n), u32(splits), alpha, beta, e.bias, e.bias_offset, e.aux, e.aux_offset, e.ld_aux,
                    e.bits);
   }
