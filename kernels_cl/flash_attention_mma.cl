@@ -163,6 +163,46 @@ MMA_FN float fa_local_load(__local const ushort* tile, uint i) {
 // Whether every row of q, k, v, out and dout starts 16-byte aligned (strides and columns multiples of 8).
 MMA_FN bool fa_aligned(uint a, uint b, uint c, uint d, uint e) { return ((a | b | c | d | e) & 7u) == 0; }
 
+// Tiles wholly below the diagonal (every row of the block live, every key of the tile at or before
+// every row's position: most tiles of a long sequence) need no mask, and the three kernels' helpers
+// below take `masked` as a constant at each call, so that the compiler builds the unmasked tile
+// without the per-score tests. The two forms compute the same bits wherever both apply.
+
+// The forward's online softmax over one key tile for this lane's two rows (rows[i] of the block,
+// the query at position first + rows[i]): the scores s of keys u0.. become probabilities
+// exp2(scale2 s - m); m and l, the rows' running maxima and sums, move on; alpha[i] is the factor
+// row i's accumulators take.
+MMA_FN void fa_forward_softmax(float (*s)[4], float* m, float* l, float* alpha, const bool masked, const uint* rows,
+                               const uint live_rows, const uint u0, const uint first, const uint t, const float scale2,
+                               __local uint* xch) {
+  float m_new[2] = {-INFINITY, -INFINITY};
+UNROLL
+  for (uint j = 0; j < FWD_BC / 8; ++j)
+UNROLL
+    for (uint e = 0; e < 4; ++e) {
+      const uint r = rows[e / 2], u = u0 + j * 8 + 2 * t + e % 2;
+      const float x = !masked || (r < live_rows && u <= first + r) ? s[j][e] * scale2 : -INFINITY;
+      s[j][e] = x;
+      m_new[e / 2] = fmax(m_new[e / 2], x);
+    }
+UNROLL
+  for (uint i = 0; i < 2; ++i) {
+    m_new[i] = fmax(m[i], fa_quad_max(m_new[i], xch));
+    // A row with no live key yet (a dead row, only in a masked tile) keeps m = -inf: every p is 0.
+    alpha[i] = masked && m_new[i] == -INFINITY ? 1.0f : FA_EXP2(m[i] - m_new[i]);
+    m[i] = m_new[i];
+    l[i] *= alpha[i];
+  }
+UNROLL
+  for (uint j = 0; j < FWD_BC / 8; ++j)
+UNROLL
+    for (uint e = 0; e < 4; ++e) {
+      const float x = s[j][e], p = masked && x == -INFINITY ? 0.0f : FA_EXP2(x - m[e / 2]);
+      s[j][e] = p;
+      l[e / 2] += p;
+    }
+}
+
 #define FWD_THREADS (FWD_WARPS * 32)
 #define FWD_BR (FWD_WARPS * 16)
 // Forward. Groups (query block, h, b): out = softmax(scale q k^T, causal) v and lse per query (in
@@ -200,33 +240,12 @@ UNROLL
     barrier(CLK_LOCAL_MEM_FENCE);
     float s[FWD_BC / 8][4];
     fa_dots(s, FWD_BC / 8, Qs, row0, Ks, xch);
-    float m_new[2] = {-INFINITY, -INFINITY};
-UNROLL
-    for (uint j = 0; j < FWD_BC / 8; ++j)
-UNROLL
-      for (uint e = 0; e < 4; ++e) {
-        const uint r = rows[e / 2], u = u0 + j * 8 + 2 * t + e % 2;
-        const float x = r < live_rows && u <= p0 + t0 + r ? s[j][e] * scale2 : -INFINITY;
-        s[j][e] = x;
-        m_new[e / 2] = fmax(m_new[e / 2], x);
-      }
     float alpha[2];
-UNROLL
-    for (uint i = 0; i < 2; ++i) {
-      m_new[i] = fmax(m[i], fa_quad_max(m_new[i], xch));
-      // A row with no live key yet (a dead row) keeps m = -inf: every p is 0.
-      alpha[i] = m_new[i] == -INFINITY ? 1.0f : FA_EXP2(m[i] - m_new[i]);
-      m[i] = m_new[i];
-      l[i] *= alpha[i];
+    if (live_rows == FWD_BR && u0 + FWD_BC <= p0 + t0 + 1) {  // uniform: the group's first query sees every key
+      fa_forward_softmax(s, m, l, alpha, false, rows, live_rows, u0, p0 + t0, t, scale2, xch);
+    } else {
+      fa_forward_softmax(s, m, l, alpha, true, rows, live_rows, u0, p0 + t0, t, scale2, xch);
     }
-UNROLL
-    for (uint j = 0; j < FWD_BC / 8; ++j)
-UNROLL
-      for (uint e = 0; e < 4; ++e) {
-        const float x = s[j][e], p = x == -INFINITY ? 0.0f : FA_EXP2(x - m[e / 2]);
-        s[j][e] = p;
-        l[e / 2] += p;
-      }
 UNROLL
     for (uint n = 0; n < HF; ++n)
 UNROLL
@@ -242,6 +261,21 @@ UNROLL
       lse[((size_t)b * H + h) * stats_stride + p0 + t0 + rows[i]] = LN2 * (m[i] + log2(l[i]));
   }
   fa_store(out + ((size_t)b * queries + t0) * out_stride + h * HS, out_stride, o, inv[0], inv[1], row0, live_rows);
+}
+
+// dq's scores of one key tile for this lane's two rows (queries t0 + rows[i]): s becomes
+// ds = p (dp - delta) with p = exp2(scale2 s - lse2), 0 where masked.
+MMA_FN void fa_dq_scores(float (*s)[4], float (*dp)[4], const bool masked, const uint* rows, const uint live_rows,
+                         const uint u0, const uint t0, const uint t, const float scale2, const float* row_lse2,
+                         const float* row_delta) {
+UNROLL
+  for (uint j = 0; j < DQ_BC / 8; ++j)
+UNROLL
+    for (uint e = 0; e < 4; ++e) {
+      const uint r = rows[e / 2], u = u0 + j * 8 + 2 * t + e % 2;
+      const bool live = !masked || (r < live_rows && u <= t0 + r);
+      s[j][e] = live ? FA_EXP2(s[j][e] * scale2 - row_lse2[e / 2]) * (dp[j][e] - row_delta[e / 2]) : 0.0f;
+    }
 }
 
 #define DQ_THREADS (DQ_WARPS * 32)
@@ -310,17 +344,32 @@ UNROLL
     float s[DQ_BC / 8][4], dp[DQ_BC / 8][4];
     fa_dots(s, DQ_BC / 8, Qs, row0, Ks, xch);
     fa_dots(dp, DQ_BC / 8, dOs, row0, Vs, xch);
-UNROLL
-    for (uint j = 0; j < DQ_BC / 8; ++j)
-UNROLL
-      for (uint e = 0; e < 4; ++e) {
-        const uint r = rows[e / 2], u = u0 + j * 8 + 2 * t + e % 2;
-        const bool live = r < live_rows && u <= t0 + r;
-        s[j][e] = live ? FA_EXP2(s[j][e] * scale2 - row_lse2[e / 2]) * (dp[j][e] - row_delta[e / 2]) : 0.0f;
-      }
+    if (live_rows == DQ_BR && u0 + DQ_BC <= t0 + 1) {  // uniform, as in the forward
+      fa_dq_scores(s, dp, false, rows, live_rows, u0, t0, t, scale2, row_lse2, row_delta);
+    } else {
+      fa_dq_scores(s, dp, true, rows, live_rows, u0, t0, t, scale2, row_lse2, row_delta);
+    }
     fa_accumulate(dq, s, DQ_BC / 8, Ks, xch);
   }
   fa_store(dqkv + ((size_t)b * T + t0) * width + h * HS, width, dq, scale, scale, row0, live_rows);
+}
+
+// dk/dv's scores of one query tile (queries t0..) for this lane's two keys: s becomes p =
+// exp2(scale2 s - lse2) and dp becomes ds = p (dp - delta), 0 where masked (a key at or past
+// keys_end, a query at or past queries_live, or a key after the query).
+MMA_FN void fa_dkdv_scores(float (*s)[4], float (*dp)[4], const bool masked, const uint* keys, const uint keys_end,
+                           const uint queries_live, const uint t0, const uint t, const float scale2,
+                           __local const float* lse_s, __local const float* delta_s) {
+UNROLL
+  for (uint jc = 0; jc < KV_BC / 8; ++jc)
+UNROLL
+    for (uint e = 0; e < 4; ++e) {
+      const uint c = jc * 8 + 2 * t + e % 2, u = keys[e / 2];
+      const bool live = !masked || (u < keys_end && c < queries_live && u <= t0 + c);
+      const float p = live ? FA_EXP2(s[jc][e] * scale2 - lse_s[c]) : 0.0f;
+      s[jc][e] = p;
+      dp[jc][e] = p * (dp[jc][e] - delta_s[c]);
+    }
 }
 
 #define KV_THREADS (KV_WARPS * 32)
@@ -375,16 +424,12 @@ UNROLL
       float s[KV_BC / 8][4], dp[KV_BC / 8][4];
       fa_dots(s, KV_BC / 8, Ks, row0, Qs, xch);
       fa_dots(dp, KV_BC / 8, Vs, row0, dOs, xch);
-UNROLL
-      for (uint jc = 0; jc < KV_BC / 8; ++jc)
-UNROLL
-        for (uint e = 0; e < 4; ++e) {
-          const uint c = jc * 8 + 2 * t + e % 2, u = keys[e / 2];
-          const bool live = u < u_first + live_rows && c < queries_live && u <= t0 + c;
-          const float p = live ? FA_EXP2(s[jc][e] * scale2 - lse_s[c]) : 0.0f;
-          s[jc][e] = p;
-          dp[jc][e] = p * (dp[jc][e] - delta_s[c]);
-        }
+      // Uniform: every key of the block live and at or before the tile's first query, every query live.
+      if (live_rows == KV_BR && queries_live == KV_BC && u_first + KV_BR <= t0 + 1) {
+        fa_dkdv_scores(s, dp, false, keys, u_first + live_rows, queries_live, t0, t, scale2, lse_s, delta_s);
+      } else {
+        fa_dkdv_scores(s, dp, true, keys, u_first + live_rows, queries_live, t0, t, scale2, lse_s, delta_s);
+      }
       fa_accumulate(dv, s, KV_BC / 8, dOs, xch);
       fa_accumulate(dk, dp, KV_BC / 8, Qs, xch);
     }
