@@ -73,7 +73,7 @@
 // statistics) unrolled: an array indexed by a loop that is not unrolled lives in local memory (the
 // stack), and its loads and stores run in every tile of the main loop (ptxas reported 480 bytes of
 // stack in the forward with plain `inline` and compiler-chosen unrolling; scripts/check_ptx.sh now
-// fails on any stack frame in these kernels).
+// fails on a stack frame over 16 bytes).
 #define FA_FN static inline __attribute__((always_inline))
 // for (i = 0; i < n; ++i) in a helper, where n (rm, nc) is a constant only once the helper is
 // inlined: a loop to the constant bound MAX, unrolled, whose body runs while i < n. Compilers
@@ -87,6 +87,10 @@
 #endif
 #define FA_RM_MAX 8  // rows per work-item, at most (flash_tiles keeps to it)
 #define FA_NC_MAX 8  // score columns per work-item, at most
+#if FWD_BR / FA_TR > FA_RM_MAX || DQ_BR / FA_TR > FA_RM_MAX || KV_BR / FA_TR > FA_RM_MAX || \
+    FWD_BC / FA_TC > FA_NC_MAX || DQ_BC / FA_TC > FA_NC_MAX || KV_BC / FA_TC > FA_NC_MAX
+#error "flash attention tiles: at most FA_RM_MAX rows and FA_NC_MAX score columns per work-item (FA_FOR_UPTO's bounds)"
+#endif
 
 // rows x HS elements of act_t rows `stride` apart from `src` into a padded float tile, times
 // `scale`; rows at or past `live` read as 0. Every work-item of the group calls it.
