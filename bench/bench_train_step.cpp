@@ -10,10 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <algorithm>
-#include <map>
 #include <string>
-#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -124,9 +121,8 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   dev.queue().set_tracing(false);
   device::KernelTimes times;
   for (const auto& e : dev.queue().take_trace()) times.add(e.kernel, e.ms);
-  std::printf("       kernels (one step, device ms; %.1f ms traced of %.1f ms):  %s", times.total_ms(), ms,
+  std::printf("       kernels (one step, device ms; %.1f ms traced of %.1f ms):  %s\n", times.total_ms(), ms,
               times.format().c_str());
-  std::printf("\n");
   std::fflush(stdout);
 }
 
