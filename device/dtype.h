@@ -21,6 +21,8 @@ namespace paxocl::device {
 enum class DType { kF32, kBF16, kF16 };
 
 std::size_t dtype_size(DType t);         // bytes per element: 4 or 2
+// Whether t is stored in 16 bits (bfloat16, float16): the dtypes tensor cores multiply.
+inline bool is_16_bit(DType t) { return t != DType::kF32; }
 std::string_view dtype_name(DType t);    // Pax's names: "float32", "bfloat16", "float16"
 // The DType Pax's name `name` stands for; throws ConfigError naming the valid ones.
 DType dtype_from_name(std::string_view name);

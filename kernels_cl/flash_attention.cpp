@@ -209,8 +209,7 @@ bool tensor_cores_allowed() {
 std::optional<FlashMmaTiles> mma_tiles_for(device::ProgramCache& cache, const device::Device& device,
                                            device::DType act, std::size_t head_size, FlashMath math) {
   if (math == FlashMath::kFloat) return std::nullopt;
-  const bool is16 = device::dtype_size(act) == 2;
-  const auto tiles = is16 ? flash_mma_tiles(head_size, device.info().local_mem_bytes) : std::nullopt;
+  const auto tiles = device::is_16_bit(act) ? flash_mma_tiles(head_size, device.info().local_mem_bytes) : std::nullopt;
   if (math == FlashMath::kEmulatedTensorCores) {
     if (!tiles) {
       throw ConfigError(fmt::format("flash attention on tensor cores needs 16-bit activations (not {}) and a head "

@@ -146,7 +146,7 @@ TensorCoreGemm::TensorCoreGemm(device::ProgramCache& cache, device::Device& devi
 
 bool TensorCoreGemm::on_tensor_cores(device::DType a, device::DType b) const {
   if (a != b) return false;
-  if (device::dtype_size(a) != 2) return precision_ == MatmulPrecision::kTf32 && (mode_ == Mode::kEmulated || tensor_cores_.tf32);
+  if (!device::is_16_bit(a)) return precision_ == MatmulPrecision::kTf32 && (mode_ == Mode::kEmulated || tensor_cores_.tf32);
   return mode_ == Mode::kEmulated || tensor_cores_.takes(a);
 }
 
@@ -198,7 +198,7 @@ void TensorCoreGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, 
                          const GemmOperand& c) {
   if (!on_tensor_cores(a.dtype, b.dtype)) {
     fallback().run(s, alpha, a, b, beta, c);
-  } else if (tile_choice_ && device::dtype_size(a.dtype) == 2) {
+  } else if (tile_choice_ && device::is_16_bit(a.dtype)) {
     tile_choice_->run(s, alpha, a, b, beta, c);
   } else {
     multiply(s, alpha, a, b, beta, c, GemmEpilogue{});
@@ -208,7 +208,7 @@ void TensorCoreGemm::run(const GemmShape& s, float alpha, const GemmOperand& a, 
 bool TensorCoreGemm::run_fused(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                                const GemmOperand& c, const GemmEpilogue& epilogue) {
   if (!on_tensor_cores(a.dtype, b.dtype)) return fallback().run_fused(s, alpha, a, b, beta, c, epilogue);
-  if (tile_choice_ && device::dtype_size(a.dtype) == 2) return tile_choice_->run_fused(s, alpha, a, b, beta, c, epilogue);
+  if (tile_choice_ && device::is_16_bit(a.dtype)) return tile_choice_->run_fused(s, alpha, a, b, beta, c, epilogue);
   // Not GELU's gradient: its per-element reads of Z in the mma kernel's stores cost more than the
   // element-wise pass they save (an H200, T1024 B16 bfloat16: the backward's GEMMs 4.2 ms slower
   // against a 1.3 ms pass; docs/benchmarks.md). The bias and GELU forward pay for themselves.
