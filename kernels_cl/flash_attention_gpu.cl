@@ -68,6 +68,10 @@
 #else
 #define FA_DIM(tc, j) ((tc) + FA_TC * (j))
 #endif
+// Scores in log2 units: exp2 is one instruction where exp needs a range reduction first. The
+// forward and dq fold log2(e) into q's scale; lse stays natural (ln 2 (max + log2 sum)).
+#define LOG2E 1.4426950408889634f
+#define LN2 0.6931471805599453f
 #define FA_KERNEL __kernel __attribute__((reqd_work_group_size(FA_WG, 1, 1)))
 // Helpers inlined always, and every loop over a register array (scores, accumulators, row
 // statistics) unrolled: an array indexed by a loop that is not unrolled lives in local memory (the
@@ -85,29 +89,39 @@
     FWD_BC % FA_TC != 0 || DQ_BC % FA_TC != 0 || KV_BC % FA_TC != 0
 #error "flash attention tiles: rows a multiple of FA_WG / FA_TC, columns a multiple of FA_TC"
 #endif
-#define FA_RM_MAX 8  // rows per work-item, at most (flash_tiles keeps to it)
-#define FA_NC_MAX 8  // score columns per work-item, at most
+#define FA_RM_MAX 8     // rows per work-item, at most (flash_tiles keeps to it)
+#define FA_NC_MAX 8     // score columns per work-item, at most
+#define FA_ROWS_MAX 64  // rows of any tile, at most (flash_tiles keeps to it)
 #if FWD_BR / FA_TR > FA_RM_MAX || DQ_BR / FA_TR > FA_RM_MAX || KV_BR / FA_TR > FA_RM_MAX || \
-    FWD_BC / FA_TC > FA_NC_MAX || DQ_BC / FA_TC > FA_NC_MAX || KV_BC / FA_TC > FA_NC_MAX
-#error "flash attention tiles: at most FA_RM_MAX rows and FA_NC_MAX score columns per work-item (FA_FOR_UPTO's bounds)"
+    FWD_BC / FA_TC > FA_NC_MAX || DQ_BC / FA_TC > FA_NC_MAX || KV_BC / FA_TC > FA_NC_MAX ||  \
+    FWD_BR > FA_ROWS_MAX || DQ_BR > FA_ROWS_MAX || KV_BR > FA_ROWS_MAX || FWD_BC > FA_ROWS_MAX || \
+    DQ_BC > FA_ROWS_MAX || KV_BC > FA_ROWS_MAX
+#error "flash attention tiles: at most FA_RM_MAX rows and FA_NC_MAX score columns per work-item, FA_ROWS_MAX rows a tile (FA_FOR_UPTO's bounds)"
 #endif
+#define FA_CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
 
 // rows x HS elements of act_t rows `stride` apart from `src` into a padded float tile, times
-// `scale`; rows at or past `live` read as 0. Every work-item of the group calls it.
+// `scale`; rows at or past `live` read as 0. Every work-item of the group calls it. The copy runs
+// a constant number of times per work-item, unrolled (FA_FOR_UPTO): a loop from the local id in
+// steps of FA_WG has a trip count the compiler cannot know, and its remainder handling was about
+// a third of the dq kernel's code per tile.
 FA_FN void fa_load_tile(__local float* tile, uint rows, __global const act_t* src, size_t stride, uint live,
                         float scale) {
 #if FA_VEC_DOTS
   // Runs of 4 head dims: one vector load (the host requires strides and column offsets that are
   // multiples of 4, so a run starts 4-aligned) and one 16-byte local store (the padded rows are
   // 16-byte aligned) each, a quarter of the index arithmetic of element-wise copies.
-  for (uint i = get_local_id(0); i < rows * (HS / 4); i += FA_WG) {
-    const uint r = i / (HS / 4), d = 4 * (i - r * (HS / 4));
-    *(__local float4*)(tile + r * FA_LD + d) = r < live ? scale * act_load4a(src, (size_t)r * stride + d) : (float4)(0.0f);
+  const uint runs = rows * (HS / 4);
+  FA_FOR_UPTO(n, FA_CEIL_DIV(runs, FA_WG), FA_CEIL_DIV(FA_ROWS_MAX * (HS / 4), FA_WG)) {
+    const uint i = get_local_id(0) + n * FA_WG, r = i / (HS / 4), d = 4 * (i - r * (HS / 4));
+    if (runs % FA_WG == 0 || i < runs)
+      *(__local float4*)(tile + r * FA_LD + d) = r < live ? scale * act_load4a(src, (size_t)r * stride + d) : (float4)(0.0f);
   }
 #else
-  for (uint i = get_local_id(0); i < rows * HS; i += FA_WG) {
-    const uint r = i / HS, d = i - r * HS;
-    tile[r * FA_LD + d] = r < live ? scale * act_load(src, (size_t)r * stride + d) : 0.0f;
+  const uint elements = rows * HS;
+  FA_FOR_UPTO(n, FA_CEIL_DIV(elements, FA_WG), FA_CEIL_DIV(FA_ROWS_MAX * HS, FA_WG)) {
+    const uint i = get_local_id(0) + n * FA_WG, r = i / HS, d = i - r * HS;
+    if (elements % FA_WG == 0 || i < elements) tile[r * FA_LD + d] = r < live ? scale * act_load(src, (size_t)r * stride + d) : 0.0f;
   }
 #endif
 }
@@ -238,8 +252,8 @@ FA_KERNEL void flash_attention_forward(__global const act_t* q, const uint q_str
   const uint t0 = get_group_id(0) * FWD_BR, h = get_group_id(1), b = get_group_id(2), kvh = h / group;
   const uint live_rows = min((uint)FWD_BR, queries - t0);
   const uint last_key = p0 + t0 + live_rows - 1;  // the block's last query reaches it
-  // q pre-scaled: the tile's dot products are the scaled scores.
-  fa_load_tile(Qs, FWD_BR, q + fa_at(b, queries, t0, q_stride, h * HS), q_stride, live_rows, scale);
+  // q pre-scaled by scale log2(e): the tile's dot products are the scaled scores in log2 units.
+  fa_load_tile(Qs, FWD_BR, q + fa_at(b, queries, t0, q_stride, h * HS), q_stride, live_rows, scale * LOG2E);
   __global const act_t* keys = kv + fa_at(b, kv_rows, 0, kv_stride, k_col + kvh * HS);
   __global const act_t* values = kv + fa_at(b, kv_rows, 0, kv_stride, v_col + kvh * HS);
 
@@ -254,28 +268,37 @@ FA_KERNEL void flash_attention_forward(__global const act_t* q, const uint q_str
     fa_load_tile(Ks, FWD_BC, keys + (size_t)u0 * kv_stride, kv_stride, keys_live, 1.0f);
     fa_load_tile(Vs, FWD_BC, values + (size_t)u0 * kv_stride, kv_stride, keys_live, 1.0f);
     barrier(CLK_LOCAL_MEM_FENCE);
-    float s[FWD_RM * FWD_NC], m_new[FWD_RM], part[FWD_RM];
+    float s[FWD_RM * FWD_NC], m_new[FWD_RM], m_safe[FWD_RM], part[FWD_RM];
     fa_dots(s, FWD_RM, FWD_NC, Qs, Ks, tr, tc);
+    // Tiles wholly below the diagonal (every row live, every key at or before the first query)
+    // mask nothing: at T1024 with 64-query tiles of 32 keys, 14 of a block's 16 to 32 tiles.
+    const bool masked = live_rows < FWD_BR || u0 + FWD_BC > p0 + t0 + 1;  // uniform
+    if (masked) {
+#pragma unroll
+      for (uint i = 0; i < FWD_RM; ++i) {
+        const uint r = tr + FA_TR * i, position = p0 + t0 + r;
+#pragma unroll
+        for (uint j = 0; j < FWD_NC; ++j)
+          if (r >= live_rows || u0 + tc + FA_TC * j > position) s[i * FWD_NC + j] = -INFINITY;
+      }
+    }
 #pragma unroll
     for (uint i = 0; i < FWD_RM; ++i) {
-      const uint r = tr + FA_TR * i, position = p0 + t0 + r;
       m_new[i] = -INFINITY;
 #pragma unroll
-      for (uint j = 0; j < FWD_NC; ++j) {
-        const uint c = tc + FA_TC * j;
-        if (r >= live_rows || u0 + c > position) s[i * FWD_NC + j] = -INFINITY;
-        m_new[i] = fmax(m_new[i], s[i * FWD_NC + j]);
-      }
+      for (uint j = 0; j < FWD_NC; ++j) m_new[i] = fmax(m_new[i], s[i * FWD_NC + j]);
     }
     fa_row_combine(m_new, FWD_RM, true, red_max, tr, tc);
 #pragma unroll
     for (uint i = 0; i < FWD_RM; ++i) {
       m_new[i] = fmax(m[i], m_new[i]);
+      // A row with no live key yet (a dead row) keeps m = -inf; subtracting 0 instead makes every
+      // p and alpha exp2(-inf) = 0 with no test per score (its o and l are 0 either way).
+      m_safe[i] = m_new[i] == -INFINITY ? 0.0f : m_new[i];
       part[i] = 0.0f;
 #pragma unroll
       for (uint j = 0; j < FWD_NC; ++j) {
-        // A row with no live key yet (a dead row) keeps m = -inf: every p is 0.
-        const float x = s[i * FWD_NC + j], p = x == -INFINITY ? 0.0f : exp(x - m_new[i]);
+        const float p = exp2(s[i * FWD_NC + j] - m_safe[i]);
         Ps[(tr + FA_TR * i) * FA_PITCH(FWD_BC) + tc + FA_TC * j] = p;
         part[i] += p;
       }
@@ -283,7 +306,7 @@ FA_KERNEL void flash_attention_forward(__global const act_t* q, const uint q_str
     fa_row_combine(part, FWD_RM, false, red_sum, tr, tc);  // its barrier also publishes Ps
 #pragma unroll
     for (uint i = 0; i < FWD_RM; ++i) {
-      const float alpha = m_new[i] == -INFINITY ? 1.0f : exp(m[i] - m_new[i]);
+      const float alpha = exp2(m[i] - m_safe[i]);
       l[i] = l[i] * alpha + part[i];
       m[i] = m_new[i];
 #pragma unroll
@@ -294,7 +317,7 @@ FA_KERNEL void flash_attention_forward(__global const act_t* q, const uint q_str
 #pragma unroll
   for (uint i = 0; i < FWD_RM; ++i) {
     const uint r = tr + FA_TR * i;
-    if (r < live_rows && tc == 0) lse[((size_t)b * H + h) * stats_stride + p0 + t0 + r] = m[i] + log(l[i]);
+    if (r < live_rows && tc == 0) lse[((size_t)b * H + h) * stats_stride + p0 + t0 + r] = LN2 * (m[i] + log2(l[i]));
     const float inv = 1.0f / l[i];  // a dead row's inf is never stored
 #pragma unroll
     for (uint j = 0; j < FA_DN; ++j) o[i * FA_DN + j] *= inv;
@@ -306,8 +329,8 @@ FA_KERNEL void flash_attention_forward(__global const act_t* q, const uint q_str
 #define DQ_NC (DQ_BC / FA_TC)
 // Backward, dq; runs first. Groups (query block, h, b) over sequences of T tokens (p0 = 0, k and v
 // in qkv; out and dout (B*T, dout_stride)):
-//   delta = dout.out per query (written for the dk/dv kernel), p = exp(scale q.k - lse),
-//   ds = p (dout.v - delta), dq = scale * sum_u ds k.
+//   delta = dout.out per query (written for the dk/dv kernel), p = exp(scale q.k - lse)
+//   (= exp2(scale log2(e) q.k - log2(e) lse)), ds = p (dout.v - delta), dq = scale * sum_u ds k.
 FA_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const uint width, const uint k_col,
                                            const uint v_col, __global const act_t* out, __global const act_t* dout,
                                            const uint dout_stride, __global const float* lse,
@@ -318,17 +341,17 @@ FA_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const uint
   const uint lid = get_local_id(0), tr = lid / FA_TC, tc = lid - tr * FA_TC;
   const uint t0 = get_group_id(0) * DQ_BR, h = get_group_id(1), b = get_group_id(2), kvh = h / group;
   const uint live_rows = min((uint)DQ_BR, T - t0);
-  fa_load_tile(Qs, DQ_BR, qkv + fa_at(b, T, t0, width, h * HS), width, live_rows, scale);
+  fa_load_tile(Qs, DQ_BR, qkv + fa_at(b, T, t0, width, h * HS), width, live_rows, scale * LOG2E);
   fa_load_tile(dOs, DQ_BR, dout + fa_at(b, T, t0, dout_stride, h * HS), dout_stride, live_rows, 1.0f);
   barrier(CLK_LOCAL_MEM_FENCE);
   // delta: each lane's head dims, then the lanes in order.
-  float row_delta[DQ_RM], row_lse[DQ_RM];
+  float row_delta[DQ_RM], row_lse2[DQ_RM];
   size_t stat[DQ_RM];
 #pragma unroll
   for (uint i = 0; i < DQ_RM; ++i) {
     const uint r = tr + FA_TR * i;
     stat[i] = ((size_t)b * H + h) * T + min(t0 + r, T - 1);
-    row_lse[i] = lse[stat[i]];
+    row_lse2[i] = lse[stat[i]] * LOG2E;
     row_delta[i] = 0.0f;
     if (r >= live_rows) continue;
     const size_t at = fa_at(b, T, t0 + r, dout_stride, h * HS);
@@ -354,17 +377,17 @@ FA_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const uint
     float s[DQ_RM * DQ_NC], dp[DQ_RM * DQ_NC];
     fa_dots(s, DQ_RM, DQ_NC, Qs, Ks, tr, tc);
     fa_dots(dp, DQ_RM, DQ_NC, dOs, Vs, tr, tc);
+    const bool masked = live_rows < DQ_BR || u0 + DQ_BC > t0 + 1;  // uniform; as the forward's
 #pragma unroll
     for (uint i = 0; i < DQ_RM; ++i) {
       const uint r = tr + FA_TR * i;
 #pragma unroll
       for (uint j = 0; j < DQ_NC; ++j) {
         const uint c = tc + FA_TC * j;
-        float ds = 0.0f;
-        if (r < live_rows && u0 + c <= t0 + r) {
-          ds = exp(s[i * DQ_NC + j] - row_lse[i]) * (dp[i * DQ_NC + j] - row_delta[i]);
-        }
-        dSs[r * FA_PITCH(DQ_BC) + c] = ds;
+        // Masked scores are finite (zero rows and keys past the live ones), so the product is
+        // computed everywhere and selected: exp2 may overflow above the diagonal, never NaN a kept one.
+        const float ds = exp2(s[i * DQ_NC + j] - row_lse2[i]) * (dp[i * DQ_NC + j] - row_delta[i]);
+        dSs[r * FA_PITCH(DQ_BC) + c] = !masked || (r < live_rows && u0 + c <= t0 + r) ? ds : 0.0f;
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -381,7 +404,8 @@ FA_KERNEL void flash_attention_backward_dq(__global const act_t* qkv, const uint
 // (key block, kv head, b); each sums over the `group` query heads of its kv head and the query
 // tiles at or below the diagonal, in that fixed order, in float registers (no atomics; 16-bit dk,
 // dv rounded once). With s^T = k (scale q)^T and dp^T = v dout^T per tile:
-//   dv = sum_t p^T dout,  dk = sum_t ds^T (scale q),  ds^T = p^T (dp^T - delta).
+//   dv = sum_t p^T dout,  dk = sum_t ds^T (scale q),  ds^T = p^T (dp^T - delta),
+//   p^T = exp2(log2(e) s^T - log2(e) lse).
 FA_KERNEL void flash_attention_backward_dkdv(__global const act_t* qkv, const uint width, const uint k_col,
                                              const uint v_col, __global const act_t* out,
                                              __global const act_t* dout, const uint dout_stride,
@@ -411,26 +435,26 @@ FA_KERNEL void flash_attention_backward_dkdv(__global const act_t* qkv, const ui
       fa_load_tile(Qs, KV_BC, qkv + fa_at(b, T, t0, width, h * HS), width, queries_live, scale);
       fa_load_tile(dOs, KV_BC, dout + fa_at(b, T, t0, dout_stride, h * HS), dout_stride, queries_live, 1.0f);
       for (uint c = lid; c < KV_BC; c += FA_WG) {
-        lse_s[c] = c < queries_live ? head_lse[t0 + c] : 0.0f;
+        lse_s[c] = c < queries_live ? head_lse[t0 + c] * LOG2E : 0.0f;
         delta_s[c] = c < queries_live ? head_delta[t0 + c] : 0.0f;
       }
       barrier(CLK_LOCAL_MEM_FENCE);
       float s[KV_RM * KV_NC], dp[KV_RM * KV_NC];
       fa_dots(s, KV_RM, KV_NC, Ks, Qs, tr, tc);
       fa_dots(dp, KV_RM, KV_NC, Vs, dOs, tr, tc);
+      // Wholly below the diagonal (every key live, every query live and at or after the last key):
+      // nothing masked. Elsewhere masked scores are finite and selected away, as in dq.
+      const bool masked = live_rows < KV_BR || queries_live < KV_BC || u_first + KV_BR > t0 + 1;  // uniform
 #pragma unroll
       for (uint i = 0; i < KV_RM; ++i) {
         const uint r = tr + FA_TR * i;
 #pragma unroll
         for (uint jc = 0; jc < KV_NC; ++jc) {
           const uint c = tc + FA_TC * jc;
-          float p = 0.0f, ds = 0.0f;
-          if (r < live_rows && c < queries_live && u_first + r <= t0 + c) {
-            p = exp(s[i * KV_NC + jc] - lse_s[c]);
-            ds = p * (dp[i * KV_NC + jc] - delta_s[c]);
-          }
-          Ps[r * FA_PITCH(KV_BC) + c] = p;
-          dSs[r * FA_PITCH(KV_BC) + c] = ds;
+          const bool live = !masked || (r < live_rows && c < queries_live && u_first + r <= t0 + c);
+          const float p = exp2(fma(s[i * KV_NC + jc], LOG2E, -lse_s[c]));
+          Ps[r * FA_PITCH(KV_BC) + c] = live ? p : 0.0f;
+          dSs[r * FA_PITCH(KV_BC) + c] = live ? p * (dp[i * KV_NC + jc] - delta_s[c]) : 0.0f;
         }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
