@@ -405,10 +405,11 @@ TEST(Plan, TensorRankActivationsOfGptByHand) {
     const plan::DeviceMemory m = plan::device_memory(spec_of(with_policy));
     EXPECT_EQ(m.activations_without_sp, activations(N, c.per_block));
     // gathered input and gradient (N, C), first block's input and delta (N/t, C), 4 C packed norm
-    // gradients; out_proj is never kept under sequence parallelism (its buffer is the reduce-scatter's)
+    // gradients and 4 C of earlier passes' set aside; out_proj is never kept under sequence
+    // parallelism (its buffer is the reduce-scatter's)
     auto sp_blocks = c.per_block;
     if (std::string(c.policy) != "SAVE_EVERYTHING") sp_blocks[kOutProj] = false;
-    const std::size_t workspaces = 2 * N * C * 4 + 2 * (N / t) * C * 4 + 4 * C * 4;
+    const std::size_t workspaces = 2 * N * C * 4 + 2 * (N / t) * C * 4 + 2 * 4 * C * 4;
     EXPECT_EQ(m.activations_with_sp, activations(N / t, sp_blocks) + workspaces);
     EXPECT_EQ(m.activations, m.activations_without_sp);  // SEQUENCE_PARALLEL is not on
   }
