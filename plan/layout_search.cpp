@@ -91,7 +91,16 @@ std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const 
         assign_mesh(c, f, t, per_process);
         return c;
       };
-      auto fits = [&](int f) { return !misfit(device_memory(candidate(f), layout), limits); };
+      // A candidate the job would refuse (SEQUENCE_PARALLEL's rows per pass: validate()) fits nowhere.
+      auto fits = [&](int f) {
+        const LayoutSpec c = candidate(f);
+        try {
+          c.validate();
+        } catch (const ConfigError&) {
+          return false;
+        }
+        return !misfit(device_memory(c, layout), limits);
+      };
       int found = 0;
       if (fits(1)) {
         found = 1;

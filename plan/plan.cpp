@@ -74,6 +74,11 @@ std::optional<LayoutSpec> memory_choice(const LayoutSpec& spec, const MemoryLimi
       LayoutSpec c = spec;
       c.checkpoint_policy = policy;
       c.sub_batches = k;
+      try {
+        c.validate();  // sub-batches the job refuses (SEQUENCE_PARALLEL's rows per pass)
+      } catch (const ConfigError&) {
+        continue;
+      }
       if (misfit(device_memory(c), limits)) continue;
       const double flops = recompute_flops_per_token(c);
       if (!best || flops < best_flops || (flops == best_flops && k < best->sub_batches)) {

@@ -757,6 +757,40 @@ TEST(Plan, PipelineErrorsAreTheJobsInOneLine) {
   EXPECT_EQ(fsdp.microbatches(), 6);
 }
 
+// SEQUENCE_PARALLEL splits the rows of one pass (a microbatch, a sub-batch) over the tensor axis:
+// the plan refuses what the job refuses (config/sequence_parallel_rules.h), in its words.
+TEST(Plan, SequenceParallelRowsOfEveryPassAreTheJobsRule) {
+  const auto odd_rows = with(odd_gpt(), {{"MAX_SEQ_LEN", "23"}, {"SEQUENCE_PARALLEL", "true"}});
+  const struct {
+    std::vector<std::pair<std::string, std::string>> overrides;
+    std::string says;
+  } cases[] = {
+      {{{"ICI_MESH_SHAPE", "[1,1,2]"}, {"PERCORE_BATCH_SIZE", "0.5"}},
+       "SEQUENCE_PARALLEL: a tensor group's batch of 1 sequence(s) has 1 x 23 = 23 rows (sequences x MAX_SEQ_LEN), "
+       "which the tensor axis 2 does not divide; set PERCORE_BATCH_SIZE or MAX_SEQ_LEN"},
+      {{{"ICI_MESH_SHAPE", "[1,1,2]"}, {"PERCORE_BATCH_SIZE", "1"}, {"NUM_SUB_BATCHES", "2"}},
+       "a sub-batch of 1 sequence(s) (2 / NUM_SUB_BATCHES=2) has 1 x 23 = 23 rows (sequences x MAX_SEQ_LEN), which the "
+       "tensor axis 2 does not divide; set NUM_SUB_BATCHES or MAX_SEQ_LEN"},
+      {{{"ICI_MESH_SHAPE", "[2,1,1,2]"}, {"PERCORE_BATCH_SIZE", "1"}},
+       "a microbatch of 1 sequence(s) (4 / 4 microbatches) has 1 x 23 = 23 rows (sequences x MAX_SEQ_LEN), which the "
+       "tensor axis 2 does not divide; set NUM_MICROBATCHES or MICROBATCH_SIZE or MAX_SEQ_LEN"},
+  };
+  for (const auto& c : cases) {
+    const std::string e = error_message<ConfigError>([&] { spec_of(with(odd_rows, c.overrides)); });
+    EXPECT_NE(e.find(c.says), std::string::npos) << e;
+    EXPECT_EQ(count_lines(e), 0) << e;
+  }
+  // Passes of 2 x 23 rows split; so does every pass without SEQUENCE_PARALLEL.
+  EXPECT_EQ(spec_of(with(odd_rows, {{"ICI_MESH_SHAPE", "[2,1,1,2]"}, {"PERCORE_BATCH_SIZE", "1"}, {"MICROBATCH_SIZE", "2"}}))
+                .microbatches(),
+            2);
+  EXPECT_EQ(spec_of(with(odd_rows, {{"ICI_MESH_SHAPE", "[1,1,2]"}, {"PERCORE_BATCH_SIZE", "1"}})).sub_batches, 1);
+  EXPECT_EQ(spec_of(with(odd_rows, {{"ICI_MESH_SHAPE", "[2,1,1,2]"}, {"PERCORE_BATCH_SIZE", "1"},
+                                    {"SEQUENCE_PARALLEL", "false"}}))
+                .microbatches(),
+            4);
+}
+
 // The circular schedule on odd_gpt with 4 blocks, 2 stages x CIRCULAR_REPEAT 2: virtual stages
 // v = c x 2 + s of one block each, device 0 holding v = 0, 2 and device 1 v = 1, 3. PERCORE 2 x 2
 // stages = 4 sequences per pipeline, NUM_MICROBATCHES 4: microbatches of 1 sequence, N = 24 rows.
