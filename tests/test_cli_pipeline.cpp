@@ -154,11 +154,14 @@ TEST_F(CliPipeline, TensorParallelStagesMatchOneDevice) {
   train(kFourDevices, kLlama, " --fdl.CHECKPOINT_EVERY_N_STEPS=5 --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,1,2]"
                               " --fdl.MAX_STEPS=5", "llama-pp_tp");
   expect_close("llama-pp_tp", std::vector<float>(llama.begin(), llama.begin() + 5), "LLaMA ICI [2,1,1,2]");
-  // RMSNorm's gradients under SEQUENCE_PARALLEL with 2 microbatches: one device's weights.
-  train(kFourDevices, kLlama, " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,1,2] --fdl.SEQUENCE_PARALLEL=true"
-                              " --fdl.NUM_MICROBATCHES=2" + save("llama-pp_tp_sp"), "llama-pp_tp_sp");
+  // RMSNorm's gradients under SEQUENCE_PARALLEL with 2 microbatches: the same layout's weights
+  // without it (LLaMA's tensor-parallel weights drift from one device's by 7e-5 in 10 steps, in
+  // rarely seen embedding rows, with or without SEQUENCE_PARALLEL).
+  const std::string llama_pp_tp = " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,1,2] --fdl.NUM_MICROBATCHES=2";
+  train(kFourDevices, kLlama, llama_pp_tp + save("llama-pp_tp2"), "llama-pp_tp2");
+  train(kFourDevices, kLlama, llama_pp_tp + " --fdl.SEQUENCE_PARALLEL=true" + save("llama-pp_tp_sp"), "llama-pp_tp_sp");
   expect_close("llama-pp_tp_sp", llama, "LLaMA ICI [2,1,1,2] with SEQUENCE_PARALLEL");
-  expect_weights_close("llama-pp_tp_sp", "llama-one");
+  expect_weights_close("llama-pp_tp_sp", "llama-pp_tp2");
   train("", kLlama, " --fdl.CHECKPOINT_EVERY_N_STEPS=5 --devices=0 --fdl.PERCORE_BATCH_SIZE=8", "llama-pp_tp");
   expect_close("llama-pp_tp", std::vector<float>(llama.begin() + 5, llama.end()), "LLaMA ICI [2,1,1,2] -> 1 device", 6);
 }
