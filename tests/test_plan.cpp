@@ -981,12 +981,18 @@ TEST(Plan, SearchTriesOnlyTheCircularStagesTheRulesAllow) {
   const auto base = with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"NUM_HEADS", "1"}, {"DIMS_PER_HEAD", "40"},
                                      {"PERCORE_BATCH_SIZE", "2"}, {"PIPELINE_SCHEDULE", "circular"},
                                      {"CIRCULAR_REPEAT", "2"}});
+  // CHECKPOINT_POLICY and NUM_SUB_BATCHES given (as on a command line): the candidates keep them
+  // (left open, FSDP with rematerialization would fit below the pipeline).
+  auto given = [](plan::LayoutSpec s) {
+    s.checkpoint_policy_given = s.sub_batches_given = true;
+    return s;
+  };
   auto smallest_other = [](const plan::LayoutSpec& spec) {  // one device or FSDP over both sequences
     plan::LayoutSpec fsdp2 = spec;
     plan::assign_mesh(fsdp2, 2, 1, 1);
     return std::min(plan::device_memory(spec).total(), plan::device_memory(fsdp2).total());
   };
-  const plan::LayoutSpec spec = spec_of(base);
+  const plan::LayoutSpec spec = given(spec_of(base));
   plan::LayoutSpec two = spec;
   plan::assign_stage_mesh(two, 2, 1);
   const std::size_t stages2 = plan::device_memory(two).total(), other = smallest_other(spec);
@@ -1000,8 +1006,39 @@ TEST(Plan, SearchTriesOnlyTheCircularStagesTheRulesAllow) {
                             "--fdl.NUM_MICROBATCHES=2 --fdl.PIPELINE_SCHEDULE=circular --fdl.CIRCULAR_REPEAT=2");
   // 6 blocks: p 2 makes 4 chunks, which do not split them; p 3 makes 6, but 2 microbatches do not
   // fill a ring of 3. No stage axis is left, so nothing fits below the other layouts.
-  const plan::LayoutSpec six = spec_of(with(base, {{"NUM_LAYERS", "6"}}));
+  const plan::LayoutSpec six = given(spec_of(with(base, {{"NUM_LAYERS", "6"}})));
   EXPECT_FALSE(plan::smallest_fitting_layout(six, {static_cast<double>(smallest_other(six)) - 1, 0}).has_value());
+}
+
+// The settings left open are chosen for each candidate, as for the layout asked for: a gpipe
+// pipeline holds all 16 of its microbatches, while one device with sub-batches runs the same
+// global batch (a pipelined spec's 1 sub-batch once bound the candidates without stages).
+TEST(Plan, SearchChoosesTheOpenSettingsForEachCandidate) {
+  const auto base = with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"PIPELINE_SCHEDULE", "gpipe"},
+                                     {"PERCORE_BATCH_SIZE", "8"}});
+  const plan::LayoutSpec spec = spec_of(base);
+  plan::LayoutSpec one = spec;
+  plan::assign_mesh(one, 1, 1, 1);
+  one.sub_batches = 4;
+  const double limit = static_cast<double>(plan::device_memory(one).total());
+  ASSERT_GT(static_cast<double>(plan::device_memory(spec).total()), limit);
+  one.sub_batches = 1;
+  ASSERT_GT(static_cast<double>(plan::device_memory(one).total()), limit);
+  const std::optional<plan::LayoutSpec> found = plan::smallest_fitting_layout(spec, {limit, 0});
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->devices(), 1);
+  EXPECT_GE(found->sub_batches, 2);
+  EXPECT_LE(found->sub_batches, 4);
+  EXPECT_NE(found->flags().find("--fdl.NUM_SUB_BATCHES=" + std::to_string(found->sub_batches)), std::string::npos)
+      << found->flags();
+  EXPECT_FALSE(plan::misfit(plan::device_memory(*found), {limit, 0}));
+  // Both given: every candidate keeps them, and one device does not fit.
+  plan::LayoutSpec fixed = spec;
+  fixed.checkpoint_policy_given = fixed.sub_batches_given = true;
+  const std::optional<plan::LayoutSpec> kept = plan::smallest_fitting_layout(fixed, {limit, 0});
+  if (kept) {
+    EXPECT_GT(kept->devices(), 1) << kept->flags();
+  }
 }
 
 // One sequence and one head: neither fsdp (nothing to split a global batch of 1) nor a tensor axis
