@@ -285,7 +285,7 @@ TEST_F(CliTensor, ImpossibleLayoutsAreOneLineErrors) {
     EXPECT_FALSE(fs::exists(bad / "checkpoints")) << c.args << ": refused at configuration time, before checkpoint 0";
   }
   // The same layout with microbatches of 2 x 31 rows runs.
-  const auto two = run_command(kBinary + kGpt + " --fdl.MAX_STEPS=1 --fdl.PERCORE_BATCH_SIZE=1 --fdl.MAX_SEQ_LEN=31"
+  const auto two = run_command(kFourDevices + kBinary + kGpt + " --fdl.MAX_STEPS=1 --fdl.PERCORE_BATCH_SIZE=1 --fdl.MAX_SEQ_LEN=31"
                                " --fdl.MICROBATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,1,2]" + kSequenceParallel +
                                " --job_log_dir=" + (dir_.path() / "good").string());
   EXPECT_EQ(two.exit_code, 0) << two.err;
