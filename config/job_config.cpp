@@ -4,6 +4,7 @@
 
 #include "common/errors.h"
 #include "config/pipeline_rules.h"
+#include "config/sequence_parallel_rules.h"
 #include "models/tensor_split.h"
 
 namespace paxocl::config {
@@ -71,8 +72,9 @@ void check_counts(const Experiment& e) {
   }
 }
 
-// Sequence parallelism splits the rows of every batch a tensor group runs (N = B*T) over the
-// tensor axis: a training step's (the group's sequences) and an evaluation's (one device's batch).
+// Sequence parallelism needs a tensor group to split, and its rows of every pass
+// (config/sequence_parallel_rules.h: the planner refuses the same layouts). After the pipeline's
+// microbatches are resolved: a pipeline's pass is one microbatch.
 void check_sequence_parallel(const JobConfig& j) {
   if (!j.step.sequence_parallel) return;
   const int tensor = j.mesh.along(device::MeshAxis::kTensor);
@@ -81,14 +83,14 @@ void check_sequence_parallel(const JobConfig& j) {
                                   "DCN_MESH_SHAPE={} has tensor 1): it splits the tensor group's rows",
                                   device::to_string(j.mesh.ici), device::to_string(j.mesh.dcn)));
   }
-  const long T = j.model.max_seq_len();
-  const long group = j.step.replica_batch / j.step.sub_batches;  // a tensor group's (sub-)batch, training and evaluation
-  if (group * T % tensor != 0) {
-    throw ConfigError(fmt::format("SEQUENCE_PARALLEL: a tensor group's batch has {} x {} = {} rows (sequences x "
-                                  "MAX_SEQ_LEN), which the tensor axis {} does not divide; choose a batch or "
-                                  "MAX_SEQ_LEN that it does",
-                                  group, T, group * T, tensor));
-  }
+  SequenceParallelRequest r;
+  r.tensor = tensor;
+  r.batch = j.step.replica_batch;
+  r.seq_len = j.model.max_seq_len();
+  r.sub_batches = j.step.sub_batches;
+  r.stages = j.step.pipeline.stages;
+  r.microbatches = j.step.pipeline.microbatches;
+  check_sequence_parallel_rows(r);
 }
 
 // Pipeline parallelism: blocks split evenly over the stages, the replica's batch into microbatches
@@ -183,8 +185,8 @@ JobConfig resolve_job(Experiment experiment, JobFlags flags, int processes, int 
   in.tokenizer_model = e.get_string("TOKENIZER");
   in.eval_loop_num_batches = j.eval_batches;
   in.validate();
-  check_sequence_parallel(j);
   j.step.pipeline = resolve_pipeline(e, j);
+  check_sequence_parallel(j);
   return j;
 }
 

@@ -253,8 +253,10 @@ LayerContext BlockModel::start_pass(const inputs::Batch& batch, bool gradients) 
   }
   const auto rows = static_cast<std::size_t>(batch.batch) * static_cast<std::size_t>(batch.seq_len);
   if (sequence_ && rows % static_cast<std::size_t>(options_.tensor.size) != 0) {
-    throw ConfigError(fmt::format("SEQUENCE_PARALLEL splits a batch's {} x {} = {} rows over the tensor axis {}, "
-                                  "which does not divide them",
+    // config/sequence_parallel_rules.h refuses such layouts before a job starts: a direct caller's backstop.
+    throw ConfigError(fmt::format("SEQUENCE_PARALLEL splits a pass's {} x {} = {} rows over the tensor axis {}, "
+                                  "which does not divide them; choose MAX_SEQ_LEN and the pass's sequences "
+                                  "(PERCORE_BATCH_SIZE, NUM_SUB_BATCHES, NUM_MICROBATCHES) so that it does",
                                   batch.batch, batch.seq_len, rows, options_.tensor.size));
   }
   return LayerContext{runtime_.device(), runtime_.kernels(), runtime_.gemm(), static_cast<std::size_t>(batch.batch),

@@ -74,8 +74,10 @@ class DecoderModel : public BlockModel {
     ActBuffer& dy = head_->backward(ctx);
     if (ctx.sequence) {
       ctx.tensor->reduce_scatter(dy, ctx.sequence->delta, ctx.stream_rows() * dims());
+      const std::vector<FloatBuffer> norm_gradients = final_norm_->parameter_gradients();
+      ctx.sequence->begin_gradients(ctx, norm_gradients);  // only this pass's gradients are summed
       pass.x = &final_norm_->backward(ctx, ctx.sequence->delta);
-      ctx.sequence->sum_gradients(ctx, final_norm_->parameter_gradients());
+      ctx.sequence->sum_gradients(ctx, norm_gradients);
       return;
     }
     if (ctx.tensor) ctx.tensor->sum(dy, ctx.rows() * dims());

@@ -104,6 +104,7 @@ void sequence_parallel(Inventory& inv, Rows rows, std::size_t C) {
   inv.act("sequence.stream_input", rows.outside * C);
   inv.act("sequence.delta", rows.outside * C);
   inv.f32("sequence.packed_gradients", 4 * C);
+  inv.f32("sequence.earlier_gradients", 4 * C);
 }
 
 void embedding(Inventory& inv, std::size_t N, std::size_t C, bool position_table) {

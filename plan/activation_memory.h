@@ -31,7 +31,8 @@
 // buffers outside attention and the MLP (norms, residual sums x2 and y) for N / t rows (rounded
 // up) and adds its workspaces (models/layers/sequence_parallel.h), once for every block: the
 // gathered input and gradient (N, C) act, the first block's input and a reduce-scattered delta
-// (N / t, C) act, and the norms' gradients packed for their sum (4 C) f32.
+// (N / t, C) act, and the norms' gradients packed for their sum and the earlier passes' total
+// set aside meanwhile (4 C each) f32.
 // A pipeline stage (ActivationShape::stage, models/pipeline_schedule.h) allocates its own blocks'
 // buffers only (a hybrid's kinds counted over them), the embedding only on the first stage, the
 // final norm and LmHead only on the last (RoPE's tables on every stage), plus

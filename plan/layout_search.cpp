@@ -6,6 +6,7 @@
 
 #include "common/errors.h"
 #include "models/shard_plan.h"
+#include "plan/memory_choice.h"
 #include "plan/tensor_parallel.h"
 
 namespace paxocl::plan {
@@ -48,6 +49,23 @@ bool stage_shards_split(const LayoutSpec& spec) {
   return true;
 }
 
+// `c` as it would run within the limits: itself when CHECKPOINT_POLICY and NUM_SUB_BATCHES were
+// both given, else with the memory choice (memory_choice.h) made for its own sequences per device,
+// as make_plan makes it for the layout asked for; nullopt when it does not fit or the job refuses
+// it (validate(): e.g. SEQUENCE_PARALLEL's rows per pass). `layout`: c's device layout, if known.
+std::optional<LayoutSpec> settle(const LayoutSpec& c, const MemoryLimits& limits,
+                                 const models::ParameterLayout* layout = nullptr) {
+  if (!c.checkpoint_policy_given || !c.sub_batches_given) return memory_choice(c, limits);
+  try {
+    c.validate();
+  } catch (const ConfigError&) {
+    return std::nullopt;
+  }
+  const DeviceMemory memory = layout != nullptr ? device_memory(c, *layout) : device_memory(c);
+  if (misfit(memory, limits)) return std::nullopt;
+  return c;
+}
+
 }  // namespace
 
 std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const MemoryLimits& limits) {
@@ -85,13 +103,16 @@ std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const 
     std::vector<bool> modes = {spec.sequence_parallel};
     if (!spec.sequence_parallel && t > 1) modes.push_back(true);
     for (const bool sp : modes) {
+      // With the spec's policy and sub-batches where given; those left open are chosen anew for
+      // the candidate (a pipelined spec's 1 sub-batch is no choice: its stages refuse others).
       auto candidate = [&](int f) {
         LayoutSpec c = spec;
         c.sequence_parallel = sp;
+        if (!c.sub_batches_given) c.sub_batches = 1;
         assign_mesh(c, f, t, per_process);
-        return c;
+        return settle(c, limits, &layout);
       };
-      auto fits = [&](int f) { return !misfit(device_memory(candidate(f), layout), limits); };
+      auto fits = [&](int f) { return candidate(f).has_value(); };
       int found = 0;
       if (fits(1)) {
         found = 1;
@@ -107,7 +128,7 @@ std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const 
         }
         found = sizes[hi];
       }
-      if (found > 0 && better(candidate(found))) best = candidate(found);
+      if (found > 0 && better(*candidate(found))) best = candidate(found);
     }
   }
   const int blocks = spec.model.num_blocks();
@@ -130,8 +151,9 @@ std::optional<LayoutSpec> smallest_fitting_layout(const LayoutSpec& spec, const 
         continue;
       }
       if (!stage_shards_split(c)) break;  // a larger f splits no better
-      if (misfit(device_memory(c), limits)) continue;
-      if (better(c)) best = c;
+      const std::optional<LayoutSpec> fitted = settle(c, limits);  // an open policy chosen for the stage
+      if (!fitted) continue;
+      if (better(*fitted)) best = fitted;
       break;  // a larger f only adds devices
     }
   }

@@ -16,6 +16,10 @@
 // microbatches that do not divide its batch, or under the circular schedule are not a multiple of
 // p; scheduler/pipeline_step.cpp: a chunk whose flat buffer leaves a device of the fsdp axis an
 // empty optimizer shard) is skipped.
+// Every candidate keeps CHECKPOINT_POLICY and NUM_SUB_BATCHES where the spec gave them; those left
+// open are chosen for the candidate's own sequences per device (memory_choice.h, as make_plan
+// chooses them for the layout asked for), so a pipelined spec's 1 sub-batch does not bind the
+// layouts without stages, and the result carries the choice (flags() names it).
 // Among the fits the fewest devices win, then no stage axis (at equal devices fsdp or tensor
 // parallelism beats a pipeline: its communication mostly overlaps compute, while a pipeline idles
 // its bubble, (p - 1) / (r m + p - 1) of the step), then the fewer stages (at equal devices a

@@ -7,6 +7,7 @@
 
 #include "common/errors.h"
 #include "config/pipeline_rules.h"
+#include "config/sequence_parallel_rules.h"
 #include "plan/tensor_parallel.h"
 
 namespace paxocl::plan {
@@ -61,7 +62,17 @@ void LayoutSpec::validate() const {
                                   "choose a divisor of {}",
                                   sub_batches, group_sequences(), group_sequences()));
   }
-  microbatches();  // a stage axis's refusals
+  const int m = microbatches();  // a stage axis's refusals
+  if (sequence_parallel) {  // the job's rule, in its words (a tensor axis of 1 leaves it off: flags())
+    config::SequenceParallelRequest r;
+    r.tensor = along(MeshAxis::kTensor);
+    r.batch = group_sequences();
+    r.seq_len = static_cast<long>(model.max_seq_len());
+    r.sub_batches = sub_batches;
+    r.stages = stages();
+    r.microbatches = m;
+    config::check_sequence_parallel_rows(r);
+  }
 }
 
 std::string LayoutSpec::describe() const {

@@ -80,7 +80,8 @@ struct LayoutSpec {
   // ConfigError naming the numbers: a mesh dimension below 1, a global batch that is not whole
   // sequences per tensor group, a tensor size that cannot split the model (tensor_parallel.h),
   // NUM_SUB_BATCHES not dividing a group's sequences, and what the job refuses of a stage axis
-  // (config/pipeline_rules.h: in the same words).
+  // (config/pipeline_rules.h) and of SEQUENCE_PARALLEL's rows per pass (config/sequence_parallel_rules.h),
+  // in the same words.
   void validate() const;
   // "data 1 x fsdp 256 x tensor 1 = 256 devices (ICI [1,8,1] x DCN [1,32,1], 32 processes)"; with a
   // stage axis "stage 4 x data 2 x fsdp 1 x tensor 1 = 8 devices (...)", and with CIRCULAR_REPEAT r > 1

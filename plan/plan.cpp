@@ -6,6 +6,7 @@
 
 #include "common/errors.h"
 #include "plan/layout_search.h"
+#include "plan/memory_choice.h"
 
 namespace paxocl::plan {
 
@@ -43,48 +44,6 @@ StepTime step_time(const Plan& p, const PlanOptions& options) {
 }
 
 MemoryLimits limits_of(const Accelerator& a) { return MemoryLimits{a.memory_bytes, a.max_alloc_bytes}; }
-
-double recompute_flops_per_token(const LayoutSpec& spec) {
-  const bool sp = spec.sequence_parallel && spec.along(device::MeshAxis::kTensor) > 1;
-  return models::recompute_flops_per_token(spec.model, models::saved_sites(spec.checkpoint_policy, sp),
-                                           spec.model.max_seq_len(), spec.stages() * spec.repeat);
-}
-
-// The memory choice (plan.h): the spec with the policy and sub-batch count that fit with the least
-// recompute, then the fewest sub-batches; nullopt when none fits.
-std::optional<LayoutSpec> memory_choice(const LayoutSpec& spec, const MemoryLimits& limits) {
-  std::vector<models::CheckpointPolicy> policies = {spec.checkpoint_policy};
-  if (!spec.checkpoint_policy_given) {
-    policies.clear();
-    for (const std::string& name : models::checkpoint_policy_names()) {
-      policies.push_back(models::checkpoint_policy_from_name(name));
-    }
-  }
-  std::vector<int> counts = {spec.sub_batches};
-  if (!spec.sub_batches_given && spec.stages() == 1) {  // a pipeline refuses sub-batches
-    counts.clear();
-    for (long k = 1; k <= spec.group_sequences(); ++k) {
-      if (spec.group_sequences() % k == 0) counts.push_back(static_cast<int>(k));
-    }
-  }
-  std::optional<LayoutSpec> best;
-  double best_flops = 0;
-  for (const models::CheckpointPolicy policy : policies) {
-    for (const int k : counts) {
-      LayoutSpec c = spec;
-      c.checkpoint_policy = policy;
-      c.sub_batches = k;
-      if (misfit(device_memory(c), limits)) continue;
-      const double flops = recompute_flops_per_token(c);
-      if (!best || flops < best_flops || (flops == best_flops && k < best->sub_batches)) {
-        best = c;
-        best_flops = flops;
-      }
-      break;  // more sub-batches of this policy only add passes
-    }
-  }
-  return best;
-}
 
 }  // namespace
 

@@ -28,7 +28,8 @@
 //                       given) and the sub-batch counts dividing a group's sequences (if not given;
 //                       a pipeline keeps 1: its microbatches accumulate instead)
 //                       that fit, the least recompute FLOPs, then the fewest sub-batches; it plans
-//                       that choice and says so (Plan::choice);
+//                       that choice and says so (Plan::choice; memory_choice.h, which the layout
+//                       search applies to each candidate too);
 //   verdict             fits when memory.total() <= the device's memory and the largest buffer
 //                       <= its largest allocation; otherwise the smallest layout that fits
 //                       (layout_search.h).

@@ -5,6 +5,7 @@
 // layout (the circular schedule's chunks too) is planned (and refused) as its stages hold it.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -113,6 +114,29 @@ TEST(CliPlan, BadInputIsOneLineAndExitCode2) {
   EXPECT_NE(run_command(kBinary + " plan --fdl.ICI_MESH_SHAPE=[1,1,3]").err.find("NUM_HEADS=4"), std::string::npos);
   const std::string too_many = run_command(kBinary + " plan --fdl.ICI_MESH_SHAPE=[4096,1,1] --fdl.DCN_MESH_SHAPE=[4096,1,1]").err;
   EXPECT_NE(too_many.find("= 16777216 devices, more than 1048576"), std::string::npos) << too_many;
+}
+
+// SEQUENCE_PARALLEL's rows of one pass (here a pipeline's microbatch of 1 x 31 rows over tensor 2):
+// `plan` refuses what `train` refuses, in the same line, and train before writing anything.
+TEST(CliPlan, SequenceParallelRowsArePlanAndTrainsOneError) {
+  TempDir dir;
+  const std::string layout = " --fdl.NUM_LAYERS=4 --fdl.MODEL_DIMS=64 --fdl.HIDDEN_DIMS=256 --fdl.NUM_HEADS=2"
+                             " --fdl.DIMS_PER_HEAD=32 --fdl.FPROP_DTYPE=float32 --fdl.MAX_SEQ_LEN=31"
+                             " --fdl.PERCORE_BATCH_SIZE=1 --fdl.ICI_MESH_SHAPE=[2,1,1,2] --fdl.SEQUENCE_PARALLEL=true";
+  const CommandResult plan = run_command(kBinary + " plan" + layout);
+  const CommandResult train = run_command(kBinary + " train --fdl.DATA=synthetic" + layout +
+                                          " --job_log_dir=" + (dir.path() / "job").string());
+  for (const CommandResult* r : {&plan, &train}) {
+    EXPECT_EQ(r->exit_code, kExitUsage) << r->out << r->err;
+    EXPECT_EQ(count_lines(r->err), 1) << r->err;
+    EXPECT_NE(r->err.find("SEQUENCE_PARALLEL: a microbatch of 1 sequence(s) (4 / 4 microbatches) has 1 x 31 = 31 rows"
+                          " (sequences x MAX_SEQ_LEN), which the tensor axis 2 does not divide; set NUM_MICROBATCHES or"
+                          " MICROBATCH_SIZE or MAX_SEQ_LEN"),
+              std::string::npos)
+        << r->err;
+  }
+  EXPECT_EQ(plan.err, train.err);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "job" / "checkpoints"));
 }
 
 TEST(CliPlan, TrainingRefusesALayoutThatCannotFitInOneLine) {

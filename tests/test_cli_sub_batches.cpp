@@ -2,7 +2,9 @@
 // inside a process and across processes, and tensor with sequence parallelism, 10 steps with each
 // device's batch in 2 sub-batches give the unsplit job's losses within float32 rounding (the same
 // data order), with less activation memory per device; with rematerialization on top; a count that
-// does not divide the batch is a one-line error.
+// does not divide the batch is a one-line error. Under SEQUENCE_PARALLEL (GPT's LayerNorm, LLaMA's
+// RMSNorm) the weights after the steps match too, element by element: each sub-batch's norm
+// gradients are summed over the tensor group once (losses alone could not tell).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -24,6 +26,7 @@ const std::string kGpt =
 
 struct SubBatchCase {
   std::string name, launcher, layout, extra;
+  bool compare_weights = false;  // --save_weights of both jobs, element by element
 };
 void PrintTo(const SubBatchCase& c, std::ostream* os) { *os << c.name; }
 
@@ -39,13 +42,22 @@ class CliSubBatches : public ::testing::TestWithParam<SubBatchCase> {
 
 TEST_P(CliSubBatches, LossesEqualTheUnsplitJobsWithLessActivationMemory) {
   const SubBatchCase& c = GetParam();
-  const CommandResult whole = train(c, "", "whole");
-  const CommandResult split = train(c, " --fdl.NUM_SUB_BATCHES=2" + c.extra, "split");
+  auto save = [&](const std::string& job) {
+    return c.compare_weights ? " --save_weights=" + (dir_.path() / job / "final.safetensors").string() : std::string();
+  };
+  const CommandResult whole = train(c, save("whole"), "whole");
+  const CommandResult split = train(c, " --fdl.NUM_SUB_BATCHES=2" + c.extra + save("split"), "split");
   const std::vector<float> want = train_losses(dir_.path() / "whole"), got = train_losses(dir_.path() / "split");
   ASSERT_EQ(want.size(), 10u);
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 2e-4 * want[i]) << "step " << i + 1;
   EXPECT_LT(activation_mib(split.out), activation_mib(whole.out)) << split.out;
+  if (!c.compare_weights) return;
+  const std::vector<float> w = weights_of(dir_.path() / "whole" / "final.safetensors");
+  const std::vector<float> s = weights_of(dir_.path() / "split" / "final.safetensors");
+  ASSERT_EQ(s.size(), w.size());
+  ASSERT_GT(s.size(), 1000u);
+  for (std::size_t i = 0; i < s.size(); ++i) ASSERT_NEAR(s[i], w[i], 2e-5) << "element " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -59,7 +71,11 @@ INSTANTIATE_TEST_SUITE_P(
         SubBatchCase{"FsdpAcrossProcesses", kMpirun, " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.DCN_MESH_SHAPE=[1,2,1]",
                      ""},
         SubBatchCase{"TensorSequenceParallel", "",
-                     " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,1,2] --fdl.SEQUENCE_PARALLEL=true", ""}),
+                     " --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,1,2] --fdl.SEQUENCE_PARALLEL=true", "", true},
+        SubBatchCase{"LlamaTensorSequenceParallel", "",
+                     " --fdl.ARCHITECTURE=llama --fdl.HIDDEN_DIMS=176 --fdl.NUM_KV_HEADS=2 --fdl.PERCORE_BATCH_SIZE=2"
+                     " --fdl.ICI_MESH_SHAPE=[1,1,2] --fdl.SEQUENCE_PARALLEL=true",
+                     "", true}),
     [](const ::testing::TestParamInfo<SubBatchCase>& c) { return c.param.name; });
 
 TEST(CliSubBatchErrors, ACountThatDoesNotDivideTheBatchIsAOneLineError) {

@@ -264,20 +264,37 @@ TEST_F(CliTensor, ImpossibleLayoutsAreOneLineErrors) {
        "tensor axis 2 and NUM_KV_HEADS=3: one must divide the other"},
       {kGpt + " --fdl.ICI_MESH_SHAPE=[2,1,1]" + kSequenceParallel, "SEQUENCE_PARALLEL=True needs a tensor axis > 1"},
       {kGpt + " --fdl.PERCORE_BATCH_SIZE=0.5 --fdl.MAX_SEQ_LEN=31 --fdl.ICI_MESH_SHAPE=[1,1,2]" + kSequenceParallel,
-       "a tensor group's batch has 1 x 31 = 31 rows (sequences x MAX_SEQ_LEN), which the tensor axis 2 does not divide"},
+       "a tensor group's batch of 1 sequence(s) has 1 x 31 = 31 rows (sequences x MAX_SEQ_LEN), which the tensor axis "
+       "2 does not divide; set PERCORE_BATCH_SIZE or MAX_SEQ_LEN"},
+      // The rows of one pass count, not the step's: 4 x 31 rows split, a sub-batch's or a microbatch's do not.
+      {kGpt + " --fdl.PERCORE_BATCH_SIZE=2 --fdl.MAX_SEQ_LEN=31 --fdl.NUM_SUB_BATCHES=4 --fdl.ICI_MESH_SHAPE=[1,1,2]" +
+           kSequenceParallel,
+       "a sub-batch of 1 sequence(s) (4 / NUM_SUB_BATCHES=4) has 1 x 31 = 31 rows (sequences x MAX_SEQ_LEN), which the "
+       "tensor axis 2 does not divide; set NUM_SUB_BATCHES or MAX_SEQ_LEN"},
+      {kGpt + " --fdl.PERCORE_BATCH_SIZE=1 --fdl.MAX_SEQ_LEN=31 --fdl.ICI_MESH_SHAPE=[2,1,1,2]" + kSequenceParallel,
+       "a microbatch of 1 sequence(s) (4 / 4 microbatches) has 1 x 31 = 31 rows (sequences x MAX_SEQ_LEN), which the "
+       "tensor axis 2 does not divide; set NUM_MICROBATCHES or MICROBATCH_SIZE or MAX_SEQ_LEN"},
   };
   for (const auto& c : cases) {
-    const auto r = run_command(kBinary + c.args + " --job_log_dir=" + (dir_.path() / "bad").string());
+    const fs::path bad = dir_.path() / "bad";
+    fs::remove_all(bad);
+    const auto r = run_command(kBinary + c.args + " --job_log_dir=" + bad.string());
     EXPECT_NE(r.exit_code, 0) << c.args;
     EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
     EXPECT_LE(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(fs::exists(bad / "checkpoints")) << c.args << ": refused at configuration time, before checkpoint 0";
   }
+  // The same layout with microbatches of 2 x 31 rows runs.
+  const auto two = run_command(kFourDevices + kBinary + kGpt + " --fdl.MAX_STEPS=1 --fdl.PERCORE_BATCH_SIZE=1 --fdl.MAX_SEQ_LEN=31"
+                               " --fdl.MICROBATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[2,1,1,2]" + kSequenceParallel +
+                               " --job_log_dir=" + (dir_.path() / "good").string());
+  EXPECT_EQ(two.exit_code, 0) << two.err;
   // A tensor group across processes (each process one sequence): its training batch's rows (each rank says it).
   const auto r = run_command(kMpirun + kBinary + kGpt + " --devices=0 --fdl.PERCORE_BATCH_SIZE=0.5 --fdl.MAX_SEQ_LEN=31" +
                              " --fdl.DCN_MESH_SHAPE=[1,1,2]" + kSequenceParallel + " --job_log_dir=" +
                              (dir_.path() / "bad").string());
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("a tensor group's batch has 1 x 31 = 31 rows"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a tensor group's batch of 1 sequence(s) has 1 x 31 = 31 rows"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -405,10 +405,11 @@ TEST(Plan, TensorRankActivationsOfGptByHand) {
     const plan::DeviceMemory m = plan::device_memory(spec_of(with_policy));
     EXPECT_EQ(m.activations_without_sp, activations(N, c.per_block));
     // gathered input and gradient (N, C), first block's input and delta (N/t, C), 4 C packed norm
-    // gradients; out_proj is never kept under sequence parallelism (its buffer is the reduce-scatter's)
+    // gradients and 4 C of earlier passes' set aside; out_proj is never kept under sequence
+    // parallelism (its buffer is the reduce-scatter's)
     auto sp_blocks = c.per_block;
     if (std::string(c.policy) != "SAVE_EVERYTHING") sp_blocks[kOutProj] = false;
-    const std::size_t workspaces = 2 * N * C * 4 + 2 * (N / t) * C * 4 + 4 * C * 4;
+    const std::size_t workspaces = 2 * N * C * 4 + 2 * (N / t) * C * 4 + 2 * 4 * C * 4;
     EXPECT_EQ(m.activations_with_sp, activations(N / t, sp_blocks) + workspaces);
     EXPECT_EQ(m.activations, m.activations_without_sp);  // SEQUENCE_PARALLEL is not on
   }
@@ -756,6 +757,40 @@ TEST(Plan, PipelineErrorsAreTheJobsInOneLine) {
   EXPECT_EQ(fsdp.microbatches(), 6);
 }
 
+// SEQUENCE_PARALLEL splits the rows of one pass (a microbatch, a sub-batch) over the tensor axis:
+// the plan refuses what the job refuses (config/sequence_parallel_rules.h), in its words.
+TEST(Plan, SequenceParallelRowsOfEveryPassAreTheJobsRule) {
+  const auto odd_rows = with(odd_gpt(), {{"MAX_SEQ_LEN", "23"}, {"SEQUENCE_PARALLEL", "true"}});
+  const struct {
+    std::vector<std::pair<std::string, std::string>> overrides;
+    std::string says;
+  } cases[] = {
+      {{{"ICI_MESH_SHAPE", "[1,1,2]"}, {"PERCORE_BATCH_SIZE", "0.5"}},
+       "SEQUENCE_PARALLEL: a tensor group's batch of 1 sequence(s) has 1 x 23 = 23 rows (sequences x MAX_SEQ_LEN), "
+       "which the tensor axis 2 does not divide; set PERCORE_BATCH_SIZE or MAX_SEQ_LEN"},
+      {{{"ICI_MESH_SHAPE", "[1,1,2]"}, {"PERCORE_BATCH_SIZE", "1"}, {"NUM_SUB_BATCHES", "2"}},
+       "a sub-batch of 1 sequence(s) (2 / NUM_SUB_BATCHES=2) has 1 x 23 = 23 rows (sequences x MAX_SEQ_LEN), which the "
+       "tensor axis 2 does not divide; set NUM_SUB_BATCHES or MAX_SEQ_LEN"},
+      {{{"ICI_MESH_SHAPE", "[2,1,1,2]"}, {"PERCORE_BATCH_SIZE", "1"}},
+       "a microbatch of 1 sequence(s) (4 / 4 microbatches) has 1 x 23 = 23 rows (sequences x MAX_SEQ_LEN), which the "
+       "tensor axis 2 does not divide; set NUM_MICROBATCHES or MICROBATCH_SIZE or MAX_SEQ_LEN"},
+  };
+  for (const auto& c : cases) {
+    const std::string e = error_message<ConfigError>([&] { spec_of(with(odd_rows, c.overrides)); });
+    EXPECT_NE(e.find(c.says), std::string::npos) << e;
+    EXPECT_EQ(count_lines(e), 0) << e;
+  }
+  // Passes of 2 x 23 rows split; so does every pass without SEQUENCE_PARALLEL.
+  EXPECT_EQ(spec_of(with(odd_rows, {{"ICI_MESH_SHAPE", "[2,1,1,2]"}, {"PERCORE_BATCH_SIZE", "1"}, {"MICROBATCH_SIZE", "2"}}))
+                .microbatches(),
+            2);
+  EXPECT_EQ(spec_of(with(odd_rows, {{"ICI_MESH_SHAPE", "[1,1,2]"}, {"PERCORE_BATCH_SIZE", "1"}})).sub_batches, 1);
+  EXPECT_EQ(spec_of(with(odd_rows, {{"ICI_MESH_SHAPE", "[2,1,1,2]"}, {"PERCORE_BATCH_SIZE", "1"},
+                                    {"SEQUENCE_PARALLEL", "false"}}))
+                .microbatches(),
+            4);
+}
+
 // The circular schedule on odd_gpt with 4 blocks, 2 stages x CIRCULAR_REPEAT 2: virtual stages
 // v = c x 2 + s of one block each, device 0 holding v = 0, 2 and device 1 v = 1, 3. PERCORE 2 x 2
 // stages = 4 sequences per pipeline, NUM_MICROBATCHES 4: microbatches of 1 sequence, N = 24 rows.
@@ -946,12 +981,18 @@ TEST(Plan, SearchTriesOnlyTheCircularStagesTheRulesAllow) {
   const auto base = with(odd_gpt(), {{"NUM_LAYERS", "4"}, {"NUM_HEADS", "1"}, {"DIMS_PER_HEAD", "40"},
                                      {"PERCORE_BATCH_SIZE", "2"}, {"PIPELINE_SCHEDULE", "circular"},
                                      {"CIRCULAR_REPEAT", "2"}});
+  // CHECKPOINT_POLICY and NUM_SUB_BATCHES given (as on a command line): the candidates keep them
+  // (left open, FSDP with rematerialization would fit below the pipeline).
+  auto given = [](plan::LayoutSpec s) {
+    s.checkpoint_policy_given = s.sub_batches_given = true;
+    return s;
+  };
   auto smallest_other = [](const plan::LayoutSpec& spec) {  // one device or FSDP over both sequences
     plan::LayoutSpec fsdp2 = spec;
     plan::assign_mesh(fsdp2, 2, 1, 1);
     return std::min(plan::device_memory(spec).total(), plan::device_memory(fsdp2).total());
   };
-  const plan::LayoutSpec spec = spec_of(base);
+  const plan::LayoutSpec spec = given(spec_of(base));
   plan::LayoutSpec two = spec;
   plan::assign_stage_mesh(two, 2, 1);
   const std::size_t stages2 = plan::device_memory(two).total(), other = smallest_other(spec);
@@ -965,8 +1006,39 @@ TEST(Plan, SearchTriesOnlyTheCircularStagesTheRulesAllow) {
                             "--fdl.NUM_MICROBATCHES=2 --fdl.PIPELINE_SCHEDULE=circular --fdl.CIRCULAR_REPEAT=2");
   // 6 blocks: p 2 makes 4 chunks, which do not split them; p 3 makes 6, but 2 microbatches do not
   // fill a ring of 3. No stage axis is left, so nothing fits below the other layouts.
-  const plan::LayoutSpec six = spec_of(with(base, {{"NUM_LAYERS", "6"}}));
+  const plan::LayoutSpec six = given(spec_of(with(base, {{"NUM_LAYERS", "6"}})));
   EXPECT_FALSE(plan::smallest_fitting_layout(six, {static_cast<double>(smallest_other(six)) - 1, 0}).has_value());
+}
+
+// The settings left open are chosen for each candidate, as for the layout asked for: a gpipe
+// pipeline holds all 16 of its microbatches, while one device with sub-batches runs the same
+// global batch (a pipelined spec's 1 sub-batch once bound the candidates without stages).
+TEST(Plan, SearchChoosesTheOpenSettingsForEachCandidate) {
+  const auto base = with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"PIPELINE_SCHEDULE", "gpipe"},
+                                     {"PERCORE_BATCH_SIZE", "8"}});
+  const plan::LayoutSpec spec = spec_of(base);
+  plan::LayoutSpec one = spec;
+  plan::assign_mesh(one, 1, 1, 1);
+  one.sub_batches = 4;
+  const double limit = static_cast<double>(plan::device_memory(one).total());
+  ASSERT_GT(static_cast<double>(plan::device_memory(spec).total()), limit);
+  one.sub_batches = 1;
+  ASSERT_GT(static_cast<double>(plan::device_memory(one).total()), limit);
+  const std::optional<plan::LayoutSpec> found = plan::smallest_fitting_layout(spec, {limit, 0});
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->devices(), 1);
+  EXPECT_GE(found->sub_batches, 2);
+  EXPECT_LE(found->sub_batches, 4);
+  EXPECT_NE(found->flags().find("--fdl.NUM_SUB_BATCHES=" + std::to_string(found->sub_batches)), std::string::npos)
+      << found->flags();
+  EXPECT_FALSE(plan::misfit(plan::device_memory(*found), {limit, 0}));
+  // Both given: every candidate keeps them, and one device does not fit.
+  plan::LayoutSpec fixed = spec;
+  fixed.checkpoint_policy_given = fixed.sub_batches_given = true;
+  const std::optional<plan::LayoutSpec> kept = plan::smallest_fitting_layout(fixed, {limit, 0});
+  if (kept) {
+    EXPECT_GT(kept->devices(), 1) << kept->flags();
+  }
 }
 
 // One sequence and one head: neither fsdp (nothing to split a global batch of 1) nor a tensor axis

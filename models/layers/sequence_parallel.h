@@ -14,7 +14,12 @@
 // workspaces shared by every block (and the model's embedding and head): a block's backward
 // gathers its norms' outputs again rather than keeping N rows of them per block (the paper's
 // choice), overlapped with the backward before them. The norms' parameters stay replicated, but
-// each member's gradient covers its rows only: sum_gradients adds them up over the group.
+// each member's gradient covers its rows only: sum_gradients adds them up over the group. A step
+// may run several backward passes into the same gradients (sub-batches, pipeline microbatches), so
+// only each pass's own contribution is summed: begin_gradients sets the earlier passes' (already
+// summed) total aside and zeroes the gradients, sum_gradients sums what this pass added and adds
+// the total back. Summing the accumulated gradients instead would count every earlier pass again
+// once per member.
 #pragma once
 
 #include <vector>
@@ -38,15 +43,20 @@ class SequenceParallel {
   ActBuffer stream_input;       // (N/t, C): the first block's input, the embedding's sum reduce-scattered
   ActBuffer delta;              // (N/t, C): a reduce-scattered partial sum, consumed at once
 
-  // Every member's gradients of replicated parameters (float32 views) summed over the tensor
-  // group in one collective: packed into a scratch buffer, summed, copied back.
+  // Around one pass's backward through layers with replicated parameters (float32 gradient views,
+  // at most 4 C floats in all), called in pairs with the same views and nothing in between that
+  // touches other replicated gradients: begin_gradients keeps their current values (the earlier
+  // passes' sums) and zeroes them; sum_gradients then sums this pass's gradients over the tensor
+  // group in one collective and adds the kept values back: g = earlier + sum over members.
+  void begin_gradients(LayerContext& ctx, const std::vector<FloatBuffer>& gradients);
   void sum_gradients(LayerContext& ctx, const std::vector<FloatBuffer>& gradients);
   // shard[0, n) <- full[rank n, (rank + 1) n): this member's rows of a whole (not partial) result
   // every member computed alike (a replicated layer's output, e.g. the SSM's).
   static void take_own_rows(LayerContext& ctx, const ActBuffer& full, ActBuffer& shard, std::size_t n);
 
  private:
-  FloatBuffer packed_gradients_;  // (4 C)
+  FloatBuffer packed_gradients_;  // (4 C): this pass's gradients, summed in place
+  FloatBuffer earlier_gradients_;  // (4 C): begin_gradients' kept values, in the same packing
 };
 
 }  // namespace paxocl::models

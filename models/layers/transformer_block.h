@@ -158,6 +158,9 @@ class TransformerBlock {
     const std::size_t shard = ctx.stream_rows() * dims_;
     int scatter = -1;
     auto start_scatter = [&](ActBuffer& dx) { scatter = group.start_reduce_scatter(dx, sp.delta, shard); };
+    std::vector<FloatBuffer> norm_gradients = norm1_.parameter_gradients();
+    for (FloatBuffer& g : norm2_.parameter_gradients()) norm_gradients.push_back(std::move(g));
+    sp.begin_gradients(ctx, norm_gradients);  // earlier passes' sums aside: only this pass's are summed
     const int mlp_input = group.start_all_gather(*normed2_, sp.gathered_input, shard);
     group.all_gather(dy, sp.gathered_gradient, shard);
     group.finish(mlp_input);
@@ -174,8 +177,6 @@ class TransformerBlock {
       SequenceParallel::take_own_rows(ctx, attention_.backward(ctx, sp.gathered_gradient), sp.delta, shard);
     }
     const ActBuffer& dx = norm1_.backward(ctx, sp.delta, &dx2);
-    std::vector<FloatBuffer> norm_gradients = norm1_.parameter_gradients();
-    for (FloatBuffer& g : norm2_.parameter_gradients()) norm_gradients.push_back(std::move(g));
     sp.sum_gradients(ctx, norm_gradients);
     return dx;
   }
