@@ -561,6 +561,19 @@ TEST(WeightsIo, SafetensorsRecordEverySettingAndTheFileRules) {
   expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"model_type is 2"});
   write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "activation_function": 1})");
   expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"activation_function", "is 1"});
+  // GPT2Config's switches of the attention arithmetic: the value pax-ocl computes loads, another is refused.
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "scale_attn_weights": true,
+                          "scale_attn_by_inverse_layer_idx": false, "reorder_and_upcast_attn": true})");
+  EXPECT_EQ(load_safetensors(hf, std::nullopt, 16).config.gpt().num_heads, 2);
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "scale_attn_weights": false})");
+  expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"\"scale_attn_weights\" is false"});
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "scale_attn_by_inverse_layer_idx": true})");
+  expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config,
+                    {"\"scale_attn_by_inverse_layer_idx\" is true"});
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "add_cross_attention": true})");
+  expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"\"add_cross_attention\" is true"});
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "scale_attn_weights": "yes"})");
+  expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"scale_attn_weights", "expected true or false"});
 }
 
 TEST(WeightsIo, BlockKindsParseAsAPattern) {
@@ -752,6 +765,14 @@ TEST(WeightsIo, SafetensorsErrorsNameTheFileAndTheProblem) {
     });
     expect_file_error(load, f, {"tensor transformer.ln_f.weight has dtype", dtype, "only F32"});
   }
+  // A whole float16 file (half the bytes float32 shapes imply) is named by its dtype, not called truncated.
+  write_with([](auto& ts) {
+    for (StTensor& t : ts) {
+      t.dtype = "F16";
+      t.bytes.resize(t.bytes.size() / 2);
+    }
+  });
+  expect_file_error(load, f, {"has dtype F16", "only F32"});
 
   // Offsets: the last-listed tensor (wte.weight, 50*8 floats) is moved about.
   const std::uint64_t data_bytes = [&] {
