@@ -468,22 +468,20 @@ void check_weights_destination(const fs::path& file, const ModelConfig& model, s
   } catch (const ConfigError& e) {
     throw ConfigError(fmt::format("{}: {}", what, e.what()));
   }
-  // A GPT's file goes in a directory that exists (its writers create none). A LLaMA's directories
-  // are created (save_hf_llama): the nearest one that exists must take them.
+  // The output goes in a directory that exists: a file's directory, or a LLaMA directory's parent
+  // (that directory itself is created when new). Nothing creates a missing path on the way.
   std::error_code ec;
-  if (fs::is_directory(file, ec) && (model.is_gpt() || is_safetensors(file))) {
+  const bool directory_output = model.is_llama() && !is_safetensors(file);
+  if (directory_output && fs::exists(file, ec)) {
+    if (const std::string why = why_not_directory(file); !why.empty()) {
+      throw ConfigError(fmt::format("{}: {}; give a directory or FILE.safetensors", what, why));
+    }
+  } else if (!directory_output && fs::is_directory(file, ec)) {
     throw ConfigError(fmt::format("{}: is a directory; give a file name ({})", what,
                                   model.is_llama() ? "FILE.safetensors" : "FILE.safetensors or FILE.bin"));
   }
-  fs::path dir = model.is_llama() && !is_safetensors(file) ? file : file.parent_path();
+  fs::path dir = directory_output && fs::exists(file, ec) ? file : file.parent_path();
   if (dir.empty()) dir = ".";
-  if (model.is_llama()) {
-    while (!fs::exists(dir, ec)) {
-      const fs::path up = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
-      if (up == dir) break;
-      dir = up;
-    }
-  }
   if (const std::string why = why_not_directory(dir); !why.empty()) {
     throw ConfigError(fmt::format("{}: the directory {}: {}; create it first or give another path", what, dir.string(), why));
   }

@@ -73,8 +73,8 @@ HostWeights load_weights_file(const std::filesystem::path& file, std::optional<i
 //   LLaMA anything else     a directory holding config.json and model.safetensors
 // check_weights_destination checks that before any work (train checks --save_weights at start-up):
 // the format can hold the model (ConfigError with the format's own message: SSM blocks, llm.c's
-// HIDDEN_DIMS=4C, ...) and the place can be written (the file's directory, or for a LLaMA directory
-// the directory or its parent, exists and is writable; a file name is not a directory). Messages
+// HIDDEN_DIMS=4C, ...) and the place can be written (the file's directory, or a LLaMA directory's
+// parent, exists and is writable; a file name is not a directory). Messages
 // start with "--FLAG=PATH: " (`flag` empty: the path alone). save_weights_file runs it first.
 void check_weights_destination(const std::filesystem::path& file, const ModelConfig& model, std::string_view flag);
 void save_weights_file(const std::filesystem::path& file, const HostWeights& w);

@@ -26,6 +26,7 @@
 
 #include "common/errors.h"
 #include "models/parameter_layout.h"
+#include "tests/model_configs.h"
 #include "tests/test_support.h"
 
 namespace paxocl::models {
@@ -817,6 +818,40 @@ TEST(WeightsIo, SafetensorsErrorsNameTheFileAndTheProblem) {
   write_safetensors(f, good);
   EXPECT_THROW(load_safetensors(f, 3, 1), ConfigError);  // 3 does not divide C=8
   EXPECT_NO_THROW(load());
+}
+
+// Where save_weights_file may write, by the model and the suffix, checked before any work.
+TEST(WeightsIo, TheDestinationIsCheckedBeforeAnyWork) {
+  TempDir dir;
+  const ModelConfig gpt = testing::gpt_config(2, 8, 32, 2, 4, 4, 50);
+  ModelConfig ssm = gpt;
+  GptConfig with_ssm = gpt.gpt();
+  with_ssm.block_kinds = {BlockKind::kAttention, BlockKind::kSsm};
+  ssm = with_ssm;
+  const ModelConfig llama = testing::tiny_llama_config();
+  EXPECT_NO_THROW(check_weights_destination(dir.path() / "a.bin", gpt, "save_weights"));
+  EXPECT_NO_THROW(check_weights_destination(dir.path() / "a.safetensors", ssm, "save_weights"));
+  EXPECT_NO_THROW(check_weights_destination(dir.path() / "a.safetensors", llama, "save_weights"));
+  EXPECT_NO_THROW(check_weights_destination(dir.path() / "new-dir", llama, "save_weights"));
+  expect_error_naming<ConfigError>([&] { check_weights_destination(dir.path() / "a.bin", ssm, "save_weights"); },
+                                   "--save_weights=" + (dir.path() / "a.bin").string(),
+                                   {"an llm.c checkpoint holds attention blocks only"});
+  expect_error_naming<ConfigError>([&] { check_weights_destination(dir.path() / "a.bin", llama, "output"); },
+                                   "--output=" + (dir.path() / "a.bin").string(),
+                                   {"llm.c format (.bin) holds GPT-2 models only", "FILE.safetensors", "a directory"});
+  const fs::path missing = dir.path() / "missing";
+  for (const ModelConfig& m : {gpt, llama}) {
+    expect_error_naming<ConfigError>([&] { check_weights_destination(missing / "a.safetensors", m, "save_weights"); },
+                                     missing, {"the directory", "create it first"});
+  }
+  expect_error_naming<ConfigError>([&] { check_weights_destination(missing / "out", llama, "save_weights"); },
+                                   missing, {"the directory", "create it first"});
+  expect_error_naming<ConfigError>([&] { check_weights_destination(dir.path(), gpt, "save_weights"); }, dir.path(),
+                                   {"is a directory; give a file name"});
+  // save_weights_file refuses the same, writing nothing.
+  HostWeights w{llama, 1, std::vector<float>(ParameterLayout(llama, 1).total())};
+  EXPECT_THROW(save_weights_file(dir.path() / "b.bin", w), ConfigError);
+  EXPECT_FALSE(fs::exists(dir.path() / "b.bin"));
 }
 
 }  // namespace
