@@ -41,7 +41,7 @@ int run_export(const CliArgs& args, const collectives::ProcessWorld& world) {
   const auto output = args.flag("output");
   if (!job || !output) throw ConfigError("export needs --job_log_dir=DIR and --output=FILE.safetensors");
   const JobWeights job_weights = read_job_weights(*job, args.flag("step"));
-  models::check_weights_destination(*output, job_weights.weights.config, "output");
+  models::check_weights_destination(*output, job_weights.weights.config, "output", {});
   if (world.rank() == 0) {
     models::save_weights_file(*output, job_weights.weights);
     std::cout << fmt::format("exported {} (step {}) to {}\n", job_weights.checkpoint, job_weights.step, *output);

@@ -127,7 +127,9 @@ int run_job(const CliArgs& args, const collectives::ProcessWorld& world, const c
   config::JobConfig job = config::resolve_job(std::move(e), std::move(flags), world.size(), world.rank());
   job.fprop_dtype_choice = auto_dtype;
   // Before any training: a weights file the job could not write would be found only at the end.
-  if (train && job.flags.save_weights) models::check_weights_destination(*job.flags.save_weights, job.model, "save_weights");
+  if (train && job.flags.save_weights) {
+    models::check_weights_destination(*job.flags.save_weights, job.model, "save_weights", job.flags.job_log_dir);
+  }
   return train ? scheduler::run_training(job, world) : scheduler::run_evaluation(job, world);
 }
 

@@ -452,7 +452,8 @@ HostWeights load_weights_file(const fs::path& file, std::optional<int> num_heads
   return w;
 }
 
-void check_weights_destination(const fs::path& file, const ModelConfig& model, std::string_view flag) {
+void check_weights_destination(const fs::path& file, const ModelConfig& model, std::string_view flag,
+                               const fs::path& created_first) {
   const std::string what = flag.empty() ? file.string() : fmt::format("--{}={}", flag, file.string());
   try {
     if (model.is_llama()) {
@@ -482,6 +483,16 @@ void check_weights_destination(const fs::path& file, const ModelConfig& model, s
   }
   fs::path dir = directory_output && fs::exists(file, ec) ? file : file.parent_path();
   if (dir.empty()) dir = ".";
+  // The job directory, created (with its parents) before the file is written: the nearest
+  // directory above it that exists must take it.
+  if (!created_first.empty() && !fs::exists(dir, ec) &&
+      fs::weakly_canonical(dir, ec) == fs::weakly_canonical(created_first, ec)) {
+    while (!fs::exists(dir, ec)) {
+      const fs::path up = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
+      if (up == dir) break;
+      dir = up;
+    }
+  }
   if (const std::string why = why_not_directory(dir); !why.empty()) {
     throw ConfigError(fmt::format("{}: the directory {}: {}; create it first or give another path", what, dir.string(), why));
   }
@@ -491,7 +502,7 @@ void check_weights_destination(const fs::path& file, const ModelConfig& model, s
 }
 
 void save_weights_file(const fs::path& file, const HostWeights& w) {
-  check_weights_destination(file, w.config, "");
+  check_weights_destination(file, w.config, "", {});
   if (w.config.is_llama()) {
     save_hf_llama(file, w);
   } else if (is_safetensors(file)) {

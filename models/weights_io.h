@@ -75,8 +75,11 @@ HostWeights load_weights_file(const std::filesystem::path& file, std::optional<i
 // the format can hold the model (ConfigError with the format's own message: SSM blocks, llm.c's
 // HIDDEN_DIMS=4C, ...) and the place can be written (the file's directory, or a LLaMA directory's
 // parent, exists and is writable; a file name is not a directory). Messages
-// start with "--FLAG=PATH: " (`flag` empty: the path alone). save_weights_file runs it first.
-void check_weights_destination(const std::filesystem::path& file, const ModelConfig& model, std::string_view flag);
+// start with "--FLAG=PATH: " (`flag` empty: the path alone). `created_first`: a directory the caller
+// creates before it writes (train's job directory; empty: none): the file may go there. save_weights_file
+// runs the check first.
+void check_weights_destination(const std::filesystem::path& file, const ModelConfig& model, std::string_view flag,
+                               const std::filesystem::path& created_first);
 void save_weights_file(const std::filesystem::path& file, const HostWeights& w);
 
 }  // namespace paxocl::models

@@ -829,24 +829,29 @@ TEST(WeightsIo, TheDestinationIsCheckedBeforeAnyWork) {
   with_ssm.block_kinds = {BlockKind::kAttention, BlockKind::kSsm};
   ssm = with_ssm;
   const ModelConfig llama = testing::tiny_llama_config();
-  EXPECT_NO_THROW(check_weights_destination(dir.path() / "a.bin", gpt, "save_weights"));
-  EXPECT_NO_THROW(check_weights_destination(dir.path() / "a.safetensors", ssm, "save_weights"));
-  EXPECT_NO_THROW(check_weights_destination(dir.path() / "a.safetensors", llama, "save_weights"));
-  EXPECT_NO_THROW(check_weights_destination(dir.path() / "new-dir", llama, "save_weights"));
-  expect_error_naming<ConfigError>([&] { check_weights_destination(dir.path() / "a.bin", ssm, "save_weights"); },
+  EXPECT_NO_THROW(check_weights_destination(dir.path() / "a.bin", gpt, "save_weights", {}));
+  EXPECT_NO_THROW(check_weights_destination(dir.path() / "a.safetensors", ssm, "save_weights", {}));
+  EXPECT_NO_THROW(check_weights_destination(dir.path() / "a.safetensors", llama, "save_weights", {}));
+  EXPECT_NO_THROW(check_weights_destination(dir.path() / "new-dir", llama, "save_weights", {}));
+  expect_error_naming<ConfigError>([&] { check_weights_destination(dir.path() / "a.bin", ssm, "save_weights", {}); },
                                    "--save_weights=" + (dir.path() / "a.bin").string(),
                                    {"an llm.c checkpoint holds attention blocks only"});
-  expect_error_naming<ConfigError>([&] { check_weights_destination(dir.path() / "a.bin", llama, "output"); },
+  expect_error_naming<ConfigError>([&] { check_weights_destination(dir.path() / "a.bin", llama, "output", {}); },
                                    "--output=" + (dir.path() / "a.bin").string(),
                                    {"llm.c format (.bin) holds GPT-2 models only", "FILE.safetensors", "a directory"});
   const fs::path missing = dir.path() / "missing";
   for (const ModelConfig& m : {gpt, llama}) {
-    expect_error_naming<ConfigError>([&] { check_weights_destination(missing / "a.safetensors", m, "save_weights"); },
+    expect_error_naming<ConfigError>([&] { check_weights_destination(missing / "a.safetensors", m, "save_weights", {}); },
                                      missing, {"the directory", "create it first"});
   }
-  expect_error_naming<ConfigError>([&] { check_weights_destination(missing / "out", llama, "save_weights"); },
+  expect_error_naming<ConfigError>([&] { check_weights_destination(missing / "out", llama, "save_weights", {}); },
                                    missing, {"the directory", "create it first"});
-  expect_error_naming<ConfigError>([&] { check_weights_destination(dir.path(), gpt, "save_weights"); }, dir.path(),
+  // Into the job directory that train creates first (with its parents): allowed, not elsewhere.
+  const fs::path job = dir.path() / "runs" / "job";
+  EXPECT_NO_THROW(check_weights_destination(job / "final.safetensors", gpt, "save_weights", job));
+  expect_error_naming<ConfigError>([&] { check_weights_destination(missing / "a.bin", gpt, "save_weights", job); },
+                                   missing, {"the directory", "create it first"});
+  expect_error_naming<ConfigError>([&] { check_weights_destination(dir.path(), gpt, "save_weights", {}); }, dir.path(),
                                    {"is a directory; give a file name"});
   // save_weights_file refuses the same, writing nothing.
   HostWeights w{llama, 1, std::vector<float>(ParameterLayout(llama, 1).total())};
