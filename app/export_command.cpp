@@ -21,8 +21,9 @@ const FlagSpec kExportFlags[] = {
     kCommonFlags[1],
     {"job_log_dir", "DIR", "the training job whose checkpoint to export (required)"},
     {"step", "N", "the checkpoint of step N (default: the newest good one)"},
-    {"output", "FILE", "where to write: FILE.safetensors (Hugging Face GPT-2 names) or FILE.bin (llm.c); a LLaMA: a "
-                       "directory or FILE.safetensors (Hugging Face LLaMA, with config.json) (required)"},
+    {"output", "FILE", "where to write (required). GPT: FILE.safetensors (Hugging Face GPT-2 names), else an llm.c "
+                       "checkpoint (FILE.bin); LLaMA: FILE.safetensors with config.json beside it, or a directory "
+                       "(config.json, model.safetensors); .bin is refused (llm.c has no LLaMA)"},
 };
 }  // namespace
 
@@ -40,6 +41,7 @@ int run_export(const CliArgs& args, const collectives::ProcessWorld& world) {
   const auto output = args.flag("output");
   if (!job || !output) throw ConfigError("export needs --job_log_dir=DIR and --output=FILE.safetensors");
   const JobWeights job_weights = read_job_weights(*job, args.flag("step"));
+  models::check_weights_destination(*output, job_weights.weights.config, "output", {});
   if (world.rank() == 0) {
     models::save_weights_file(*output, job_weights.weights);
     std::cout << fmt::format("exported {} (step {}) to {}\n", job_weights.checkpoint, job_weights.step, *output);

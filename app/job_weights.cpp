@@ -34,9 +34,9 @@ JobWeights read_job_weights(const std::filesystem::path& job_dir, const std::opt
     if (!std::filesystem::exists(dir.final_path(n))) {
       throw ConfigError(fmt::format("--step={}: {} does not exist", n, dir.final_path(n).string()));
     }
-    state = checkpoint::read_checkpoint(dir, n, layout);
+    state = checkpoint::read_checkpoint(dir, n, layout, &e);
   } else {
-    state = checkpoint::read_latest_checkpoint(dir, layout, [](const std::string& why) { spdlog::warn("skipping: {}", why); });
+    state = checkpoint::read_latest_checkpoint(dir, layout, &e, [](const std::string& why) { spdlog::warn("skipping: {}", why); });
   }
   if (!state) throw DataError(fmt::format("{}: no checkpoint", dir.root().string()));
   return JobWeights{std::move(e), models::HostWeights{config, layout.alignment(), std::move(state->params)}, state->step,

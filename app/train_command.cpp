@@ -14,6 +14,7 @@
 #include "kernels_cl/auto_gemm.h"
 #include "config/experiment.h"
 #include "inputs/zero_shot_examples.h"
+#include "models/weights_io.h"
 #include "scheduler/train_job.h"
 
 namespace paxocl::app {
@@ -31,7 +32,9 @@ const FlagSpec kJobFlags[] = {
     {"init_from", "FILE", "initialise from weights: an llm.c checkpoint (.bin) or Hugging Face GPT-2 .safetensors; "
                           "the file's architecture and settings replace the experiment's (a --fdl model flag that "
                           "contradicts them is an error)"},
-    {"save_weights", "FILE", "train: write the final weights (.safetensors, else llm.c format)"},
+    {"save_weights", "FILE", "train: write the final weights (checked at start-up). GPT: FILE.safetensors (Hugging "
+                             "Face GPT-2), else an llm.c checkpoint (FILE.bin); LLaMA: FILE.safetensors with "
+                             "config.json beside it, or a directory (config.json, model.safetensors); .bin is refused"},
     {"enable_checkpoint_saving", "true|false", "as --fdl.ENABLE_CHECKPOINT_SAVING (Pax's flag)"},
     {"task", "lambada|boolq", "eval: a zero-shot task on --data instead of eval_train and eval_test"},
     {"data", "FILE.jsonl", "eval --task: the examples, one JSON object per line (README: Zero-shot evaluation)"},
@@ -123,6 +126,10 @@ int run_job(const CliArgs& args, const collectives::ProcessWorld& world, const c
   const std::string auto_dtype = resolve_auto_fprop_dtype(e, flags, world);
   config::JobConfig job = config::resolve_job(std::move(e), std::move(flags), world.size(), world.rank());
   job.fprop_dtype_choice = auto_dtype;
+  // Before any training: a weights file the job could not write would be found only at the end.
+  if (train && job.flags.save_weights) {
+    models::check_weights_destination(*job.flags.save_weights, job.model, "save_weights", job.flags.job_log_dir);
+  }
   return train ? scheduler::run_training(job, world) : scheduler::run_evaluation(job, world);
 }
 

@@ -12,6 +12,7 @@
 #include "common/errors.h"
 #include "common/in_file.h"
 #include "common/safetensors.h"
+#include "config/model_settings.h"
 #include "proto/checkpoint.pb.h"
 
 namespace paxocl::checkpoint {
@@ -33,6 +34,28 @@ void verify_file(const fs::path& file, std::uint64_t size, std::uint32_t crc) {
   }
   if (got != crc) throw DataError(fmt::format("{}: CRC32C {:08x}, the manifest records {:08x} (corrupt)", file.string(), got, crc));
 }
+
+// ConfigError unless the experiment the manifest records defines the same model as `requested`.
+void check_same_model(const fs::path& directory, const proto::CheckpointManifest& manifest,
+                      const config::Experiment& requested) {
+  const std::string where = (directory / "manifest.pb").string();
+  if (manifest.experiment_json().empty()) {
+    throw ConfigError(fmt::format("{} records no experiment, so whether it was saved for this model cannot be checked; "
+                                  "use another --job_log_dir", where));
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(manifest.experiment_json());
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(fmt::format("{}: its experiment record is not valid JSON ({})", where, e.what()));
+  }
+  const config::Experiment saved = config::Experiment::from_json(j, where);
+  const std::vector<config::SettingDifference> differences = config::model_setting_differences(saved, requested);
+  if (!differences.empty()) {
+    throw ConfigError(fmt::format("{} was saved for another model: {}; use another --job_log_dir (or the saved settings)",
+                                  directory.string(), config::describe_differences(differences)));
+  }
+}
 }  // namespace
 
 ManifestSummary read_manifest_summary(const CheckpointDir& dir, long step) {
@@ -40,13 +63,33 @@ ManifestSummary read_manifest_summary(const CheckpointDir& dir, long step) {
   return {static_cast<long>(m.step()), m.unix_time()};
 }
 
-RestoredState read_checkpoint(const CheckpointDir& dir, long step, const models::ParameterLayout& layout) {
+void require_same_model(const CheckpointDir& dir, long step, const config::Experiment& requested) {
+  const fs::path directory = dir.final_path(step);
+  check_same_model(directory, open_manifest(directory, step), requested);
+}
+
+RestoredState read_checkpoint(const CheckpointDir& dir, long step, const models::ParameterLayout& layout,
+                              const config::Experiment* requested) {
   const fs::path directory = dir.final_path(step);
   const proto::CheckpointManifest manifest = open_manifest(directory, step);
   for (const auto& f : manifest.files()) verify_file(directory / f.name(), f.size(), f.crc32c());
+  if (requested) check_same_model(directory, manifest, *requested);
 
   std::map<std::string, const proto::CheckpointManifest::Tensor*> tensors;
   for (const auto& t : manifest.tensors()) tensors[t.name()] = &t;
+  // A tensor the layout lacks (more layers, another family): restoring the rest would drop it.
+  std::map<std::string, bool> expected;
+  for (const char* kind : {"params", "adam_m", "adam_v"}) {
+    for (const models::TensorSpec& t : layout.tensors()) expected[fmt::format("{}/{}", kind, t.name)] = true;
+  }
+  for (const auto& t : manifest.tensors()) {  // in the manifest's order: params/ first
+    const std::string& name = t.name();
+    if (!expected.contains(name)) {
+      throw ConfigError(fmt::format("{} holds a tensor {} this experiment's model lacks: it was saved for another model; "
+                                    "use another --job_log_dir",
+                                    directory.string(), name));
+    }
+  }
   std::map<std::string, std::unique_ptr<SafetensorsReader>> readers;
   auto reader = [&](const std::string& file) -> SafetensorsReader& {
     auto& r = readers[file];
@@ -103,11 +146,12 @@ RestoredState read_checkpoint(const CheckpointDir& dir, long step, const models:
 }
 
 std::optional<RestoredState> read_latest_checkpoint(const CheckpointDir& dir, const models::ParameterLayout& layout,
+                                                    const config::Experiment* requested,
                                                     const std::function<void(const std::string&)>& skipped) {
   const std::vector<long> steps = dir.steps();
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     try {
-      return read_checkpoint(dir, *it, layout);
+      return read_checkpoint(dir, *it, layout, requested);
     } catch (const DataError& e) {  // corrupt or truncated: the next older one
       skipped(e.what());
     }

@@ -17,8 +17,8 @@ namespace paxocl::checkpoint {
 namespace fs = std::filesystem;
 
 Checkpointer::Checkpointer(fs::path root, const collectives::ProcessWorld& world, CheckpointPolicy policy,
-                           const models::ParameterLayout& layout)
-    : dir_(std::move(root)), world_(world), policy_(policy), layout_(layout) {
+                           const models::ParameterLayout& layout, const config::Experiment* experiment)
+    : dir_(std::move(root)), world_(world), policy_(policy), layout_(layout), experiment_(experiment) {
   if (world_.rank() == 0) {
     std::error_code ec;
     fs::create_directories(dir_.root(), ec);
@@ -54,7 +54,7 @@ std::optional<RestoredState> Checkpointer::restore() {
     int outcome = kRead;
     std::string why;
     try {
-      state = read_checkpoint(dir_, *it, layout_);
+      state = read_checkpoint(dir_, *it, layout_, experiment_);
     } catch (const ConfigError& e) {  // saved for another model: a user error, not a fallback
       outcome = kOtherModel;
       why = e.what();

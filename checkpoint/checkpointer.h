@@ -19,6 +19,7 @@
 #include "checkpoint/checkpoint_dir.h"
 #include "checkpoint/training_state.h"
 #include "collectives/process_world.h"
+#include "config/experiment.h"
 #include "models/parameter_layout.h"
 
 namespace paxocl::checkpoint {
@@ -34,8 +35,10 @@ struct CheckpointPolicy {
 class Checkpointer {
  public:
   // Rank 0 removes temporaries a crash left behind (collective: every rank constructs one).
+  // `experiment`: the job's, whose model-defining settings a restored checkpoint must share
+  // (read_checkpoint); null checks tensor names and shapes only. It must outlive the Checkpointer.
   Checkpointer(std::filesystem::path root, const collectives::ProcessWorld& world, CheckpointPolicy policy,
-               const models::ParameterLayout& layout);
+               const models::ParameterLayout& layout, const config::Experiment* experiment);
   ~Checkpointer();  // waits for the write in flight (errors are logged)
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
@@ -62,6 +65,7 @@ class Checkpointer {
   const collectives::ProcessWorld& world_;
   CheckpointPolicy policy_;
   const models::ParameterLayout& layout_;
+  const config::Experiment* experiment_;
   long last_saved_ = -1;
   double blocking_ms_ = 0, wait_ms_ = 0, snapshot_ms_ = 0;
   std::thread writer_;

@@ -442,13 +442,18 @@ Experiment Experiment::from_file(const std::filesystem::path& file) {
   } catch (const std::invalid_argument& e) {
     throw ConfigError(fmt::format("--fdl_config_file={}: not valid JSON ({})", file.string(), e.what()));
   }
+  Experiment e = from_json(j, fmt::format("--fdl_config_file={}", file.string()));
+  e.name_ = file.stem().string();
+  return e;
+}
+
+Experiment Experiment::from_json(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object() || !j.contains("fdl_config") || !j["fdl_config"].is_string()) {
-    throw ConfigError(fmt::format("--fdl_config_file={}: expected a JSON object with \"fdl_config\": \"<experiment to "
+    throw ConfigError(fmt::format("{}: expected a JSON object with \"fdl_config\": \"<experiment to "
                                   "inherit from>\" and UPPER_CASE hyper-parameters",
-                                  file.string()));
+                                  source));
   }
   Experiment e = named(j["fdl_config"].get<std::string>());
-  e.name_ = file.stem().string();
   for (const auto& [key, value] : j.items()) {
     if (key != "fdl_config") e.set_json(key, value);
   }

@@ -50,6 +50,8 @@ class Experiment {
   static std::vector<std::string> names();              // registered experiments
   static Experiment named(const std::string& name);      // ConfigError (with suggestions) if unknown
   static Experiment from_file(const std::filesystem::path& file);  // ConfigError naming the file and field
+  // The same from parsed JSON (a checkpoint manifest's record); `source` starts a malformed object's message.
+  static Experiment from_json(const nlohmann::json& j, const std::string& source);
 
   const std::string& name() const { return name_; }
   void set(const std::string& field, std::string_view text);        // ConfigError: unknown field / bad value

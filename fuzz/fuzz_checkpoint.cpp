@@ -55,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const ConfigError&) {
   }
   try {
-    const auto state = checkpoint::read_latest_checkpoint(dir, layout, [](const std::string&) {});
+    const auto state = checkpoint::read_latest_checkpoint(dir, layout, nullptr, [](const std::string&) {});
     if (state) {
       fuzz::require(state->params.size() == layout.total() && state->m.size() == layout.total() &&
                         state->v.size() == layout.total(),

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -91,6 +92,19 @@ std::optional<int> hf_gpt2_heads(const fs::path& file, const GptConfig& c) {
                                      : nlohmann::json("gelu_new");
       act != "gelu_new" && act != "gelu_pytorch_tanh") {
     fail(config, fmt::format("\"activation_function\" is {}; pax-ocl's GPT computes gelu_new (tanh GELU)", act.dump()));
+  }
+  // GPT2Config's switches of the attention arithmetic, with the value pax-ocl computes (absent or
+  // null: transformers' default, which is it). reorder_and_upcast_attn is not among them: it only
+  // computes the same scores in float32, as pax-ocl does anyway.
+  for (const auto& [k, computed, what] : {
+           std::tuple<const char*, bool, const char*>{"scale_attn_weights", true, "scales attention scores by 1/sqrt(head dims)"},
+           {"scale_attn_by_inverse_layer_idx", false, "does not scale attention scores by 1/(layer index + 1)"},
+           {"add_cross_attention", false, "has no cross-attention"}}) {
+    if (!j.contains(k) || j[k].is_null()) continue;
+    if (!j[k].is_boolean()) fail(config, fmt::format("\"{}\" is {}; expected true or false", k, j[k].dump()));
+    if (j[k].get<bool>() != computed) {
+      fail(config, fmt::format("\"{}\" is {}; pax-ocl's GPT {}", k, j[k].dump(), what));
+    }
   }
   if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"] != true) {
     fail(config, "\"tie_word_embeddings\" is not true; pax-ocl's GPT ties its LM head to the token embedding");

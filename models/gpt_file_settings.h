@@ -6,7 +6,9 @@
 //     with SSM blocks, ssm_nheads, ssm_step_size, ssm_hippo_type, ssm_l_max (all "pax_ocl."-prefixed);
 //   - a Hugging Face GPT-2 .safetensors: the config.json beside it (model_type "gpt2": n_head, and
 //     n_embd, n_layer, n_positions, vocab_size, n_inner, layer_norm_epsilon, activation_function,
-//     tie_word_embeddings checked against the tensors and against what pax-ocl's GPT computes);
+//     scale_attn_weights, scale_attn_by_inverse_layer_idx, add_cross_attention, tie_word_embeddings
+//     checked against the tensors and against what pax-ocl's GPT computes; reorder_and_upcast_attn
+//     is accepted either way: it computes the same scores in float32);
 //   - neither: the head count the user gave (NUM_HEADS), else a ConfigError asking for it.
 // The llm.c header records its own settings (weights_io.h); Hugging Face LLaMA has config.json.
 #pragma once

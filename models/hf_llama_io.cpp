@@ -101,6 +101,10 @@ HfConfig read_config(const fs::path& file) {
     }
     rope_theta = config_number(file, r, "rope_theta", rope_theta);
   }
+  // The MLP's gate activation (absent: transformers' default, silu).
+  if (j.contains("hidden_act") && !j["hidden_act"].is_null() && j["hidden_act"] != "silu") {
+    fail(file, fmt::format("\"hidden_act\" is {}; pax-ocl's LLaMA gates its MLP with silu (SwiGLU)", j["hidden_act"].dump()));
+  }
   for (const char* bias : {"attention_bias", "mlp_bias"}) {
     if (config_flag(file, j, bias)) fail(file, fmt::format("\"{}\" is true; pax-ocl's LLaMA has no biases", bias));
   }
@@ -300,6 +304,8 @@ void save_hf_llama(const fs::path& path, const HostWeights& w) {
     out.add(std::span<const float>(src, static_cast<std::size_t>(t.rows * t.cols)));
   }
   out.commit();
+  // A float as the shortest decimal that reads back as it: 1e-05, not the widened 9.99999974737875e-06.
+  auto shortest = [](float f) { return std::stod(fmt::format("{}", f)); };
   const nlohmann::ordered_json config = {
       {"architectures", {"LlamaForCausalLM"}},
       {"model_type", "llama"},
@@ -311,9 +317,9 @@ void save_hf_llama(const fs::path& path, const HostWeights& w) {
       {"head_dim", c.dims_per_head},
       {"max_position_embeddings", c.max_seq_len},
       {"vocab_size", c.vocab_size},
-      {"rope_theta", c.rope_base},
-      {"rms_norm_eps", c.norm_epsilon},
-      {"initializer_range", c.init_std},
+      {"rope_theta", shortest(c.rope_base)},
+      {"rms_norm_eps", shortest(c.norm_epsilon)},
+      {"initializer_range", shortest(c.init_std)},
       {"hidden_act", "silu"},
       {"attention_bias", false},
       {"mlp_bias", false},

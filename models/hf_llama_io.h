@@ -6,8 +6,8 @@
 // hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, num_key_value_heads
 // (default: the heads), head_dim (default hidden_size / heads), max_position_embeddings, vocab_size,
 // rope_theta (10000; transformers 5 nests it in rope_parameters), rms_norm_eps (1e-6, transformers'
-// default), tie_word_embeddings (false); scaled rotary embeddings (a rope_type other than default)
-// and biases (attention_bias, mlp_bias) are refused.
+// default), tie_word_embeddings (false); scaled rotary embeddings (a rope_type other than default),
+// biases (attention_bias, mlp_bias) and a hidden_act other than silu are refused.
 // Tensors (F32, or BF16 / F16 widened exactly to float32; all [out, in] like ours):
 //   model.embed_tokens.weight (V, C)  -> embed's first V rows (padding rows zero)
 //   model.layers.{l}.self_attn.{q,k,v}_proj.weight  -> the rows [q | k | v] of h{l}.attn.qkv.w

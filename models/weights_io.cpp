@@ -24,6 +24,7 @@
 
 #include "common/errors.h"
 #include "common/in_file.h"
+#include "common/regular_file.h"
 #include "common/safetensors.h"
 #include "common/saturating.h"
 #include "models/gpt_file_settings.h"
@@ -294,9 +295,9 @@ HostWeights load_llmc(const fs::path& file, std::size_t alignment) {
   return w;
 }
 
-void save_llmc(const fs::path& file, const HostWeights& w) {
-  const GptConfig& c = w.config.gpt();
-  c.validate();
+namespace {
+// What each GPT format can hold (ConfigError naming the setting and the format that can).
+void require_llmc_expressible(const GptConfig& c) {
   if (c.ssm_blocks() > 0) {
     throw ConfigError(fmt::format("an llm.c checkpoint holds attention blocks only; this model has SSM blocks "
                                   "(BLOCK_KINDS={}): save as .safetensors instead", block_kinds_text(c.block_kinds)));
@@ -307,6 +308,19 @@ void save_llmc(const fs::path& file, const HostWeights& w) {
         "HIDDEN_DIMS={} MODEL_DIMS={} NUM_HEADS={} DIMS_PER_HEAD={}: save as safetensors instead",
         c.hidden_dims, c.model_dims, c.num_heads, c.dims_per_head));
   }
+}
+void require_hf_gpt2_expressible(const GptConfig& c) {
+  if (c.attention_dims() != c.model_dims) {
+    throw ConfigError(fmt::format("Hugging Face GPT-2 weights need NUM_HEADS*DIMS_PER_HEAD=MODEL_DIMS; got {}*{} != {}",
+                                  c.num_heads, c.dims_per_head, c.model_dims));
+  }
+}
+}  // namespace
+
+void save_llmc(const fs::path& file, const HostWeights& w) {
+  const GptConfig& c = w.config.gpt();
+  c.validate();
+  require_llmc_expressible(c);
   const ParameterLayout layout(c, w.alignment);
   require_data_size(w, layout);
   LlmcHeader h{};
@@ -339,7 +353,12 @@ HostWeights load_safetensors(const fs::path& file, std::optional<int> num_heads,
     return it->second;
   };
   // Dimensions come from three 2-D tensors; every tensor's full shape is checked below.
+  // Their dtype first: a float16 file is named as such, not taken for a truncated float32 one below.
   auto dims2 = [&](const std::string& name) {
+    if (const StEntry& e = need(name); e.dtype != "F32") {
+      fail(file, fmt::format("tensor {}{} has dtype {}; only F32 is supported: convert the model to float32 first",
+                             prefix, name, e.dtype));
+    }
     const Shape& s = need(name).shape;
     if (s.size() != 2) fail(file, fmt::format("tensor {}{} has shape [{}], expected 2 dimensions", prefix, name, fmt::join(s, ", ")));
     for (std::int64_t d : s) {
@@ -399,10 +418,7 @@ HostWeights load_safetensors(const fs::path& file, std::optional<int> num_heads,
 void save_safetensors(const fs::path& file, const HostWeights& w) {
   const GptConfig& c = w.config.gpt();
   c.validate();
-  if (c.attention_dims() != c.model_dims) {
-    throw ConfigError(fmt::format("Hugging Face GPT-2 weights need NUM_HEADS*DIMS_PER_HEAD=MODEL_DIMS; got {}*{} != {}",
-                                  c.num_heads, c.dims_per_head, c.model_dims));
-  }
+  require_hf_gpt2_expressible(c);
   const ParameterLayout layout(c, w.alignment);
   require_data_size(w, layout);
   const auto tensors = hf_tensors(layout, c);
@@ -436,7 +452,57 @@ HostWeights load_weights_file(const fs::path& file, std::optional<int> num_heads
   return w;
 }
 
+void check_weights_destination(const fs::path& file, const ModelConfig& model, std::string_view flag,
+                               const fs::path& created_first) {
+  const std::string what = flag.empty() ? file.string() : fmt::format("--{}={}", flag, file.string());
+  try {
+    if (model.is_llama()) {
+      if (file.extension() == ".bin") {
+        throw ConfigError("the llm.c format (.bin) holds GPT-2 models only; for this LLaMA give FILE.safetensors "
+                          "(config.json is written beside it) or a directory (config.json and model.safetensors)");
+      }
+    } else if (is_safetensors(file)) {
+      require_hf_gpt2_expressible(model.gpt());
+    } else {
+      require_llmc_expressible(model.gpt());
+    }
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: {}", what, e.what()));
+  }
+  // The output goes in a directory that exists: a file's directory, or a LLaMA directory's parent
+  // (that directory itself is created when new). Nothing creates a missing path on the way.
+  std::error_code ec;
+  const bool directory_output = model.is_llama() && !is_safetensors(file);
+  if (directory_output && fs::exists(file, ec)) {
+    if (const std::string why = why_not_directory(file); !why.empty()) {
+      throw ConfigError(fmt::format("{}: {}; give a directory or FILE.safetensors", what, why));
+    }
+  } else if (!directory_output && fs::is_directory(file, ec)) {
+    throw ConfigError(fmt::format("{}: is a directory; give a file name ({})", what,
+                                  model.is_llama() ? "FILE.safetensors" : "FILE.safetensors or FILE.bin"));
+  }
+  fs::path dir = directory_output && fs::exists(file, ec) ? file : file.parent_path();
+  if (dir.empty()) dir = ".";
+  // The job directory, created (with its parents) before the file is written: the nearest
+  // directory above it that exists must take it.
+  if (!created_first.empty() && !fs::exists(dir, ec) &&
+      fs::weakly_canonical(dir, ec) == fs::weakly_canonical(created_first, ec)) {
+    while (!fs::exists(dir, ec)) {
+      const fs::path up = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
+      if (up == dir) break;
+      dir = up;
+    }
+  }
+  if (const std::string why = why_not_directory(dir); !why.empty()) {
+    throw ConfigError(fmt::format("{}: the directory {}: {}; create it first or give another path", what, dir.string(), why));
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    throw ConfigError(fmt::format("{}: the directory {} is not writable; give another path", what, dir.string()));
+  }
+}
+
 void save_weights_file(const fs::path& file, const HostWeights& w) {
+  check_weights_destination(file, w.config, "", {});
   if (w.config.is_llama()) {
     save_hf_llama(file, w);
   } else if (is_safetensors(file)) {

@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #include "common/errors.h"
@@ -62,8 +63,23 @@ void save_safetensors(const std::filesystem::path& file, const HostWeights& w);
 // a LLaMA config.json beside it: models/hf_llama_io.h); else *.safetensors is GPT-2 safetensors
 // (`num_heads` as load_safetensors takes it), anything else an llm.c checkpoint (its header records
 // NUM_HEADS: a `num_heads` that contradicts it is a ConfigError).
-// Saving a LLaMA always writes the Hugging Face LLaMA form (the path a directory or a .safetensors file).
 HostWeights load_weights_file(const std::filesystem::path& file, std::optional<int> num_heads, std::size_t alignment);
+
+// What save_weights_file writes, by the model and the path's suffix:
+//   GPT   FILE.safetensors  Hugging Face GPT-2 safetensors (save_safetensors), the file alone
+//   GPT   anything else     an llm.c checkpoint (save_llmc; FILE.bin by convention)
+//   LLaMA FILE.safetensors  Hugging Face LLaMA tensors, and config.json beside the file (hf_llama_io.h)
+//   LLaMA FILE.bin          refused: the llm.c format has no LLaMA
+//   LLaMA anything else     a directory holding config.json and model.safetensors
+// check_weights_destination checks that before any work (train checks --save_weights at start-up):
+// the format can hold the model (ConfigError with the format's own message: SSM blocks, llm.c's
+// HIDDEN_DIMS=4C, ...) and the place can be written (the file's directory, or a LLaMA directory's
+// parent, exists and is writable; a file name is not a directory). Messages
+// start with "--FLAG=PATH: " (`flag` empty: the path alone). `created_first`: a directory the caller
+// creates before it writes (train's job directory; empty: none): the file may go there. save_weights_file
+// runs the check first.
+void check_weights_destination(const std::filesystem::path& file, const ModelConfig& model, std::string_view flag,
+                               const std::filesystem::path& created_first);
 void save_weights_file(const std::filesystem::path& file, const HostWeights& w);
 
 }  // namespace paxocl::models

@@ -44,6 +44,17 @@ void open_job_dir(const config::JobConfig& job, int rank, bool training) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw ConfigError(fmt::format("--job_log_dir={}: cannot create it ({})", dir.string(), ec.message()));
+  // A job directory whose newest checkpoint holds another model is refused before experiment.json
+  // is replaced (the restore checks every checkpoint it reads; an unreadable manifest is its to report).
+  if (training) {
+    const checkpoint::CheckpointDir checkpoints(dir / "checkpoints");
+    if (const std::vector<long> steps = checkpoints.steps(); !steps.empty()) {
+      try {
+        checkpoint::require_same_model(checkpoints, steps.back(), job.experiment);
+      } catch (const DataError&) {  // unreadable: the restore reports it and falls back to an older one
+      }
+    }
+  }
   // Read back on resume and by `export`: it must appear whole (a DataError when it cannot be written).
   if (rank == 0 && (training || !std::filesystem::exists(dir / "experiment.json"))) {
     write_file_atomically(dir / "experiment.json", job.experiment.to_json().dump(2) + "\n");
@@ -224,7 +235,8 @@ int run_training(const config::JobConfig& job, const collectives::ProcessWorld& 
   EvalInputs eval = make_eval_inputs(job);
   EvalWriters eval_out(job, world.rank());
   phases.done("data opened");
-  checkpoint::Checkpointer checkpoints(job.flags.job_log_dir / "checkpoints", world, job.checkpoint, program.layout());
+  checkpoint::Checkpointer checkpoints(job.flags.job_log_dir / "checkpoints", world, job.checkpoint, program.layout(),
+                                       &job.experiment);
   auto save = [&](long step) {
     checkpoints.save(step, [&] { return take_snapshot(program, job, *train_input); });
     spdlog::info("checkpoint of step {}: training paused {:.0f} ms ({}; {:.0f} ms of it waiting for the previous write, "
@@ -352,7 +364,7 @@ int run_evaluation(const config::JobConfig& job, const collectives::ProcessWorld
   StartupPhases phases;
   Runtime rt(job, world, phases);
   const checkpoint::CheckpointDir checkpoints(job.flags.job_log_dir / "checkpoints");
-  const auto restored = checkpoint::read_latest_checkpoint(checkpoints, rt.program->layout(), [](const std::string& why) {
+  const auto restored = checkpoint::read_latest_checkpoint(checkpoints, rt.program->layout(), &job.experiment, [](const std::string& why) {
     spdlog::warn("skipping a checkpoint that does not read back whole: {}", why);
   });
   const long step = restored ? restored->step : 0;

@@ -66,7 +66,7 @@ TEST_F(CheckpointerPolicy, AfterFallingBackPastACorruptCheckpointSavingGoesOnFro
   const auto& world = test_world();
   const CheckpointDir dir(shared_ / "checkpoints");
   {
-    Checkpointer first(dir.root(), world, every(5), layout_);
+    Checkpointer first(dir.root(), world, every(5), layout_, nullptr);
     EXPECT_FALSE(first.restore().has_value());
     ASSERT_TRUE(first.due(0));
     first.save(0, [&] { return snapshot(0); });
@@ -78,7 +78,7 @@ TEST_F(CheckpointerPolicy, AfterFallingBackPastACorruptCheckpointSavingGoesOnFro
   if (world.rank() == 0) flip_a_byte(dir.final_path(5) / "part-00000.safetensors");
   world.barrier();
 
-  Checkpointer again(dir.root(), world, every(5), layout_);
+  Checkpointer again(dir.root(), world, every(5), layout_, nullptr);
   const std::optional<RestoredState> restored = again.restore();
   ASSERT_TRUE(restored.has_value());
   EXPECT_EQ(restored->step, 0);
@@ -89,13 +89,13 @@ TEST_F(CheckpointerPolicy, AfterFallingBackPastACorruptCheckpointSavingGoesOnFro
   again.save(5, [&] { return snapshot(5); });
   again.wait();
   world.barrier();
-  EXPECT_EQ(read_checkpoint(dir, 5, layout_).input_state, "epoch=0,index=5");
+  EXPECT_EQ(read_checkpoint(dir, 5, layout_, nullptr).input_state, "epoch=0,index=5");
 }
 
 TEST_F(CheckpointerPolicy, ASaveReplacesADirectoryOfTheSameStep) {
   const auto& world = test_world();
   const CheckpointDir dir(shared_ / "checkpoints");
-  Checkpointer checkpoints(dir.root(), world, every(0), layout_);
+  Checkpointer checkpoints(dir.root(), world, every(0), layout_, nullptr);
   EXPECT_FALSE(checkpoints.restore().has_value());
   if (world.rank() == 0) {  // a damaged checkpoint of step 7 appears (e.g. left by another writer)
     fs::create_directories(dir.final_path(7));
@@ -105,7 +105,7 @@ TEST_F(CheckpointerPolicy, ASaveReplacesADirectoryOfTheSameStep) {
   checkpoints.save(7, [&] { return snapshot(7); });
   checkpoints.wait();
   world.barrier();
-  EXPECT_EQ(read_checkpoint(dir, 7, layout_).input_state, "epoch=0,index=7");
+  EXPECT_EQ(read_checkpoint(dir, 7, layout_, nullptr).input_state, "epoch=0,index=7");
   EXPECT_EQ(dir.steps(), (std::vector<long>{7}));
 }
 
@@ -126,7 +126,7 @@ TEST_F(CheckpointerPolicy, EveryProcessResumesAtTheSameStep) {
   }
   const bool damaged_here = world.rank() == world.size() - 1;  // the newest reads back everywhere else
   if (damaged_here) flip_a_byte(dir.final_path(6) / "part-00000.safetensors");
-  Checkpointer checkpoints(dir.root(), world, every(3), layout_);
+  Checkpointer checkpoints(dir.root(), world, every(3), layout_, nullptr);
   const std::optional<RestoredState> restored = checkpoints.restore();
   ASSERT_TRUE(restored.has_value());
   EXPECT_EQ(restored->step, 3) << "rank " << world.rank() << " resumed at another step than the damaged rank";

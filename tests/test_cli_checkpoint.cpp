@@ -236,6 +236,54 @@ TEST_F(CliCheckpoint, ExportRefusesAnExperimentThatWouldWrapTheLayout) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+// A job directory holds one model: a run whose model-defining settings differ is refused (naming
+// both values) even where every tensor would fit (fewer layers; 8 heads of 8 for 4 of 16), by train
+// before it rewrites experiment.json and by eval; settings that do not define the model still change.
+TEST_F(CliCheckpoint, AJobDirectoryOfAnotherModelIsRefusedByName) {
+  const std::string base = " --devices=0 --fdl.PERCORE_BATCH_SIZE=4";
+  train("", base + " --fdl.MAX_STEPS=1", "one");
+  const fs::path job = dir_.path() / "one";
+  const std::string experiment = file_bytes(job / "experiment.json");
+  for (const auto& [flags, named] : std::vector<std::pair<std::string, std::string>>{
+           {" --fdl.NUM_LAYERS=1", "NUM_LAYERS 2 (saved) vs 1 (requested)"},
+           {" --fdl.NUM_HEADS=8 --fdl.DIMS_PER_HEAD=8", "NUM_HEADS 4 (saved) vs 8 (requested), DIMS_PER_HEAD 16 vs 8"},
+           {" --fdl.VOCAB_SIZE=500", "VOCAB_SIZE 512 (saved) vs 500 (requested)"}}) {
+    SCOPED_TRACE(flags);
+    const auto r = run_command(kBinary + kJob + base + " --fdl.MAX_STEPS=2" + flags + " --job_log_dir=" + job.string());
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("saved for another model: " + named), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("use another --job_log_dir"), std::string::npos) << r.err;
+    EXPECT_EQ(file_bytes(job / "experiment.json"), experiment);
+    EXPECT_EQ(checkpoint_steps(job), (std::vector<long>{0, 1}));
+  }
+  const auto e = run_command(kBinary + " eval --devices=0 --fdl.NUM_LAYERS=1 --job_log_dir=" + job.string());
+  EXPECT_EQ(e.exit_code, 2) << e.err;
+  EXPECT_NE(e.err.find("NUM_LAYERS 2 (saved) vs 1 (requested)"), std::string::npos) << e.err;
+  // Learning rate and steps are the run's, not the model's.
+  const auto r = train("", base + " --fdl.MAX_STEPS=2 --fdl.LEARNING_RATE=0.01", "one");
+  EXPECT_NE(r.err.find("resumed from"), std::string::npos) << r.err;
+}
+
+// --save_weights is checked before any training: a missing directory, a format that cannot hold the
+// model (llm.c: no SSM blocks, no LLaMA). The job directory is not even created.
+TEST_F(CliCheckpoint, SaveWeightsIsCheckedAtStartUp) {
+  const fs::path job = dir_.path() / "never";
+  for (const auto& [flags, named] : std::vector<std::pair<std::string, std::string>>{
+           {" --save_weights=/nonexistent/x.bin", "--save_weights=/nonexistent/x.bin: the directory /nonexistent"},
+           {" --fdl.BLOCK_KINDS=attention,ssm --save_weights=" + (dir_.path() / "x.bin").string(),
+            "an llm.c checkpoint holds attention blocks only"},
+           {" --fdl.ARCHITECTURE=llama --save_weights=" + (dir_.path() / "x.bin").string(),
+            "the llm.c format (.bin) holds GPT-2 models only; for this LLaMA give FILE.safetensors"}}) {
+    SCOPED_TRACE(flags);
+    const auto r = run_command(kBinary + kJob + " --devices=0 --fdl.MAX_STEPS=1" + flags + " --job_log_dir=" + job.string());
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(fs::exists(job));
+  }
+  EXPECT_FALSE(fs::exists(dir_.path() / "x.bin"));
+}
+
 TEST_F(CliCheckpoint, RetentionAndSavingOff) {
   train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=4 --fdl.MAX_STEPS=8 --fdl.CHECKPOINT_EVERY_N_STEPS=1"
             " --fdl.CHECKPOINT_MAX_TO_KEEP=3 --fdl.ASYNC_CHECKPOINTING=false", "kept");

@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <functional>
 #include <fstream>
@@ -105,6 +107,10 @@ TEST(HfLlama, SavedCheckpointReloadsIdenticallyAsDirectoryOrFile) {
   EXPECT_EQ(config["model_type"], "llama");
   EXPECT_EQ(config["num_key_value_heads"], 2);
   EXPECT_EQ(config["tie_word_embeddings"], false);
+  // Floats as the shortest decimal that reads back as the model's float (1e-05, not 9.99999974737875e-06).
+  EXPECT_EQ(config["rms_norm_eps"].dump(), fmt::format("{}", w.config.llama().norm_epsilon));
+  EXPECT_EQ(config["initializer_range"].dump(), fmt::format("{}", w.config.llama().init_std));
+  EXPECT_EQ(static_cast<float>(config["rms_norm_eps"].get<double>()), w.config.llama().norm_epsilon);
 }
 
 // Hugging Face's usual checkpoints are bfloat16 or float16: the golden one re-written in each (every
@@ -184,6 +190,16 @@ TEST_F(BadCheckpoint, ScaledRopeIsRefused) {
   // Not a string (issue 42; fuzz_hf_llama): refused alike, not nlohmann's type_error.
   edit_json("config.json", [](nlohmann::json& j) { j["rope_parameters"] = {{"rope_type", 3}}; });
   expect_error({"config.json", "rope_parameters", "only plain rotary"});
+}
+
+TEST_F(BadCheckpoint, AnotherActivationOrBiasesAreRefused) {
+  edit_json("config.json", [](nlohmann::json& j) { j["hidden_act"] = "gelu"; });
+  expect_error({"config.json", "\"hidden_act\" is \"gelu\"", "silu"});
+  edit_json("config.json", [](nlohmann::json& j) {
+    j["hidden_act"] = "silu";
+    j["mlp_bias"] = true;
+  });
+  expect_error({"config.json", "\"mlp_bias\" is true"});
 }
 
 TEST_F(BadCheckpoint, IndivisibleKeyValueHeadsAreRefused) {

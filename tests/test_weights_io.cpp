@@ -26,6 +26,7 @@
 
 #include "common/errors.h"
 #include "models/parameter_layout.h"
+#include "tests/model_configs.h"
 #include "tests/test_support.h"
 
 namespace paxocl::models {
@@ -561,6 +562,19 @@ TEST(WeightsIo, SafetensorsRecordEverySettingAndTheFileRules) {
   expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"model_type is 2"});
   write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "activation_function": 1})");
   expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"activation_function", "is 1"});
+  // GPT2Config's switches of the attention arithmetic: the value pax-ocl computes loads, another is refused.
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "scale_attn_weights": true,
+                          "scale_attn_by_inverse_layer_idx": false, "reorder_and_upcast_attn": true})");
+  EXPECT_EQ(load_safetensors(hf, std::nullopt, 16).config.gpt().num_heads, 2);
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "scale_attn_weights": false})");
+  expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"\"scale_attn_weights\" is false"});
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "scale_attn_by_inverse_layer_idx": true})");
+  expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config,
+                    {"\"scale_attn_by_inverse_layer_idx\" is true"});
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "add_cross_attention": true})");
+  expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"\"add_cross_attention\" is true"});
+  write_bytes(config, R"({"model_type": "gpt2", "n_head": 2, "scale_attn_weights": "yes"})");
+  expect_file_error([&] { load_safetensors(hf, std::nullopt, 16); }, config, {"scale_attn_weights", "expected true or false"});
 }
 
 TEST(WeightsIo, BlockKindsParseAsAPattern) {
@@ -752,6 +766,14 @@ TEST(WeightsIo, SafetensorsErrorsNameTheFileAndTheProblem) {
     });
     expect_file_error(load, f, {"tensor transformer.ln_f.weight has dtype", dtype, "only F32"});
   }
+  // A whole float16 file (half the bytes float32 shapes imply) is named by its dtype, not called truncated.
+  write_with([](auto& ts) {
+    for (StTensor& t : ts) {
+      t.dtype = "F16";
+      t.bytes.resize(t.bytes.size() / 2);
+    }
+  });
+  expect_file_error(load, f, {"has dtype F16", "only F32"});
 
   // Offsets: the last-listed tensor (wte.weight, 50*8 floats) is moved about.
   const std::uint64_t data_bytes = [&] {
@@ -796,6 +818,45 @@ TEST(WeightsIo, SafetensorsErrorsNameTheFileAndTheProblem) {
   write_safetensors(f, good);
   EXPECT_THROW(load_safetensors(f, 3, 1), ConfigError);  // 3 does not divide C=8
   EXPECT_NO_THROW(load());
+}
+
+// Where save_weights_file may write, by the model and the suffix, checked before any work.
+TEST(WeightsIo, TheDestinationIsCheckedBeforeAnyWork) {
+  TempDir dir;
+  const ModelConfig gpt = testing::gpt_config(2, 8, 32, 2, 4, 4, 50);
+  ModelConfig ssm = gpt;
+  GptConfig with_ssm = gpt.gpt();
+  with_ssm.block_kinds = {BlockKind::kAttention, BlockKind::kSsm};
+  ssm = with_ssm;
+  const ModelConfig llama = testing::tiny_llama_config();
+  EXPECT_NO_THROW(check_weights_destination(dir.path() / "a.bin", gpt, "save_weights", {}));
+  EXPECT_NO_THROW(check_weights_destination(dir.path() / "a.safetensors", ssm, "save_weights", {}));
+  EXPECT_NO_THROW(check_weights_destination(dir.path() / "a.safetensors", llama, "save_weights", {}));
+  EXPECT_NO_THROW(check_weights_destination(dir.path() / "new-dir", llama, "save_weights", {}));
+  expect_error_naming<ConfigError>([&] { check_weights_destination(dir.path() / "a.bin", ssm, "save_weights", {}); },
+                                   "--save_weights=" + (dir.path() / "a.bin").string(),
+                                   {"an llm.c checkpoint holds attention blocks only"});
+  expect_error_naming<ConfigError>([&] { check_weights_destination(dir.path() / "a.bin", llama, "output", {}); },
+                                   "--output=" + (dir.path() / "a.bin").string(),
+                                   {"llm.c format (.bin) holds GPT-2 models only", "FILE.safetensors", "a directory"});
+  const fs::path missing = dir.path() / "missing";
+  for (const ModelConfig& m : {gpt, llama}) {
+    expect_error_naming<ConfigError>([&] { check_weights_destination(missing / "a.safetensors", m, "save_weights", {}); },
+                                     missing, {"the directory", "create it first"});
+  }
+  expect_error_naming<ConfigError>([&] { check_weights_destination(missing / "out", llama, "save_weights", {}); },
+                                   missing, {"the directory", "create it first"});
+  // Into the job directory that train creates first (with its parents): allowed, not elsewhere.
+  const fs::path job = dir.path() / "runs" / "job";
+  EXPECT_NO_THROW(check_weights_destination(job / "final.safetensors", gpt, "save_weights", job));
+  expect_error_naming<ConfigError>([&] { check_weights_destination(missing / "a.bin", gpt, "save_weights", job); },
+                                   missing, {"the directory", "create it first"});
+  expect_error_naming<ConfigError>([&] { check_weights_destination(dir.path(), gpt, "save_weights", {}); }, dir.path(),
+                                   {"is a directory; give a file name"});
+  // save_weights_file refuses the same, writing nothing.
+  HostWeights w{llama, 1, std::vector<float>(ParameterLayout(llama, 1).total())};
+  EXPECT_THROW(save_weights_file(dir.path() / "b.bin", w), ConfigError);
+  EXPECT_FALSE(fs::exists(dir.path() / "b.bin"));
 }
 
 }  // namespace
