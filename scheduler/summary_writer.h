@@ -2,7 +2,8 @@
 // `events.out.tfevents.<seconds>.<host>` in a directory, TFRecord framing (uint64 length, masked
 // CRC32C of the length, the serialised Event, masked CRC32C of the data), a first Event carrying
 // file_version "brain.Event:2", then one Event per scalar. Flushed after every write(), so a
-// killed job keeps its summaries.
+// killed job keeps its summaries. A scalar of value 0 is written too (simple_value is in a oneof,
+// as in TensorFlow).
 #pragma once
 
 #include <cstdint>
