@@ -17,6 +17,11 @@ class SummaryWriter {
  public:
   explicit SummaryWriter(const std::filesystem::path& dir);  // creates dir; DataError if it cannot
   void scalar(const std::string& tag, double value, std::int64_t step);
+  // A resumed job's restart: a SessionLog START event at `first_new_step`, the first step this run
+  // writes. TensorBoard then drops what earlier files of the directory hold at steps >=
+  // first_new_step (it keeps steps below it), so the steps a killed run wrote after its last
+  // checkpoint, and which this run writes again, show once.
+  void session_start(std::int64_t first_new_step);
   const std::filesystem::path& file() const { return file_; }
 
  private:

@@ -158,6 +158,11 @@ struct EvalWriters {
     train = std::make_unique<SummaryWriter>(job.flags.job_log_dir / "summaries" / "eval_train");
     test = std::make_unique<SummaryWriter>(job.flags.job_log_dir / "summaries" / "eval_test");
   }
+  // A resumed job's restart (SummaryWriter::session_start): evaluations after the restored step repeat.
+  void resumed_at(long step) {
+    if (train) train->session_start(step + 1);
+    if (test) test->session_start(step + 1);
+  }
   std::unique_ptr<SummaryWriter> train, test;
 };
 
@@ -235,13 +240,14 @@ int run_training(const config::JobConfig& job, const collectives::ProcessWorld& 
   };
   const long first_step = resume(checkpoints, program, *train_input);
   phases.done(first_step > 0 ? "resumed" : "checkpoints looked up");
+  if (first_step > 0) eval_out.resumed_at(first_step);
   if (checkpoints.due(first_step)) {  // step 0 of a new job
     save(first_step);
     phases.done(fmt::format("checkpoint of step {} taken", first_step));
   }
   PreemptionWatch preemption(job.cadence.preemption_grace_seconds);
   TraceRecorder tracer(job.cadence.trace_steps, program);
-  TrainingReport report(job, world, program, rt.cache.dir());
+  TrainingReport report(job, world, program, rt.cache.dir(), first_step);
   phases.done("GEMM peak for MFU read or measured");
 
   const long max_steps = job.cadence.max_steps;

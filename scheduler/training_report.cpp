@@ -24,7 +24,7 @@ std::string hms(double seconds) {
 }
 
 TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::ProcessWorld& world, StepProgram& program,
-                               const std::filesystem::path& store_dir)
+                               const std::filesystem::path& store_dir, long first_step)
     : job_(job), world_(world), program_(program), peaks_(program, job, world, store_dir) {
   const int replicas = job.mesh.replicas(world.size());
   // Each infeed host reads its own rows (processes along the tensor axis share theirs).
@@ -40,10 +40,14 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
   // A live line only on a real terminal of a single process (launchers forward output through a pty).
   live_ = world.size() == 1 && ::isatty(STDOUT_FILENO) != 0;
   out_ = std::make_unique<SummaryWriter>(job.flags.job_log_dir / "summaries" / "train");
-  out_->scalar("num_params", static_cast<double>(program.layout().parameter_count()), 0);
-  out_->scalar("global_batch_size", static_cast<double>(job.input.batch_size) * job.input.num_infeed_hosts, 0);
-  out_->scalar("mfu_peak_gflops_measured", peaks_.measured(), 0);
-  if (peaks_.theoretical() > 0) out_->scalar("mfu_peak_gflops_theoretical", peaks_.theoretical(), 0);
+  if (first_step > 0) {
+    out_->session_start(first_step + 1);
+  } else {
+    out_->scalar("num_params", static_cast<double>(program.layout().parameter_count()), 0);
+    out_->scalar("global_batch_size", static_cast<double>(job.input.batch_size) * job.input.num_infeed_hosts, 0);
+    out_->scalar("mfu_peak_gflops_measured", peaks_.measured(), 0);
+    if (peaks_.theoretical() > 0) out_->scalar("mfu_peak_gflops_theoretical", peaks_.theoretical(), 0);
+  }
   const int fsdp = job.mesh.along(device::MeshAxis::kFsdp), tensor = job.mesh.along(device::MeshAxis::kTensor),
             data = job.mesh.along(device::MeshAxis::kData);
   const config::PipelineConfig& pipeline = job.step.pipeline;

@@ -282,5 +282,25 @@ TEST(SummaryWriter, ZeroValuedScalarIsWritten) {
   EXPECT_EQ(event.summary().value(0).simple_value(), 0.0f);
 }
 
+TEST(SummaryWriter, SessionStartIsTensorFlowsSessionLogStart) {
+  testing::TempDir dir;
+  std::filesystem::path file;
+  {
+    scheduler::SummaryWriter w(dir.path() / "train");
+    w.session_start(21);
+    file = w.file();
+  }
+  const std::vector<std::string> records = read_records(file);
+  ASSERT_EQ(records.size(), 2u);
+  // Event.step = 21 (key 0x10, varint 0x15); Event.session_log is field 7 (key 0x3A; TensorFlow's
+  // field 6 is the deprecated log_message, which TensorBoard does not read as a restart), a 2-byte
+  // SessionLog holding status START = 1 (key 0x08, value 0x01).
+  EXPECT_NE(records[1].find(std::string("\x10\x15\x3A\x02\x08\x01", 6)), std::string::npos);
+  proto::tensorboard::Event event;
+  ASSERT_TRUE(event.ParseFromString(records[1]));
+  EXPECT_EQ(event.step(), 21);
+  EXPECT_EQ(event.session_log().status(), proto::tensorboard::SessionLog::START);
+}
+
 }  // namespace
 }  // namespace paxocl
