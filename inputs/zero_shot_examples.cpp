@@ -51,8 +51,9 @@ class Line {
   // `value` (text from `field`) as token ids, with the model's tokenizer.
   std::vector<int> tokens(const char* field, const std::string& value) const {
     if (limits_.tokenizer == nullptr) {
-      fail(field, "is text, but the model has no SentencePiece tokenizer (its data names none): give input_ids "
-                  "and the token ids of the targets instead");
+      fail(field, "is text, but the model has no SentencePiece tokenizer (a weights file, or data with none): give "
+                  "token ids (input_ids and target_ids or yes_ids/no_ids), or the tokenizer: --fdl.TOKENIZER=FILE.model "
+                  "or --fdl.DATA=DIR of a prepared dataset");
     }
     std::vector<int> out = limits_.tokenizer->encode(value);
     for (int id : out) {

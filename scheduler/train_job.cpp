@@ -301,8 +301,18 @@ int run_training(const config::JobConfig& job, const collectives::ProcessWorld& 
 namespace {
 
 // The zero-shot task's examples, read before any device opens (a bad line is an error at once).
+// A weights file (--init_from) carries no tokenizer, and the experiment's data is not what it was
+// trained on (DATA=kjv would build a new KJV tokenizer of the file's vocabulary size and score the
+// text with it): its text examples need a tokenizer the user names (--fdl.TOKENIZER, --fdl.DATA).
 std::vector<inputs::ZeroShotExample> zero_shot_examples(const config::JobConfig& job) {
-  const auto tokenizer_model = inputs::tokenizer_of(job.data, job.model.vocab_size(), job.input.tokenizer_model);
+  std::optional<std::filesystem::path> tokenizer_model;
+  if (!job.flags.init_from) {
+    tokenizer_model = inputs::tokenizer_of(job.data, job.model.vocab_size(), job.input.tokenizer_model);
+  } else if (job.experiment.overridden("TOKENIZER") && !job.input.tokenizer_model.empty()) {
+    tokenizer_model = job.input.tokenizer_model;
+  } else if (job.experiment.overridden("DATA")) {
+    tokenizer_model = inputs::tokenizer_of(job.data, job.model.vocab_size(), job.input.tokenizer_model);
+  }
   std::optional<inputs::Tokenizer> tokenizer;
   if (tokenizer_model) tokenizer.emplace(*tokenizer_model);
   return inputs::read_zero_shot_examples(
