@@ -204,6 +204,28 @@ TEST(CliZeroShotChecks, TextExamplesOfAWeightsFileNeedATokenizerNamed) {
   EXPECT_EQ(named.exit_code, 0) << named.err;
 }
 
+// --output_json is written after the evaluation: a path that cannot be written is refused first.
+TEST(CliZeroShotChecks, AnUnwritableOutputJsonIsRefusedBeforeEvaluating) {
+  const fs::path golden = golden_dir(), fixture = golden / "zero_shot";
+  TempDir dir;
+  const std::string eval = kBinary + " eval --devices=0 --init_from=" + (golden / "gpt2_tiny.safetensors").string() +
+                           " --fdl.NUM_HEADS=4 --fdl.FPROP_DTYPE=float32 --fdl.DATA=" + fixture.string() +
+                           " --task=lambada --data=" + (fixture / "lambada.jsonl").string() + " --job_log_dir=" +
+                           (dir.path() / "job").string();
+  const auto missing = run_command(eval + " --output_json=" + (dir.path() / "nonexistent" / "x.json").string());
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_EQ(count_lines(missing.err), 1) << missing.err;
+  EXPECT_NE(missing.err.find("--output_json=" + (dir.path() / "nonexistent" / "x.json").string() + ": its directory " +
+                             (dir.path() / "nonexistent").string() + " does not exist"),
+            std::string::npos)
+      << missing.err;
+  EXPECT_EQ(missing.out.find("lambada: "), std::string::npos) << "evaluated before refusing: " << missing.out;
+  EXPECT_FALSE(fs::exists(dir.path() / "job" / "summaries"));
+  const auto a_directory = run_command(eval + " --output_json=" + dir.path().string());
+  EXPECT_NE(a_directory.exit_code, 0);
+  EXPECT_NE(a_directory.err.find("is a directory"), std::string::npos) << a_directory.err;
+}
+
 TEST_F(CliZeroShot, ABadLineIsAOneLineErrorNamingTheLineAndField) {
   const fs::path bad = dir_->path() / "bad.jsonl";
   std::ofstream(bad) << "{\"input_ids\": [1], \"target_ids\": [2]}\n{\"input_ids\": [1], \"target_ids\": [999999]}\n";
