@@ -52,8 +52,12 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
             data = job.mesh.along(device::MeshAxis::kData);
   const config::PipelineConfig& pipeline = job.step.pipeline;
   std::string layout = "data parallel";
-  // What one device holds activations for: the replica's batch, or a pipeline stage's microbatches.
-  std::string held = fmt::format("{} x {} tokens", job.step.replica_batch, job.model.max_seq_len());
+  // What one device holds activations for: one sub-batch of the replica's batch, or the microbatches
+  // in flight on the pipeline device whose bytes are reported (plan's "at most N in flight").
+  std::string held = fmt::format("{} x {} tokens{}", job.step.replica_batch / job.step.sub_batches, job.model.max_seq_len(),
+                                 job.step.sub_batches > 1
+                                     ? fmt::format(", one of NUM_SUB_BATCHES={} sub-batches", job.step.sub_batches)
+                                     : std::string());
   if (pipeline.stages > 1) {
     layout = fmt::format("pipeline parallel (stage {} x data {}{}{}, {}{}, {} microbatches of {})", pipeline.stages, data,
                          fsdp > 1 ? fmt::format(" x fsdp {}", fsdp) : "",
@@ -61,8 +65,11 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
                          models::pipeline_schedule_name(pipeline.schedule),
                          pipeline.repeat > 1 ? fmt::format(" x {}", pipeline.repeat) : "", pipeline.microbatches,
                          pipeline.microbatch_size(job.step.replica_batch));
-    held = fmt::format("at most {} microbatches of {} x {} tokens", program.microbatches_held(),
-                       pipeline.microbatch_size(job.step.replica_batch), job.model.max_seq_len());
+    const int in_flight = program.microbatches_held();
+    held = fmt::format("at most {} microbatch{} of {} x {} tokens in flight{}, on the device holding the most", in_flight,
+                       in_flight == 1 ? "" : "es", pipeline.microbatch_size(job.step.replica_batch),
+                       job.model.max_seq_len(),
+                       pipeline.repeat > 1 ? fmt::format(" per chunk, x {} chunks", pipeline.repeat) : std::string());
   } else if (tensor > 1 && fsdp > 1) {
     layout = fmt::format("FSDP and tensor parallel (fsdp {} x tensor {} x data {})", fsdp, tensor, data);
   } else if (tensor > 1) {
