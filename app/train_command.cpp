@@ -8,6 +8,7 @@
 
 #include "app/commands.h"
 #include "app/experiment_flags.h"
+#include "common/atomic_file.h"
 #include "common/errors.h"
 #include "device/auto_fprop_dtype.h"
 #include "device/device_selection.h"
@@ -85,7 +86,13 @@ config::JobFlags job_flags(const CliArgs& args, const config::Experiment& e) {
   } else if (args.flag("data") || args.flag("output_json")) {
     throw ConfigError("--data and --output_json belong to a zero-shot evaluation: add --task=lambada or --task=boolq");
   }
-  if (const auto j = args.flag("output_json")) f.output_json = *j;
+  if (const auto j = args.flag("output_json")) {
+    // Checked now: the JSON is written after the whole evaluation.
+    if (const std::string why = why_cannot_write(*j); !why.empty()) {
+      throw ConfigError(fmt::format("--output_json={}: {}; give a path in an existing, writable directory", *j, why));
+    }
+    f.output_json = *j;
+  }
   return f;
 }
 

@@ -65,6 +65,18 @@ void write_file_atomically(const std::filesystem::path& file, std::string_view t
   out.commit();
 }
 
+std::string why_cannot_write(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) return "is a directory";
+  // The temporary file is created beside `file`, so its directory must exist and take new entries.
+  const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::is_directory(dir, ec)) return fmt::format("its directory {} does not exist", dir.string());
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return fmt::format("its directory {} is not writable: {}", dir.string(), std::strerror(errno));
+  }
+  return "";
+}
+
 void sync_directory(const std::filesystem::path& dir) {
   if (const UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); dfd.valid()) ::fsync(dfd.get());
 }

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <string_view>
 
 #include "common/unique_fd.h"
@@ -39,6 +40,12 @@ class AtomicFile {
 
 // Writes `text` to `file` through an AtomicFile.
 void write_file_atomically(const std::filesystem::path& file, std::string_view text);
+
+// Why write_file_atomically(file, ...) would fail before it writes anything, as a clause without
+// the path ("its directory /x does not exist", "is a directory", "its directory /x is not writable:
+// Permission denied"); empty when it can be written. For outputs a long job writes at its end,
+// checked at its start.
+std::string why_cannot_write(const std::filesystem::path& file);
 
 // fsync of a directory, so that renames and new entries in it are durable (best effort: the data
 // itself is already synced).

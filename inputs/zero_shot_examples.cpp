@@ -49,10 +49,11 @@ class Line {
     return out;
   }
   // `value` (text from `field`) as token ids, with the model's tokenizer.
-  std::vector<int> tokens(const char* field, const std::string& value) const {
+  std::vector<int> tokens(const char* field, std::string_view value) const {
     if (limits_.tokenizer == nullptr) {
-      fail(field, "is text, but the model has no SentencePiece tokenizer (its data names none): give input_ids "
-                  "and the token ids of the targets instead");
+      fail(field, "is text, but the model has no SentencePiece tokenizer (a weights file, or data with none): give "
+                  "token ids (input_ids and target_ids or yes_ids/no_ids), or the tokenizer: --fdl.TOKENIZER=FILE.model "
+                  "or --fdl.DATA=DIR of a prepared dataset");
     }
     std::vector<int> out = limits_.tokenizer->encode(value);
     for (int id : out) {
@@ -62,6 +63,31 @@ class Line {
       }
     }
     return out;
+  }
+
+  // The tokens of a context, of which only the last MAX_SEQ_LEN can be kept (fit() cuts contexts
+  // from the left): a long one is tokenized from a tail of its text, so a 40 MB line costs what a
+  // few pages do (tokenizing it whole took 5.3 GB and 35 s). SentencePiece splits text at
+  // whitespace and encodes each word alone, so a tail starting at a space encodes its words as the
+  // whole text does; only its first word is in doubt, and the tail is used only when it holds
+  // MAX_SEQ_LEN tokens after that word (else a 4x longer tail, up to the whole text). Short texts
+  // (every ordinary example) are tokenized whole.
+  std::vector<int> context_tokens(const char* field, const std::string& value) const {
+    const auto keep = static_cast<std::size_t>(std::max(limits_.max_seq_len, 1));
+    for (std::size_t bytes = 64 * keep + 65536; bytes < value.size(); bytes *= 4) {
+      const std::size_t start = value.find(' ', value.size() - bytes);
+      if (start == std::string::npos) break;
+      const std::size_t word = value.find_first_not_of(' ', start);
+      if (word == std::string::npos) break;
+      const std::size_t word_end = std::min(value.find(' ', word), value.size());
+      const std::size_t first_word = tokens(field, value.substr(word, word_end - word)).size();
+      std::vector<int> tail = tokens(field, std::string_view(value).substr(start));
+      if (tail.size() >= keep + first_word) {
+        tail.erase(tail.begin(), tail.end() - static_cast<std::ptrdiff_t>(keep));
+        return tail;
+      }
+    }
+    return tokens(field, value);
   }
 
   [[noreturn]] void fail(const char* field, const std::string& why) const {
@@ -94,7 +120,7 @@ ZeroShotExample lambada(const Line& line, Fields& fields) {
     e.candidates = {line.ids("target_ids")};
   } else if (line.has("inputs")) {
     fields = {"inputs", "targets"};
-    e.context = line.tokens("inputs", line.text("inputs"));
+    e.context = line.context_tokens("inputs", line.text("inputs"));
     e.candidates = {line.tokens("targets", line.text("targets"))};
   } else {
     fields = {"text", "text"};
@@ -103,7 +129,7 @@ ZeroShotExample lambada(const Line& line, Fields& fields) {
     if (cut == std::string::npos || cut == 0 || cut + 1 == text.size()) {
       line.fail("text", "needs words before the last one, which is the target (separated by a space)");
     }
-    e.context = line.tokens("text", text.substr(0, cut));
+    e.context = line.context_tokens("text", text.substr(0, cut));
     e.candidates = {line.tokens("text", text.substr(cut))};  // the target keeps its leading space
   }
   return e;
@@ -120,7 +146,7 @@ ZeroShotExample boolq(const Line& line, Fields& fields) {
     fields = {"passage", "answer"};
     std::string question = line.text("question");
     if (question.empty() || question.back() != '?') question += '?';
-    e.context = line.tokens("passage", line.text("passage") + "\nquestion: " + question + "\nanswer:");
+    e.context = line.context_tokens("passage", line.text("passage") + "\nquestion: " + question + "\nanswer:");
     e.candidates = {line.tokens("answer", " yes"), line.tokens("answer", " no")};
   }
   e.answer = line.boolean("answer") ? 0 : 1;

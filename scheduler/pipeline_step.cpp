@@ -558,14 +558,29 @@ std::size_t PipelineStep::state_bytes_per_device() const {
       });
 }
 
-std::size_t PipelineStep::activation_bytes_per_device() const {
-  return per_device_most(
-      [](const Stage& st) { return (st.more_slots.size() + 1) * st.first->activation_bytes() + st.staging_bytes; });
+std::size_t PipelineStep::activation_bytes(const Stage& st) const {
+  return (st.more_slots.size() + 1) * st.first->activation_bytes() + st.staging_bytes;
 }
 
-int PipelineStep::microbatches_held() const {  // per chunk: a chunk's instance holds only its blocks
+std::size_t PipelineStep::activation_bytes_per_device() const {
+  return per_device_most([this](const Stage& st) { return activation_bytes(st); });
+}
+
+std::size_t PipelineStep::most_activations_device() const {
+  std::vector<std::size_t> per_device(locals_.size(), 0);
+  for (const Stage& st : stages_) per_device[st.device] += activation_bytes(st);
+  return static_cast<std::size_t>(std::max_element(per_device.begin(), per_device.end()) - per_device.begin());
+}
+
+// Per chunk (a chunk's instance holds only its blocks), of the device whose activations are reported:
+// the most held anywhere (1F1B: stage 0's) is not that device's when a later stage's instances are
+// larger (the last stage's LM head), and a count beside another device's bytes misdescribes both.
+int PipelineStep::microbatches_held() const {
+  const std::size_t device = most_activations_device();
   std::size_t most = 0;
-  for (const Stage& st : stages_) most = std::max(most, st.more_slots.size() + 1);
+  for (const Stage& st : stages_) {
+    if (st.device == device) most = std::max(most, st.more_slots.size() + 1);
+  }
   return static_cast<int>(most);
 }
 

@@ -71,6 +71,8 @@ class PipelineStep : public StepProgram {
   long steps_skipped() const override { return locals_.front().adam->steps_skipped(); }
   std::size_t state_bytes_per_device() const override;  // the device holding most: 2 x chunk + 2 x shard floats
   std::size_t activation_bytes_per_device() const override;
+  // The microbatches each chunk of the device activation_bytes_per_device() reports holds (the most
+  // over its chunks), as plan::DeviceMemory::microbatches_in_flight.
   int microbatches_held() const override;
   void set_tracing(bool on) override;
   std::vector<TraceEvent> take_trace(const std::vector<std::int64_t>& offsets, long step) override;
@@ -138,6 +140,8 @@ class PipelineStep : public StepProgram {
   enum class Holds { kChunk, kShard };
   std::vector<float> assemble(Holds holds, const std::function<const models::FloatBuffer&(Stage&)>& buffer);
   std::size_t per_device_most(const std::function<std::size_t(const Stage&)>& bytes) const;
+  std::size_t most_activations_device() const;  // local index; the first of equals
+  std::size_t activation_bytes(const Stage& st) const;
   // The batch's stages on threads, one per device in `devices` (a failure releases the others).
   void run_stages(const std::vector<std::size_t>& devices, const std::function<void(std::size_t)>& work);
 

@@ -42,6 +42,14 @@ void SummaryWriter::scalar(const std::string& tag, double value, std::int64_t st
   write_record(event.SerializeAsString());
 }
 
+void SummaryWriter::session_start(std::int64_t first_new_step) {
+  proto::tensorboard::Event event;
+  event.set_wall_time(now_seconds());
+  event.set_step(first_new_step);
+  event.mutable_session_log()->set_status(proto::tensorboard::SessionLog::START);
+  write_record(event.SerializeAsString());
+}
+
 void SummaryWriter::write_record(const std::string& data) {
   const std::uint64_t length = data.size();
   const std::string length_bytes(reinterpret_cast<const char*>(&length), sizeof length);  // little-endian hosts

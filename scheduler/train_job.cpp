@@ -169,6 +169,11 @@ struct EvalWriters {
     train = std::make_unique<SummaryWriter>(job.flags.job_log_dir / "summaries" / "eval_train");
     test = std::make_unique<SummaryWriter>(job.flags.job_log_dir / "summaries" / "eval_test");
   }
+  // A resumed job's restart (SummaryWriter::session_start): evaluations after the restored step repeat.
+  void resumed_at(long step) {
+    if (train) train->session_start(step + 1);
+    if (test) test->session_start(step + 1);
+  }
   std::unique_ptr<SummaryWriter> train, test;
 };
 
@@ -247,13 +252,14 @@ int run_training(const config::JobConfig& job, const collectives::ProcessWorld& 
   };
   const long first_step = resume(checkpoints, program, *train_input);
   phases.done(first_step > 0 ? "resumed" : "checkpoints looked up");
+  if (first_step > 0) eval_out.resumed_at(first_step);
   if (checkpoints.due(first_step)) {  // step 0 of a new job
     save(first_step);
     phases.done(fmt::format("checkpoint of step {} taken", first_step));
   }
   PreemptionWatch preemption(job.cadence.preemption_grace_seconds);
   TraceRecorder tracer(job.cadence.trace_steps, program);
-  TrainingReport report(job, world, program, rt.cache.dir());
+  TrainingReport report(job, world, program, rt.cache.dir(), first_step);
   phases.done("GEMM peak for MFU read or measured");
 
   const long max_steps = job.cadence.max_steps;
@@ -307,8 +313,18 @@ int run_training(const config::JobConfig& job, const collectives::ProcessWorld& 
 namespace {
 
 // The zero-shot task's examples, read before any device opens (a bad line is an error at once).
+// A weights file (--init_from) carries no tokenizer, and the experiment's data is not what it was
+// trained on (DATA=kjv would build a new KJV tokenizer of the file's vocabulary size and score the
+// text with it): its text examples need a tokenizer the user names (--fdl.TOKENIZER, --fdl.DATA).
 std::vector<inputs::ZeroShotExample> zero_shot_examples(const config::JobConfig& job) {
-  const auto tokenizer_model = inputs::tokenizer_of(job.data, job.model.vocab_size(), job.input.tokenizer_model);
+  std::optional<std::filesystem::path> tokenizer_model;
+  if (!job.flags.init_from) {
+    tokenizer_model = inputs::tokenizer_of(job.data, job.model.vocab_size(), job.input.tokenizer_model);
+  } else if (job.experiment.overridden("TOKENIZER") && !job.input.tokenizer_model.empty()) {
+    tokenizer_model = job.input.tokenizer_model;
+  } else if (job.experiment.overridden("DATA")) {
+    tokenizer_model = inputs::tokenizer_of(job.data, job.model.vocab_size(), job.input.tokenizer_model);
+  }
   std::optional<inputs::Tokenizer> tokenizer;
   if (tokenizer_model) tokenizer.emplace(*tokenizer_model);
   return inputs::read_zero_shot_examples(

@@ -24,7 +24,7 @@ std::string hms(double seconds) {
 }
 
 TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::ProcessWorld& world, StepProgram& program,
-                               const std::filesystem::path& store_dir)
+                               const std::filesystem::path& store_dir, long first_step)
     : job_(job), world_(world), program_(program), peaks_(program, job, world, store_dir) {
   const int replicas = job.mesh.replicas(world.size());
   // Each infeed host reads its own rows (processes along the tensor axis share theirs).
@@ -40,16 +40,24 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
   // A live line only on a real terminal of a single process (launchers forward output through a pty).
   live_ = world.size() == 1 && ::isatty(STDOUT_FILENO) != 0;
   out_ = std::make_unique<SummaryWriter>(job.flags.job_log_dir / "summaries" / "train");
-  out_->scalar("num_params", static_cast<double>(program.layout().parameter_count()), 0);
-  out_->scalar("global_batch_size", static_cast<double>(job.input.batch_size) * job.input.num_infeed_hosts, 0);
-  out_->scalar("mfu_peak_gflops_measured", peaks_.measured(), 0);
-  if (peaks_.theoretical() > 0) out_->scalar("mfu_peak_gflops_theoretical", peaks_.theoretical(), 0);
+  if (first_step > 0) {
+    out_->session_start(first_step + 1);
+  } else {
+    out_->scalar("num_params", static_cast<double>(program.layout().parameter_count()), 0);
+    out_->scalar("global_batch_size", static_cast<double>(job.input.batch_size) * job.input.num_infeed_hosts, 0);
+    out_->scalar("mfu_peak_gflops_measured", peaks_.measured(), 0);
+    if (peaks_.theoretical() > 0) out_->scalar("mfu_peak_gflops_theoretical", peaks_.theoretical(), 0);
+  }
   const int fsdp = job.mesh.along(device::MeshAxis::kFsdp), tensor = job.mesh.along(device::MeshAxis::kTensor),
             data = job.mesh.along(device::MeshAxis::kData);
   const config::PipelineConfig& pipeline = job.step.pipeline;
   std::string layout = "data parallel";
-  // What one device holds activations for: the replica's batch, or a pipeline stage's microbatches.
-  std::string held = fmt::format("{} x {} tokens", job.step.replica_batch, job.model.max_seq_len());
+  // What one device holds activations for: one sub-batch of the replica's batch, or the microbatches
+  // in flight on the pipeline device whose bytes are reported (plan's "at most N in flight").
+  std::string held = fmt::format("{} x {} tokens{}", job.step.replica_batch / job.step.sub_batches, job.model.max_seq_len(),
+                                 job.step.sub_batches > 1
+                                     ? fmt::format(", one of NUM_SUB_BATCHES={} sub-batches", job.step.sub_batches)
+                                     : std::string());
   if (pipeline.stages > 1) {
     layout = fmt::format("pipeline parallel (stage {} x data {}{}{}, {}{}, {} microbatches of {})", pipeline.stages, data,
                          fsdp > 1 ? fmt::format(" x fsdp {}", fsdp) : "",
@@ -57,8 +65,11 @@ TrainingReport::TrainingReport(const config::JobConfig& job, const collectives::
                          models::pipeline_schedule_name(pipeline.schedule),
                          pipeline.repeat > 1 ? fmt::format(" x {}", pipeline.repeat) : "", pipeline.microbatches,
                          pipeline.microbatch_size(job.step.replica_batch));
-    held = fmt::format("at most {} microbatches of {} x {} tokens", program.microbatches_held(),
-                       pipeline.microbatch_size(job.step.replica_batch), job.model.max_seq_len());
+    const int in_flight = program.microbatches_held();
+    held = fmt::format("at most {} microbatch{} of {} x {} tokens in flight{}, on the device holding the most", in_flight,
+                       in_flight == 1 ? "" : "es", pipeline.microbatch_size(job.step.replica_batch),
+                       job.model.max_seq_len(),
+                       pipeline.repeat > 1 ? fmt::format(" per chunk, x {} chunks", pipeline.repeat) : std::string());
   } else if (tensor > 1 && fsdp > 1) {
     layout = fmt::format("FSDP and tensor parallel (fsdp {} x tensor {} x data {})", fsdp, tensor, data);
   } else if (tensor > 1) {

@@ -28,8 +28,11 @@ class TrainingReport {
   using Clock = std::chrono::steady_clock;
   // Measures the GEMM peak (every process) and, on rank 0, writes the start-up summaries and banner.
   // The measured peak is stored beside the program cache in `store_dir` (empty: not stored).
+  // `first_step`: the step the job starts from (a resumed job's restored step). A resumed job marks
+  // its restart (SummaryWriter::session_start at first_step + 1) and does not write the step-0
+  // scalars (num_params, global_batch_size, mfu_peak_*) again: the start at step 0 wrote them.
   TrainingReport(const config::JobConfig& job, const collectives::ProcessWorld& world, StepProgram& program,
-                 const std::filesystem::path& store_dir);
+                 const std::filesystem::path& store_dir, long first_step);
 
   void step_done(long step, const models::LossStats& stats, const models::OptimizerStepStats& opt, double lr);
   void restart_interval();  // time from now on counts (evaluation is not training throughput)

@@ -52,6 +52,9 @@ TEST_P(CliSubBatches, LossesEqualTheUnsplitJobsWithLessActivationMemory) {
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 2e-4 * want[i]) << "step " << i + 1;
   EXPECT_LT(activation_mib(split.out), activation_mib(whole.out)) << split.out;
+  // The banner's activations describe what they are sized for: one sub-batch of the rows.
+  EXPECT_NE(split.out.find("x 32 tokens, one of NUM_SUB_BATCHES=2 sub-batches"), std::string::npos) << split.out;
+  EXPECT_EQ(whole.out.find("sub-batches"), std::string::npos) << whole.out;
   if (!c.compare_weights) return;
   const std::vector<float> w = weights_of(dir_.path() / "whole" / "final.safetensors");
   const std::vector<float> s = weights_of(dir_.path() / "split" / "final.safetensors");

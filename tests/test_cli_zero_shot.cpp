@@ -178,6 +178,54 @@ TEST(CliZeroShotGolden, MatchesHuggingFaceTransformersInFloat64) {
   }
 }
 
+// A weights file has no tokenizer: text examples are refused (the experiment's DATA=kjv would make a
+// new KJV tokenizer of the file's vocabulary size), unless the user names one; at once, before devices.
+TEST(CliZeroShotChecks, TextExamplesOfAWeightsFileNeedATokenizerNamed) {
+  const fs::path golden = golden_dir(), fixture = golden / "zero_shot";
+  TempDir dir;
+  const std::string eval = kBinary + " eval --devices=0 --init_from=" + (golden / "gpt2_tiny.safetensors").string() +
+                           " --fdl.NUM_HEADS=4 --fdl.FPROP_DTYPE=float32 --task=lambada --job_log_dir=" +
+                           (dir.path() / "job").string();
+  const fs::path text = dir.path() / "text.jsonl";
+  std::ofstream(text) << "{\"text\": \"In the beginning God created the heaven and the earth\"}\n";
+  const auto r = run_command(eval + " --data=" + text.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("line 1: text: is text, but the model has no SentencePiece tokenizer"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--fdl.TOKENIZER=FILE.model"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "job" / "summaries")) << "refused after evaluating";
+  // Token ids need no tokenizer, and a tokenizer named reads the text.
+  const fs::path ids = dir.path() / "ids.jsonl";
+  std::ofstream(ids) << "{\"input_ids\": [5, 6, 7, 8], \"target_ids\": [9]}\n";
+  const auto by_ids = run_command(eval + " --data=" + ids.string());
+  EXPECT_EQ(by_ids.exit_code, 0) << by_ids.err;
+  const auto named = run_command(eval + " --data=" + text.string() + " --fdl.TOKENIZER=" +
+                                 (fixture / "tokenizer.model").string());
+  EXPECT_EQ(named.exit_code, 0) << named.err;
+}
+
+// --output_json is written after the evaluation: a path that cannot be written is refused first.
+TEST(CliZeroShotChecks, AnUnwritableOutputJsonIsRefusedBeforeEvaluating) {
+  const fs::path golden = golden_dir(), fixture = golden / "zero_shot";
+  TempDir dir;
+  const std::string eval = kBinary + " eval --devices=0 --init_from=" + (golden / "gpt2_tiny.safetensors").string() +
+                           " --fdl.NUM_HEADS=4 --fdl.FPROP_DTYPE=float32 --fdl.DATA=" + fixture.string() +
+                           " --task=lambada --data=" + (fixture / "lambada.jsonl").string() + " --job_log_dir=" +
+                           (dir.path() / "job").string();
+  const auto missing = run_command(eval + " --output_json=" + (dir.path() / "nonexistent" / "x.json").string());
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_EQ(count_lines(missing.err), 1) << missing.err;
+  EXPECT_NE(missing.err.find("--output_json=" + (dir.path() / "nonexistent" / "x.json").string() + ": its directory " +
+                             (dir.path() / "nonexistent").string() + " does not exist"),
+            std::string::npos)
+      << missing.err;
+  EXPECT_EQ(missing.out.find("lambada: "), std::string::npos) << "evaluated before refusing: " << missing.out;
+  EXPECT_FALSE(fs::exists(dir.path() / "job" / "summaries"));
+  const auto a_directory = run_command(eval + " --output_json=" + dir.path().string());
+  EXPECT_NE(a_directory.exit_code, 0);
+  EXPECT_NE(a_directory.err.find("is a directory"), std::string::npos) << a_directory.err;
+}
+
 TEST_F(CliZeroShot, ABadLineIsAOneLineErrorNamingTheLineAndField) {
   const fs::path bad = dir_->path() / "bad.jsonl";
   std::ofstream(bad) << "{\"input_ids\": [1], \"target_ids\": [2]}\n{\"input_ids\": [1], \"target_ids\": [999999]}\n";

@@ -6,6 +6,7 @@
 #include "device/auto_fprop_dtype.h"
 #include "device/device_selection.h"
 #include "device/known_peaks.h"
+#include "scheduler/mfu_peaks.h"
 #include "tests/test_support.h"
 
 namespace paxocl::device {
@@ -170,6 +171,22 @@ TEST(KnownPeaks, CpuBfloat16PeakFollowsItsInstructions) {
   EXPECT_DOUBLE_EQ(theoretical_peak(cpu, PeakCompute::kBFloat16, 2).gflops, 2 * 2.0 * 1024);
   EXPECT_NE(theoretical_peak(cpu, PeakCompute::kBFloat16, 2).basis.find("AMX"), std::string::npos);
   EXPECT_DOUBLE_EQ(theoretical_peak(cpu, PeakCompute::kBFloat16, 1).gflops, 2.0 * 1024);  // one host thread
+}
+
+
+// The measured GEMM peak scales with the job's devices, but CPU devices of one host share its
+// threads as in the theoretical peak: two PoCL CPU devices (each measured alone on all 2 threads
+// of a 2-thread host) are one device's worth, not two (the banner read "measured 418.1 GFLOP/s in
+// all" beside a theoretical 332.3); GPUs count each.
+TEST(MfuPeaks, MeasuredDeviceCountSharesAHostsCpuThreads) {
+  using scheduler::measured_device_count;
+  EXPECT_DOUBLE_EQ(measured_device_count(true, 2, 2, 2, 1, 1), 1.0);
+  EXPECT_DOUBLE_EQ(measured_device_count(true, 2, 2, 1, 1, 1), 1.0);
+  EXPECT_DOUBLE_EQ(measured_device_count(true, 2, 2, 1, 2, 2), 1.0);   // two processes on one host
+  EXPECT_DOUBLE_EQ(measured_device_count(true, 2, 2, 1, 4, 2), 2.0);   // two hosts of two processes
+  EXPECT_DOUBLE_EQ(measured_device_count(true, 4, 16, 2, 1, 1), 2.0);  // devices of 4 of 16 threads: room for 4
+  EXPECT_DOUBLE_EQ(measured_device_count(true, 4, 16, 8, 1, 1), 4.0);
+  EXPECT_DOUBLE_EQ(measured_device_count(false, 132, 16, 8, 2, 1), 16.0);  // GPUs: every device
 }
 
 }  // namespace

@@ -243,5 +243,64 @@ TEST(SummaryWriter, RecordsReadBackWithValidCrcsAndTensorFlowFieldNumbers) {
   EXPECT_NE(records[1].find(std::string("\x0A\x04loss\x15", 7)), std::string::npos);
 }
 
+// Reads the records of a TFRecord file with the reference CRC (reads stop at the first bad one).
+std::vector<std::string> read_records(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::vector<std::string> records;
+  for (;;) {
+    std::uint64_t length = 0;
+    std::uint32_t length_crc = 0, data_crc = 0;
+    if (!in.read(reinterpret_cast<char*>(&length), 8) || !in.read(reinterpret_cast<char*>(&length_crc), 4)) break;
+    std::string data(length, '\0');
+    if (!in.read(data.data(), static_cast<std::streamsize>(length)) || !in.read(reinterpret_cast<char*>(&data_crc), 4)) break;
+    if (length_crc != reference_masked_crc(std::string(reinterpret_cast<const char*>(&length), 8)) ||
+        data_crc != reference_masked_crc(data)) {
+      break;
+    }
+    records.push_back(data);
+  }
+  return records;
+}
+
+TEST(SummaryWriter, ZeroValuedScalarIsWritten) {
+  // proto3 leaves a plain float field out when it is 0; TensorFlow's simple_value is in a oneof, so
+  // a 0 (steps_skipped, an accuracy of 0) is on the wire: key 0x15 and four zero bytes.
+  testing::TempDir dir;
+  std::filesystem::path file;
+  {
+    scheduler::SummaryWriter w(dir.path() / "train");
+    w.scalar("steps_skipped", 0.0, 5);
+    file = w.file();
+  }
+  const std::vector<std::string> records = read_records(file);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_NE(records[1].find(std::string("\x0A\x0Dsteps_skipped\x15\x00\x00\x00\x00", 20)), std::string::npos);
+  proto::tensorboard::Event event;
+  ASSERT_TRUE(event.ParseFromString(records[1]));
+  ASSERT_EQ(event.summary().value_size(), 1);
+  EXPECT_TRUE(event.summary().value(0).has_simple_value());
+  EXPECT_EQ(event.summary().value(0).simple_value(), 0.0f);
+}
+
+TEST(SummaryWriter, SessionStartIsTensorFlowsSessionLogStart) {
+  testing::TempDir dir;
+  std::filesystem::path file;
+  {
+    scheduler::SummaryWriter w(dir.path() / "train");
+    w.session_start(21);
+    file = w.file();
+  }
+  const std::vector<std::string> records = read_records(file);
+  ASSERT_EQ(records.size(), 2u);
+  // Event.step = 21 (key 0x10, varint 0x15); Event.session_log is field 7 (key 0x3A; TensorFlow's
+  // field 6 is the deprecated log_message, which TensorBoard does not read as a restart), a 2-byte
+  // SessionLog holding status START = 1 (key 0x08, value 0x01).
+  EXPECT_NE(records[1].find(std::string("\x10\x15\x3A\x02\x08\x01", 6)), std::string::npos);
+  proto::tensorboard::Event event;
+  ASSERT_TRUE(event.ParseFromString(records[1]));
+  EXPECT_EQ(event.step(), 21);
+  EXPECT_EQ(event.session_log().status(), proto::tensorboard::SessionLog::START);
+}
+
 }  // namespace
 }  // namespace paxocl

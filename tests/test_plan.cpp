@@ -180,6 +180,10 @@ INSTANTIATE_TEST_SUITE_P(
         // Pipeline stages: a stage's layout and layers, its input / output-gradient buffers, the
         // microbatch instances in flight (1f1b: 2 on stage 0; gpipe: all 3).
         RealRunCase{"GptTwoStages1f1bF32", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_MICROBATCHES", "3"}})},
+        // A large vocabulary: the last stage (1 instance, its LM head's logits) holds more bytes than
+        // stage 0 (2 instances of one block), so the count reported is the last stage's, 1.
+        RealRunCase{"GptTwoStages1f1bLastStageHoldsMostF32",
+                    with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_MICROBATCHES", "3"}, {"VOCAB_SIZE", "3000"}})},
         RealRunCase{"GptTwoStagesGpipeBf16", with(odd_gpt(), {{"ICI_MESH_SHAPE", "[2,1,1,1]"}, {"NUM_MICROBATCHES", "3"},
                                                               {"PIPELINE_SCHEDULE", "gpipe"}, {"FPROP_DTYPE", "bfloat16"}})},
         RealRunCase{"LlamaTwoStagesMicrobatchSize2F32", with(odd_llama(), {{"NUM_LAYERS", "4"}, {"ICI_MESH_SHAPE", "[2,1,1,1]"},

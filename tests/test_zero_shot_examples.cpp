@@ -113,6 +113,41 @@ TEST_F(ZeroShotExamples, InputsAreTruncatedFromTheLeft) {
   EXPECT_EQ(tight[0].context, (std::vector<int>{3}));
 }
 
+// A long context is tokenized from a tail of its text (only MAX_SEQ_LEN tokens of it can be kept):
+// the tokens kept must be those of the whole text's encoding, whatever the words at the cut (runs
+// of spaces, words outside the tokenizer's vocabulary, punctuation), for text over the reader's
+// 64 x MAX_SEQ_LEN + 64 KiB bytes; and text with no space to cut at is encoded whole.
+TEST_F(ZeroShotExamples, ALongContextKeepsTheTokensOfItsWholeEncoding) {
+  const char* words[] = {"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog.", "and", "runs", "far",
+                         "away", "  ", "Zebra", "x", "éé", "dog,", "\n", "aw", "qu"};
+  for (std::uint64_t seed : {1, 2, 3}) {
+    std::string text, json_text;  // json_text: the same, escaped for the line
+    std::uint64_t state = seed * 0x9E3779B97F4A7C15ull;
+    while (text.size() < 400000) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const std::string word = words[(state >> 33) % 20];
+      text += word + ' ';
+      json_text += (word == "\n" ? std::string("\\n") : word) + ' ';
+    }
+    text += "end";
+    json_text += "end";
+    for (int max_seq_len : {16, 64}) {
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << ", MAX_SEQ_LEN " << max_seq_len);
+      const auto examples = read("{\"inputs\": \"" + json_text + "\", \"targets\": \" house\"}\n",
+                                 ZeroShotTask::kLambada, max_seq_len);
+      const std::vector<int> whole = tokenizer_->encode(text);
+      const std::size_t room = max_seq_len - tokenizer_->encode(" house").size();
+      ASSERT_EQ(examples[0].context.size(), room);
+      EXPECT_EQ(examples[0].context, std::vector<int>(whole.end() - static_cast<std::ptrdiff_t>(room), whole.end()));
+    }
+  }
+  const std::string no_space(200000, 'q');
+  const auto one_word = read("{\"inputs\": \"" + no_space + "\", \"targets\": \" fox\"}\n", ZeroShotTask::kLambada, 16);
+  const std::vector<int> whole = tokenizer_->encode(no_space);
+  const std::size_t room = 16 - tokenizer_->encode(" fox").size();
+  EXPECT_EQ(one_word[0].context, std::vector<int>(whole.end() - static_cast<std::ptrdiff_t>(room), whole.end()));
+}
+
 TEST_F(ZeroShotExamples, BadLinesAreOneLineErrorsNamingTheLineAndField) {
   const auto L = ZeroShotTask::kLambada;
   const auto B = ZeroShotTask::kBoolq;
