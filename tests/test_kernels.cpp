@@ -331,7 +331,7 @@ TEST_P(ActKernelTest, BiasAddAndGrad) {
 // The shapes the GPU twins find awkward (a team of 32 work-items per row and several rows per
 // group, 32 columns per work-item in registers, row blocks of at least 32): one element, rows not a
 // multiple of 4 wide, rows within (1000 columns) and beyond (4100) what a team's registers hold,
-// fewer rows than a group has teams, and 10,000 rows (313 row blocks).
+// fewer rows than a group has teams, and 10,000 rows (250 row blocks of 40).
 TEST_P(ActKernelTest, NormsAndBiasAtAwkwardShapes) {
   for (auto [N, C] : {std::pair{1, 1}, std::pair{3, 3}, std::pair{2, 7}, std::pair{2, 1000}, std::pair{1, 4100},
                       std::pair{10000, 5}}) {
