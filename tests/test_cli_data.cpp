@@ -56,8 +56,9 @@ TEST_F(CliData, TrainOnRawTextTokenisedOnTheFly) {
                              " --job_log_dir=" + job());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("step      2/2"), std::string::npos) << r.out;
+  // A job directory of its own: the first job's checkpoint records another model (its tokenizer).
   const auto no_tokenizer = run_command(kBinary + " train --fdl.DATA=" + text + " --fdl.VOCAB_SIZE=64 --fdl.MAX_STEPS=1" +
-                                        " --job_log_dir=" + job());
+                                        " --job_log_dir=" + job() + "-no-tokenizer");
   EXPECT_EQ(no_tokenizer.exit_code, 2) << no_tokenizer.err;
   EXPECT_NE(no_tokenizer.err.find("set --fdl.TOKENIZER=FILE.model"), std::string::npos) << no_tokenizer.err;
 }
@@ -80,15 +81,17 @@ TEST(CliLlmcData, TrainTwoStepsOnADirectoryOfLlmcFiles) {
   write_llmc_tokens(data / "tinyshakespeare_val.bin", tokens(400));
   const std::string model =
       " --fdl.NUM_LAYERS=1 --fdl.MODEL_DIMS=32 --fdl.HIDDEN_DIMS=64 --fdl.NUM_HEADS=2 --fdl.DIMS_PER_HEAD=16"
-      " --fdl.MAX_SEQ_LEN=16 --fdl.PERCORE_BATCH_SIZE=2 --fdl.EVAL_LOOP_NUM_BATCHES=2 --job_log_dir=" +
-      (dir.path() / "job").string();
-  const auto r = run_command(kBinary + " train --fdl.DATA=" + data.string() + " --fdl.VOCAB_SIZE=50257 --fdl.MAX_STEPS=2" + model);
+      " --fdl.MAX_SEQ_LEN=16 --fdl.PERCORE_BATCH_SIZE=2 --fdl.EVAL_LOOP_NUM_BATCHES=2 --job_log_dir=";
+  const auto r = run_command(kBinary + " train --fdl.DATA=" + data.string() + " --fdl.VOCAB_SIZE=50257 --fdl.MAX_STEPS=2" +
+                             model + (dir.path() / "job").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("step      2/2"), std::string::npos) << r.out;
   EXPECT_EQ(r.err.find("no validation data"), std::string::npos) << "the *_val.bin file is the eval_test split: " << r.err;
   EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "job" / "summaries" / "eval_test"));
 
-  const auto small = run_command(kBinary + " train --fdl.DATA=" + data.string() + " --fdl.VOCAB_SIZE=512 --fdl.MAX_STEPS=1" + model);
+  // Another job directory: the first job's checkpoint records VOCAB_SIZE=50257.
+  const auto small = run_command(kBinary + " train --fdl.DATA=" + data.string() + " --fdl.VOCAB_SIZE=512 --fdl.MAX_STEPS=1" +
+                                 model + (dir.path() / "small").string());
   EXPECT_EQ(small.exit_code, 3) << small.err;
   EXPECT_NE(small.err.find((data / "tinyshakespeare_train.bin").string() + ": token "), std::string::npos) << small.err;
   EXPECT_NE(small.err.find(">= VOCAB_SIZE=512"), std::string::npos) << small.err;
