@@ -13,6 +13,7 @@
 #include "device/auto_fprop_dtype.h"
 #include "device/device_selection.h"
 #include "kernels_cl/auto_gemm.h"
+#include "kernels_cl/onednn_gemm.h"
 #include "config/experiment.h"
 #include "inputs/zero_shot_examples.h"
 #include "models/weights_io.h"
@@ -109,13 +110,13 @@ std::string resolve_auto_fprop_dtype(config::Experiment& e, const config::JobFla
   try {
     choice = device::auto_fprop_dtype(
         device::select_devices(device::enumerate_devices(), device::parse_device_selection(flags.devices_spec)),
-        flags.gemm_policy);
+        flags.gemm_policy, kernels::measure_onednn_bf16_gemm);
   } catch (const std::runtime_error& error) {
     choice = {device::DType::kF32, fmt::format("no devices to choose by: {}", error.what())};
   }
   const std::vector<int> votes = world.all_gather(choice.dtype == device::DType::kBF16 ? 1 : 0);
   if (choice.dtype == device::DType::kBF16 && std::find(votes.begin(), votes.end(), 0) != votes.end()) {
-    choice = {device::DType::kF32, "another process's devices have no bfloat16 matrix instructions"};
+    choice = {device::DType::kF32, "another process's devices run float32 faster or have no bfloat16 matrix instructions"};
   }
   const std::string name(device::dtype_name(choice.dtype));
   e.set_json("FPROP_DTYPE", name);

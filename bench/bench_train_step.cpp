@@ -126,11 +126,7 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   std::fflush(stdout);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  paxocl::kernels::restart_with_passive_openmp_waits(argv);  // before any thread starts
-  if (const std::string w = paxocl::kernels::ignore_blis_arch_type_where_it_aborts(); !w.empty()) spdlog::warn(w);
+int run_bench(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "all";
   const int steps = argc > 2 ? std::stoi(argv[2]) : 5;
   const std::string gemm = kernels::gemm_policy_from(argc > 3 ? std::optional<std::string>(argv[3]) : std::nullopt);
@@ -146,5 +142,19 @@ int main(int argc, char** argv) {
               std::string(device::dtype_name(fprop)).c_str(), steps);
   for (const BenchConfig& b : kConfigs) {
     if (which == "all" || which == b.name) run(b, dev, cache, steps, gemm, fprop, policy);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  paxocl::kernels::restart_with_passive_openmp_waits(argv);  // before any thread starts
+  if (const std::string w = paxocl::kernels::ignore_blis_arch_type_where_it_aborts(); !w.empty()) spdlog::warn(w);
+  try {
+    return run_bench(argc, argv);
+  } catch (const std::exception& e) {  // a bad argument or a device that cannot run the config: one line
+    std::fprintf(stderr, "bench_train_step: %s\n", e.what());
+    return 2;
   }
 }

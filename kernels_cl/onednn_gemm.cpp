@@ -4,6 +4,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <oneapi/dnnl/dnnl_ocl.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -373,6 +374,59 @@ std::string onednn_gpu_refusal(device::Device& device) {
 std::string onednn_description() {
   const dnnl_version_t* v = dnnl_version();
   return fmt::format("oneDNN {}.{}.{}, {} kernels", v->major, v->minor, v->patch, isa_name(dnnl::get_effective_cpu_isa()));
+}
+
+device::Bf16GemmRates measure_onednn_bf16_gemm(unsigned threads) {
+  constexpr memory::dim n = 1024;
+  constexpr int kRuns = 5;
+  using dt = memory::data_type;
+  const std::string what = fmt::format("{}, {}^3, {} thread{}", onednn_description(), n, threads, threads == 1 ? "" : "s");
+  try {
+    dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    dnnl::stream stream(engine);
+    // One matmul of each dtype on its own operands: C (n, n) f32 = A (n, n) x B^T, B stored (n, n).
+    struct Timed {
+      dnnl::matmul::primitive_desc pd;
+      dnnl::matmul matmul;
+      memory a, b, c;
+      double best = 1e30;
+    };
+    const auto make = [&](dt in) {
+      const memory::desc ad({n, n}, in, {n, 1}), bd({n, n}, in, {1, n}), cd({n, n}, dt::f32, {n, 1});
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), engine);
+      Timed t{pd, dnnl::matmul(pd), memory(ad, engine), memory(bd, engine), memory(cd, engine)};
+      // Small varied values (bit patterns of floats in [-1, 1) for either dtype's memory).
+      for (memory* m : {&t.a, &t.b}) {
+        const std::size_t elements = static_cast<std::size_t>(n * n);
+        std::vector<float> values(elements);
+        for (std::size_t i = 0; i < elements; ++i) values[i] = static_cast<float>((i * 7919) % 2048) / 1024.0f - 1.0f;
+        const device::DType d = in == dt::bf16 ? device::DType::kBF16 : device::DType::kF32;
+        const std::vector<std::byte> encoded = device::encode(d, values);
+        std::memcpy(m->get_data_handle(), encoded.data(), encoded.size());
+      }
+      return t;
+    };
+    Timed f32 = make(dt::f32), bf16 = make(dt::bf16);
+    if (std::string(bf16.pd.impl_info_str()).starts_with("ref")) {
+      return {0, 0, fmt::format("{}: oneDNN has only its reference bfloat16 matmul here", what)};
+    }
+    const int saved_threads = omp_get_max_threads();
+    omp_set_num_threads(static_cast<int>(threads));
+    for (int run = -1; run < kRuns; ++run) {  // run -1 warms both up; then they alternate
+      for (Timed* t : {&f32, &bf16}) {
+        const auto start = std::chrono::steady_clock::now();
+        t->matmul.execute(stream, {{DNNL_ARG_SRC, t->a}, {DNNL_ARG_WEIGHTS, t->b}, {DNNL_ARG_DST, t->c}});
+        stream.wait();
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (run >= 0) t->best = std::min(t->best, seconds);
+      }
+    }
+    omp_set_num_threads(saved_threads);
+    const double flops = 2.0 * static_cast<double>(n) * n * n;
+    return {flops / bf16.best * 1e-9, flops / f32.best * 1e-9, what};
+  } catch (const dnnl::error& e) {
+    return {0, 0, fmt::format("{}: oneDNN made no bfloat16 matmul ({})", what, e.what())};
+  }
 }
 
 }  // namespace paxocl::kernels

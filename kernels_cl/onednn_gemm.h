@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "device/auto_fprop_dtype.h"
 #include "kernels_cl/gemm.h"
 
 namespace paxocl::kernels {
@@ -36,5 +37,10 @@ std::unique_ptr<Gemm> make_onednn_gpu_gemm(device::Device& device, bool require_
 std::string onednn_gpu_refusal(device::Device& device);
 // "oneDNN 2.6.3, avx512_core_amx kernels": the library and the instruction set it dispatches to.
 std::string onednn_description();
+// oneDNN's bfloat16 x bfloat16 -> float32 matmul against its float32 one on host memory, 1024^3
+// with B stored (n, k) as a linear layer's weight, `threads` OpenMP threads, each the best of 5
+// timed runs after a warm-up (about 0.1 s): FPROP_DTYPE=auto's measurement (device/auto_fprop_dtype.h).
+// bf16_gflops is 0 where oneDNN has only its reference bfloat16 matmul here.
+device::Bf16GemmRates measure_onednn_bf16_gemm(unsigned threads);
 
 }  // namespace paxocl::kernels

@@ -87,34 +87,68 @@ TEST(DeviceSelection, FlagBeatsEnvironmentBeatsAuto) {
   EXPECT_EQ(device_spec_from(std::string("0,1")), "0,1");
 }
 
-// FPROP_DTYPE=auto: bfloat16 only where every device is a CPU with bfloat16 matrix instructions;
-// one CPU without them, any GPU, or a float32-only GEMM policy keeps the job in float32, and the
-// reason names that device or policy.
-TEST(AutoFpropDtype, BfloatSixteenOnlyWhereEveryDeviceIsACpuWithItsInstructions) {
+// FPROP_DTYPE=auto: bfloat16 only where every device is a CPU with bfloat16 matrix instructions and
+// native kernels, and the measured bfloat16 GEMM beats float32's by kBf16MinGemmSpeedup; one CPU
+// without them, any GPU, a slower bfloat16 GEMM or a GEMM policy that widens 16-bit operands keeps
+// the job in float32, and the reason names that device, policy or measurement.
+TEST(AutoFpropDtype, BfloatSixteenOnlyWhereEveryDeviceIsACpuWithItsInstructionsAndItMeasuresFaster) {
   DeviceInfo amx, avx2, gpu;
   amx.name = "pthread-sapphirerapids-Intel(R) Xeon(R) Processor";
   amx.kind = DeviceKind::kCpu;
+  amx.compute_units = 4;
+  amx.native_kernels = true;
   amx.bf16_flops_per_cycle = cpu_bf16_flops_per_cycle(true, true, 16);
   avx2.name = "pthread-haswell-AMD EPYC";
   avx2.kind = DeviceKind::kCpu;
+  avx2.native_kernels = true;
   gpu.name = "NVIDIA H100";
   gpu.kind = DeviceKind::kGpu;
   gpu.bf16_flops_per_cycle = 1024;  // not read for GPUs
-  EXPECT_EQ(auto_fprop_dtype({amx, amx}).dtype, DType::kBF16);
-  EXPECT_NE(auto_fprop_dtype({amx}).reason.find("AMX-BF16 or AVX512_BF16"), std::string::npos);
-  const AutoFpropDtype mixed = auto_fprop_dtype({amx, avx2});
+
+  std::vector<unsigned> probed_threads;
+  const auto rates = [&probed_threads](double bf16, double f32) {
+    return [&probed_threads, bf16, f32](unsigned threads) {
+      probed_threads.push_back(threads);
+      return Bf16GemmRates{bf16, f32, "a test's rates"};
+    };
+  };
+  const AutoFpropDtype faster = auto_fprop_dtype({amx, amx}, "auto", rates(900, 300));
+  EXPECT_EQ(faster.dtype, DType::kBF16);
+  EXPECT_NE(faster.reason.find("AMX-BF16 or AVX512_BF16"), std::string::npos) << faster.reason;
+  EXPECT_NE(faster.reason.find("3.00x float32's (900 against 300 GFLOP/s"), std::string::npos) << faster.reason;
+  EXPECT_EQ(probed_threads, std::vector<unsigned>{2}) << "4 compute units shared by 2 CPU devices";
+  EXPECT_EQ(auto_fprop_dtype({amx}, "onednn", rates(400, 300)).dtype, DType::kBF16);
+
+  // The instructions are there, the speed is not (an Intel Xeon without AMX: 170 against 300).
+  const AutoFpropDtype slower = auto_fprop_dtype({amx}, "auto", rates(170, 300));
+  EXPECT_EQ(slower.dtype, DType::kF32);
+  EXPECT_NE(slower.reason.find("0.57x float32's"), std::string::npos) << slower.reason;
+  EXPECT_EQ(auto_fprop_dtype({amx}, "auto", rates(kBf16MinGemmSpeedup * 300 - 1, 300)).dtype, DType::kF32);
+  EXPECT_EQ(auto_fprop_dtype({amx}, "auto", rates(kBf16MinGemmSpeedup * 300 + 1, 300)).dtype, DType::kBF16);
+  const AutoFpropDtype none = auto_fprop_dtype({amx}, "auto", [](unsigned) {
+    return Bf16GemmRates{0, 0, "only a reference matmul"};
+  });
+  EXPECT_EQ(none.dtype, DType::kF32);
+  EXPECT_NE(none.reason.find("only a reference matmul"), std::string::npos) << none.reason;
+
+  // Decided without measuring: no instructions, a GPU, no native kernels, a widening policy.
+  probed_threads.clear();
+  const AutoFpropDtype mixed = auto_fprop_dtype({amx, avx2}, "auto", rates(900, 300));
   EXPECT_EQ(mixed.dtype, DType::kF32);
   EXPECT_NE(mixed.reason.find(avx2.name), std::string::npos) << mixed.reason;
-  const AutoFpropDtype on_gpu = auto_fprop_dtype({gpu});
+  const AutoFpropDtype on_gpu = auto_fprop_dtype({gpu}, "auto", rates(900, 300));
   EXPECT_EQ(on_gpu.dtype, DType::kF32);
   EXPECT_NE(on_gpu.reason.find("not a CPU device"), std::string::npos) << on_gpu.reason;
-  EXPECT_EQ(auto_fprop_dtype({}).dtype, DType::kF32);
-  for (const char* float32_only : {"blis", "clblast"}) {
-    const AutoFpropDtype chosen = auto_fprop_dtype({amx}, float32_only);
+  DeviceInfo amx_no_native = amx;
+  amx_no_native.native_kernels = false;
+  EXPECT_EQ(auto_fprop_dtype({amx_no_native}, "auto", rates(900, 300)).dtype, DType::kF32);
+  EXPECT_EQ(auto_fprop_dtype({}, "auto", rates(900, 300)).dtype, DType::kF32);
+  for (const char* float32_only : {"blis", "clblast", "cpu-8x48", "gpu-64x64"}) {
+    const AutoFpropDtype chosen = auto_fprop_dtype({amx}, float32_only, rates(900, 300));
     EXPECT_EQ(chosen.dtype, DType::kF32) << float32_only;
     EXPECT_NE(chosen.reason.find(std::string("--gemm=") + float32_only), std::string::npos) << chosen.reason;
   }
-  EXPECT_EQ(auto_fprop_dtype({amx}, "onednn").dtype, DType::kBF16);
+  EXPECT_TRUE(probed_threads.empty());
 }
 
 }  // namespace

@@ -735,6 +735,18 @@ TEST_F(GemmClBlast, HostGemmsWithKZeroScaleC) {
   }
 }
 
+// FPROP_DTYPE=auto's measurement (device/auto_fprop_dtype.h): both rates where oneDNN has a
+// non-reference bfloat16 matmul here, which is what the GEMM's own supports() says; float32 always.
+TEST_F(GemmClBlast, OneDnnBfloat16MeasurementAgreesWithTheGemmsDtypes) {
+  if (!kernels::host_gemm_available(*device_)) GTEST_SKIP() << "host GEMMs run as native kernels: this device runs none";
+  const device::Bf16GemmRates rates = kernels::measure_onednn_bf16_gemm(1);
+  EXPECT_GT(rates.f32_gflops, 0.0) << rates.what;
+  auto gemm = kernels::make_gemm(*device_, cache_, "onednn");
+  const device::DType bf16 = device::DType::kBF16, f32 = device::DType::kF32;
+  EXPECT_EQ(rates.bf16_gflops > 0.0, gemm->supports(bf16, bf16, f32)) << rates.what;
+  EXPECT_NE(rates.what.find("1024^3, 1 thread"), std::string::npos) << rates.what;
+}
+
 // oneDNN's GPU form runs on Intel GPUs only, probed once per device. On any other device the probe
 // says why not, and oneDNN itself refuses the device cleanly when asked anyway (PoCL's: "could not
 // create an engine"). On an Intel GPU its probe GEMM must pass and the form matches the reference.
