@@ -5,7 +5,7 @@
 // packing included (OpenBLAS packs internally too), best of `reps` after a warm-up.
 // OpenBLAS is opened at run time (libopenblas.so.0, Debian's libopenblas0): the relocatable bundle
 // leaves its 36 MB out, and without it the OpenBLAS column reads "-".
-// Usage: bench_gemm [B|C|D|all] [reps] [--clblast]     (OpenBLAS threads: OPENBLAS_NUM_THREADS)
+// Usage: bench_gemm [A|B|C|D|all] [reps] [--clblast]     (OpenBLAS threads: OPENBLAS_NUM_THREADS)
 //        bench_gemm tc [reps] [TILE|all]   the tensor-core GEMM (NVIDIA, after its probe) in bfloat16
 //            on 4096^3 and GPT-2 124M's step shapes (T1024 B8), TFLOP/s per MMA tile (all: every
 //            candidate; default: the one TensorCoreGemm picks), next to the float32-accumulating auto GEMM.
@@ -41,7 +41,7 @@ struct Model {
   const char* name;
   std::size_t layers, dims, heads, seq, vocab, batch;
 };
-constexpr Model kModels[] = {{"B", 4, 256, 4, 256, 8192, 8}, {"C", 6, 384, 6, 256, 16384, 8}, {"D", 12, 768, 12, 256, 50304, 4}};
+constexpr Model kModels[] = {{"A", 2, 128, 4, 128, 4096, 8}, {"B", 4, 256, 4, 256, 8192, 8}, {"C", 6, 384, 6, 256, 16384, 8}, {"D", 12, 768, 12, 256, 50304, 4}};
 
 struct Shape {
   std::string what;

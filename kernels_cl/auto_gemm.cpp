@@ -104,6 +104,13 @@ class AutoGemm final : public Gemm {
            const GemmOperand& c) override {
     chosen(s, a, b, c).run(s, alpha, a, b, beta, c);
   }
+  // A class of its own (".outer"), timed with both batch levels: a GEMM that runs the outer
+  // repetitions one by one pays a call for each, which a timing of the inner batch would hide.
+  void run_outer(const GemmOuterBatch& outer, const GemmShape& s, float alpha, const GemmOperand& a,
+                 const GemmOperand& b, float beta, const GemmOperand& c) override {
+    if (outer.count <= 1) return run(s, alpha, a, b, beta, c);
+    chosen(s, a, b, c, outer.count).run_outer(outer, s, alpha, a, b, beta, c);
+  }
   // The class's choice fuses the epilogue if it can (the direct GEMM); timing ignores epilogues.
   bool run_fused(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                  const GemmOperand& c, const GemmEpilogue& epilogue) override {
@@ -127,10 +134,14 @@ class AutoGemm final : public Gemm {
 
  private:
   // The variant for this call's shape class (timed at the class's first call), profiling set.
-  Gemm& chosen(const GemmShape& s, const GemmOperand& a, const GemmOperand& b, const GemmOperand& c) {
-    std::string cls = gemm_shape_class(s);
+  Gemm& chosen(const GemmShape& s, const GemmOperand& a, const GemmOperand& b, const GemmOperand& c,
+               std::size_t outer = 1) {
+    GemmShape whole = s;
+    whole.batch = s.batch * outer;
+    std::string cls = gemm_shape_class(whole);
+    if (outer > 1) cls += ".outer";
     if (!all_float32(a.dtype, b.dtype, c.dtype)) cls += fmt::format(".{}{}{}", dtype_letter(a.dtype), dtype_letter(b.dtype), dtype_letter(c.dtype));
-    const std::string choice = choice_for(cls, s, a.dtype, b.dtype, c.dtype);
+    const std::string choice = choice_for(cls, s, outer, a.dtype, b.dtype, c.dtype);
     if (announce_once(fmt::format("gemm {} {}", fmt::ptr(device_.info().id), choice))) {
       spdlog::info("GEMM on {}: {} (first for shape class {})", device_.info().name, choice, cls);
     }
@@ -147,12 +158,13 @@ class AutoGemm final : public Gemm {
 
   // The class's variant: the shared table's, else timed here (when two AutoGemms time one class
   // at once, the first to finish decides for both).
-  std::string choice_for(const std::string& cls, const GemmShape& s, device::DType at, device::DType bt, device::DType ct) {
+  std::string choice_for(const std::string& cls, const GemmShape& s, std::size_t outer, device::DType at,
+                         device::DType bt, device::DType ct) {
     {
       std::lock_guard lock(registry_mutex());
       if (const auto it = choices_->find(cls); it != choices_->end()) return it->second;
     }
-    const std::string timed = tune(cls, s, at, bt, ct);
+    const std::string timed = tune(cls, s, outer, at, bt, ct);
     std::lock_guard lock(registry_mutex());
     const auto [it, inserted] = choices_->emplace(cls, timed);
     if (inserted) save();
@@ -172,8 +184,10 @@ class AutoGemm final : public Gemm {
   // devices, where a full shape can take seconds; 4096 elsewhere), on scratch buffers. A shape cut
   // much smaller favours small tiles that lose at the real size: on a GPU, where it leaves most of
   // the device idle, and on a 2-core EPYC too, where at 768 the OpenCL tiles beat oneDNN on
-  // classes it wins at config C's 2048 rows.
-  std::string tune(const std::string& cls, GemmShape s, device::DType at, device::DType bt, device::DType ct) {
+  // classes it wins at config C's 2048 rows. Batches: at most 8 matrices, or with an outer batch
+  // (run_outer) both levels up to 64 matrices in all, the inner batch whole where it fits.
+  std::string tune(const std::string& cls, GemmShape s, std::size_t outer_count, device::DType at, device::DType bt,
+                   device::DType ct) {
     std::vector<std::string> able;
     for (const std::string& name : candidates_) {
       if (variant(name).supports(at, bt, ct)) able.push_back(name);
@@ -187,32 +201,37 @@ class AutoGemm final : public Gemm {
     s.m = std::min(s.m, cap);
     s.n = std::min(s.n, cap);
     s.k = std::min(s.k, cap);
-    s.batch = std::min<std::size_t>(s.batch, 8);
+    const bool two_levels = outer_count > 1;
+    s.batch = std::min<std::size_t>(s.batch, two_levels ? 64 : 8);
+    const std::size_t outer = two_levels ? std::clamp<std::size_t>(64 / s.batch, 1, outer_count) : 1;
     // A cheap estimate of the timing's length at a modest rate (20 GFLOP/s on a CPU device, 2
     // TFLOP/s elsewhere; building the candidates' programs comes on top): a timing of seconds says
     // so at info before it starts, shorter ones at debug.
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) *
-                         static_cast<double>(std::max<std::size_t>(1, s.batch)) * (2 * kRounds + 1) *
+                         static_cast<double>(std::max<std::size_t>(1, s.batch) * outer) * (2 * kRounds + 1) *
                          static_cast<double>(able.size());
     const double seconds = flops / (cpu ? 20e9 : 2e12);
     spdlog::log(seconds >= 1.0 ? spdlog::level::info : spdlog::level::debug,
-                "GEMM on {}: timing {} candidates for shape class {} (about {:.1f} s at the capped shape {}x{}x{} x{})",
-                device_.info().name, able.size(), cls, seconds, s.m, s.n, s.k, std::max<std::size_t>(1, s.batch));
+                "GEMM on {}: timing {} candidates for shape class {} (about {:.1f} s at the capped shape {}x{}x{} x{}{})",
+                device_.info().name, able.size(), cls, seconds, s.m, s.n, s.k, std::max<std::size_t>(1, s.batch),
+                two_levels ? fmt::format(" x{}", outer) : std::string());
     const std::size_t a_rows = s.a == Transpose::kNo ? s.m : s.k, a_cols = s.a == Transpose::kNo ? s.k : s.m;
     const std::size_t b_rows = s.b == Transpose::kNo ? s.k : s.n, b_cols = s.b == Transpose::kNo ? s.n : s.k;
-    device::TypedBuffer a(device_.context(), at, std::max<std::size_t>(1, s.batch * a_rows * a_cols), "tune.a");
-    device::TypedBuffer b(device_.context(), bt, std::max<std::size_t>(1, s.batch * b_rows * b_cols), "tune.b");
-    device::TypedBuffer c(device_.context(), ct, std::max<std::size_t>(1, s.batch * s.m * s.n), "tune.c");
+    const std::size_t matrices = s.batch * outer;  // contiguous: the outer stride is a whole inner batch
+    device::TypedBuffer a(device_.context(), at, std::max<std::size_t>(1, matrices * a_rows * a_cols), "tune.a");
+    device::TypedBuffer b(device_.context(), bt, std::max<std::size_t>(1, matrices * b_rows * b_cols), "tune.b");
+    device::TypedBuffer c(device_.context(), ct, std::max<std::size_t>(1, matrices * s.m * s.n), "tune.c");
     // Uninitialised memory can hold denormals or NaNs, which slow some implementations by an order
     // of magnitude and made the choice change from run to run; zeros time every one fairly.
     for (const device::TypedBuffer* x : {&a, &b, &c}) device_.queue().zero(x->get(), x->bytes());
     const GemmOperand ao{a.get(), 0, a_cols, a_rows * a_cols, at}, bo{b.get(), 0, b_cols, b_rows * b_cols, bt},
         co{c.get(), 0, s.n, s.m * s.n, ct};
+    const GemmOuterBatch ob{outer, s.batch * ao.batch_stride, s.batch * bo.batch_stride, s.batch * co.batch_stride};
     // Each candidate once to build or load its kernels, then rounds that time every candidate in
     // turn: a busy spell of the host (a background checkpoint write, another process) then slows
     // one round of all of them, not every repetition of one, which made whole classes pick a GEMM
     // three times slower than the best.
-    for (const std::string& name : able) variant(name).run(s, 1.0f, ao, bo, 0.0f, co);
+    for (const std::string& name : able) variant(name).run_outer(ob, s, 1.0f, ao, bo, 0.0f, co);
     device_.queue().finish();
     std::vector<double> best_of(able.size(), 1e30);
     double round_ms = 0;  // the last round's timed milliseconds, all candidates
@@ -226,10 +245,10 @@ class AutoGemm final : public Gemm {
         // passively) would otherwise put their wake-up into a sub-millisecond timing, though in a
         // step GEMMs run back to back. On a 2-core EPYC that made C's classes pick the OpenCL
         // tiles over oneDNN in about half of the fresh runs, steps 565-717 ms by the draw.
-        variant(able[i]).run(s, 1.0f, ao, bo, 0.0f, co);
+        variant(able[i]).run_outer(ob, s, 1.0f, ao, bo, 0.0f, co);
         device_.queue().finish();
         const auto t0 = std::chrono::steady_clock::now();
-        variant(able[i]).run(s, 1.0f, ao, bo, 0.0f, co);
+        variant(able[i]).run_outer(ob, s, 1.0f, ao, bo, 0.0f, co);
         device_.queue().finish();
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         best_of[i] = std::min(best_of[i], ms);

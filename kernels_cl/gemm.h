@@ -40,6 +40,14 @@ struct GemmShape {
   std::size_t batch = 1;
 };
 
+// A second, outer level of strided batching (Gemm::run_outer): `count` repetitions of a whole
+// (possibly batched) GEMM, operand X of repetition o starting o * X-stride elements after X's
+// offset. Attention uses it for several sequences at once, each a strided batch of heads.
+struct GemmOuterBatch {
+  std::size_t count = 1;
+  std::size_t a_stride = 0, b_stride = 0, c_stride = 0;  // elements
+};
+
 // What a GEMM may apply as it stores C, saving an element-wise pass over C (Gemm::run_fused):
 //   v = alpha * op(A) op(B) + beta * C + bias      bias (n) in C's dtype, added to every row
 //   C = v, or with gelu_grad C = v * gelu'(Z)       Z (m, n): a GELU's input (its backward)
@@ -69,6 +77,18 @@ class Gemm {
   virtual bool run_fused(const GemmShape&, float /*alpha*/, const GemmOperand& /*a*/, const GemmOperand& /*b*/,
                          float /*beta*/, const GemmOperand& /*c*/, const GemmEpilogue&) {
     return false;
+  }
+  // run() for each of outer.count repetitions (GemmOuterBatch); implementations that take the two
+  // batch levels in one call (oneDNN) override it, the others run the repetitions one by one.
+  virtual void run_outer(const GemmOuterBatch& outer, const GemmShape& shape, float alpha, const GemmOperand& a,
+                         const GemmOperand& b, float beta, const GemmOperand& c) {
+    for (std::size_t o = 0; o < outer.count; ++o) {
+      GemmOperand ao = a, bo = b, co = c;
+      ao.offset += o * outer.a_stride;
+      bo.offset += o * outer.b_stride;
+      co.offset += o * outer.c_stride;
+      run(shape, alpha, ao, bo, beta, co);
+    }
   }
   virtual std::string name() const = 0;
   // Whether run() takes operands of these dtypes (all float32 is always supported).

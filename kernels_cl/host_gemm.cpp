@@ -46,8 +46,10 @@ class MappedOperand {
 
 }  // namespace
 
-std::size_t span_bytes(const GemmOperand& x, std::size_t rows, std::size_t cols, std::size_t batch) {
-  return ((batch - 1) * x.batch_stride + (rows - 1) * x.ld + cols) * device::dtype_size(x.dtype);
+std::size_t span_bytes(const GemmOperand& x, std::size_t rows, std::size_t cols, std::size_t batch, std::size_t outer,
+                       std::size_t outer_stride) {
+  return ((outer - 1) * outer_stride + (batch - 1) * x.batch_stride + (rows - 1) * x.ld + cols) *
+         device::dtype_size(x.dtype);
 }
 
 bool host_gemm_available(const device::Device& device) {
@@ -67,16 +69,18 @@ unsigned host_gemm_threads(const device::Device& device) {
 
 void enqueue_host_gemm(device::Queue& queue, const std::string& name, void (*kernel)(void*), const GemmShape& s,
                        float alpha, const GemmOperand& a, const GemmOperand& b, float beta, const GemmOperand& c,
-                       unsigned threads, const void* library) {
-  if (s.m == 0 || s.n == 0 || s.batch == 0) return;
+                       unsigned threads, const void* library, const GemmOuterBatch& outer) {
+  if (s.m == 0 || s.n == 0 || s.batch == 0 || outer.count == 0) return;
   const bool at = s.a == Transpose::kYes, bt = s.b == Transpose::kYes;
   // With k == 0 (C = beta C) nothing of A and B is read, and they are not mapped.
   std::optional<MappedOperand> ma, mb;
   if (s.k > 0) {
-    ma.emplace(queue, a, span_bytes(a, at ? s.k : s.m, at ? s.m : s.k, s.batch), CL_MAP_READ);
-    mb.emplace(queue, b, span_bytes(b, bt ? s.n : s.k, bt ? s.k : s.n, s.batch), CL_MAP_READ);
+    ma.emplace(queue, a, span_bytes(a, at ? s.k : s.m, at ? s.m : s.k, s.batch, outer.count, outer.a_stride),
+               CL_MAP_READ);
+    mb.emplace(queue, b, span_bytes(b, bt ? s.n : s.k, bt ? s.k : s.n, s.batch, outer.count, outer.b_stride),
+               CL_MAP_READ);
   }
-  MappedOperand mc(queue, c, span_bytes(c, s.m, s.n, s.batch), CL_MAP_READ | CL_MAP_WRITE);
+  MappedOperand mc(queue, c, span_bytes(c, s.m, s.n, s.batch, outer.count, outer.c_stride), CL_MAP_READ | CL_MAP_WRITE);
   const HostGemmArgs args{.a = ma ? ma->get() : nullptr, .b = mb ? mb->get() : nullptr, .c = mc.get(),
                           .lda = a.ld, .ldb = b.ld, .ldc = c.ld,
                           .a_stride = a.batch_stride, .b_stride = b.batch_stride, .c_stride = c.batch_stride,

@@ -31,8 +31,9 @@ struct HostGemmArgs {
 };
 
 // The bytes an operand's matrices span from its first element: `rows` x `cols` as stored, `batch`
-// of them `batch_stride` apart.
-std::size_t span_bytes(const GemmOperand& x, std::size_t rows, std::size_t cols, std::size_t batch);
+// of them `batch_stride` apart, and that `outer` times, `outer_stride` elements apart.
+std::size_t span_bytes(const GemmOperand& x, std::size_t rows, std::size_t cols, std::size_t batch,
+                       std::size_t outer = 1, std::size_t outer_stride = 0);
 
 // Whether `device` can run host GEMMs: a CPU device that runs native kernels (PoCL's do).
 bool host_gemm_available(const device::Device& device);
@@ -44,11 +45,12 @@ void require_host_gemm(const device::Device& device, const std::string& policy);
 // device, and they run at once), so POCL_DEVICES="pthread pthread" on 2 cores gives each 1 thread.
 unsigned host_gemm_threads(const device::Device& device);
 
-// Maps the operands of C = alpha op(A) op(B) + beta C, enqueues `kernel` (named `name` in traces)
-// with their host pointers in a HostGemmArgs whose `library` is `library`, and unmaps them after it,
+// Maps the operands of C = alpha op(A) op(B) + beta C (over `outer`'s repetitions too: the kernel,
+// which knows them from `library`, runs them all), enqueues `kernel` (named `name` in traces) with
+// their host pointers in a HostGemmArgs whose `library` is `library`, and unmaps them after it,
 // all in queue order; returns without waiting. Empty shapes (m, n or batch 0) enqueue nothing.
 void enqueue_host_gemm(device::Queue& queue, const std::string& name, void (*kernel)(void*), const GemmShape& shape,
                        float alpha, const GemmOperand& a, const GemmOperand& b, float beta, const GemmOperand& c,
-                       unsigned threads, const void* library = nullptr);
+                       unsigned threads, const void* library = nullptr, const GemmOuterBatch& outer = {});
 
 }  // namespace paxocl::kernels

@@ -55,15 +55,23 @@ const char* isa_name(dnnl::cpu_isa isa) {
 enum class Offsets { kInPointers, kInDescriptors };
 
 // Operand x as (rows, cols) row-major: `ld` between rows, or between columns when stored
-// transposed; with batch > 1, a leading batch dimension `batch_stride` apart.
+// transposed; with batch > 1, a leading batch dimension `batch_stride` apart; with outer > 1, an
+// outer batch dimension before it, `outer_stride` apart (Gemm::run_outer).
 memory::desc operand_desc(std::size_t batch, std::size_t rows, std::size_t cols, const GemmOperand& x, bool transposed,
-                          Offsets offsets) {
+                          Offsets offsets, std::size_t outer = 1, std::size_t outer_stride = 0) {
   const auto d = [](std::size_t v) { return static_cast<memory::dim>(v); };
   const memory::dim row_stride = transposed ? 1 : d(x.ld), col_stride = transposed ? d(x.ld) : 1;
-  memory::desc md = batch == 1
-                        ? memory::desc({d(rows), d(cols)}, onednn_dtype(x.dtype), {row_stride, col_stride})
-                        : memory::desc({d(batch), d(rows), d(cols)}, onednn_dtype(x.dtype),
-                                       {d(x.batch_stride), row_stride, col_stride});
+  const memory::data_type t = onednn_dtype(x.dtype);
+  memory::desc md;
+  if (outer > 1 && batch > 1) {
+    md = memory::desc({d(outer), d(batch), d(rows), d(cols)}, t,
+                      {d(outer_stride), d(x.batch_stride), row_stride, col_stride});
+  } else if (outer > 1 || batch > 1) {
+    md = memory::desc({d(outer > 1 ? outer : batch), d(rows), d(cols)}, t,
+                      {d(outer > 1 ? outer_stride : x.batch_stride), row_stride, col_stride});
+  } else {
+    md = memory::desc({d(rows), d(cols)}, t, {row_stride, col_stride});
+  }
   if (offsets == Offsets::kInDescriptors) md.data.offset0 = d(x.offset);
   return md;
 }
@@ -71,11 +79,11 @@ memory::desc operand_desc(std::size_t batch, std::size_t rows, std::size_t cols,
 // C (m, n) = alpha op(A) op(B) + beta C as a matmul primitive descriptor (k at least 1).
 dnnl::matmul::primitive_desc matmul_desc(const dnnl::engine& engine, const GemmShape& s, float alpha,
                                          const GemmOperand& a, const GemmOperand& b, float beta, const GemmOperand& c,
-                                         Offsets offsets) {
-  const std::size_t k = std::max<std::size_t>(s.k, 1);
-  const auto ad = operand_desc(s.batch, s.m, k, a, s.a == Transpose::kYes, offsets);
-  const auto bd = operand_desc(s.batch, k, s.n, b, s.b == Transpose::kYes, offsets);
-  const auto cd = operand_desc(s.batch, s.m, s.n, c, false, offsets);
+                                         Offsets offsets, const GemmOuterBatch& outer = {}) {
+  const std::size_t k = std::max<std::size_t>(s.k, 1), o = outer.count;
+  const auto ad = operand_desc(s.batch, s.m, k, a, s.a == Transpose::kYes, offsets, o, outer.a_stride);
+  const auto bd = operand_desc(s.batch, k, s.n, b, s.b == Transpose::kYes, offsets, o, outer.b_stride);
+  const auto cd = operand_desc(s.batch, s.m, s.n, c, false, offsets, o, outer.c_stride);
   dnnl::primitive_attr attr;
   if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
   if (beta != 0.0f) {
@@ -114,10 +122,10 @@ struct PreparedMatmul {
 };
 
 // The key of a PreparedMatmul: shape, transposes, dtypes, leading dimensions, batch strides,
-// offsets (GPUs only), alpha and beta.
+// offsets (GPUs only), alpha, beta and the outer batch.
 using MatmulKey = std::tuple<std::size_t, std::size_t, std::size_t, std::size_t, bool, bool, int, int, int, std::size_t,
                              std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t,
-                             std::size_t, float, float>;
+                             std::size_t, float, float, std::size_t, std::size_t, std::size_t, std::size_t>;
 
 // What the CPU and GPU forms share: an engine, the dtype mixes it takes and its primitives.
 class OneDnnGemmBase : public CountedGemm {
@@ -156,24 +164,25 @@ class OneDnnGemmBase : public CountedGemm {
   }
 
   PreparedMatmul& prepared(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
-                           const GemmOperand& c) {
+                           const GemmOperand& c, const GemmOuterBatch& outer = {}) {
     const bool batched = s.batch > 1, offsets = offsets_ == Offsets::kInDescriptors;
     const MatmulKey key{s.m, s.n, s.k, s.batch, s.a == Transpose::kYes, s.b == Transpose::kYes,
                         static_cast<int>(a.dtype), static_cast<int>(b.dtype), static_cast<int>(c.dtype),
                         a.ld, b.ld, c.ld, batched ? a.batch_stride : 0, batched ? b.batch_stride : 0,
                         batched ? c.batch_stride : 0, offsets ? a.offset : 0, offsets ? b.offset : 0,
-                        offsets ? c.offset : 0, alpha, beta};
+                        offsets ? c.offset : 0, alpha, beta, outer.count, outer.count > 1 ? outer.a_stride : 0,
+                        outer.count > 1 ? outer.b_stride : 0, outer.count > 1 ? outer.c_stride : 0};
     std::lock_guard lock(mutex_);
     auto it = prepared_.find(key);
     if (it != prepared_.end()) return it->second;
     dnnl::matmul::primitive_desc pd;
     try {
-      pd = matmul_desc(engine_, s, alpha, a, b, beta, c, offsets_);
+      pd = matmul_desc(engine_, s, alpha, a, b, beta, c, offsets_, outer);
     } catch (const dnnl::error& e) {
-      throw DeviceError(fmt::format("oneDNN could not make a {}x{}x{} (batch {}) matmul: {}", s.m, s.n, s.k, s.batch,
-                                    e.what()));
+      throw DeviceError(fmt::format("oneDNN could not make a {}x{}x{} (batch {} x {}) matmul: {}", s.m, s.n, s.k,
+                                    outer.count, s.batch, e.what()));
     }
-    spdlog::debug("oneDNN matmul {}x{}x{} batch {}: {}", s.m, s.n, s.k, s.batch, pd.impl_info_str());
+    spdlog::debug("oneDNN matmul {}x{}x{} batch {} x {}: {}", s.m, s.n, s.k, outer.count, s.batch, pd.impl_info_str());
     dnnl::matmul matmul(pd);
     PreparedMatmul p{std::move(pd), std::move(matmul), s, c, beta, &engine_, nullptr, nullptr, nullptr};
     return prepared_.emplace(key, std::move(p)).first->second;  // node-based: its address stays
@@ -221,10 +230,16 @@ class OneDnnCpuGemm final : public OneDnnGemmBase {
 
   void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override {
+    run_outer(GemmOuterBatch{}, s, alpha, a, b, beta, c);
+  }
+  // Both batch levels in one matmul (4-d memory descriptors); k == 0 one repetition at a time.
+  void run_outer(const GemmOuterBatch& outer, const GemmShape& s, float alpha, const GemmOperand& a,
+                 const GemmOperand& b, float beta, const GemmOperand& c) override {
+    if (outer.count > 1 && s.k == 0) return Gemm::run_outer(outer, s, alpha, a, b, beta, c);
     check_dtypes(a, b, c);
     throw_failure();
-    if (s.m == 0 || s.n == 0 || s.batch == 0) return;
-    PreparedMatmul& p = prepared(s, alpha, a, b, beta, c);
+    if (s.m == 0 || s.n == 0 || s.batch == 0 || outer.count == 0) return;
+    PreparedMatmul& p = prepared(s, alpha, a, b, beta, c, outer);
     if (p.stream == nullptr) {  // new: no native kernel reads it yet (later calls would race with one)
       p.stream = &stream_;
       p.failure = &failure_;
@@ -232,7 +247,8 @@ class OneDnnCpuGemm final : public OneDnnGemmBase {
     }
     device::Queue& queue = device_.queue();
     const auto start = start_call(queue);
-    enqueue_host_gemm(queue, "onednn_matmul", run_onednn_matmul, s, alpha, a, b, beta, c, host_gemm_threads(device_), &p);
+    enqueue_host_gemm(queue, "onednn_matmul", run_onednn_matmul, s, alpha, a, b, beta, c, host_gemm_threads(device_), &p,
+                      outer);
     end_call(queue, start);
   }
 

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include <cstdint>
+#include "models/attention_workspace.h"
 #include "plan/tensor_parallel.h"
 
 namespace paxocl::plan {
@@ -71,17 +72,16 @@ void linear(Inventory site, const std::string& name, std::size_t N, std::size_t 
 void attention(Inventory site, const std::string& name, const ActivationShape& s, std::size_t heads,
                std::size_t kv_heads, std::size_t hs) {
   const std::size_t B = s.sequences, T = s.seq_len;
-  constexpr std::size_t kQueryBlock = 256;  // CausalAttention::kQueryBlock
-  const std::size_t Q = s.act == device::DType::kF32 ? std::min(T, kQueryBlock) : T;
-  const std::size_t chunk = std::clamp<std::size_t>(s.attention_workspace_bytes / (2 * Q * T * sizeof(float)), 1, kv_heads);
+  const models::AttentionWorkspace w =
+      models::attention_workspace(s.act, kv_heads, heads / kv_heads, T, B, s.attention_workspace_bytes);
   Inventory transient = site.transient();
   site.f32(name + ".lse", B * heads * T);
   site.act(name + ".out", B * T * heads * hs);
   transient.f32(name + ".delta", B * heads * T);
   transient.act(name + ".dqkv", B * T * (heads + 2 * kv_heads) * hs);
   if (s.flash_attention && s.flash_attention(hs)) return;  // tiles in local memory: no score workspace
-  transient.f32(name + ".scores", chunk * Q * T);
-  transient.f32(name + ".dscores", chunk * Q * T);
+  transient.f32(name + ".scores", w.floats() * T);
+  transient.f32(name + ".dscores", w.floats() * T);
   if (s.act != device::DType::kF32 && heads > kv_heads) transient.f32(name + ".dkv_sums", T * 2 * kv_heads * hs);
 }
 

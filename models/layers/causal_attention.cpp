@@ -10,6 +10,7 @@
 #include "common/announce_once.h"
 #include "common/errors.h"
 #include "kernels_cl/flash_attention.h"
+#include "models/attention_workspace.h"
 
 namespace paxocl::models {
 
@@ -33,7 +34,9 @@ CausalAttention::CausalAttention(const BufferSource& buffers, device::DType act,
                                  std::size_t max_seq_len, std::size_t workspace_bytes, const std::string& name)
     : heads_(num_heads), kv_heads_(num_kv_heads), group_(group_size(num_heads, num_kv_heads, name)),
       hs_(dims_per_head),
-      query_block_(act == device::DType::kF32 ? std::min(max_seq_len, kQueryBlock) : max_seq_len),
+      query_block_(attention_workspace(act, num_kv_heads, num_heads / std::max<std::size_t>(num_kv_heads, 1),
+                                       max_seq_len, max_batch, workspace_bytes)
+                       .query_block),
       max_batch_(max_batch),
       max_seq_len_(max_seq_len),
       flash_(kernels::uses_flash_attention(buffers.device().info(), dims_per_head)) {
@@ -45,18 +48,22 @@ CausalAttention::CausalAttention(const BufferSource& buffers, device::DType act,
                  *kernels::unfused_attention_path(device.info(), dims_per_head));
   }
   const std::size_t T = max_seq_len, D = num_heads * dims_per_head;
-  const std::size_t per_head = 2 * query_block_ * T * sizeof(float);  // scores + their gradient
-  chunk_ = std::clamp<std::size_t>(workspace_bytes / per_head, 1, num_kv_heads);
+  // Several sequences per pass only where one chunk holds every kv head (their row statistics
+  // then stay one stride apart) and dk, dv need no per-sequence float32 sums (below).
+  const AttentionWorkspace w = attention_workspace(act, num_kv_heads, group_, T, max_batch, workspace_bytes);
+  chunk_ = w.chunk;
+  seq_chunk_ = w.sequences;
+  const bool per_sequence_sums = act != device::DType::kF32 && group_ > 1;
   auto workspace = [&](std::size_t count, const char* what) { return buffers.transient(count, name + "." + what); };
   lse_ = buffers.saved(max_batch * num_heads * T, name + ".lse");
   out_ = buffers.saved(act, max_batch * T * D, name + ".out");
   delta_ = workspace(max_batch * num_heads * T, "delta");
   dqkv_ = buffers.transient(act, max_batch * T * qkv_width(), name + ".dqkv");
   if (flash_) return;  // flash attention needs no score workspace
-  scores_ = workspace(chunk_ * query_block_ * T, "scores");
-  dscores_ = workspace(chunk_ * query_block_ * T, "dscores");
+  scores_ = workspace(w.floats() * T, "scores");
+  dscores_ = workspace(w.floats() * T, "dscores");
   // Summing g GEMM results in a 16-bit dqkv would round dk and dv g times.
-  if (act != device::DType::kF32 && group_ > 1) dkv_sums_ = workspace(T * 2 * num_kv_heads * dims_per_head, "dkv_sums");
+  if (per_sequence_sums) dkv_sums_ = workspace(T * 2 * num_kv_heads * dims_per_head, "dkv_sums");
 }
 
 kernels::FlashAttentionKernels& CausalAttention::flash_kernels(LayerContext& ctx) const {
@@ -85,10 +92,12 @@ static std::vector<kernels::QueryBlock> query_blocks(std::size_t T, std::size_t 
 
 // Batches: for sequence b, kv heads c0 .. c0+n-1 (a chunk) and j < g, query heads h0 = c0*g + j,
 // h0 + g, ... meet kv heads c0, c0 + 1, ...: q and out columns h0*hs, g*hs apart; k and v columns
-// c0*hs of their parts, hs apart; the row statistics of head h0 at (b*H + h0)*S, g*S apart.
-void CausalAttention::attend(LayerContext& ctx, std::size_t b, const SequenceRows& q, const SequenceRows& kv,
-                             std::size_t k_col, std::size_t v_col, std::size_t queries, std::size_t first_position,
-                             std::size_t stats_stride, std::size_t out_row) {
+// c0*hs of their parts, hs apart; the row statistics of head h0 at (b*H + h0)*S, g*S apart. With
+// seqs > 1 the chunk is every kv head (n*g = H), so sequence b+s's statistics follow sequence
+// b+s-1's at the same g*S stride, and the GEMMs take the sequences as their outer batch.
+void CausalAttention::attend(LayerContext& ctx, std::size_t b, std::size_t seqs, const SequenceRows& q,
+                             const SequenceRows& kv, std::size_t k_col, std::size_t v_col, std::size_t queries,
+                             std::size_t first_position, std::size_t stats_stride, std::size_t out_row) {
   const std::size_t D = heads_ * hs_, g = group_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs_));
   for (std::size_t c0 = 0; c0 < kv_heads_; c0 += chunk_) {
@@ -101,15 +110,17 @@ void CausalAttention::attend(LayerContext& ctx, std::size_t b, const SequenceRow
       for (const kernels::QueryBlock& block : query_blocks(queries, query_block_)) {
         const kernels::QueryBlock at{first_position + block.q0, block.rows};  // its positions
         const std::size_t Q = at.rows, K = at.keys();
-        const GemmOperand scores = operand(scores_, 0, K, Q * K);  // float32 (n, Q, K)
+        const GemmOperand scores = operand(scores_, 0, K, Q * K);  // float32 (seqs, n, Q, K)
+        const std::size_t q_step = q.sequence_rows * q.width, kv_step = kv.sequence_rows * kv.width,
+                          scores_step = n * Q * K, out_step = queries * D;
         // scores = q[block] k[0 .. K)^T
-        ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, Q, K, hs_, n}, 1.0f,
-                     operand(*q.buffer, (q.first_row + block.q0) * q.width + h0 * hs_, q.width, g * hs_), k, 0.0f,
-                     scores);
-        ctx.kernels.attention.softmax_forward(scores_, lse_, n, at, scale, stats);
+        ctx.gemm.run_outer({seqs, q_step, kv_step, scores_step}, GemmShape{Transpose::kNo, Transpose::kYes, Q, K, hs_, n},
+                           1.0f, operand(*q.buffer, (q.first_row + block.q0) * q.width + h0 * hs_, q.width, g * hs_), k,
+                           0.0f, scores);
+        ctx.kernels.attention.softmax_forward(scores_, lse_, seqs * n, at, scale, stats);
         // out[block] (n, Q, hs) = probs (n, Q, K) v[0 .. K), written straight into the (N, D) rows
-        ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, Q, hs_, K, n}, 1.0f, scores, v, 0.0f,
-                     operand(out_, (out_row + block.q0) * D + h0 * hs_, D, g * hs_));
+        ctx.gemm.run_outer({seqs, scores_step, kv_step, out_step}, GemmShape{Transpose::kNo, Transpose::kNo, Q, hs_, K, n},
+                           1.0f, scores, v, 0.0f, operand(out_, (out_row + block.q0) * D + h0 * hs_, D, g * hs_));
       }
     }
   }
@@ -123,9 +134,9 @@ const ActBuffer& CausalAttention::forward(LayerContext& ctx, const ActBuffer& qk
                                heads(), ctx.batch, T, 0);
     return out_;
   }
-  for (std::size_t b = 0; b < ctx.batch; ++b) {
-    const SequenceRows rows{&qkv, b * T, W};
-    attend(ctx, b, rows, rows, D, D + kv_heads_ * hs_, T, 0, T, b * T);
+  for (std::size_t b = 0; b < ctx.batch; b += seq_chunk_) {
+    const SequenceRows rows{&qkv, b * T, W, T};
+    attend(ctx, b, std::min(seq_chunk_, ctx.batch - b), rows, rows, D, D + kv_heads_ * hs_, T, 0, T, b * T);
   }
   return out_;
 }
@@ -143,8 +154,8 @@ const ActBuffer& CausalAttention::decode(LayerContext& ctx, const ActBuffer& qkv
     ctx.device.queue().copy_rows({qkv.get(), b * n, D * elem, W * elem},
                                  {kv_cache_.get(), b * max_seq_len_ + position, 0, KV * elem}, KV * elem, n);
     if (flash_) continue;
-    attend(ctx, b, SequenceRows{&qkv, b * n, W}, SequenceRows{&kv_cache_, b * max_seq_len_, KV}, 0, kv_heads_ * hs_, n,
-           position, max_seq_len_, b * n);
+    attend(ctx, b, 1, SequenceRows{&qkv, b * n, W, n}, SequenceRows{&kv_cache_, b * max_seq_len_, KV, max_seq_len_}, 0,
+           kv_heads_ * hs_, n, position, max_seq_len_, b * n);
   }
   if (flash_) {
     flash_kernels(ctx).forward(qkv, W, kernels::KeyValueRows{&kv_cache_, max_seq_len_, KV, 0, kv_heads_ * hs_},
@@ -164,7 +175,8 @@ ActBuffer& CausalAttention::backward(LayerContext& ctx, const ActBuffer& dout) {
     return dqkv_;
   }
   ctx.kernels.attention.row_dot(delta_, out_, dout, B, T, heads_, hs_);  // delta = rowwise dO . O per head
-  for (std::size_t b = 0; b < B; ++b) {
+  for (std::size_t b = 0; b < B; b += seq_chunk_) {
+    const std::size_t seqs = std::min(seq_chunk_, B - b);  // > 1 only with one chunk and no float32 sums
     for (std::size_t c0 = 0; c0 < kv_heads_; c0 += chunk_) {
       const std::size_t n = std::min(chunk_, kv_heads_ - c0);
       const GemmOperand k = heads_of(qkv, b, T, 0, W, k_col + c0 * hs_, hs_),
@@ -185,19 +197,28 @@ ActBuffer& CausalAttention::backward(LayerContext& ctx, const ActBuffer& dout) {
           const kernels::QueryBlock& q = *it;
           const std::size_t Q = q.rows, K = q.keys();
           const float accumulate = j == 0 && it == blocks.rbegin() ? 0.0f : 1.0f;
-          const GemmOperand P = operand(scores_, 0, K, Q * K), dS = operand(dscores_, 0, K, Q * K);  // float32 (n, Q, K)
+          const GemmOperand P = operand(scores_, 0, K, Q * K), dS = operand(dscores_, 0, K, Q * K);  // float32 (seqs, n, Q, K)
           const GemmOperand qb = heads_of(qkv, b, T, q.q0, W, h0 * hs_, g * hs_),
                             dO = heads_of(dout, b, T, q.q0, D, h0 * hs_, g * hs_);
+          // Each sequence's rows: T rows of qkv, dqkv and dout further; its scores n*Q*K further.
+          const std::size_t qkv_step = T * W, dout_step = T * D, scores_step = n * Q * K;
+          const auto outer = [seqs](std::size_t a, std::size_t bs, std::size_t c) {
+            return kernels::GemmOuterBatch{seqs, a, bs, c};
+          };
           // Recompute probs from q k^T and the saved logsumexp.
-          ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, Q, K, hs_, n}, 1.0f, qb, k, 0.0f, P);
-          ctx.kernels.attention.probs_from_lse(scores_, lse_, n, q, scale, stats);
+          ctx.gemm.run_outer(outer(qkv_step, qkv_step, scores_step), GemmShape{Transpose::kNo, Transpose::kYes, Q, K, hs_, n},
+                             1.0f, qb, k, 0.0f, P);
+          ctx.kernels.attention.probs_from_lse(scores_, lse_, seqs * n, q, scale, stats);
           // dv[0 .. K) += P^T dO;  dP = dO v^T;  dS = scale * P * (dP - delta);  dq = dS k;  dk[0 .. K) += dS^T q
-          ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, K, hs_, Q, n}, 1.0f, P, dO, accumulate, dv);
-          ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kYes, Q, K, hs_, n}, 1.0f, dO, v, 0.0f, dS);
-          ctx.kernels.attention.softmax_backward(dscores_, scores_, delta_, n, q, scale, stats);
-          ctx.gemm.run(GemmShape{Transpose::kNo, Transpose::kNo, Q, hs_, K, n}, 1.0f, dS, k, 0.0f,
-                       heads_of(dqkv_, b, T, q.q0, W, h0 * hs_, g * hs_));
-          ctx.gemm.run(GemmShape{Transpose::kYes, Transpose::kNo, K, hs_, Q, n}, 1.0f, dS, qb, accumulate, dk);
+          ctx.gemm.run_outer(outer(scores_step, dout_step, qkv_step), GemmShape{Transpose::kYes, Transpose::kNo, K, hs_, Q, n},
+                             1.0f, P, dO, accumulate, dv);
+          ctx.gemm.run_outer(outer(dout_step, qkv_step, scores_step), GemmShape{Transpose::kNo, Transpose::kYes, Q, K, hs_, n},
+                             1.0f, dO, v, 0.0f, dS);
+          ctx.kernels.attention.softmax_backward(dscores_, scores_, delta_, seqs * n, q, scale, stats);
+          ctx.gemm.run_outer(outer(scores_step, qkv_step, qkv_step), GemmShape{Transpose::kNo, Transpose::kNo, Q, hs_, K, n},
+                             1.0f, dS, k, 0.0f, heads_of(dqkv_, b, T, q.q0, W, h0 * hs_, g * hs_));
+          ctx.gemm.run_outer(outer(scores_step, qkv_step, qkv_step), GemmShape{Transpose::kYes, Transpose::kNo, K, hs_, Q, n},
+                             1.0f, dS, qb, accumulate, dk);
         }
       }
     }
