@@ -29,6 +29,7 @@
 #include "kernels_cl/flash_attention.h"
 #include "config/job_config.h"
 #include "device/program_cache.h"
+#include "models/attention_workspace.h"
 #include "plan/layout_search.h"
 #include "plan/plan.h"
 #include "plan/plan_report.h"
@@ -358,6 +359,35 @@ TEST(Plan, TensorSplitOfGroupedQueryAttention) {
   EXPECT_EQ(count_lines(kv), 0);
 }
 
+// The attention score workspace's passes (models/attention_workspace.h), worked by hand: per head
+// and sequence 2 x Q x T floats (scores and their gradient) within the bound.
+TEST(Plan, AttentionWorkspacePassesByHand) {
+  using device::DType;
+  constexpr std::size_t MiB = 1u << 20;
+  // GPT-2 124M at T 1024, B 8: 2 MiB a head, all 12 heads in one chunk, 2 sequences in 64 MiB.
+  models::AttentionWorkspace w = models::attention_workspace(DType::kF32, 12, 1, 1024, 8, 64 * MiB);
+  EXPECT_EQ(w.query_block, 256u);
+  EXPECT_EQ(w.chunk, 12u);
+  EXPECT_EQ(w.sequences, 2u);
+  EXPECT_EQ(w.floats(), 2u * 12 * 256);
+  // T 2048: 4 MiB a head, 48 MiB a sequence: one sequence per pass.
+  EXPECT_EQ(models::attention_workspace(DType::kF32, 12, 1, 2048, 8, 64 * MiB).sequences, 1u);
+  // Config A (T 128, 4 heads, B 8): every sequence in one pass; never more than the batch.
+  w = models::attention_workspace(DType::kF32, 4, 1, 128, 8, 64 * MiB);
+  EXPECT_EQ(w.chunk, 4u);
+  EXPECT_EQ(w.sequences, 8u);
+  // A bound that holds 3 of 4 heads: chunks of 3, one sequence at a time.
+  w = models::attention_workspace(DType::kF32, 4, 1, 128, 8, 3 * 2 * 128 * 128 * 4);
+  EXPECT_EQ(w.chunk, 3u);
+  EXPECT_EQ(w.sequences, 1u);
+  // 16-bit: one block of T queries; grouped-query heads keep one sequence (dk, dv summed per
+  // sequence in float32), multi-head ones do not.
+  w = models::attention_workspace(DType::kBF16, 2, 4, 256, 8, 64 * MiB);
+  EXPECT_EQ(w.query_block, 256u);
+  EXPECT_EQ(w.sequences, 1u);
+  EXPECT_EQ(models::attention_workspace(DType::kBF16, 8, 1, 256, 8, 64 * MiB).sequences, 8u);
+}
+
 // One tensor rank's activations, written out from the layers for GPT with t = 2 (a = 4 bytes):
 // the C-wide buffers stay (N, C), the split ones narrow, sequence parallelism divides the norms'
 // and residuals' rows by t and adds its workspaces.
@@ -381,7 +411,7 @@ TEST(Plan, TensorRankActivationsOfGptByHand) {
     site[kFfn2] = N * C * 4;                    // z
     const std::size_t transient = 2 * outside * C * 4               // ln1, ln2 dx
                                   + N * C * 4                       // qkv dx
-                                  + (B * h * T) * 4 + 2 * (h * T * T) * 4 + N * 3 * D * 4  // delta; scores, dscores (chunk h, Q = T); dqkv
+                                  + (B * h * T) * 4 + 2 * (B * h * T * T) * 4 + N * 3 * D * 4  // delta; scores, dscores (B sequences, chunk h, Q = T); dqkv
                                   + N * D * 4                       // proj dx
                                   + N * H * 4 + N * C * 4           // fc dz, dx
                                   + N * H * 4;                      // fcproj dx
