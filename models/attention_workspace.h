@@ -16,6 +16,7 @@ struct AttentionWorkspace {
   std::size_t query_block = 0;  // queries per score block
   std::size_t chunk = 1;        // kv heads per pass (their g query heads each)
   std::size_t sequences = 1;    // sequences per pass: > 1 only when chunk is every kv head
+  bool dkv_sums = false;        // dk, dv summed per sequence in a float32 (T, 2*Hkv*hs) workspace
   std::size_t floats() const { return sequences * chunk * query_block; }  // x T per workspace (scores, dscores)
 };
 
@@ -31,8 +32,8 @@ inline AttentionWorkspace attention_workspace(device::DType act, std::size_t kv_
   w.query_block = act == device::DType::kF32 ? std::min(T, kAttentionQueryBlock) : T;
   const std::size_t per_head = 2 * w.query_block * T * sizeof(float);  // scores + their gradient
   w.chunk = std::clamp<std::size_t>(workspace_bytes / per_head, 1, kv_heads);
-  const bool per_sequence_sums = act != device::DType::kF32 && group > 1;
-  if (w.chunk == kv_heads && !per_sequence_sums) {
+  w.dkv_sums = act != device::DType::kF32 && group > 1;
+  if (w.chunk == kv_heads && !w.dkv_sums) {
     w.sequences = std::clamp<std::size_t>(workspace_bytes / (per_head * kv_heads), 1, std::max<std::size_t>(max_batch, 1));
   }
   return w;

@@ -82,7 +82,7 @@ void attention(Inventory site, const std::string& name, const ActivationShape& s
   if (s.flash_attention && s.flash_attention(hs)) return;  // tiles in local memory: no score workspace
   transient.f32(name + ".scores", w.floats() * T);
   transient.f32(name + ".dscores", w.floats() * T);
-  if (s.act != device::DType::kF32 && heads > kv_heads) transient.f32(name + ".dkv_sums", T * 2 * kv_heads * hs);
+  if (w.dkv_sums) transient.f32(name + ".dkv_sums", T * 2 * kv_heads * hs);
 }
 
 // models/layers/ssm.h: output and input gradient, K and dK, the frozen table W z^l, the recurrence's

@@ -34,9 +34,7 @@ CausalAttention::CausalAttention(const BufferSource& buffers, device::DType act,
                                  std::size_t max_seq_len, std::size_t workspace_bytes, const std::string& name)
     : heads_(num_heads), kv_heads_(num_kv_heads), group_(group_size(num_heads, num_kv_heads, name)),
       hs_(dims_per_head),
-      query_block_(attention_workspace(act, num_kv_heads, num_heads / std::max<std::size_t>(num_kv_heads, 1),
-                                       max_seq_len, max_batch, workspace_bytes)
-                       .query_block),
+      query_block_(attention_workspace(act, num_kv_heads, group_, max_seq_len, max_batch, workspace_bytes).query_block),
       max_batch_(max_batch),
       max_seq_len_(max_seq_len),
       flash_(kernels::uses_flash_attention(buffers.device().info(), dims_per_head)) {
@@ -53,7 +51,6 @@ CausalAttention::CausalAttention(const BufferSource& buffers, device::DType act,
   const AttentionWorkspace w = attention_workspace(act, num_kv_heads, group_, T, max_batch, workspace_bytes);
   chunk_ = w.chunk;
   seq_chunk_ = w.sequences;
-  const bool per_sequence_sums = act != device::DType::kF32 && group_ > 1;
   auto workspace = [&](std::size_t count, const char* what) { return buffers.transient(count, name + "." + what); };
   lse_ = buffers.saved(max_batch * num_heads * T, name + ".lse");
   out_ = buffers.saved(act, max_batch * T * D, name + ".out");
@@ -63,7 +60,7 @@ CausalAttention::CausalAttention(const BufferSource& buffers, device::DType act,
   scores_ = workspace(w.floats() * T, "scores");
   dscores_ = workspace(w.floats() * T, "dscores");
   // Summing g GEMM results in a 16-bit dqkv would round dk and dv g times.
-  if (per_sequence_sums) dkv_sums_ = workspace(T * 2 * num_kv_heads * dims_per_head, "dkv_sums");
+  if (w.dkv_sums) dkv_sums_ = workspace(T * 2 * num_kv_heads * dims_per_head, "dkv_sums");
 }
 
 kernels::FlashAttentionKernels& CausalAttention::flash_kernels(LayerContext& ctx) const {
