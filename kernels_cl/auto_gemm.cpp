@@ -64,7 +64,10 @@ GemmFactory variant_factory(device::Device& device, device::ProgramCache& cache)
   return [&device, &cache](const std::string& name) { return make_variant(device, cache, name); };
 }
 
-const char* bucket(std::size_t d) { return d <= 64 ? "64" : d <= 512 ? "512" : "big"; }
+// "huge" past 4096: the LM head's vocabulary-long GEMMs get classes of their own instead of the
+// choice a layer's GEMM made (timed at a k of 1536, an OpenCL tile can win a class whose k = 16384
+// GEMM it then runs at half oneDNN's rate).
+const char* bucket(std::size_t d) { return d <= 64 ? "64" : d <= 512 ? "512" : d <= 4096 ? "big" : "huge"; }
 
 char dtype_letter(device::DType t) { return t == device::DType::kBF16 ? 'b' : t == device::DType::kF16 ? 'h' : 'f'; }
 
@@ -180,8 +183,8 @@ class AutoGemm final : public Gemm {
     return r;
   }
 
-  // Times every candidate that takes these dtypes on `s` with its dimensions capped (2048 on CPU
-  // devices, where a full shape can take seconds; 4096 elsewhere), on scratch buffers. A shape cut
+  // Times every candidate that takes these dtypes on `s` at gemm_timing_shape (capped at 2048 on
+  // CPU devices, where a full shape can take seconds; 4096 elsewhere), on scratch buffers. A shape cut
   // much smaller favours small tiles that lose at the real size: on a GPU, where it leaves most of
   // the device idle, and on a 2-core EPYC too, where at 768 the OpenCL tiles beat oneDNN on
   // classes it wins at config C's 2048 rows. Batches: at most 8 matrices, or with an outer batch
@@ -197,10 +200,7 @@ class AutoGemm final : public Gemm {
     if (able.empty()) throw std::logic_error("auto GEMM: no candidate takes " + cls);
     if (able.size() == 1) return able.front();
     const bool cpu = device_.info().kind == device::DeviceKind::kCpu;
-    const std::size_t cap = cpu ? 2048 : 4096;
-    s.m = std::min(s.m, cap);
-    s.n = std::min(s.n, cap);
-    s.k = std::min(s.k, cap);
+    s = gemm_timing_shape(s, cpu ? 2048 : 4096);
     const bool two_levels = outer_count > 1;
     s.batch = std::min<std::size_t>(s.batch, two_levels ? 64 : 8);
     const std::size_t outer = two_levels ? std::clamp<std::size_t>(64 / s.batch, 1, outer_count) : 1;
@@ -235,6 +235,8 @@ class AutoGemm final : public Gemm {
     device_.queue().finish();
     std::vector<double> best_of(able.size(), 1e30);
     double round_ms = 0;  // the last round's timed milliseconds, all candidates
+    // A wake-up of sleeping threads is lost in a run this long, which then goes untimed no more.
+    constexpr double kWakeUpNegligibleMs = 20;
     for (int round = 0; round < rounds_for(round_ms, round); ++round) {
       // Rounds 10 ms apart: a burst of another process (tens of ms) cannot cover all of them. BLIS
       // loses most to one, as its threads wait for each other at every panel.
@@ -245,8 +247,10 @@ class AutoGemm final : public Gemm {
         // passively) would otherwise put their wake-up into a sub-millisecond timing, though in a
         // step GEMMs run back to back. On a 2-core EPYC that made C's classes pick the OpenCL
         // tiles over oneDNN in about half of the fresh runs, steps 565-717 ms by the draw.
-        variant(able[i]).run_outer(ob, s, 1.0f, ao, bo, 0.0f, co);
-        device_.queue().finish();
+        if (best_of[i] < kWakeUpNegligibleMs || round == 0) {
+          variant(able[i]).run_outer(ob, s, 1.0f, ao, bo, 0.0f, co);
+          device_.queue().finish();
+        }
         const auto t0 = std::chrono::steady_clock::now();
         variant(able[i]).run_outer(ob, s, 1.0f, ao, bo, 0.0f, co);
         device_.queue().finish();
@@ -376,6 +380,19 @@ std::unique_ptr<Gemm> make_gemm(device::Device& device, device::ProgramCache& ca
     return make_variant(device, cache, "tensor-core", precision);
   }
   return make_float32_accumulating_gemm(device, cache);
+}
+
+GemmShape gemm_timing_shape(GemmShape s, std::size_t cap) {
+  s.m = std::min(s.m, cap);
+  s.n = std::min(s.n, cap);
+  s.k = std::min(s.k, 4 * cap);
+  const auto macs = [&s] { return static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k); };
+  const double budget = static_cast<double>(cap) * static_cast<double>(cap) * static_cast<double>(cap);
+  while (macs() > budget) {  // ends by m = n = cap / 2 at the latest, as k <= 4 x cap
+    std::size_t& larger = s.m >= s.n ? s.m : s.n;
+    larger = (larger + 1) / 2;
+  }
+  return s;
 }
 
 std::string gemm_shape_class(const GemmShape& s) {

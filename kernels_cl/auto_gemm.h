@@ -62,6 +62,13 @@ std::unique_ptr<Gemm> make_timed_gemm(device::Device& device, device::ProgramCac
                                       std::vector<std::string> candidates, GemmFactory make,
                                       const std::string& file_stem);
 
-std::string gemm_shape_class(const GemmShape& shape);  // "m512.n64.k2048.b" style
+// "m512.n64.kbig.single" style: each dimension's bucket (64, 512, big up to 4096, huge beyond).
+std::string gemm_shape_class(const GemmShape& shape);
+// The shape `auto` times a class at, from its first GEMM: m and n at most `cap` (2048 on CPU
+// devices, 4096 elsewhere), k at most 4 x cap, and at most cap^3 multiply-adds, reached by halving
+// the larger of m and n. k is kept longest because its length changes
+// which GEMM wins: on a 2-core Xeon the OpenCL tiles run k = 2048 at 0.8x oneDNN's rate and
+// k = 16384 at 0.55x.
+GemmShape gemm_timing_shape(GemmShape shape, std::size_t cap);
 
 }  // namespace paxocl::kernels

@@ -426,8 +426,14 @@ device::Bf16GemmRates measure_onednn_bf16_gemm(unsigned threads) {
     if (std::string(bf16.pd.impl_info_str()).starts_with("ref")) {
       return {0, 0, fmt::format("{}: oneDNN has only its reference bfloat16 matmul here", what)};
     }
-    const int saved_threads = omp_get_max_threads();
-    omp_set_num_threads(static_cast<int>(threads));
+    // The probe's thread count for this thread's parallel regions, the caller's again on every way out.
+    struct OpenMpThreads {
+      int saved = omp_get_max_threads();
+      explicit OpenMpThreads(int n) { omp_set_num_threads(n); }
+      ~OpenMpThreads() { omp_set_num_threads(saved); }
+      OpenMpThreads(const OpenMpThreads&) = delete;
+      OpenMpThreads& operator=(const OpenMpThreads&) = delete;
+    } scoped_threads(static_cast<int>(threads));
     for (int run = -1; run < kRuns; ++run) {  // run -1 warms both up; then they alternate
       for (Timed* t : {&f32, &bf16}) {
         const auto start = std::chrono::steady_clock::now();
@@ -437,7 +443,6 @@ device::Bf16GemmRates measure_onednn_bf16_gemm(unsigned threads) {
         if (run >= 0) t->best = std::min(t->best, seconds);
       }
     }
-    omp_set_num_threads(saved_threads);
     const double flops = 2.0 * static_cast<double>(n) * n * n;
     return {flops / bf16.best * 1e-9, flops / f32.best * 1e-9, what};
   } catch (const dnnl::error& e) {

@@ -3,6 +3,7 @@
 // not tile multiples, every transpose, offsets, padded leading dimensions, beta != 0, strided
 // batches (of several panels each way). The tensor-core kernel (gemm_mma.cl) runs for real where the probe passes (NVIDIA), and
 // everywhere in its emulated build, which replaces only its PTX instructions.
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -866,6 +867,27 @@ TEST(GemmPolicy, NamesAndErrors) {
   EXPECT_THROW(kernels::DirectTile::parse("64x64x16.r8x4u4"), ConfigError);
   EXPECT_THROW(kernels::gemm_policy_from(std::string("fastest")), ConfigError);
   EXPECT_EQ(kernels::gemm_shape_class(GemmShape{Transpose::kNo, Transpose::kNo, 2048, 64, 384, 1}), "mbig.n64.k512.single");
+  // The LM head's vocabulary-long dimension is a class of its own.
+  EXPECT_EQ(kernels::gemm_shape_class(GemmShape{Transpose::kNo, Transpose::kNo, 2048, 384, 16384, 1}), "mbig.n512.khuge.single");
+  EXPECT_EQ(kernels::gemm_shape_class(GemmShape{Transpose::kNo, Transpose::kYes, 4096, 4097, 8, 3}), "mbig.nhuge.k64.batched");
+}
+
+// The timed shape, by hand: m and n at most the cap, k at most 4x it, the multiply-adds at most cap^3.
+TEST(GemmPolicy, TimingShapeKeepsALongKWithinTheBudget) {
+  const auto timed = [](std::size_t m, std::size_t n, std::size_t k, std::size_t cap) {
+    const GemmShape s = kernels::gemm_timing_shape(GemmShape{Transpose::kYes, Transpose::kNo, m, n, k, 6}, cap);
+    EXPECT_EQ(s.a, Transpose::kYes);
+    EXPECT_EQ(s.batch, 6u);  // the batch is tune's to cap
+    return std::array<std::size_t, 3>{s.m, s.n, s.k};
+  };
+  using Dims = std::array<std::size_t, 3>;
+  EXPECT_EQ(timed(2048, 1152, 384, 2048), (Dims{2048, 1152, 384}));      // within every cap: unchanged
+  EXPECT_EQ(timed(16384, 384, 2048, 2048), (Dims{2048, 384, 2048}));     // m capped
+  EXPECT_EQ(timed(2048, 384, 16384, 2048), (Dims{2048, 384, 8192}));     // k to 4x: 6.4e9 <= 2048^3
+  EXPECT_EQ(timed(2048, 2048, 16384, 2048), (Dims{1024, 1024, 8192}));   // then m and n halved: 8.6e9
+  EXPECT_EQ(timed(4096, 4096, 65536, 1024), (Dims{512, 512, 4096}));     // m and n at cap / 2: the budget exactly
+  EXPECT_EQ(timed(150, 90, 1 << 20, 100), (Dims{50, 45, 400}));         // the larger of m and n halved each time
+  EXPECT_EQ(timed(3000, 5000, 7000, 4096), (Dims{3000, 2048, 7000}));    // n capped, then halved: below m
 }
 
 }  // namespace
