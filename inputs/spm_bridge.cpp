@@ -9,10 +9,12 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -69,6 +71,52 @@ void paxocl_spm_release(void* buffer) { std::free(buffer); }
 int paxocl_spm_vocab_size(void* sp) { return static_cast<sentencepiece::SentencePieceProcessor*>(sp)->GetPieceSize(); }
 
 int paxocl_spm_eos_id(void* sp) { return static_cast<sentencepiece::SentencePieceProcessor*>(sp)->eos_id(); }
+
+// TrainerSpec.split_by_whitespace (ModelProto field 2, TrainerSpec field 22, default true), read
+// from the model's wire format: Debian installs no sentencepiece_model.pb.h to read it through.
+// 1 when pieces never span whitespace, 0 when the model was trained with split_by_whitespace=false.
+int paxocl_spm_splits_at_whitespace(void* sp) {
+  const std::string bytes = static_cast<sentencepiece::SentencePieceProcessor*>(sp)->serialized_model_proto();
+  // Calls `on_field(number, wire_type, value, payload)` for each field of [p, end): value holds a
+  // varint, payload a length-delimited field's bytes; false on a malformed message.
+  const auto fields = [](const char* p, const char* end, const auto& on_field) {
+    const auto varint = [&p, end](std::uint64_t& v) {
+      v = 0;
+      for (int shift = 0; p < end && shift < 64; shift += 7) {
+        const auto byte = static_cast<unsigned char>(*p++);
+        v |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+        if ((byte & 0x80) == 0) return true;
+      }
+      return false;
+    };
+    while (p < end) {
+      std::uint64_t key = 0, value = 0;
+      if (!varint(key)) return false;
+      std::string_view payload;
+      switch (key & 7) {
+        case 0: if (!varint(value)) return false; break;
+        case 1: if (end - p < 8) return false; p += 8; break;
+        case 5: if (end - p < 4) return false; p += 4; break;
+        case 2:
+          if (!varint(value) || value > static_cast<std::uint64_t>(end - p)) return false;
+          payload = std::string_view(p, value);
+          p += value;
+          break;
+        default: return false;  // groups: not in SentencePiece's messages
+      }
+      on_field(key >> 3, key & 7, value, payload);
+    }
+    return true;
+  };
+  int splits = 1;  // the last occurrence wins, as protobuf merges repeated fields
+  fields(bytes.data(), bytes.data() + bytes.size(), [&](std::uint64_t number, std::uint64_t wire, std::uint64_t, std::string_view trainer) {
+    if (number != 2 || wire != 2) return;
+    fields(trainer.data(), trainer.data() + trainer.size(), [&](std::uint64_t n, std::uint64_t w, std::uint64_t v, std::string_view) {
+      if (n == 22 && w == 0) splits = v != 0 ? 1 : 0;
+    });
+  });
+  return splits;
+}
 
 // *ids is malloc'ed here; the caller returns it with paxocl_spm_release.
 int paxocl_spm_encode(void* sp, const char* text, std::size_t len, int** ids, std::size_t* count, char* err,

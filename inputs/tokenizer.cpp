@@ -26,6 +26,7 @@ struct Bridge {
   void (*release)(void*) = nullptr;
   int (*vocab_size)(void*) = nullptr;
   int (*eos_id)(void*) = nullptr;
+  int (*splits_at_whitespace)(void*) = nullptr;
   int (*encode)(void*, const char*, std::size_t, int**, std::size_t*, char*, std::size_t) = nullptr;
   int (*decode)(void*, const int*, std::size_t, char**, char*, std::size_t) = nullptr;
   int (*train)(const char*, const char* const*, const char* const*, std::size_t, char*, std::size_t) = nullptr;
@@ -66,6 +67,7 @@ const Bridge& bridge() {
     b.release = reinterpret_cast<decltype(b.release)>(sym("paxocl_spm_release"));
     b.vocab_size = reinterpret_cast<decltype(b.vocab_size)>(sym("paxocl_spm_vocab_size"));
     b.eos_id = reinterpret_cast<decltype(b.eos_id)>(sym("paxocl_spm_eos_id"));
+    b.splits_at_whitespace = reinterpret_cast<decltype(b.splits_at_whitespace)>(sym("paxocl_spm_splits_at_whitespace"));
     b.encode = reinterpret_cast<decltype(b.encode)>(sym("paxocl_spm_encode"));
     b.decode = reinterpret_cast<decltype(b.decode)>(sym("paxocl_spm_decode"));
     b.train = reinterpret_cast<decltype(b.train)>(sym("paxocl_spm_train_lines"));
@@ -94,6 +96,7 @@ Tokenizer::Tokenizer(Tokenizer&& other) noexcept : sp_(std::exchange(other.sp_, 
 
 int Tokenizer::vocab_size() const { return bridge().vocab_size(sp_); }
 int Tokenizer::eos_id() const { return bridge().eos_id(sp_); }
+bool Tokenizer::splits_at_whitespace() const { return bridge().splits_at_whitespace(sp_) != 0; }
 
 std::vector<int> Tokenizer::encode(std::string_view text) const {
   int* ids = nullptr;

@@ -21,6 +21,9 @@ class Tokenizer {
 
   int vocab_size() const;
   int eos_id() const;  // the document separator written between documents
+  // Whether pieces never span whitespace (TrainerSpec.split_by_whitespace, SentencePiece's default
+  // and every model `pax-ocl data` trains): a text's words then encode alone.
+  bool splits_at_whitespace() const;
   std::vector<int> encode(std::string_view text) const;
   std::string decode(std::span<const int> ids) const;
 

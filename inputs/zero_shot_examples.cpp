@@ -71,10 +71,12 @@ class Line {
   // whitespace and encodes each word alone, so a tail starting at a space encodes its words as the
   // whole text does; only its first word is in doubt, and the tail is used only when it holds
   // MAX_SEQ_LEN tokens after that word (else a 4x longer tail, up to the whole text). Short texts
-  // (every ordinary example) are tokenized whole.
+  // (every ordinary example), and every text of a model whose pieces span whitespace
+  // (split_by_whitespace=false), are tokenized whole.
   std::vector<int> context_tokens(const char* field, const std::string& value) const {
     const auto keep = static_cast<std::size_t>(std::max(limits_.max_seq_len, 1));
-    for (std::size_t bytes = 64 * keep + 65536; bytes < value.size(); bytes *= 4) {
+    const bool words_alone = limits_.tokenizer == nullptr || limits_.tokenizer->splits_at_whitespace();
+    for (std::size_t bytes = 64 * keep + 65536; words_alone && bytes < value.size(); bytes *= 4) {
       const std::size_t start = value.find(' ', value.size() - bytes);
       if (start == std::string::npos) break;
       const std::size_t word = value.find_first_not_of(' ', start);

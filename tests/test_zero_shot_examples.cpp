@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 
 #include "common/errors.h"
 #include "inputs/zero_shot_examples.h"
@@ -146,6 +147,33 @@ TEST_F(ZeroShotExamples, ALongContextKeepsTheTokensOfItsWholeEncoding) {
   const std::vector<int> whole = tokenizer_->encode(no_space);
   const std::size_t room = 16 - tokenizer_->encode(" fox").size();
   EXPECT_EQ(one_word[0].context, std::vector<int>(whole.end() - static_cast<std::ptrdiff_t>(room), whole.end()));
+}
+
+// split_by_whitespace is read from the model (TrainerSpec field 22 inside ModelProto field 2). A
+// model whose pieces may span spaces has its long contexts tokenized whole: the tail's first word
+// proves nothing there. The field is set by appending a second trainer_spec to a trained model's
+// bytes, which protobuf merges into the first (the last value wins).
+TEST_F(ZeroShotExamples, AModelWhosePiecesSpanSpacesTokenizesLongContextsWhole) {
+  EXPECT_TRUE(tokenizer_->splits_at_whitespace());
+  const auto with_split = [&](const std::string& name, char value) {
+    std::ifstream in(model_dir_->path() / "m.model", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    bytes += std::string{'\x12', '\x03', '\xb0', '\x01', value};  // field 2, 3 bytes: field 22 (varint) = value
+    const auto path = dir_.path() / name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return inputs::Tokenizer(path);
+  };
+  EXPECT_TRUE(with_split("on.model", '\x01').splits_at_whitespace());
+  const inputs::Tokenizer spanning = with_split("off.model", '\x00');
+  EXPECT_FALSE(spanning.splits_at_whitespace());
+  std::string text;
+  for (int i = 0; text.size() < 300000; ++i) text += (i % 3 == 0 ? "fox " : "the  dog ");
+  text += "end";
+  const auto examples = inputs::read_zero_shot_examples(
+      file("{\"inputs\": \"" + text + "\", \"targets\": \" fox\"}\n"), ZeroShotTask::kLambada, {100, 16, &spanning});
+  const std::vector<int> whole = spanning.encode(text);
+  const std::size_t room = 16 - spanning.encode(" fox").size();
+  EXPECT_EQ(examples[0].context, std::vector<int>(whole.end() - static_cast<std::ptrdiff_t>(room), whole.end()));
 }
 
 TEST_F(ZeroShotExamples, BadLinesAreOneLineErrorsNamingTheLineAndField) {
