@@ -388,7 +388,7 @@ GemmShape gemm_timing_shape(GemmShape s, std::size_t cap) {
   s.k = std::min(s.k, 4 * cap);
   const auto macs = [&s] { return static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k); };
   const double budget = static_cast<double>(cap) * static_cast<double>(cap) * static_cast<double>(cap);
-  while (macs() > budget) {  // ends by m = n = cap / 2 at the latest, as k <= 4 x cap
+  while (macs() > budget && std::max(s.m, s.n) > 1) {  // ends by m = n = cap / 2 for any cap >= 2
     std::size_t& larger = s.m >= s.n ? s.m : s.n;
     larger = (larger + 1) / 2;
   }

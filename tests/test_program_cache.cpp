@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstdlib>
 #include <fstream>
 
 #include "device/cl_error.h"
@@ -20,6 +21,15 @@ constexpr const char* kSource =
 
 class ProgramCacheTest : public ::testing::Test {
  protected:
+  // A PoCL kernel cache of this process's own, set before its first OpenCL call: ctest runs these
+  // tests as parallel processes that build the same source with the same options, and storing a
+  // binary (BinaryStore::kAlways) packs PoCL's cache entry, which another process may be writing
+  // (PoCL 3.1 then aborts in pocl_binary_get_kernels_metadata, as it once did in CI).
+  static void SetUpTestSuite() {
+    static const testing::TempDir pocl_cache;
+    ::setenv("POCL_CACHE_DIR", pocl_cache.path().c_str(), 1);
+  }
+
   void SetUp() override {
     const std::vector<DeviceInfo> all = enumerate_devices();
     ASSERT_FALSE(all.empty());
