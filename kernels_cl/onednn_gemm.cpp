@@ -227,6 +227,18 @@ class OneDnnCpuGemm final : public OneDnnGemmBase {
       spdlog::info("GEMM on CPU devices through {} (OpenMP waits: {})", onednn_description(), openmp_wait_policy());
     });
   }
+  // The prepared matmuls are the queued native kernels' `library`: they must outlive those
+  // commands, also when an exception unwinds past GEMMs still in flight (an allocation that fails
+  // mid-forward, as the KV cache's in `pax-ocl sample`, crashed one such run in CI).
+  ~OneDnnCpuGemm() override {
+    try {
+      device_.queue().finish();
+    } catch (const std::exception& e) {
+      spdlog::error("oneDNN GEMM: waiting for its queued matmuls: {}", e.what());
+    }
+  }
+  OneDnnCpuGemm(const OneDnnCpuGemm&) = delete;
+  OneDnnCpuGemm& operator=(const OneDnnCpuGemm&) = delete;
 
   void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override {
