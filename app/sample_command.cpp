@@ -21,7 +21,7 @@
 #include "inputs/tokenizer.h"
 #include "kernels_cl/auto_gemm.h"
 #include "kernels_cl/device_runtime.h"
-#include "kernels_cl/flash_attention.h"
+#include "kernels_cl/cpu_flash_attention.h"
 #include "models/model_factory.h"
 #include "plan/decode_memory.h"
 #include "sampling/generate.h"
@@ -146,7 +146,7 @@ int run_sample(const CliArgs& args, const collectives::ProcessWorld& world) {
   const device::DeviceInfo& info = selected.front();
   plan::require_decode_fits(plan::DecodeSpec{weights.config, static_cast<std::size_t>(std::max(1, options.num_samples)),
                                              info.base_address_align_bytes,
-                                             [info](std::size_t hs) { return kernels::uses_flash_attention(info, hs); }},
+                                             [info](std::size_t hs) { return kernels::fused_attention(info, hs); }},
                             plan::MemoryLimits{static_cast<double>(info.global_mem_bytes), info.max_alloc_bytes}, info.name);
   device::Device device(selected.front());
   device::ProgramCache cache;

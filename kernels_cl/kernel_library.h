@@ -2,7 +2,8 @@
 // program cache) and shared by all layers on that device. The activation kernels are built for
 // one activation dtype (act_dtype(): float32 unless mixed precision asks for 16 bits, see
 // kernels_cl/nn_kernels.h); elementwise and optimizer kernels work on float32 buffers always.
-// Flash attention's programs depend on the head size: built on first request, one per size.
+// Flash attention's programs depend on the head size: built on first request, one per size; the
+// CPU's flash attention (a native kernel) is made on first request too.
 #pragma once
 
 #include <map>
@@ -10,6 +11,7 @@
 
 #include "device/dtype.h"
 #include "kernels_cl/elementwise.h"
+#include "kernels_cl/cpu_flash_attention.h"
 #include "kernels_cl/flash_attention.h"
 #include "kernels_cl/nn_kernels.h"
 #include "kernels_cl/ssm_kernels.h"
@@ -47,6 +49,13 @@ struct KernelLibrary {
     if (!kernels) kernels = std::make_unique<FlashAttentionKernels>(cache_, device_, act_, head_size);
     return kernels.get();
   }
+  // The host's flash attention; null where the device does not run attention that way
+  // (uses_cpu_flash_attention).
+  CpuFlashAttention* cpu_flash_attention() {
+    if (!uses_cpu_flash_attention(device_.info())) return nullptr;
+    if (!cpu_flash_attention_) cpu_flash_attention_ = std::make_unique<CpuFlashAttention>(device_);
+    return cpu_flash_attention_.get();
+  }
 
   Elementwise elementwise;
   EmbeddingKernels embedding;
@@ -69,6 +78,7 @@ struct KernelLibrary {
   device::Device& device_;
   device::DType act_;
   std::map<std::size_t, std::unique_ptr<FlashAttentionKernels>> flash_attention_;
+  std::unique_ptr<CpuFlashAttention> cpu_flash_attention_;
 };
 
 }  // namespace paxocl::kernels

@@ -55,8 +55,9 @@ struct LayoutSpec {
   std::size_t base_address_align_bytes = 128;
   // The attention score workspace bound each model is built with (scheduler/step_program.cpp).
   std::size_t attention_workspace_bytes = std::size_t{64} << 20;
-  // Whether the devices run attention of a head size as flash attention (kernels::uses_flash_attention:
-  // the GPU kernel set, tiles that fit local memory), which allocates no score workspace. Empty: never.
+  // Whether the devices run attention of a head size as flash attention of either kind
+  // (kernels::fused_attention: the GPU set's kernels where tiles fit local memory, the host's on CPU
+  // devices with the CPU set), which allocates no score workspace. Empty: never.
   std::function<bool(std::size_t head_size)> flash_attention;
 
   int along(device::MeshAxis axis) const;  // the global mesh's size along `axis`: ici x dcn

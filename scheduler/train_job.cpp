@@ -18,7 +18,7 @@
 #include "device/mesh_proto.h"
 #include "inputs/dataset.h"
 #include "inputs/tokenizer.h"
-#include "kernels_cl/flash_attention.h"
+#include "kernels_cl/cpu_flash_attention.h"
 #include "models/initial_parameters.h"
 #include "plan/plan.h"
 #include "sampling/generate.h"
@@ -87,7 +87,7 @@ void require_layout_fits(const config::JobConfig& job, const std::vector<device:
   spec.schedule = job.step.pipeline.schedule;
   spec.repeat = job.step.pipeline.repeat;
   spec.base_address_align_bytes = selected.front().base_address_align_bytes;
-  spec.flash_attention = [info = selected.front()](std::size_t hs) { return kernels::uses_flash_attention(info, hs); };
+  spec.flash_attention = [info = selected.front()](std::size_t hs) { return kernels::fused_attention(info, hs); };
   plan::MemoryLimits limits{static_cast<double>(selected.front().global_mem_bytes), selected.front().max_alloc_bytes};
   int cpus = 0;
   for (int d = 0; d < local; ++d) {

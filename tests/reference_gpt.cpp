@@ -640,4 +640,36 @@ double reference_loss(const models::GptConfig& config, const models::ParameterLa
   return run_model(config, layout, params, batch, /*backward=*/false).loss;
 }
 
+QkvHeads split_grouped_qkv(const std::vector<double>& qkv, int B, int T, int H, int Hkv, int hs) {
+  const std::size_t g = static_cast<std::size_t>(H / Hkv), W = static_cast<std::size_t>((H + 2 * Hkv) * hs),
+                    n = static_cast<std::size_t>(B * H * T * hs), D = static_cast<std::size_t>(H * hs);
+  QkvHeads heads{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n)};
+  for (std::size_t b = 0; b < static_cast<std::size_t>(B); ++b)
+    for (std::size_t h = 0; h < static_cast<std::size_t>(H); ++h)
+      for (std::size_t t = 0; t < static_cast<std::size_t>(T); ++t)
+        for (std::size_t i = 0; i < static_cast<std::size_t>(hs); ++i) {
+          const std::size_t at = ((b * H + h) * T + t) * hs + i, row = (b * T + t) * W, kv = (h / g) * hs + i;
+          heads.q[at] = qkv[row + h * hs + i];
+          heads.k[at] = qkv[row + D + kv];
+          heads.v[at] = qkv[row + D + Hkv * hs + kv];
+        }
+  return heads;
+}
+
+std::vector<double> merge_grouped_qkv(const AttentionGrads& d, int B, int T, int H, int Hkv, int hs) {
+  const std::size_t g = static_cast<std::size_t>(H / Hkv), W = static_cast<std::size_t>((H + 2 * Hkv) * hs),
+                    D = static_cast<std::size_t>(H * hs);
+  std::vector<double> dqkv(static_cast<std::size_t>(B * T) * W, 0.0);
+  for (std::size_t b = 0; b < static_cast<std::size_t>(B); ++b)
+    for (std::size_t h = 0; h < static_cast<std::size_t>(H); ++h)
+      for (std::size_t t = 0; t < static_cast<std::size_t>(T); ++t)
+        for (std::size_t i = 0; i < static_cast<std::size_t>(hs); ++i) {
+          const std::size_t at = ((b * H + h) * T + t) * hs + i, row = (b * T + t) * W, kv = (h / g) * hs + i;
+          dqkv[row + h * hs + i] = d.dq[at];
+          dqkv[row + D + kv] += d.dk[at];
+          dqkv[row + D + Hkv * hs + kv] += d.dv[at];
+        }
+  return dqkv;
+}
+
 }  // namespace paxocl::testing

@@ -124,6 +124,13 @@ std::vector<double> merge_qkv(const std::vector<double>& q, const std::vector<do
                               const std::vector<double>& v, int B, int T, int NH, int hs);
 std::vector<double> merge_heads(const std::vector<double>& heads, int B, int T, int NH, int hs);  // -> (B*T, D)
 std::vector<double> split_heads(const std::vector<double>& merged, int B, int T, int NH, int hs);  // -> (B,NH,T,hs)
+// Grouped-query attention's fused rows, qkv (B*T, (H + 2*Hkv)*hs) laid out [q | k | v], split
+// into per-head arrays (B, H, T, hs) with the kv heads repeated: query head h reads kv head
+// h / (H / Hkv) (Hugging Face's repeat_kv); with Hkv = H, split_qkv itself. And its backward:
+// gradients (B, H, T, hs) -> dqkv (B*T, (H + 2*Hkv)*hs), each kv head's gradient the sum over the
+// query heads that read it.
+QkvHeads split_grouped_qkv(const std::vector<double>& qkv, int B, int T, int H, int Hkv, int hs);
+std::vector<double> merge_grouped_qkv(const AttentionGrads& d, int B, int T, int H, int Hkv, int hs);
 
 // ---------------------------------------------------------------------------------------------
 // Softmax cross-entropy over the first V of Vp columns; columns [V, Vp) are padding and take no

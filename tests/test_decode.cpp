@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "common/errors.h"
-#include "kernels_cl/flash_attention.h"
+#include "kernels_cl/cpu_flash_attention.h"
 #include "models/model_factory.h"
 #include "plan/decode_memory.h"
 #include "tests/device_fixture.h"
@@ -138,7 +138,7 @@ TEST_P(DecodeTest, DecodeMemoryIsWhatDecodingAllocates) {
   const std::size_t used = device_->context().bytes_allocated() - before;
   const device::DeviceInfo& info = device_->info();
   const plan::DecodeSpec spec{config(), kSamples, info.base_address_align_bytes,
-                              [info](std::size_t hs) { return kernels::uses_flash_attention(info, hs); }};
+                              [info](std::size_t hs) { return kernels::fused_attention(info, hs); }};
   const plan::DecodeMemory m = plan::decode_memory(spec);
   EXPECT_EQ(m.total(), used) << "parameters " << m.parameters << " activations " << m.activations << " kv " << m.kv_caches;
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -459,43 +460,6 @@ TEST_P(ActKernelTest, SwigluRefusesBadShapes) {
   EXPECT_THROW(models::SwigluMlp(*device_, GetParam(), p, p, 4, 0, 4, "mlp"), ConfigError);
 }
 
-// The fused rows of grouped-query attention, qkv (B*T, (H + 2*Hkv)*hs) laid out [q | k | v],
-// split into per-head arrays (B, H, T, hs) with the kv heads repeated, query head h reading kv
-// head h / (H / Hkv) (Hugging Face's repeat_kv); with Hkv = H, split_qkv itself.
-QkvHeads split_grouped_qkv(const std::vector<double>& qkv, int B, int T, int H, int Hkv, int hs) {
-  const std::size_t g = static_cast<std::size_t>(H / Hkv), W = static_cast<std::size_t>((H + 2 * Hkv) * hs),
-                    n = static_cast<std::size_t>(B * H * T * hs), D = static_cast<std::size_t>(H * hs);
-  QkvHeads heads{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n)};
-  for (std::size_t b = 0; b < static_cast<std::size_t>(B); ++b)
-    for (std::size_t h = 0; h < static_cast<std::size_t>(H); ++h)
-      for (std::size_t t = 0; t < static_cast<std::size_t>(T); ++t)
-        for (std::size_t i = 0; i < static_cast<std::size_t>(hs); ++i) {
-          const std::size_t at = ((b * H + h) * T + t) * hs + i, row = (b * T + t) * W, kv = (h / g) * hs + i;
-          heads.q[at] = qkv[row + h * hs + i];
-          heads.k[at] = qkv[row + D + kv];
-          heads.v[at] = qkv[row + D + Hkv * hs + kv];
-        }
-  return heads;
-}
-
-// The backward of split_grouped_qkv: gradients (B, H, T, hs) -> dqkv (B*T, (H + 2*Hkv)*hs), each
-// kv head's gradient the sum over the query heads that read it.
-std::vector<double> merge_grouped_qkv(const AttentionGrads& d, int B, int T, int H, int Hkv, int hs) {
-  const std::size_t g = static_cast<std::size_t>(H / Hkv), W = static_cast<std::size_t>((H + 2 * Hkv) * hs),
-                    D = static_cast<std::size_t>(H * hs);
-  std::vector<double> dqkv(static_cast<std::size_t>(B * T) * W, 0.0);
-  for (std::size_t b = 0; b < static_cast<std::size_t>(B); ++b)
-    for (std::size_t h = 0; h < static_cast<std::size_t>(H); ++h)
-      for (std::size_t t = 0; t < static_cast<std::size_t>(T); ++t)
-        for (std::size_t i = 0; i < static_cast<std::size_t>(hs); ++i) {
-          const std::size_t at = ((b * H + h) * T + t) * hs + i, row = (b * T + t) * W, kv = (h / g) * hs + i;
-          dqkv[row + h * hs + i] = d.dq[at];
-          dqkv[row + D + kv] += d.dk[at];
-          dqkv[row + D + Hkv * hs + kv] += d.dv[at];
-        }
-  return dqkv;
-}
-
 // Rounding p and ds to the dtype before their products (FlashAttention-2's choice, flash attention
 // on tensor cores) costs about u of each term, u the dtype's unit roundoff, on top of the stored
 // results' own rounding; a sum over many keys averages these. Every case of FlashMmaTest stays
@@ -583,12 +547,16 @@ TEST_P(ActKernelTest, AttentionHeadSize64) {
   }
 }
 
-// The GPU set runs the layer as flash attention, the others as GEMMs and softmax kernels; both
-// give the same bits on a second run (fixed-order sums only).
+// The GPU set runs the layer as flash attention, the CPU set on a CPU device with native kernels
+// as the host's flash attention, the portable set as GEMMs and softmax kernels; each gives the
+// same bits on a second run (fixed-order sums only).
 TEST_P(ActKernelTest, AttentionIsReproducibleAndFlashExactlyOnTheGpuSet) {
   const std::size_t B = 2, H = 4, Hkv = 2, T = 77, hs = 16, N = B * T;
   models::CausalAttention core(*device_, GetParam(), H, Hkv, hs, B, T, 64u << 20, "attn");
-  EXPECT_EQ(core.flash(), kernels::requested_variant(device_->info()) == kernels::KernelVariant::kGpu);
+  const kernels::KernelVariant set = kernels::requested_variant(device_->info());
+  EXPECT_EQ(core.flash(), set == kernels::KernelVariant::kGpu);
+  EXPECT_EQ(core.cpu_flash(), set == kernels::KernelVariant::kCpu && device_->info().native_kernels &&
+                                  std::getenv("PAX_OCL_CPU_FLASH") == nullptr);
   models::LayerContext ctx{*device_, *kernels_, *gemm_, B, T};
   auto qkv = act(in(random(N * core.qkv_width(), 95))), dout = act(in(random(N * H * hs, 96)));
   std::vector<double> first_out, first_dqkv;

@@ -26,7 +26,7 @@
 
 #include "collectives/process_world.h"
 #include "common/errors.h"
-#include "kernels_cl/flash_attention.h"
+#include "kernels_cl/cpu_flash_attention.h"
 #include "config/job_config.h"
 #include "device/program_cache.h"
 #include "models/attention_workspace.h"
@@ -97,7 +97,7 @@ TEST_P(PlanAgainstRealRun, StateAndActivationBytesAreExactlyWhatTheStepProgramAl
 
   plan::LayoutSpec spec = plan::layout_spec_of(e);
   spec.base_address_align_bytes = selected.front().base_address_align_bytes;
-  spec.flash_attention = [info = selected.front()](std::size_t hs) { return kernels::uses_flash_attention(info, hs); };
+  spec.flash_attention = [info = selected.front()](std::size_t hs) { return kernels::fused_attention(info, hs); };
   const plan::DeviceMemory memory = plan::device_memory(spec);
   EXPECT_EQ(memory.state(), program->state_bytes_per_device());
   EXPECT_EQ(memory.activations, program->activation_bytes_per_device());

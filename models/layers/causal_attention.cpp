@@ -9,6 +9,7 @@
 
 #include "common/announce_once.h"
 #include "common/errors.h"
+#include "kernels_cl/cpu_flash_attention.h"
 #include "kernels_cl/flash_attention.h"
 #include "models/attention_workspace.h"
 
@@ -37,13 +38,17 @@ CausalAttention::CausalAttention(const BufferSource& buffers, device::DType act,
       query_block_(attention_workspace(act, num_kv_heads, group_, max_seq_len, max_batch, workspace_bytes).query_block),
       max_batch_(max_batch),
       max_seq_len_(max_seq_len),
-      flash_(kernels::uses_flash_attention(buffers.device().info(), dims_per_head)) {
+      flash_(kernels::uses_flash_attention(buffers.device().info(), dims_per_head)),
+      cpu_flash_(!flash_ && kernels::uses_cpu_flash_attention(buffers.device().info())) {
   const device::Device& device = buffers.device();
   // Once per device and head size, not per layer; flash attention's line comes with its kernels
   // (flash_kernels), which know the program that runs.
-  if (!flash_ && announce_once(fmt::format("attention {} {}", fmt::ptr(device.info().id), dims_per_head))) {
-    spdlog::info("Attention on {}: {}", device.info().name,
-                 *kernels::unfused_attention_path(device.info(), dims_per_head));
+  if (!flash_ && !cpu_flash_ &&
+      announce_once(fmt::format("attention {} {}", fmt::ptr(device.info().id), dims_per_head))) {
+    std::string path = *kernels::unfused_attention_path(device.info(), dims_per_head);
+    if (device.info().kind == device::DeviceKind::kCpu)
+      path += fmt::format("; no flash attention on the host: {}", kernels::cpu_flash_refusal(device.info()));
+    spdlog::info("Attention on {}: {}", device.info().name, path);
   }
   const std::size_t T = max_seq_len, D = num_heads * dims_per_head;
   // Several sequences per pass only where one chunk holds every kv head (their row statistics
@@ -56,7 +61,7 @@ CausalAttention::CausalAttention(const BufferSource& buffers, device::DType act,
   out_ = buffers.saved(act, max_batch * T * D, name + ".out");
   delta_ = workspace(max_batch * num_heads * T, "delta");
   dqkv_ = buffers.transient(act, max_batch * T * qkv_width(), name + ".dqkv");
-  if (flash_) return;  // flash attention needs no score workspace
+  if (flash_ || cpu_flash_) return;  // flash attention needs no score workspace
   scores_ = workspace(w.floats() * T, "scores");
   dscores_ = workspace(w.floats() * T, "dscores");
   // Summing g GEMM results in a 16-bit dqkv would round dk and dv g times.
@@ -69,6 +74,14 @@ kernels::FlashAttentionKernels& CausalAttention::flash_kernels(LayerContext& ctx
   if (announce_once(fmt::format("attention {} {} {}", fmt::ptr(info.id), hs_,
                                 device::dtype_name(ctx.kernels.act_dtype())))) {
     spdlog::info("Attention on {}: {}", info.name, flash.describe());
+  }
+  return flash;
+}
+
+kernels::CpuFlashAttention& CausalAttention::cpu_flash(LayerContext& ctx) const {
+  kernels::CpuFlashAttention& flash = *ctx.kernels.cpu_flash_attention();
+  if (announce_once(fmt::format("attention {} host", fmt::ptr(ctx.device.info().id)))) {
+    spdlog::info("Attention on {}: {}", ctx.device.info().name, flash.describe());
   }
   return flash;
 }
@@ -131,6 +144,11 @@ const ActBuffer& CausalAttention::forward(LayerContext& ctx, const ActBuffer& qk
                                heads(), ctx.batch, T, 0);
     return out_;
   }
+  if (cpu_flash_) {
+    cpu_flash(ctx).forward(qkv, W, kernels::KeyValueRows{&qkv, T, W, D, D + kv_heads_ * hs_}, out_, D, lse_, T,
+                           heads(), ctx.batch, T, 0);
+    return out_;
+  }
   for (std::size_t b = 0; b < ctx.batch; b += seq_chunk_) {
     const SequenceRows rows{&qkv, b * T, W, T};
     attend(ctx, b, std::min(seq_chunk_, ctx.batch - b), rows, rows, D, D + kv_heads_ * hs_, T, 0, T, b * T);
@@ -150,13 +168,17 @@ const ActBuffer& CausalAttention::decode(LayerContext& ctx, const ActBuffer& qkv
     // The new rows' keys and values (columns D .. W) join the cache at rows p .. p+n-1.
     ctx.device.queue().copy_rows({qkv.get(), b * n, D * elem, W * elem},
                                  {kv_cache_.get(), b * max_seq_len_ + position, 0, KV * elem}, KV * elem, n);
-    if (flash_) continue;
+    if (flash_ || cpu_flash_) continue;
     attend(ctx, b, 1, SequenceRows{&qkv, b * n, W, n}, SequenceRows{&kv_cache_, b * max_seq_len_, KV, max_seq_len_}, 0,
            kv_heads_ * hs_, n, position, max_seq_len_, b * n);
   }
   if (flash_) {
     flash_kernels(ctx).forward(qkv, W, kernels::KeyValueRows{&kv_cache_, max_seq_len_, KV, 0, kv_heads_ * hs_},
                                out_, D, lse_, max_seq_len_, heads(), ctx.batch, n, position);
+  }
+  if (cpu_flash_) {
+    cpu_flash(ctx).forward(qkv, W, kernels::KeyValueRows{&kv_cache_, max_seq_len_, KV, 0, kv_heads_ * hs_}, out_, D,
+                           lse_, max_seq_len_, heads(), ctx.batch, n, position);
   }
   return out_;
 }
@@ -169,6 +191,10 @@ ActBuffer& CausalAttention::backward(LayerContext& ctx, const ActBuffer& dout) {
   const bool sums_in_float = dkv_sums_.get() != nullptr;
   if (flash_) {
     flash_kernels(ctx).backward(qkv, W, k_col, v_col, out_, dout, lse_, delta_, dqkv_, heads(), B, T);
+    return dqkv_;
+  }
+  if (cpu_flash_) {
+    cpu_flash(ctx).backward(qkv, W, k_col, v_col, out_, dout, lse_, dqkv_, heads(), B, T);
     return dqkv_;
   }
   ctx.kernels.attention.row_dot(delta_, out_, dout, B, T, heads_, hs_);  // delta = rowwise dO . O per head

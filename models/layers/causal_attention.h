@@ -27,7 +27,10 @@
 // (FlashAttention's trade). forward remembers qkv: the caller keeps it alive.
 // On a device that runs the GPU kernel set (kernels::uses_flash_attention) the same computation
 // runs as fused flash attention kernels instead (kernels_cl/flash_attention.h): no score
-// workspace, no GEMMs, the same layouts and row statistics.
+// workspace, no GEMMs, the same layouts and row statistics. On a CPU device with the CPU set it
+// runs as the host's blocked flash attention (kernels_cl/cpu_flash_attention.h: a native kernel
+// per call, scores in each core's cache); the path above runs where neither does (the portable
+// set, devices without native kernels, PAX_OCL_CPU_FLASH=0).
 // qkv, out, dout, dqkv are in the activation dtype `act`; the score workspace, lse and delta are
 // float32 whatever it is (Pax computes attention logits and softmax in float32).
 #pragma once
@@ -60,7 +63,8 @@ class CausalAttention {
   std::size_t sequences_per_pass() const { return seq_chunk_; }  // > 1 only when chunk() holds every kv head
   std::size_t query_block() const { return query_block_; }
   std::size_t qkv_width() const { return (heads_ + 2 * kv_heads_) * hs_; }  // W
-  bool flash() const { return flash_; }  // runs as flash attention
+  bool flash() const { return flash_; }  // runs as the GPU set's flash attention
+  bool cpu_flash() const { return cpu_flash_; }  // runs as the host's flash attention
 
   static constexpr std::size_t kQueryBlock = kAttentionQueryBlock;  // queries per score block (float32 activations)
 
@@ -83,9 +87,11 @@ class CausalAttention {
   // ctx's flash attention kernels (flash_ only); the first use per device, head size and dtype logs
   // which program runs them (FlashAttentionKernels::describe).
   kernels::FlashAttentionKernels& flash_kernels(LayerContext& ctx) const;
+  // ctx's host flash attention (cpu_flash_ only); logged on first use per device.
+  kernels::CpuFlashAttention& cpu_flash(LayerContext& ctx) const;
 
   std::size_t heads_, kv_heads_, group_, hs_, query_block_, max_batch_, max_seq_len_, chunk_, seq_chunk_ = 1;
-  bool flash_;
+  bool flash_, cpu_flash_;
   const ActBuffer* qkv_ = nullptr;
   FloatBuffer lse_;                   // forward state: (B, H, T)
   ActBuffer out_;                     // (N, H*hs)

@@ -1,0 +1,165 @@
+#include "kernels_cl/cpu_flash_attention.h"
+
+#include <cstdlib>
+#include <exception>
+#include <optional>
+#include <utility>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/errors.h"
+#include "device/queue.h"
+#include "kernels_cl/host_flash_attention.h"
+#include "kernels_cl/host_gemm.h"
+#include "kernels_cl/kernel_set.h"
+
+namespace paxocl::kernels {
+
+namespace {
+
+bool switched_off() {
+  const char* value = std::getenv("PAX_OCL_CPU_FLASH");
+  return value != nullptr && std::string(value) == "0";
+}
+
+// A buffer mapped whole for the native kernel; unmapped in queue order when it goes.
+class MappedBuffer {
+ public:
+  MappedBuffer(device::Queue& queue, cl_mem buffer, std::size_t bytes, cl_map_flags flags)
+      : queue_(queue), buffer_(buffer), pointer_(queue.map(buffer, 0, bytes, flags)) {}
+  MappedBuffer(const MappedBuffer&) = delete;
+  MappedBuffer& operator=(const MappedBuffer&) = delete;
+  ~MappedBuffer() {
+    try {
+      queue_.unmap(buffer_, pointer_);
+    } catch (const std::exception& e) {
+      spdlog::error("CPU flash attention: unmapping a buffer: {}", e.what());
+    }
+  }
+  void* get() const { return pointer_; }
+
+ private:
+  device::Queue& queue_;
+  cl_mem buffer_;
+  void* pointer_;
+};
+
+template <typename Args>
+struct NativeCall {
+  Args args;
+  unsigned threads;
+  CpuFlashAttention* owner;
+};
+
+template <typename Args, void (*Run)(const Args&, unsigned)>
+void native_kernel(void* p) {
+  const auto& call = *static_cast<const NativeCall<Args>*>(p);
+  try {
+    Run(call.args, call.threads);
+  } catch (const std::exception& e) {  // must not cross into the OpenCL runtime
+    call.owner->record_failure(e.what());
+  }
+}
+
+void check_heads(const AttentionHeads& heads) {
+  if (heads.head_size == 0 || heads.kv_heads == 0 || heads.heads % heads.kv_heads != 0) {
+    throw DeviceError(fmt::format("CPU flash attention: {} heads cannot share {} kv heads of size {}", heads.heads,
+                                  heads.kv_heads, heads.head_size));
+  }
+}
+
+const char* vector_unit() {
+  if (__builtin_cpu_supports("avx512f")) return "AVX-512";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "AVX2";
+  return "SSE2";
+}
+
+}  // namespace
+
+std::string cpu_flash_refusal(const device::DeviceInfo& device) {
+  if (device.kind != device::DeviceKind::kCpu) return "not a CPU device";
+  if (!device.native_kernels) return "the device runs no native kernels";
+  if (const KernelVariant set = requested_variant(device); set != KernelVariant::kCpu)
+    return fmt::format("the device runs the {} kernel set", to_string(set));
+  if (switched_off()) return "PAX_OCL_CPU_FLASH=0";
+  return {};
+}
+
+bool uses_cpu_flash_attention(const device::DeviceInfo& device) { return cpu_flash_refusal(device).empty(); }
+
+bool fused_attention(const device::DeviceInfo& device, std::size_t head_size) {
+  return uses_flash_attention(device, head_size) || uses_cpu_flash_attention(device);
+}
+
+CpuFlashAttention::CpuFlashAttention(device::Device& device) : device_(device) {
+  if (const std::string why = cpu_flash_refusal(device.info()); !why.empty())
+    throw DeviceError(fmt::format("CPU flash attention cannot run on '{}': {}", device.info().name, why));
+}
+
+CpuFlashAttention::~CpuFlashAttention() {
+  try {
+    device_.queue().finish();
+  } catch (const std::exception& e) {
+    spdlog::error("CPU flash attention: waiting for its queued calls: {}", e.what());
+  }
+}
+
+std::string CpuFlashAttention::describe() const {
+  return fmt::format("flash attention on the host (one native kernel per call: blocks of {} queries, oneDNN's sgemm, "
+                     "softmax in {}, {} threads)",
+                     kHostFlashQueryBlock, vector_unit(), host_gemm_threads(device_));
+}
+
+void CpuFlashAttention::record_failure(const std::string& what) {
+  std::lock_guard lock(failure_mutex_);
+  if (failure_.empty()) failure_ = what;
+}
+
+void CpuFlashAttention::throw_failure() {
+  std::lock_guard lock(failure_mutex_);
+  if (!failure_.empty()) throw DeviceError("CPU flash attention failed: " + failure_);
+}
+
+void CpuFlashAttention::forward(const ActBuffer& q, std::size_t q_stride, const KeyValueRows& kv, ActBuffer& out,
+                                std::size_t out_stride, FloatBuffer& lse, std::size_t stats_stride,
+                                const AttentionHeads& heads, std::size_t B, std::size_t queries, std::size_t p0) {
+  check_heads(heads);
+  throw_failure();
+  if (B == 0 || queries == 0) return;
+  device::Queue& queue = device_.queue();
+  MappedBuffer mq(queue, q.get(), q.bytes(), CL_MAP_READ);
+  std::optional<MappedBuffer> mkv;
+  if (kv.buffer->get() != q.get()) mkv.emplace(queue, kv.buffer->get(), kv.buffer->bytes(), CL_MAP_READ);
+  MappedBuffer mout(queue, out.get(), out.bytes(), CL_MAP_READ | CL_MAP_WRITE);
+  MappedBuffer mlse(queue, lse.get(), lse.bytes(), CL_MAP_READ | CL_MAP_WRITE);
+  const HostFlashForward args{.q = mq.get(), .q_stride = q_stride, .kv = mkv ? mkv->get() : mq.get(),
+                              .kv_rows_per_sequence = kv.rows_per_sequence, .kv_stride = kv.stride,
+                              .k_col = kv.k_col, .v_col = kv.v_col, .out = mout.get(), .out_stride = out_stride,
+                              .lse = static_cast<float*>(mlse.get()), .stats_stride = stats_stride, .act = q.dtype(),
+                              .heads = heads, .B = B, .queries = queries, .p0 = p0};
+  const NativeCall<HostFlashForward> call{args, host_gemm_threads(device_), this};
+  queue.native("cpu_flash_attention_forward", native_kernel<HostFlashForward, host_flash_forward>, &call, sizeof call);
+}
+
+void CpuFlashAttention::backward(const ActBuffer& qkv, std::size_t width, std::size_t k_col, std::size_t v_col,
+                                 const ActBuffer& out, const ActBuffer& dout, const FloatBuffer& lse, ActBuffer& dqkv,
+                                 const AttentionHeads& heads, std::size_t B, std::size_t T) {
+  check_heads(heads);
+  throw_failure();
+  if (B == 0 || T == 0) return;
+  device::Queue& queue = device_.queue();
+  MappedBuffer mqkv(queue, qkv.get(), qkv.bytes(), CL_MAP_READ);
+  MappedBuffer mout(queue, out.get(), out.bytes(), CL_MAP_READ);
+  MappedBuffer mdout(queue, dout.get(), dout.bytes(), CL_MAP_READ);
+  MappedBuffer mlse(queue, lse.get(), lse.bytes(), CL_MAP_READ);
+  MappedBuffer mdqkv(queue, dqkv.get(), dqkv.bytes(), CL_MAP_READ | CL_MAP_WRITE);
+  const HostFlashBackward args{.qkv = mqkv.get(), .width = width, .k_col = k_col, .v_col = v_col, .out = mout.get(),
+                               .dout = mdout.get(), .lse = static_cast<const float*>(mlse.get()), .dqkv = mdqkv.get(),
+                               .act = qkv.dtype(), .heads = heads, .B = B, .T = T};
+  const NativeCall<HostFlashBackward> call{args, host_gemm_threads(device_), this};
+  queue.native("cpu_flash_attention_backward", native_kernel<HostFlashBackward, host_flash_backward>, &call,
+               sizeof call);
+}
+
+}  // namespace paxocl::kernels

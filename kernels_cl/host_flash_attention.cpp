@@ -1,0 +1,303 @@
+#include "kernels_cl/host_flash_attention.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/float16.h"
+
+// 64-byte vectors in internal, always-inlined helpers: GCC notes that their ABI differs between
+// instruction sets, which matters only across calls that never happen here.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace paxocl::kernels {
+
+namespace {
+
+// ---- 16-float vectors (GCC vector extensions) ----
+// The task functions below are compiled three times (target_clones: AVX-512, AVX2 + FMA, and
+// x86-64's baseline) and the loader picks one by CPUID, so one binary runs 16 lanes in a zmm
+// register, two ymm or four xmm, on whatever CPU it finds.
+
+typedef float Floats __attribute__((vector_size(64)));
+typedef std::int32_t Ints __attribute__((vector_size(64)));
+constexpr std::size_t kLanes = 16;
+
+#define PAXOCL_INLINE [[gnu::always_inline]] inline
+
+PAXOCL_INLINE Floats splat(float v) { return Floats{} + v; }
+// n < kLanes floats from p, the rest `fill`.
+PAXOCL_INLINE Floats load(const float* p, std::size_t n = kLanes, float fill = 0.0f) {
+  Floats v = splat(fill);
+  std::memcpy(&v, p, n * sizeof(float));
+  return v;
+}
+PAXOCL_INLINE void store(float* p, Floats v, std::size_t n = kLanes) { std::memcpy(p, &v, n * sizeof(float)); }
+
+// exp(x) to about 2 ulp (Cephes' expf: x = n ln2 + r, |r| <= ln2/2, a degree-7 polynomial in r,
+// times 2^n from the exponent bits); 0 below -87.3 (where float32's exp underflows).
+PAXOCL_INLINE Floats exp_floats(Floats x) {
+  const Floats xc = x < splat(-87.3f) ? splat(-87.3f) : (x > splat(88.3f) ? splat(88.3f) : x);
+  const Floats magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  const Floats n = (xc * 1.44269504088896341f + magic) - magic;
+  const Floats r = (xc - n * 0.693359375f) + n * 2.12194440e-4f;
+  Floats y = splat(1.9875691500e-4f);
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * (r * r) + r + 1.0f;
+  const Ints bits = (__builtin_convertvector(n, Ints) + 127) << 23;
+  y = y * (Floats)bits;  // a vector cast keeps the bits
+  return x < splat(-87.3f) ? splat(0.0f) : y;
+}
+
+// Lanes folded in one fixed order (so a row's result never depends on how it was reached).
+PAXOCL_INLINE float lanes_max(Floats v) {
+  float m = v[0];
+  for (std::size_t i = 1; i < kLanes; ++i) m = std::max(m, v[i]);
+  return m;
+}
+PAXOCL_INLINE float lanes_sum(Floats v) {
+  for (std::size_t half = kLanes / 2; half > 0; half /= 2)
+    for (std::size_t i = 0; i < half; ++i) v[i] += v[i + half];
+  return v[0];
+}
+
+// Visits x[0 .. n) in vectors: f(vector, count) for each, count < kLanes only for the last.
+template <typename F>
+PAXOCL_INLINE void for_vectors(std::size_t n, F&& f) {
+  std::size_t u = 0;
+  for (; u + kLanes <= n; u += kLanes) f(u, kLanes);
+  if (u < n) f(u, n - u);
+}
+
+// A forward row of `live` causal scores in place -> its probabilities (zero past `live` up to
+// `n`); returns the row's logsumexp of scale * scores.
+PAXOCL_INLINE float softmax_row(float* row, std::size_t live, std::size_t n, float scale) {
+  Floats mv = splat(-INFINITY);
+  for_vectors(live, [&](std::size_t u, std::size_t c) {
+    const Floats x = load(row + u, c, -INFINITY);
+    mv = x > mv ? x : mv;
+  });
+  const float shift = scale * lanes_max(mv);  // scale > 0: max(scale s) = scale max(s)
+  Floats sv = splat(0.0f);
+  for_vectors(live, [&](std::size_t u, std::size_t c) {
+    const Floats p = exp_floats(load(row + u, c) * scale - shift);
+    store(row + u, p, c);
+    sv += c == kLanes ? p : load(row + u, c);  // the tail's padding lanes stay 0
+  });
+  const float sum = lanes_sum(sv), inv = 1.0f / sum;
+  for_vectors(live, [&](std::size_t u, std::size_t c) { store(row + u, load(row + u, c) * inv, c); });
+  std::fill(row + live, row + n, 0.0f);
+  return shift + std::log(sum);
+}
+
+// Backward: scores -> probabilities exp(scale s - lse) over `live` entries, zero to `n`.
+PAXOCL_INLINE void probs_row(float* row, std::size_t live, std::size_t n, float scale, float lse) {
+  for_vectors(live, [&](std::size_t u, std::size_t c) { store(row + u, exp_floats(load(row + u, c) * scale - lse), c); });
+  std::fill(row + live, row + n, 0.0f);
+}
+
+// dP -> dS = scale P (dP - delta) over `live` entries, zero to `n`.
+PAXOCL_INLINE void dscores_row(float* dp, const float* p, std::size_t live, std::size_t n, float scale, float delta) {
+  for_vectors(live, [&](std::size_t u, std::size_t c) {
+    store(dp + u, load(p + u, c) * (load(dp + u, c) - delta) * scale, c);
+  });
+  std::fill(dp + live, dp + n, 0.0f);
+}
+
+// ---- operands ----
+
+float to_float(const void* base, device::DType dt, std::size_t i) {
+  switch (dt) {
+    case device::DType::kBF16: return bf16_to_float(static_cast<const std::uint16_t*>(base)[i]);
+    case device::DType::kF16: return half_to_float(static_cast<const std::uint16_t*>(base)[i]);
+    case device::DType::kF32: break;
+  }
+  return static_cast<const float*>(base)[i];
+}
+
+// `rows` rows of `cols` floats, `ld` apart.
+struct FloatRows {
+  const float* data;
+  std::size_t ld;
+};
+
+// Rows first_row .. first_row+rows-1, columns col .. col+cols-1 of a row-major (., stride) array
+// of `dt`: float32 in place, 16-bit widened into `scratch` (rows, cols).
+FloatRows float_rows(const void* base, device::DType dt, std::size_t first_row, std::size_t rows, std::size_t stride,
+                     std::size_t col, std::size_t cols, std::vector<float>& scratch) {
+  const std::size_t at = first_row * stride + col;
+  if (dt == device::DType::kF32) return {static_cast<const float*>(base) + at, stride};
+  scratch.resize(rows * cols);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t j = 0; j < cols; ++j) scratch[r * cols + j] = to_float(base, dt, at + r * stride + j);
+  return {scratch.data(), cols};
+}
+
+// (rows, cols) floats -> rows of `dt` at first_row, column col of a row-major (., stride) array.
+void store_rows(const float* src, std::size_t src_ld, std::size_t rows, std::size_t cols, void* base,
+                device::DType dt, std::size_t first_row, std::size_t stride, std::size_t col) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* s = src + r * src_ld;
+    const std::size_t at = (first_row + r) * stride + col;
+    switch (dt) {
+      case device::DType::kF32: std::memcpy(static_cast<float*>(base) + at, s, cols * sizeof(float)); break;
+      case device::DType::kBF16:
+        for (std::size_t j = 0; j < cols; ++j) static_cast<std::uint16_t*>(base)[at + j] = float_to_bf16(s[j]);
+        break;
+      case device::DType::kF16:
+        for (std::size_t j = 0; j < cols; ++j) static_cast<std::uint16_t*>(base)[at + j] = float_to_half(s[j]);
+        break;
+    }
+  }
+}
+
+// C (m, n) = alpha op(A) op(B) + beta C, row-major, on this thread (oneDNN runs one thread inside
+// an OpenMP parallel region).
+void sgemm(bool at, bool bt, std::size_t m, std::size_t n, std::size_t k, const float* a, std::size_t lda,
+           const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
+  const auto d = [](std::size_t v) { return static_cast<dnnl_dim_t>(v); };
+  const dnnl_status_t status = dnnl_sgemm(at ? 'T' : 'N', bt ? 'T' : 'N', d(m), d(n), d(k), 1.0f, a, d(lda), b,
+                                          d(ldb), beta, c, d(ldc));
+  if (status != dnnl_success) {
+    throw std::runtime_error("host flash attention: oneDNN's sgemm refused a " + std::to_string(m) + "x" +
+                             std::to_string(n) + "x" + std::to_string(k) + " product (status " +
+                             std::to_string(static_cast<int>(status)) + ")");
+  }
+}
+
+// Runs task(i, workspace) for i < count on `threads` OpenMP threads (dynamic: causal tasks differ
+// in size; each task's result is its own, so the schedule never changes a bit). The first
+// exception stops the remaining tasks and is rethrown here.
+template <typename Workspace, typename Task>
+void run_tasks(std::size_t count, unsigned threads, Task&& task) {
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const int n = static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(threads, count)));
+#pragma omp parallel num_threads(n)
+  {
+    Workspace workspace;
+#pragma omp for schedule(dynamic, 1)
+    for (std::size_t i = 0; i < count; ++i) {
+      {
+        std::lock_guard lock(failure_mutex);
+        if (failure) continue;
+      }
+      try {
+        task(i, workspace);
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+struct ForwardWorkspace {
+  std::vector<float> q, k, v, scores, out;
+};
+
+// Task (b, h, block): queries q0 .. q0+Q-1 of sequence b, head h (positions p0 + q0 + i), against
+// keys 0 .. L-1, L = p0 + q0 + Q.
+[[gnu::target_clones("avx512f", "avx2,fma", "default")]]
+void forward_task(const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t q0, std::size_t Q,
+                  ForwardWorkspace& w) {
+  const std::size_t hs = a.heads.head_size, c = h / a.heads.group(), L = a.p0 + q0 + Q;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const std::size_t kv_row = b * a.kv_rows_per_sequence, q_row = b * a.queries + q0;
+  const FloatRows q = float_rows(a.q, a.act, q_row, Q, a.q_stride, h * hs, hs, w.q);
+  const FloatRows k = float_rows(a.kv, a.act, kv_row, L, a.kv_stride, a.k_col + c * hs, hs, w.k);
+  const FloatRows v = float_rows(a.kv, a.act, kv_row, L, a.kv_stride, a.v_col + c * hs, hs, w.v);
+  w.scores.resize(Q * L);
+  sgemm(false, true, Q, L, hs, q.data, q.ld, k.data, k.ld, 0.0f, w.scores.data(), L);  // S (Q, L)
+  float* lse = a.lse + (b * a.heads.heads + h) * a.stats_stride + a.p0 + q0;
+  for (std::size_t i = 0; i < Q; ++i) lse[i] = softmax_row(w.scores.data() + i * L, a.p0 + q0 + i + 1, L, scale);
+  // out (Q, hs) = P V: straight into float32 rows, through a float32 block otherwise.
+  if (a.act == device::DType::kF32) {
+    float* out = static_cast<float*>(a.out) + q_row * a.out_stride + h * hs;
+    sgemm(false, false, Q, hs, L, w.scores.data(), L, v.data, v.ld, 0.0f, out, a.out_stride);
+    return;
+  }
+  w.out.resize(Q * hs);
+  sgemm(false, false, Q, hs, L, w.scores.data(), L, v.data, v.ld, 0.0f, w.out.data(), hs);
+  store_rows(w.out.data(), hs, Q, hs, a.out, a.act, q_row, a.out_stride, h * hs);
+}
+
+struct BackwardWorkspace {
+  std::vector<float> k, v, q, dout, p, dp, dq, dk, dv, delta;
+};
+
+// Task (b, c): every query head of kv head c's group over sequence b; dk, dv summed in float32.
+[[gnu::target_clones("avx512f", "avx2,fma", "default")]]
+void backward_task(const HostFlashBackward& a, std::size_t b, std::size_t c, BackwardWorkspace& w) {
+  const std::size_t T = a.T, hs = a.heads.head_size, g = a.heads.group(), H = a.heads.heads, D = H * hs;
+  const std::size_t Qb = kHostFlashQueryBlock, row0 = b * T;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const FloatRows k = float_rows(a.qkv, a.act, row0, T, a.width, a.k_col + c * hs, hs, w.k);
+  const FloatRows v = float_rows(a.qkv, a.act, row0, T, a.width, a.v_col + c * hs, hs, w.v);
+  w.dk.assign(T * hs, 0.0f);
+  w.dv.assign(T * hs, 0.0f);
+  w.dq.resize(Qb * hs);
+  w.delta.resize(Qb);
+  for (std::size_t j = 0; j < g; ++j) {
+    const std::size_t h = c * g + j;
+    const float* lse = a.lse + (b * H + h) * T;
+    for (std::size_t q0 = 0; q0 < T; q0 += Qb) {
+      const std::size_t Q = std::min(Qb, T - q0), L = q0 + Q;
+      const FloatRows q = float_rows(a.qkv, a.act, row0 + q0, Q, a.width, h * hs, hs, w.q);
+      const FloatRows dout = float_rows(a.dout, a.act, row0 + q0, Q, D, h * hs, hs, w.dout);
+      for (std::size_t i = 0; i < Q; ++i) {  // delta = rowsum(dO o), the forward's rounded output
+        float sum = 0.0f;
+        for (std::size_t d = 0; d < hs; ++d)
+          sum += dout.data[i * dout.ld + d] * to_float(a.out, a.act, (row0 + q0 + i) * D + h * hs + d);
+        w.delta[i] = sum;
+      }
+      w.p.resize(Q * L);
+      w.dp.resize(Q * L);
+      sgemm(false, true, Q, L, hs, q.data, q.ld, k.data, k.ld, 0.0f, w.p.data(), L);
+      for (std::size_t i = 0; i < Q; ++i) probs_row(w.p.data() + i * L, q0 + i + 1, L, scale, lse[q0 + i]);
+      sgemm(true, false, L, hs, Q, w.p.data(), L, dout.data, dout.ld, 1.0f, w.dv.data(), hs);   // dv += P^T dO
+      sgemm(false, true, Q, L, hs, dout.data, dout.ld, v.data, v.ld, 0.0f, w.dp.data(), L);     // dP = dO v^T
+      for (std::size_t i = 0; i < Q; ++i)
+        dscores_row(w.dp.data() + i * L, w.p.data() + i * L, q0 + i + 1, L, scale, w.delta[i]);
+      sgemm(false, false, Q, hs, L, w.dp.data(), L, k.data, k.ld, 0.0f, w.dq.data(), hs);       // dq = dS k
+      store_rows(w.dq.data(), hs, Q, hs, a.dqkv, a.act, row0 + q0, a.width, h * hs);
+      sgemm(true, false, L, hs, Q, w.dp.data(), L, q.data, q.ld, 1.0f, w.dk.data(), hs);        // dk += dS^T q
+    }
+  }
+  store_rows(w.dk.data(), hs, T, hs, a.dqkv, a.act, row0, a.width, a.k_col + c * hs);
+  store_rows(w.dv.data(), hs, T, hs, a.dqkv, a.act, row0, a.width, a.v_col + c * hs);
+}
+
+}  // namespace
+
+void host_flash_forward(const HostFlashForward& a, unsigned threads) {
+  const std::size_t Qb = kHostFlashQueryBlock, blocks = (a.queries + Qb - 1) / Qb, H = a.heads.heads;
+  // Longest causal blocks first, so the short ones fill in at the end.
+  run_tasks<ForwardWorkspace>(a.B * H * blocks, threads, [&](std::size_t i, ForwardWorkspace& w) {
+    const std::size_t block = blocks - 1 - i % blocks, h = (i / blocks) % H, b = i / (blocks * H);
+    const std::size_t q0 = block * Qb;
+    forward_task(a, b, h, q0, std::min(Qb, a.queries - q0), w);
+  });
+}
+
+void host_flash_backward(const HostFlashBackward& a, unsigned threads) {
+  const std::size_t kv = a.heads.kv_heads;
+  run_tasks<BackwardWorkspace>(a.B * kv, threads,
+                               [&](std::size_t i, BackwardWorkspace& w) { backward_task(a, i / kv, i % kv, w); });
+}
+
+}  // namespace paxocl::kernels

@@ -1,0 +1,75 @@
+// Causal attention on the host, blocked for the CPU's caches: the computation of CausalAttention
+// (models/layers/causal_attention.h) on host memory, run by CpuFlashAttention
+// (kernels_cl/cpu_flash_attention.h) as one native kernel per call.
+//
+// Why: through GEMMs over a (heads, T, T) score workspace and PoCL softmax kernels, a CPU streams
+// every score through memory three to five times and multiplies the masked upper triangle inside
+// each 256-query block; the attention GEMMs (256 x 256 x 64 per head) ran at about 100 GFLOP/s on
+// 2 cores of a Xeon where the layers' GEMMs reach 300. Here each task owns a block of
+// kHostFlashQueryBlock queries of one head: its scores (block, keys) stay in the core's cache
+// from the GEMM through the softmax to the next GEMM, and the keys past the block's last query
+// are never multiplied.
+//
+// Forward: per (sequence, head, query block), S = q k^T over the block's causal keys (oneDNN's
+// sgemm, one thread), an exact softmax per row (a block holds its rows' whole causal range, so
+// no online rescaling), out = P v; only the row logsumexp is kept. Backward: per (sequence, kv
+// head), over the group's query heads and blocks, P recomputed from the logsumexp (FlashAttention's
+// trade), dv += P^T dO, dP = dO v^T, dS = scale P (dP - rowsum(dO o)), dq = dS k, dk += dS^T q;
+// dk and dv are float32 sums in the task, rounded into dqkv once, so the result depends on
+// neither thread count nor schedule: bit-for-bit reproducible run to run.
+// Everything is float32 inside; 16-bit activations are widened per block and the results rounded
+// once (device/dtype.h's conversions, bit-exact with the OpenCL kernels').
+// Layouts as FlashAttentionKernels' (kernels_cl/flash_attention.h).
+#pragma once
+
+#include <cstddef>
+
+#include "device/dtype.h"
+#include "kernels_cl/flash_attention.h"
+
+namespace paxocl::kernels {
+
+// Queries per task. 64 keeps a block's scores and probabilities (64 x T floats each) within
+// L2 up to T = 2048 and gives enough tasks to share out; measured on bench_host_flash (docs/benchmarks.md).
+inline constexpr std::size_t kHostFlashQueryBlock = 64;
+
+// B sequences of `queries` queries at positions p0 .. p0+queries-1 (q: (B*queries, q_stride) rows,
+// head h at column h*hs) against keys 0 .. p0+t of the key/value rows `kv` (sequence b's key u at
+// row b*kv_rows_per_sequence + u, kv head c at columns k_col + c*hs and v_col + c*hs) ->
+// out (B*queries, out_stride) at column h*hs; lse (B, H, stats_stride) at p0 + t.
+struct HostFlashForward {
+  const void* q = nullptr;
+  std::size_t q_stride = 0;
+  const void* kv = nullptr;
+  std::size_t kv_rows_per_sequence = 0, kv_stride = 0, k_col = 0, v_col = 0;
+  void* out = nullptr;
+  std::size_t out_stride = 0;
+  float* lse = nullptr;
+  std::size_t stats_stride = 0;
+  device::DType act = device::DType::kF32;  // q, kv and out
+  AttentionHeads heads;
+  std::size_t B = 0, queries = 0, p0 = 0;
+};
+
+// Training backward over B sequences of T tokens: q, k, v in qkv (B*T, width) at columns 0,
+// k_col, v_col; out (the forward's) and dout (B*T, H*hs); lse (B, H, T) -> dqkv (B*T, width):
+// the q, k and v columns written, every row.
+struct HostFlashBackward {
+  const void* qkv = nullptr;
+  std::size_t width = 0, k_col = 0, v_col = 0;
+  const void* out = nullptr;
+  const void* dout = nullptr;
+  const float* lse = nullptr;
+  void* dqkv = nullptr;
+  device::DType act = device::DType::kF32;  // qkv, out, dout and dqkv
+  AttentionHeads heads;
+  std::size_t B = 0, T = 0;
+};
+
+// Both run `threads` OpenMP threads over their tasks (forward: B*H*blocks, backward: B*Hkv) and
+// return when done. They throw std::runtime_error (naming the call) when oneDNN refuses a GEMM,
+// and std::bad_alloc when a task's workspace (a few (T, hs) and (block, T) floats) cannot be had.
+void host_flash_forward(const HostFlashForward& args, unsigned threads);
+void host_flash_backward(const HostFlashBackward& args, unsigned threads);
+
+}  // namespace paxocl::kernels

@@ -1,0 +1,159 @@
+// The host's blocked flash attention (kernels_cl/host_flash_attention.h) on host memory, without
+// OpenCL: against the float64 reference in every activation dtype, over causal blocks with a short
+// last one, grouped-query heads, head sizes off the 16-float vectors, decoding against a cache,
+// and the same bits whatever the thread count. The layer through OpenCL (CpuFlashAttention)
+// runs in test_kernels' attention tests.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "device/dtype.h"
+#include "kernels_cl/host_flash_attention.h"
+#include "tests/device_fixture.h"
+#include "tests/reference_gpt.h"
+
+namespace paxocl::testing {
+namespace {
+
+using device::DType;
+
+// Values held in `dtype` (as a device would hold them) and their exact float64 values.
+struct Held {
+  std::vector<std::byte> bytes;
+  std::vector<double> values;
+};
+Held held(DType dtype, const std::vector<double>& values) {
+  const std::vector<float> f(values.begin(), values.end());
+  Held h{device::encode(dtype, f), {}};
+  for (float x : device::decode(dtype, h.bytes)) h.values.push_back(x);
+  return h;
+}
+std::vector<double> values_of(DType dtype, const std::vector<std::byte>& bytes) {
+  const std::vector<float> f = device::decode(dtype, bytes);
+  return {f.begin(), f.end()};
+}
+
+class HostFlashTest : public ::testing::TestWithParam<DType> {
+ public:
+  Tol tol(Tol f32) const { return stored(GetParam(), f32); }
+};
+
+// Training forward and backward, B sequences of T tokens, H query heads over Hkv kv heads.
+struct Training {
+  std::vector<std::byte> out, dqkv;
+  std::vector<float> lse;
+};
+Training run_training(DType dtype, const Held& qkv, const Held& dout, int B, int H, int Hkv, int T, int hs,
+                      unsigned threads) {
+  const std::size_t D = H * hs, W = (H + 2 * Hkv) * hs, N = B * T, size = device::dtype_size(dtype);
+  const kernels::AttentionHeads heads{std::size_t(H), std::size_t(Hkv), std::size_t(hs)};
+  Training r{std::vector<std::byte>(N * D * size), std::vector<std::byte>(N * W * size),
+             std::vector<float>(B * H * T, -1.0f)};
+  kernels::host_flash_forward({.q = qkv.bytes.data(), .q_stride = W, .kv = qkv.bytes.data(),
+                               .kv_rows_per_sequence = std::size_t(T), .kv_stride = W, .k_col = D,
+                               .v_col = D + Hkv * hs, .out = r.out.data(), .out_stride = D, .lse = r.lse.data(),
+                               .stats_stride = std::size_t(T), .act = dtype, .heads = heads, .B = std::size_t(B),
+                               .queries = std::size_t(T), .p0 = 0},
+                              threads);
+  kernels::host_flash_backward({.qkv = qkv.bytes.data(), .width = W, .k_col = D, .v_col = D + Hkv * hs,
+                                .out = r.out.data(), .dout = dout.bytes.data(), .lse = r.lse.data(),
+                                .dqkv = r.dqkv.data(), .act = dtype, .heads = heads, .B = std::size_t(B),
+                                .T = std::size_t(T)},
+                               threads);
+  return r;
+}
+
+void check_training(DType dtype, Tol out_tol, Tol dqkv_tol, int B, int H, int Hkv, int T, int hs, std::uint64_t seed) {
+  SCOPED_TRACE(::testing::Message() << "B " << B << ", H " << H << ", Hkv " << Hkv << ", T " << T << ", hs " << hs);
+  const int D = H * hs, W = (H + 2 * Hkv) * hs, N = B * T;
+  const Held qkv = held(dtype, DeviceTest::random(N * W, seed)), dout = held(dtype, DeviceTest::random(N * D, seed + 1));
+  const Training got = run_training(dtype, qkv, dout, B, H, Hkv, T, hs, 2);
+  const auto out = values_of(dtype, got.out), dqkv = values_of(dtype, got.dqkv);
+
+  const QkvHeads h = split_grouped_qkv(qkv.values, B, T, H, Hkv, hs);
+  const AttentionResult ref = attention_forward(h.q, h.k, h.v, B, H, T, hs);
+  expect_close(out, merge_heads(ref.out, B, T, H, hs), out_tol, "host flash out");
+  expect_close(std::vector<double>(got.lse.begin(), got.lse.end()), ref.lse, Tol{1e-5, 1e-5}, "host flash lse");
+  // The backward's row term dO . o uses the output as stored; so does the reference.
+  const AttentionGrads g = attention_backward(h.q, h.k, h.v, split_heads(out, B, T, H, hs),
+                                              split_heads(dout.values, B, T, H, hs), B, H, T, hs);
+  expect_close(dqkv, merge_grouped_qkv(g, B, T, H, Hkv, hs), dqkv_tol, "host flash dqkv");
+}
+
+TEST_P(HostFlashTest, TrainingMatchesTheFloat64Reference) {
+  const Tol out = tol({2e-5, 1e-4}), dqkv = tol({2e-5, 1e-3});
+  std::uint64_t seed = 10;
+  check_training(GetParam(), out, dqkv, 3, 2, 2, 1, 8, seed += 2);     // T = 1
+  check_training(GetParam(), out, dqkv, 2, 3, 3, 7, 5, seed += 2);     // rows shorter than a vector
+  check_training(GetParam(), out, dqkv, 2, 2, 2, 130, 13, seed += 2);  // 3 blocks, the last of 2 queries
+  check_training(GetParam(), out, dqkv, 1, 4, 2, 77, 16, seed += 2);   // grouped-query heads
+  check_training(GetParam(), out, dqkv, 1, 4, 1, 300, 64, seed += 2);  // multi-query, GPT-2's head size
+}
+
+// Decoding: Q queries at positions p0 .. p0+Q-1 (q rows at a stride of their own) against a cache
+// of more rows than they reach, as CausalAttention::decode passes them.
+TEST_P(HostFlashTest, DecodingAgainstACacheMatchesTheFloat64Reference) {
+  const DType dtype = GetParam();
+  const int B = 2, H = 4, Hkv = 2, T = 90, hs = 24, D = H * hs, W = (H + 2 * Hkv) * hs, p0 = 70, Q = 13;
+  const int q_stride = D + 3, cache_rows = 128, KV = 2 * Hkv * hs;
+  const std::vector<double> qkv = DeviceTest::random(B * T * W, 300);
+  std::vector<double> q(B * Q * q_stride, 0.0), cache(B * cache_rows * KV, 0.0);
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) {
+      if (t >= p0 && t < p0 + Q)
+        for (int c = 0; c < D; ++c) q[(b * Q + t - p0) * q_stride + c] = qkv[(b * T + t) * W + c];
+      for (int c = 0; c < KV; ++c) cache[(b * cache_rows + t) * KV + c] = qkv[(b * T + t) * W + D + c];
+    }
+  const Held q_held = held(dtype, q), cache_held = held(dtype, cache), qkv_held = held(dtype, qkv);
+  std::vector<std::byte> out(B * Q * D * device::dtype_size(dtype));
+  std::vector<float> lse(B * H * cache_rows, -1.0f);
+  kernels::host_flash_forward({.q = q_held.bytes.data(), .q_stride = std::size_t(q_stride), .kv = cache_held.bytes.data(),
+                               .kv_rows_per_sequence = std::size_t(cache_rows), .kv_stride = std::size_t(KV), .k_col = 0,
+                               .v_col = std::size_t(Hkv * hs), .out = out.data(), .out_stride = std::size_t(D),
+                               .lse = lse.data(), .stats_stride = std::size_t(cache_rows), .act = dtype,
+                               .heads = {std::size_t(H), std::size_t(Hkv), std::size_t(hs)}, .B = std::size_t(B),
+                               .queries = std::size_t(Q), .p0 = std::size_t(p0)},
+                              2);
+  const QkvHeads h = split_grouped_qkv(qkv_held.values, B, T, H, Hkv, hs);
+  const AttentionResult ref = attention_forward(h.q, h.k, h.v, B, H, T, hs);
+  const auto full = merge_heads(ref.out, B, T, H, hs);
+  std::vector<double> want, want_lse, got_lse;
+  for (int b = 0; b < B; ++b)
+    for (int t = p0; t < p0 + Q; ++t)
+      for (int c = 0; c < D; ++c) want.push_back(full[(b * T + t) * D + c]);
+  for (int b = 0; b < B; ++b)
+    for (int hh = 0; hh < H; ++hh)
+      for (int t = p0; t < p0 + Q; ++t) {
+        want_lse.push_back(ref.lse[(b * H + hh) * T + t]);
+        got_lse.push_back(lse[(b * H + hh) * cache_rows + t]);
+      }
+  expect_close(values_of(dtype, out), want, tol({2e-5, 1e-4}), "host flash decode out");
+  expect_close(got_lse, want_lse, Tol{1e-5, 1e-5}, "host flash decode lse");
+  // Only the decoded positions' statistics are written.
+  EXPECT_EQ(lse[p0 - 1], -1.0f);
+  EXPECT_EQ(lse[p0 + Q], -1.0f);
+}
+
+// Each task's result is its own and dk, dv are summed inside one task: 1, 2, 3 and 5 threads
+// give the same bits.
+TEST_P(HostFlashTest, ResultsDoNotDependOnTheThreadCount) {
+  const DType dtype = GetParam();
+  const int B = 2, H = 4, Hkv = 2, T = 150, hs = 16, D = H * hs, W = (H + 2 * Hkv) * hs;
+  const Held qkv = held(dtype, DeviceTest::random(B * T * W, 400)), dout = held(dtype, DeviceTest::random(B * T * D, 401));
+  const Training one = run_training(dtype, qkv, dout, B, H, Hkv, T, hs, 1);
+  for (const unsigned threads : {2u, 3u, 5u}) {
+    const Training other = run_training(dtype, qkv, dout, B, H, Hkv, T, hs, threads);
+    EXPECT_EQ(other.out, one.out) << threads << " threads";
+    EXPECT_EQ(other.lse, one.lse) << threads << " threads";
+    EXPECT_EQ(other.dqkv, one.dqkv) << threads << " threads";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, HostFlashTest, ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
+                         [](const auto& p) { return std::string(device::dtype_name(p.param)); });
+
+}  // namespace
+}  // namespace paxocl::testing
