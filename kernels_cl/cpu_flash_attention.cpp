@@ -18,9 +18,14 @@ namespace paxocl::kernels {
 
 namespace {
 
+// PAX_OCL_CPU_FLASH: unset or 1 on, 0 off; ConfigError for anything else.
 bool switched_off() {
   const char* value = std::getenv("PAX_OCL_CPU_FLASH");
-  return value != nullptr && std::string(value) == "0";
+  if (value == nullptr || std::string(value) == "1") return false;
+  if (std::string(value) == "0") return true;
+  throw ConfigError(fmt::format("PAX_OCL_CPU_FLASH='{}': use 0 (attention on CPU devices as GEMMs and softmax "
+                                "kernels) or 1 (flash attention on the host, the default)",
+                                value));
 }
 
 // A buffer mapped whole for the native kernel; unmapped in queue order when it goes.

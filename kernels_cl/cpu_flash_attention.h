@@ -15,8 +15,10 @@
 
 namespace paxocl::kernels {
 
-// Whether `device` runs attention this way: a CPU device that runs native kernels (PoCL's do) and
-// the CPU kernel set (the portable set keeps the GEMM path, as a reference), unless PAX_OCL_CPU_FLASH=0 (a measuring switch: the GEMM + softmax path).
+// Whether `device` runs attention this way: a CPU device that runs native kernels (PoCL's) and the
+// CPU kernel set (the portable set keeps the GEMM path, as a reference), unless
+// PAX_OCL_CPU_FLASH=0 (a measuring switch: the GEMM + softmax path). ConfigError for a value of
+// PAX_OCL_CPU_FLASH other than 0 or 1.
 bool uses_cpu_flash_attention(const device::DeviceInfo& device);
 // Why not, for the log ("PAX_OCL_CPU_FLASH=0", "the device runs no native kernels", ...); empty
 // where uses_cpu_flash_attention.

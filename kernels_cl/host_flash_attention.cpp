@@ -188,6 +188,9 @@ void run_tasks(std::size_t count, unsigned threads, Task&& task) {
   const int n = static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(threads, count)));
 #pragma omp parallel num_threads(n)
   {
+    // oneDNN's GEMMs inside a task run on this thread alone: a team of one is not "in parallel"
+    // to OpenMP, and oneDNN would start a team of its own per call.
+    omp_set_num_threads(1);
     Workspace workspace;
 #pragma omp for schedule(dynamic, 1)
     for (std::size_t i = 0; i < count; ++i) {
@@ -244,7 +247,7 @@ struct BackwardWorkspace {
 [[gnu::target_clones("avx512f", "avx2,fma", "default")]]
 void backward_task(const HostFlashBackward& a, std::size_t b, std::size_t c, BackwardWorkspace& w) {
   const std::size_t T = a.T, hs = a.heads.head_size, g = a.heads.group(), H = a.heads.heads, D = H * hs;
-  const std::size_t Qb = kHostFlashQueryBlock, row0 = b * T;
+  const std::size_t Qb = a.query_block, row0 = b * T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const FloatRows k = float_rows(a.qkv, a.act, row0, T, a.width, a.k_col + c * hs, hs, w.k);
   const FloatRows v = float_rows(a.qkv, a.act, row0, T, a.width, a.v_col + c * hs, hs, w.v);
@@ -285,7 +288,8 @@ void backward_task(const HostFlashBackward& a, std::size_t b, std::size_t c, Bac
 }  // namespace
 
 void host_flash_forward(const HostFlashForward& a, unsigned threads) {
-  const std::size_t Qb = kHostFlashQueryBlock, blocks = (a.queries + Qb - 1) / Qb, H = a.heads.heads;
+  if (a.query_block == 0) throw std::invalid_argument("host flash attention: a query block of 0 queries");
+  const std::size_t Qb = a.query_block, blocks = (a.queries + Qb - 1) / Qb, H = a.heads.heads;
   // Longest causal blocks first, so the short ones fill in at the end.
   run_tasks<ForwardWorkspace>(a.B * H * blocks, threads, [&](std::size_t i, ForwardWorkspace& w) {
     const std::size_t block = blocks - 1 - i % blocks, h = (i / blocks) % H, b = i / (blocks * H);
@@ -295,6 +299,7 @@ void host_flash_forward(const HostFlashForward& a, unsigned threads) {
 }
 
 void host_flash_backward(const HostFlashBackward& a, unsigned threads) {
+  if (a.query_block == 0) throw std::invalid_argument("host flash attention: a query block of 0 queries");
   const std::size_t kv = a.heads.kv_heads;
   run_tasks<BackwardWorkspace>(a.B * kv, threads,
                                [&](std::size_t i, BackwardWorkspace& w) { backward_task(a, i / kv, i % kv, w); });

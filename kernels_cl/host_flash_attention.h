@@ -49,6 +49,7 @@ struct HostFlashForward {
   device::DType act = device::DType::kF32;  // q, kv and out
   AttentionHeads heads;
   std::size_t B = 0, queries = 0, p0 = 0;
+  std::size_t query_block = kHostFlashQueryBlock;  // queries per task (bench_host_flash sweeps it)
 };
 
 // Training backward over B sequences of T tokens: q, k, v in qkv (B*T, width) at columns 0,
@@ -64,11 +65,13 @@ struct HostFlashBackward {
   device::DType act = device::DType::kF32;  // qkv, out, dout and dqkv
   AttentionHeads heads;
   std::size_t B = 0, T = 0;
+  std::size_t query_block = kHostFlashQueryBlock;  // queries per GEMM block
 };
 
 // Both run `threads` OpenMP threads over their tasks (forward: B*H*blocks, backward: B*Hkv) and
 // return when done. They throw std::runtime_error (naming the call) when oneDNN refuses a GEMM,
-// and std::bad_alloc when a task's workspace (a few (T, hs) and (block, T) floats) cannot be had.
+// and std::bad_alloc when a task's workspace (a few (T, hs) and (block, T) floats) cannot be had;
+// std::invalid_argument for a query_block of 0.
 void host_flash_forward(const HostFlashForward& args, unsigned threads);
 void host_flash_backward(const HostFlashBackward& args, unsigned threads);
 
