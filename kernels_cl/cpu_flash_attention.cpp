@@ -28,28 +28,6 @@ bool switched_off() {
                                 value));
 }
 
-// A buffer mapped whole for the native kernel; unmapped in queue order when it goes.
-class MappedBuffer {
- public:
-  MappedBuffer(device::Queue& queue, cl_mem buffer, std::size_t bytes, cl_map_flags flags)
-      : queue_(queue), buffer_(buffer), pointer_(queue.map(buffer, 0, bytes, flags)) {}
-  MappedBuffer(const MappedBuffer&) = delete;
-  MappedBuffer& operator=(const MappedBuffer&) = delete;
-  ~MappedBuffer() {
-    try {
-      queue_.unmap(buffer_, pointer_);
-    } catch (const std::exception& e) {
-      spdlog::error("CPU flash attention: unmapping a buffer: {}", e.what());
-    }
-  }
-  void* get() const { return pointer_; }
-
- private:
-  device::Queue& queue_;
-  cl_mem buffer_;
-  void* pointer_;
-};
-
 template <typename Args>
 struct NativeCall {
   Args args;
@@ -133,11 +111,12 @@ void CpuFlashAttention::forward(const ActBuffer& q, std::size_t q_stride, const 
   throw_failure();
   if (B == 0 || queries == 0) return;
   device::Queue& queue = device_.queue();
-  MappedBuffer mq(queue, q.get(), q.bytes(), CL_MAP_READ);
-  std::optional<MappedBuffer> mkv;
-  if (kv.buffer->get() != q.get()) mkv.emplace(queue, kv.buffer->get(), kv.buffer->bytes(), CL_MAP_READ);
-  MappedBuffer mout(queue, out.get(), out.bytes(), CL_MAP_READ | CL_MAP_WRITE);
-  MappedBuffer mlse(queue, lse.get(), lse.bytes(), CL_MAP_READ | CL_MAP_WRITE);
+  // Whole buffers, each mapped once (training passes q, k and v in one); unmapped after the kernel.
+  HostMapping mq(queue, q.get(), 0, q.bytes(), CL_MAP_READ);
+  std::optional<HostMapping> mkv;
+  if (kv.buffer->get() != q.get()) mkv.emplace(queue, kv.buffer->get(), 0, kv.buffer->bytes(), CL_MAP_READ);
+  HostMapping mout(queue, out.get(), 0, out.bytes(), CL_MAP_READ | CL_MAP_WRITE);
+  HostMapping mlse(queue, lse.get(), 0, lse.bytes(), CL_MAP_READ | CL_MAP_WRITE);
   const HostFlashForward args{.q = mq.get(), .q_stride = q_stride, .kv = mkv ? mkv->get() : mq.get(),
                               .kv_rows_per_sequence = kv.rows_per_sequence, .kv_stride = kv.stride,
                               .k_col = kv.k_col, .v_col = kv.v_col, .out = mout.get(), .out_stride = out_stride,
@@ -145,6 +124,10 @@ void CpuFlashAttention::forward(const ActBuffer& q, std::size_t q_stride, const 
                               .heads = heads, .B = B, .queries = queries, .p0 = p0};
   const NativeCall<HostFlashForward> call{args, host_gemm_threads(device_), this};
   queue.native("cpu_flash_attention_forward", native_kernel<HostFlashForward, host_flash_forward>, &call, sizeof call);
+  mlse.unmap();
+  mout.unmap();
+  if (mkv) mkv->unmap();
+  mq.unmap();
 }
 
 void CpuFlashAttention::backward(const ActBuffer& qkv, std::size_t width, std::size_t k_col, std::size_t v_col,
@@ -154,17 +137,22 @@ void CpuFlashAttention::backward(const ActBuffer& qkv, std::size_t width, std::s
   throw_failure();
   if (B == 0 || T == 0) return;
   device::Queue& queue = device_.queue();
-  MappedBuffer mqkv(queue, qkv.get(), qkv.bytes(), CL_MAP_READ);
-  MappedBuffer mout(queue, out.get(), out.bytes(), CL_MAP_READ);
-  MappedBuffer mdout(queue, dout.get(), dout.bytes(), CL_MAP_READ);
-  MappedBuffer mlse(queue, lse.get(), lse.bytes(), CL_MAP_READ);
-  MappedBuffer mdqkv(queue, dqkv.get(), dqkv.bytes(), CL_MAP_READ | CL_MAP_WRITE);
+  HostMapping mqkv(queue, qkv.get(), 0, qkv.bytes(), CL_MAP_READ);
+  HostMapping mout(queue, out.get(), 0, out.bytes(), CL_MAP_READ);
+  HostMapping mdout(queue, dout.get(), 0, dout.bytes(), CL_MAP_READ);
+  HostMapping mlse(queue, lse.get(), 0, lse.bytes(), CL_MAP_READ);
+  HostMapping mdqkv(queue, dqkv.get(), 0, dqkv.bytes(), CL_MAP_READ | CL_MAP_WRITE);
   const HostFlashBackward args{.qkv = mqkv.get(), .width = width, .k_col = k_col, .v_col = v_col, .out = mout.get(),
                                .dout = mdout.get(), .lse = static_cast<const float*>(mlse.get()), .dqkv = mdqkv.get(),
                                .act = qkv.dtype(), .heads = heads, .B = B, .T = T};
   const NativeCall<HostFlashBackward> call{args, host_gemm_threads(device_), this};
   queue.native("cpu_flash_attention_backward", native_kernel<HostFlashBackward, host_flash_backward>, &call,
                sizeof call);
+  mdqkv.unmap();
+  mlse.unmap();
+  mdout.unmap();
+  mout.unmap();
+  mqkv.unmap();
 }
 
 }  // namespace paxocl::kernels

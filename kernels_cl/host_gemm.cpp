@@ -12,39 +12,21 @@
 
 namespace paxocl::kernels {
 
-namespace {
+HostMapping::HostMapping(device::Queue& queue, cl_mem buffer, std::size_t offset, std::size_t bytes, cl_map_flags flags)
+    : queue_(queue), buffer_(buffer), pointer_(queue.map(buffer, offset, bytes, flags)) {}
 
-// One operand mapped for the native kernel; unmapped (in queue order) when it goes.
-class MappedOperand {
- public:
-  MappedOperand(device::Queue& queue, const GemmOperand& x, std::size_t bytes, cl_map_flags flags)
-      : queue_(queue),
-        buffer_(x.buffer),
-        pointer_(queue.map(x.buffer, x.offset * device::dtype_size(x.dtype), bytes, flags)) {}
-  MappedOperand(const MappedOperand&) = delete;
-  MappedOperand& operator=(const MappedOperand&) = delete;
-  // Unmaps in queue order (after the native kernel); throws if the driver refuses.
-  void unmap() {
-    void* pointer = std::exchange(pointer_, nullptr);
-    if (pointer != nullptr) queue_.unmap(buffer_, pointer);
+void HostMapping::unmap() {
+  void* pointer = std::exchange(pointer_, nullptr);
+  if (pointer != nullptr) queue_.unmap(buffer_, pointer);
+}
+
+HostMapping::~HostMapping() {
+  try {
+    unmap();
+  } catch (const std::exception& e) {
+    spdlog::error("native kernel: unmapping a buffer after an earlier failure: {}", e.what());
   }
-  // Only reached still mapped when an exception is unwinding: it must not throw a second one.
-  ~MappedOperand() {
-    try {
-      unmap();
-    } catch (const std::exception& e) {
-      spdlog::error("host GEMM: unmapping an operand after an earlier failure: {}", e.what());
-    }
-  }
-  void* get() const { return pointer_; }
-
- private:
-  device::Queue& queue_;
-  cl_mem buffer_;
-  void* pointer_;
-};
-
-}  // namespace
+}
 
 std::size_t span_bytes(const GemmOperand& x, std::size_t rows, std::size_t cols, std::size_t batch, std::size_t outer,
                        std::size_t outer_stride) {
@@ -73,14 +55,16 @@ void enqueue_host_gemm(device::Queue& queue, const std::string& name, void (*ker
   if (s.m == 0 || s.n == 0 || s.batch == 0 || outer.count == 0) return;
   const bool at = s.a == Transpose::kYes, bt = s.b == Transpose::kYes;
   // With k == 0 (C = beta C) nothing of A and B is read, and they are not mapped.
-  std::optional<MappedOperand> ma, mb;
+  const auto offset = [](const GemmOperand& x) { return x.offset * device::dtype_size(x.dtype); };
+  std::optional<HostMapping> ma, mb;
   if (s.k > 0) {
-    ma.emplace(queue, a, span_bytes(a, at ? s.k : s.m, at ? s.m : s.k, s.batch, outer.count, outer.a_stride),
-               CL_MAP_READ);
-    mb.emplace(queue, b, span_bytes(b, bt ? s.n : s.k, bt ? s.k : s.n, s.batch, outer.count, outer.b_stride),
-               CL_MAP_READ);
+    ma.emplace(queue, a.buffer, offset(a),
+               span_bytes(a, at ? s.k : s.m, at ? s.m : s.k, s.batch, outer.count, outer.a_stride), CL_MAP_READ);
+    mb.emplace(queue, b.buffer, offset(b),
+               span_bytes(b, bt ? s.n : s.k, bt ? s.k : s.n, s.batch, outer.count, outer.b_stride), CL_MAP_READ);
   }
-  MappedOperand mc(queue, c, span_bytes(c, s.m, s.n, s.batch, outer.count, outer.c_stride), CL_MAP_READ | CL_MAP_WRITE);
+  HostMapping mc(queue, c.buffer, offset(c), span_bytes(c, s.m, s.n, s.batch, outer.count, outer.c_stride),
+                 CL_MAP_READ | CL_MAP_WRITE);
   const HostGemmArgs args{.a = ma ? ma->get() : nullptr, .b = mb ? mb->get() : nullptr, .c = mc.get(),
                           .lda = a.ld, .ldb = b.ld, .ldc = c.ld,
                           .a_stride = a.batch_stride, .b_stride = b.batch_stride, .c_stride = c.batch_stride,

@@ -30,6 +30,24 @@ struct HostGemmArgs {
   const void* library = nullptr;  // the library's own state for the call; outlives the queue's commands
 };
 
+// `bytes` of `buffer` from byte `offset` mapped for a native kernel enqueued after it (map and
+// unmap in queue order, neither waits); unmapped by unmap() after that kernel, or, when an
+// exception unwinds first, by the destructor (which logs a failure instead of throwing).
+class HostMapping {
+ public:
+  HostMapping(device::Queue& queue, cl_mem buffer, std::size_t offset, std::size_t bytes, cl_map_flags flags);
+  HostMapping(const HostMapping&) = delete;
+  HostMapping& operator=(const HostMapping&) = delete;
+  ~HostMapping();
+  void* get() const { return pointer_; }
+  void unmap();  // throws if the driver refuses
+
+ private:
+  device::Queue& queue_;
+  cl_mem buffer_;
+  void* pointer_;
+};
+
 // The bytes an operand's matrices span from its first element: `rows` x `cols` as stored, `batch`
 // of them `batch_stride` apart, and that `outer` times, `outer_stride` elements apart.
 std::size_t span_bytes(const GemmOperand& x, std::size_t rows, std::size_t cols, std::size_t batch,
