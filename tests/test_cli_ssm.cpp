@@ -127,7 +127,7 @@ TEST_F(CliSsm, LogNamesEachComputePathOncePerDevice) {
     EXPECT_EQ(occurrences(cpu.err, line), 2) << line << "\n" << cpu.err;
   }
   EXPECT_EQ(occurrences(cpu.err, ": the cpu set (PAX_OCL_KERNELS=cpu)"), 2) << cpu.err;
-  EXPECT_EQ(occurrences(cpu.err, ": GEMMs and a causal softmax (attention_cpu.cl; flash attention needs the gpu set"), 2)
+  EXPECT_EQ(occurrences(cpu.err, ": flash attention on the host (one native kernel per call: blocks of 64 queries, "), 2)
       << cpu.err;
   EXPECT_EQ(occurrences(cpu.err, ": clFFT (FFTs of 64 points for 32 positions; it passed its self-check)"), 2) << cpu.err;
 
