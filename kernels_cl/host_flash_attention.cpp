@@ -240,7 +240,7 @@ void forward_task(const HostFlashForward& a, std::size_t b, std::size_t h, std::
 }
 
 struct BackwardWorkspace {
-  std::vector<float> k, v, q, dout, p, dp, dq, dk, dv, delta;
+  std::vector<float> k, v, q, dout, out, p, dp, dq, dk, dv, delta;
 };
 
 // Task (b, c): every query head of kv head c's group over sequence b; dk, dv summed in float32.
@@ -262,10 +262,10 @@ void backward_task(const HostFlashBackward& a, std::size_t b, std::size_t c, Bac
       const std::size_t Q = std::min(Qb, T - q0), L = q0 + Q;
       const FloatRows q = float_rows(a.qkv, a.act, row0 + q0, Q, a.width, h * hs, hs, w.q);
       const FloatRows dout = float_rows(a.dout, a.act, row0 + q0, Q, D, h * hs, hs, w.dout);
+      const FloatRows out = float_rows(a.out, a.act, row0 + q0, Q, D, h * hs, hs, w.out);
       for (std::size_t i = 0; i < Q; ++i) {  // delta = rowsum(dO o), the forward's rounded output
         float sum = 0.0f;
-        for (std::size_t d = 0; d < hs; ++d)
-          sum += dout.data[i * dout.ld + d] * to_float(a.out, a.act, (row0 + q0 + i) * D + h * hs + d);
+        for (std::size_t d = 0; d < hs; ++d) sum += dout.data[i * dout.ld + d] * out.data[i * out.ld + d];
         w.delta[i] = sum;
       }
       w.p.resize(Q * L);
