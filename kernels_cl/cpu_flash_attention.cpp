@@ -89,9 +89,10 @@ CpuFlashAttention::~CpuFlashAttention() {
 }
 
 std::string CpuFlashAttention::describe() const {
+  const int threads = host_gemm_threads(device_);
   return fmt::format("flash attention on the host (one native kernel per call: blocks of {} queries, oneDNN's sgemm, "
-                     "softmax in {}, {} threads)",
-                     kHostFlashQueryBlock, vector_unit(), host_gemm_threads(device_));
+                     "softmax in {}, {} thread{})",
+                     kHostFlashQueryBlock, vector_unit(), threads, threads == 1 ? "" : "s");
 }
 
 void CpuFlashAttention::record_failure(const std::string& what) {

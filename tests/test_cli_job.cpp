@@ -85,6 +85,27 @@ void expect_same_curve(const std::vector<float>& got, const std::vector<float>& 
   }
 }
 
+// The weights of two layouts of kSmall's run: equal up to the gradient norm's summation order, except
+// the key bias. Its gradient is zero in exact arithmetic (a bias on every key shifts a query's scores
+// by one constant, which the softmax cancels), so what it gets is rounding noise, different in each
+// layout and each attention kernel, which Adam turns into steps of a fair part of the learning rate.
+// It is checked to stay that small instead.
+void expect_same_weights(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  constexpr std::size_t V = 512, T = 32, C = 64, L = 2;  // kSmall's model; llm.c's order (weights_io.h)
+  constexpr std::size_t qkv_bias = V * C + T * C + 2 * L * C + L * 3 * C * C;
+  ASSERT_EQ(got.size(), want.size()) << what;
+  ASSERT_GT(got.size(), qkv_bias + L * 3 * C) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const bool key_bias = i >= qkv_bias && i < qkv_bias + L * 3 * C && (i - qkv_bias) % (3 * C) / C == 1;
+    if (key_bias) {
+      ASSERT_LT(std::abs(got[i]), 1e-4) << what << ": key bias " << i;
+      ASSERT_LT(std::abs(want[i]), 1e-4) << what << ": key bias " << i;
+    } else {
+      ASSERT_NEAR(got[i], want[i], 1e-6) << what << ": weight " << i;
+    }
+  }
+}
+
 TEST(CliJob, DataParallelOverDevicesAndProcessesMatchesOneDevice) {
   TempDir dir;
   const auto one = run_command(kBinary + kSmall + " --fdl.PERCORE_BATCH_SIZE=8 --job_log_dir=" + (dir.path() / "one").string());
@@ -262,10 +283,8 @@ TEST(CliJob, FsdpOverDevicesAndProcessesMatchesDataParallel) {
   const auto fsdp = run("", " --fdl.PERCORE_BATCH_SIZE=4 --fdl.ICI_MESH_SHAPE=[1,2,1] --fdl.TRACE_STEPS=[3]", "fsdp");
   EXPECT_NE(fsdp.out.find("FSDP (fsdp 2 x data 1) over 2 device(s)"), std::string::npos) << fsdp.out;
   expect_same_curve(train_losses(dir.path() / "fsdp"), reference, "ICI [1,2,1]");
-  // The weights gathered from the shards at the end: DP's, up to the gradient norm's summation order.
-  const std::vector<float> fsdp_weights = weights_of(dir.path() / "fsdp.bin");
-  ASSERT_EQ(fsdp_weights.size(), reference_weights.size());
-  for (std::size_t i = 0; i < fsdp_weights.size(); ++i) ASSERT_NEAR(fsdp_weights[i], reference_weights[i], 1e-5) << i;
+  // The weights gathered from the shards at the end.
+  expect_same_weights(weights_of(dir.path() / "fsdp.bin"), reference_weights, "ICI [1,2,1]");
 
   // The step's collectives in the trace: each block gathered, each block's gradient reduce-scattered.
   std::ifstream in(dir.path() / "fsdp" / "trace.json");
@@ -296,9 +315,7 @@ TEST(CliJob, FsdpOverDevicesAndProcessesMatchesDataParallel) {
   run(mpirun, " --devices=0,1 --fdl.PERCORE_BATCH_SIZE=2 --fdl.ICI_MESH_SHAPE=[1,2,1] --fdl.DCN_MESH_SHAPE=[2,1,1]",
       "hybrid");
   expect_same_curve(train_losses(dir.path() / "hybrid"), reference, "ICI [1,2,1] x DCN [2,1,1]");
-  const std::vector<float> hybrid_weights = weights_of(dir.path() / "hybrid.bin");
-  ASSERT_EQ(hybrid_weights.size(), reference_weights.size());
-  for (std::size_t i = 0; i < hybrid_weights.size(); ++i) ASSERT_NEAR(hybrid_weights[i], reference_weights[i], 1e-5) << i;
+  expect_same_weights(weights_of(dir.path() / "hybrid.bin"), reference_weights, "ICI [1,2,1] x DCN [2,1,1]");
 }
 
 TEST(CliJob, ExperimentErrorsAreOneLine) {
