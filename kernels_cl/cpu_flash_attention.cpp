@@ -45,13 +45,6 @@ void native_kernel(void* p) {
   }
 }
 
-void check_heads(const AttentionHeads& heads) {
-  if (heads.head_size == 0 || heads.kv_heads == 0 || heads.heads % heads.kv_heads != 0) {
-    throw DeviceError(fmt::format("CPU flash attention: {} heads cannot share {} kv heads of size {}", heads.heads,
-                                  heads.kv_heads, heads.head_size));
-  }
-}
-
 const char* vector_unit() {
   if (__builtin_cpu_supports("avx512f")) return "AVX-512";
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "AVX2";
@@ -108,7 +101,8 @@ void CpuFlashAttention::throw_failure() {
 void CpuFlashAttention::forward(const ActBuffer& q, std::size_t q_stride, const KeyValueRows& kv, ActBuffer& out,
                                 std::size_t out_stride, FloatBuffer& lse, std::size_t stats_stride,
                                 const AttentionHeads& heads, std::size_t B, std::size_t queries, std::size_t p0) {
-  check_heads(heads);
+  check_flash_forward("CPU flash attention (forward)", q, q_stride, kv, out, out_stride, lse, stats_stride, heads, B,
+                      queries, p0);
   throw_failure();
   if (B == 0 || queries == 0) return;
   device::Queue& queue = device_.queue();
@@ -134,7 +128,7 @@ void CpuFlashAttention::forward(const ActBuffer& q, std::size_t q_stride, const 
 void CpuFlashAttention::backward(const ActBuffer& qkv, std::size_t width, std::size_t k_col, std::size_t v_col,
                                  const ActBuffer& out, const ActBuffer& dout, const FloatBuffer& lse, ActBuffer& dqkv,
                                  const AttentionHeads& heads, std::size_t B, std::size_t T) {
-  check_heads(heads);
+  check_flash_backward("CPU flash attention (backward)", qkv, width, k_col, v_col, out, dout, lse, dqkv, heads, B, T);
   throw_failure();
   if (B == 0 || T == 0) return;
   device::Queue& queue = device_.queue();

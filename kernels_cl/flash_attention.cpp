@@ -295,10 +295,18 @@ void FlashAttentionKernels::launch(FlashKernel kernel, std::size_t rows, std::si
 }
 
 namespace {
-void check_heads(const AttentionHeads& heads, std::size_t head_size) {
-  if (heads.head_size != head_size || heads.kv_heads == 0 || heads.heads % heads.kv_heads != 0) {
-    throw DeviceError(fmt::format("flash attention: {} heads sharing {} kv heads of size {} (built for size {})",
-                                  heads.heads, heads.kv_heads, heads.head_size, head_size));
+void check_heads(std::string_view kernel, const AttentionHeads& heads) {
+  if (heads.head_size == 0 || heads.kv_heads == 0 || heads.heads % heads.kv_heads != 0) {
+    throw DeviceError(fmt::format("{}: {} heads cannot share {} kv heads of size {}", kernel, heads.heads,
+                                  heads.kv_heads, heads.head_size));
+  }
+}
+// Columns first .. first+count-1 of rows `stride` wide.
+void require_columns(std::string_view kernel, std::string_view what, std::size_t first, std::size_t count,
+                     std::size_t stride) {
+  if (first + count > stride) {
+    throw DeviceError(fmt::format("{}: {} at columns {} .. {} run past rows of {}", kernel, what, first,
+                                  first + count - 1, stride));
   }
 }
 // flash_attention_gpu.cl reads runs of 4 head dims with aligned vector loads (act_load4a) when the
@@ -318,22 +326,60 @@ void require_runs_of_4(std::size_t head_size, std::string_view kernel,
 }
 }  // namespace
 
+void check_flash_forward(std::string_view kernel, const ActBuffer& q, std::size_t q_stride, const KeyValueRows& kv,
+                         const ActBuffer& out, std::size_t out_stride, const FloatBuffer& lse,
+                         std::size_t stats_stride, const AttentionHeads& heads, std::size_t B, std::size_t queries,
+                         std::size_t p0) {
+  check_heads(kernel, heads);
+  if (kv.buffer == nullptr) throw DeviceError(fmt::format("{}: no key/value buffer", kernel));
+  require_act(q.dtype(), kernel, *kv.buffer, out);
+  const std::size_t H = heads.heads, Hkv = heads.kv_heads, hs = heads.head_size;
+  require_columns(kernel, "the query heads", 0, H * hs, q_stride);
+  require_columns(kernel, "the key heads", kv.k_col, Hkv * hs, kv.stride);
+  require_columns(kernel, "the value heads", kv.v_col, Hkv * hs, kv.stride);
+  require_columns(kernel, "the output heads", 0, H * hs, out_stride);
+  if (B == 0 || queries == 0) return;
+  if (p0 + queries > kv.rows_per_sequence || p0 + queries > stats_stride) {
+    throw DeviceError(fmt::format("{}: positions up to {} exceed {} key rows or {} statistics per head", kernel,
+                                  p0 + queries, kv.rows_per_sequence, stats_stride));
+  }
+  require_count(kernel, B * queries * q_stride, q);
+  require_count(kernel, B * queries * out_stride, out);
+  require_count(kernel, B * kv.rows_per_sequence * kv.stride, *kv.buffer);
+  require_count(kernel, B * H * stats_stride, lse);
+}
+
+void check_flash_backward(std::string_view kernel, const ActBuffer& qkv, std::size_t width, std::size_t k_col,
+                          std::size_t v_col, const ActBuffer& out, const ActBuffer& dout, const FloatBuffer& lse,
+                          const ActBuffer& dqkv, const AttentionHeads& heads, std::size_t B, std::size_t T) {
+  check_heads(kernel, heads);
+  require_act(qkv.dtype(), kernel, out, dout, dqkv);
+  const std::size_t H = heads.heads, Hkv = heads.kv_heads, hs = heads.head_size, D = H * hs;
+  require_columns(kernel, "the query heads", 0, D, width);
+  require_columns(kernel, "the key heads", k_col, Hkv * hs, width);
+  require_columns(kernel, "the value heads", v_col, Hkv * hs, width);
+  if (B == 0 || T == 0) return;
+  require_count(kernel, B * T * width, qkv, dqkv);
+  require_count(kernel, B * T * D, out, dout);
+  require_count(kernel, B * H * T, lse);
+}
+
+void FlashAttentionKernels::require_head_size(const AttentionHeads& heads) const {
+  if (heads.head_size != head_size_) {
+    throw DeviceError(fmt::format("flash attention: heads of size {} handed to kernels built for size {}",
+                                  heads.head_size, head_size_));
+  }
+}
+
 void FlashAttentionKernels::forward(const ActBuffer& q, std::size_t q_stride, const KeyValueRows& kv, ActBuffer& out,
                                     std::size_t out_stride, FloatBuffer& lse, std::size_t stats_stride,
                                     const AttentionHeads& heads, std::size_t B, std::size_t queries, std::size_t p0) {
-  check_heads(heads, head_size_);
-  require_act(act_, "flash_attention_forward", q, *kv.buffer, out);
+  require_head_size(heads);
+  check_flash_forward("flash_attention_forward", q, q_stride, kv, out, out_stride, lse, stats_stride, heads, B, queries,
+                      p0);
+  require_act(act_, "flash_attention_forward", q);
   const std::size_t H = heads.heads, hs = heads.head_size;
   if (B == 0 || queries == 0) return;
-  if (p0 + queries > kv.rows_per_sequence || p0 + queries > stats_stride) {
-    throw DeviceError(fmt::format("flash_attention_forward: positions up to {} exceed {} key rows or {} statistics "
-                                  "per head",
-                                  p0 + queries, kv.rows_per_sequence, stats_stride));
-  }
-  require_count("flash_attention_forward", B * queries * q_stride, q);
-  require_count("flash_attention_forward", B * queries * out_stride, out);
-  require_count("flash_attention_forward", B * kv.rows_per_sequence * kv.stride, *kv.buffer);
-  require_count("flash_attention_forward", B * H * stats_stride, lse);
   if (!mma_) require_runs_of_4(hs, "flash_attention_forward",
                     {{"q_stride", q_stride}, {"kv stride", kv.stride}, {"k_col", kv.k_col}, {"v_col", kv.v_col},
                      {"out_stride", out_stride}});
@@ -346,13 +392,12 @@ void FlashAttentionKernels::backward(const ActBuffer& qkv, std::size_t width, st
                                      const ActBuffer& out, const ActBuffer& dout, const FloatBuffer& lse,
                                      FloatBuffer& delta, ActBuffer& dqkv, const AttentionHeads& heads, std::size_t B,
                                      std::size_t T) {
-  check_heads(heads, head_size_);
-  require_act(act_, "flash_attention_backward", qkv, out, dout, dqkv);
+  require_head_size(heads);
+  check_flash_backward("flash_attention_backward", qkv, width, k_col, v_col, out, dout, lse, dqkv, heads, B, T);
+  require_act(act_, "flash_attention_backward", qkv);
   const std::size_t H = heads.heads, D = H * heads.head_size;
   if (B == 0 || T == 0) return;
-  require_count("flash_attention_backward", B * T * width, qkv, dqkv);
-  require_count("flash_attention_backward", B * T * D, out, dout);
-  require_count("flash_attention_backward", B * H * T, lse, delta);
+  require_count("flash_attention_backward", B * H * T, delta);
   if (!mma_) require_runs_of_4(heads.head_size, "flash_attention_backward",
                     {{"width", width}, {"k_col", k_col}, {"v_col", v_col}, {"D", D}});
   const float scale = 1.0f / std::sqrt(float(heads.head_size));

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "device/typed_buffer.h"
@@ -114,6 +115,18 @@ struct KeyValueRows {
   std::size_t rows_per_sequence = 0, stride = 0, k_col = 0, v_col = 0;
 };
 
+// The checks both flash attentions (FlashAttentionKernels and cpu_flash_attention.h's) make before a
+// call, as one-line DeviceErrors naming `kernel`: heads that share kv heads evenly, act buffers of
+// one dtype, each head's columns inside its rows, positions inside the key rows and statistics, and
+// buffers long enough for the shape; so no call reads or writes past a buffer.
+void check_flash_forward(std::string_view kernel, const ActBuffer& q, std::size_t q_stride, const KeyValueRows& kv,
+                         const ActBuffer& out, std::size_t out_stride, const FloatBuffer& lse,
+                         std::size_t stats_stride, const AttentionHeads& heads, std::size_t B, std::size_t queries,
+                         std::size_t p0);
+void check_flash_backward(std::string_view kernel, const ActBuffer& qkv, std::size_t width, std::size_t k_col,
+                          std::size_t v_col, const ActBuffer& out, const ActBuffer& dout, const FloatBuffer& lse,
+                          const ActBuffer& dqkv, const AttentionHeads& heads, std::size_t B, std::size_t T);
+
 class FlashAttentionKernels {
  public:
   // kAuto and kFloat: ConfigError when uses_flash_attention(device, head_size) is false.
@@ -142,6 +155,8 @@ class FlashAttentionKernels {
                 const AttentionHeads& heads, std::size_t B, std::size_t T);
 
  private:
+  // DeviceError unless heads.head_size is the one the programs were built for.
+  void require_head_size(const AttentionHeads& heads) const;
   // The rows a group of `kernel` owns and its work-group size, on whichever kernels run.
   std::pair<std::size_t, std::size_t> geometry(FlashKernel kernel) const;
   // Groups (ceil(rows / owned rows), heads, B) of geometry(kernel).

@@ -10,8 +10,10 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
+#include "kernels_cl/cpu_flash_attention.h"
 #include "kernels_cl/flash_attention.h"
 #include "models/layers/causal_attention.h"
 #include "models/layers/embedding.h"
@@ -678,6 +680,58 @@ TEST_P(ActKernelTest, FlashAttentionRefusesStridesThatBreakItsVectorReads) {
   } catch (const DeviceError& e) {
     EXPECT_NE(std::string(e.what()).find("q_stride = 131 is not a multiple of 4"), std::string::npos) << e.what();
   }
+}
+
+// Both flash attentions check a call against its buffers before it runs (flash_attention.h's shared
+// checks): a shape past a buffer, heads past a row, positions past the keys or another dtype among
+// the buffers is a one-line DeviceError naming the call, never an access past a buffer (on CPU
+// devices, past host memory).
+TEST_P(ActKernelTest, FlashAttentionsRefuseCallsPastTheirBuffers) {
+  const std::size_t B = 2, H = 2, T = 8, hs = 16, D = H * hs, W = 3 * D;
+  std::optional<kernels::CpuFlashAttention> cpu;
+  std::optional<kernels::FlashAttentionKernels> gpu;
+  if (kernels::uses_cpu_flash_attention(device_->info())) {
+    cpu.emplace(*device_);
+  } else if (kernels::uses_flash_attention(device_->info(), hs)) {
+    gpu.emplace(cache_, *device_, GetParam(), hs);
+  } else {
+    GTEST_SKIP() << "attention runs as GEMMs and a softmax on this device and set";
+  }
+  auto qkv = act_zeros(B * T * W), out = act_zeros(B * T * D), dout = act_zeros(B * T * D);
+  auto dqkv = act_zeros(B * T * W), short_out = act_zeros(B * T * D - 1);
+  auto other = upload(GetParam() == DType::kF32 ? DType::kBF16 : DType::kF32, std::vector<double>(B * T * D, 0.0));
+  auto lse = zeros(B * H * T), delta = zeros(B * H * T);
+  const kernels::AttentionHeads heads{H, H, hs};
+  const kernels::KeyValueRows kv{&qkv, T, W, D, 2 * D};
+  const auto forward = [&](const kernels::KeyValueRows& keys, device::TypedBuffer& o, std::size_t p0,
+                           std::size_t queries) {
+    if (cpu) cpu->forward(qkv, W, keys, o, D, lse, T, heads, B, queries, p0);
+    else gpu->forward(qkv, W, keys, o, D, lse, T, heads, B, queries, p0);
+  };
+  const auto backward = [&](std::size_t width, std::size_t v_col, const device::TypedBuffer& d) {
+    if (cpu) cpu->backward(qkv, width, D, v_col, out, d, lse, dqkv, heads, B, T);
+    else gpu->backward(qkv, width, D, v_col, out, d, lse, delta, dqkv, heads, B, T);
+  };
+  const std::pair<std::function<void()>, std::string> cases[] = {
+      {[&] { forward(kv, short_out, 0, T); }, "a buffer of 511 elements is shorter than the 512 the shape needs"},
+      {[&] { forward(kernels::KeyValueRows{&qkv, T, W, D, 2 * D + 1}, out, 0, T); },
+       "the value heads at columns 65 .. 96 run past rows of 96"},
+      {[&] { forward(kv, out, 1, T); }, "positions up to 9 exceed 8 key rows"},
+      {[&] { forward(kv, other, 0, T); }, "an activation buffer holds"},
+      {[&] { backward(W, 2 * D, short_out); }, "a buffer of 511 elements is shorter than the 512 the shape needs"},
+      {[&] { backward(W, 2 * D + 1, dout); }, "the value heads at columns 65 .. 96 run past rows of 96"},
+      {[&] { backward(W, 2 * D, other); }, "an activation buffer holds"},
+  };
+  for (const auto& [call, says] : cases) {
+    const std::string message = error_message<DeviceError>(call);
+    EXPECT_NE(message.find(says), std::string::npos) << message;
+    EXPECT_NE(message.find(cpu ? "CPU flash attention" : "flash_attention_"), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  // The refused calls ran nothing: the arguments that fit still run.
+  forward(kv, out, 0, T);
+  backward(W, 2 * D, dout);
+  EXPECT_EQ(download(out, B * T * D), std::vector<double>(B * T * D, 0.0));
 }
 
 TEST_P(FlashMmaTest, RefusesFloat32AndHeadSizesItCannotTile) {
