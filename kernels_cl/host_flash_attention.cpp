@@ -118,15 +118,7 @@ PAXOCL_INLINE void dscores_row(float* dp, const float* p, std::size_t live, std:
 }
 
 // ---- operands ----
-
-float to_float(const void* base, device::DType dt, std::size_t i) {
-  switch (dt) {
-    case device::DType::kBF16: return bf16_to_float(static_cast<const std::uint16_t*>(base)[i]);
-    case device::DType::kF16: return half_to_float(static_cast<const std::uint16_t*>(base)[i]);
-    case device::DType::kF32: break;
-  }
-  return static_cast<const float*>(base)[i];
-}
+// Inlined into the task functions, so each compiled variant converts 16-bit rows in its own vectors.
 
 // `rows` rows of `cols` floats, `ld` apart.
 struct FloatRows {
@@ -134,32 +126,43 @@ struct FloatRows {
   std::size_t ld;
 };
 
+template <typename Convert>
+PAXOCL_INLINE void widen(const std::uint16_t* src, std::size_t rows, std::size_t stride, std::size_t cols, float* dst,
+                         Convert convert) {
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t j = 0; j < cols; ++j) dst[r * cols + j] = convert(src[r * stride + j]);
+}
+
 // Rows first_row .. first_row+rows-1, columns col .. col+cols-1 of a row-major (., stride) array
 // of `dt`: float32 in place, 16-bit widened into `scratch` (rows, cols).
-FloatRows float_rows(const void* base, device::DType dt, std::size_t first_row, std::size_t rows, std::size_t stride,
-                     std::size_t col, std::size_t cols, std::vector<float>& scratch) {
+PAXOCL_INLINE FloatRows float_rows(const void* base, device::DType dt, std::size_t first_row, std::size_t rows,
+                                   std::size_t stride, std::size_t col, std::size_t cols, std::vector<float>& scratch) {
   const std::size_t at = first_row * stride + col;
   if (dt == device::DType::kF32) return {static_cast<const float*>(base) + at, stride};
   scratch.resize(rows * cols);
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t j = 0; j < cols; ++j) scratch[r * cols + j] = to_float(base, dt, at + r * stride + j);
+  const std::uint16_t* src = static_cast<const std::uint16_t*>(base) + at;
+  if (dt == device::DType::kBF16) {
+    widen(src, rows, stride, cols, scratch.data(), [](std::uint16_t h) { return bf16_to_float(h); });
+  } else {
+    widen(src, rows, stride, cols, scratch.data(), [](std::uint16_t h) { return half_to_float(h); });
+  }
   return {scratch.data(), cols};
 }
 
 // (rows, cols) floats -> rows of `dt` at first_row, column col of a row-major (., stride) array.
-void store_rows(const float* src, std::size_t src_ld, std::size_t rows, std::size_t cols, void* base,
-                device::DType dt, std::size_t first_row, std::size_t stride, std::size_t col) {
+PAXOCL_INLINE void store_rows(const float* src, std::size_t src_ld, std::size_t rows, std::size_t cols, void* base,
+                              device::DType dt, std::size_t first_row, std::size_t stride, std::size_t col) {
   for (std::size_t r = 0; r < rows; ++r) {
     const float* s = src + r * src_ld;
     const std::size_t at = (first_row + r) * stride + col;
-    switch (dt) {
-      case device::DType::kF32: std::memcpy(static_cast<float*>(base) + at, s, cols * sizeof(float)); break;
-      case device::DType::kBF16:
-        for (std::size_t j = 0; j < cols; ++j) static_cast<std::uint16_t*>(base)[at + j] = float_to_bf16(s[j]);
-        break;
-      case device::DType::kF16:
-        for (std::size_t j = 0; j < cols; ++j) static_cast<std::uint16_t*>(base)[at + j] = float_to_half(s[j]);
-        break;
+    if (dt == device::DType::kF32) {
+      std::memcpy(static_cast<float*>(base) + at, s, cols * sizeof(float));
+    } else if (dt == device::DType::kBF16) {
+      std::uint16_t* d = static_cast<std::uint16_t*>(base) + at;
+      for (std::size_t j = 0; j < cols; ++j) d[j] = float_to_bf16(s[j]);
+    } else {
+      std::uint16_t* d = static_cast<std::uint16_t*>(base) + at;
+      for (std::size_t j = 0; j < cols; ++j) d[j] = float_to_half(s[j]);
     }
   }
 }
