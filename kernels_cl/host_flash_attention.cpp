@@ -216,30 +216,36 @@ struct ForwardWorkspace {
   std::vector<float> q, k, v, scores, out;
 };
 
-// Task (b, h, block): queries q0 .. q0+Q-1 of sequence b, head h (positions p0 + q0 + i), against
-// keys 0 .. L-1, L = p0 + q0 + Q.
+// Task (b, h, blocks first .. first+count-1): each block's queries q0 .. q0+Q-1 of sequence b, head
+// h (positions p0 + q0 + i), against keys 0 .. L-1, L = p0 + q0 + Q. Keys and values are widened
+// once, for the last block: the others' are a prefix of its.
 [[gnu::target_clones("avx512f", "avx2,fma", "default")]]
-void forward_task(const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t q0, std::size_t Q,
+void forward_task(const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t first, std::size_t count,
                   ForwardWorkspace& w) {
-  const std::size_t hs = a.heads.head_size, c = h / a.heads.group(), L = a.p0 + q0 + Q;
+  const std::size_t hs = a.heads.head_size, c = h / a.heads.group(), Qb = a.query_block;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const std::size_t kv_row = b * a.kv_rows_per_sequence, q_row = b * a.queries + q0;
-  const FloatRows q = float_rows(a.q, a.act, q_row, Q, a.q_stride, h * hs, hs, w.q);
-  const FloatRows k = float_rows(a.kv, a.act, kv_row, L, a.kv_stride, a.k_col + c * hs, hs, w.k);
-  const FloatRows v = float_rows(a.kv, a.act, kv_row, L, a.kv_stride, a.v_col + c * hs, hs, w.v);
-  w.scores.resize(Q * L);
-  sgemm(false, true, Q, L, hs, q.data, q.ld, k.data, k.ld, 0.0f, w.scores.data(), L);  // S (Q, L)
-  float* lse = a.lse + (b * a.heads.heads + h) * a.stats_stride + a.p0 + q0;
-  for (std::size_t i = 0; i < Q; ++i) lse[i] = softmax_row(w.scores.data() + i * L, a.p0 + q0 + i + 1, L, scale);
-  // out (Q, hs) = P V: straight into float32 rows, through a float32 block otherwise.
-  if (a.act == device::DType::kF32) {
-    float* out = static_cast<float*>(a.out) + q_row * a.out_stride + h * hs;
-    sgemm(false, false, Q, hs, L, w.scores.data(), L, v.data, v.ld, 0.0f, out, a.out_stride);
-    return;
+  const std::size_t kv_row = b * a.kv_rows_per_sequence, keys = a.p0 + std::min(a.queries, (first + count) * Qb);
+  const FloatRows k = float_rows(a.kv, a.act, kv_row, keys, a.kv_stride, a.k_col + c * hs, hs, w.k);
+  const FloatRows v = float_rows(a.kv, a.act, kv_row, keys, a.kv_stride, a.v_col + c * hs, hs, w.v);
+  float* lse = a.lse + (b * a.heads.heads + h) * a.stats_stride + a.p0;
+  for (std::size_t block = first + count; block-- > first;) {
+    const std::size_t q0 = block * Qb, Q = std::min(Qb, a.queries - q0), L = a.p0 + q0 + Q;
+    const std::size_t q_row = b * a.queries + q0;
+    const FloatRows q = float_rows(a.q, a.act, q_row, Q, a.q_stride, h * hs, hs, w.q);
+    w.scores.resize(Q * L);
+    sgemm(false, true, Q, L, hs, q.data, q.ld, k.data, k.ld, 0.0f, w.scores.data(), L);  // S (Q, L)
+    for (std::size_t i = 0; i < Q; ++i)
+      lse[q0 + i] = softmax_row(w.scores.data() + i * L, a.p0 + q0 + i + 1, L, scale);
+    // out (Q, hs) = P V: straight into float32 rows, through a float32 block otherwise.
+    if (a.act == device::DType::kF32) {
+      float* out = static_cast<float*>(a.out) + q_row * a.out_stride + h * hs;
+      sgemm(false, false, Q, hs, L, w.scores.data(), L, v.data, v.ld, 0.0f, out, a.out_stride);
+      continue;
+    }
+    w.out.resize(Q * hs);
+    sgemm(false, false, Q, hs, L, w.scores.data(), L, v.data, v.ld, 0.0f, w.out.data(), hs);
+    store_rows(w.out.data(), hs, Q, hs, a.out, a.act, q_row, a.out_stride, h * hs);
   }
-  w.out.resize(Q * hs);
-  sgemm(false, false, Q, hs, L, w.scores.data(), L, v.data, v.ld, 0.0f, w.out.data(), hs);
-  store_rows(w.out.data(), hs, Q, hs, a.out, a.act, q_row, a.out_stride, h * hs);
 }
 
 struct BackwardWorkspace {
@@ -293,11 +299,17 @@ void backward_task(const HostFlashBackward& a, std::size_t b, std::size_t c, Bac
 void host_flash_forward(const HostFlashForward& a, unsigned threads) {
   if (a.query_block == 0) throw std::invalid_argument("host flash attention: a query block of 0 queries");
   const std::size_t Qb = a.query_block, blocks = (a.queries + Qb - 1) / Qb, H = a.heads.heads;
-  // Longest causal blocks first, so the short ones fill in at the end.
+  // A task per (sequence, head) where those keep every thread busy (keys and values widened once
+  // for all its blocks); else a task per block, longest first so the short ones fill in at the end.
+  // Either way each block's results are the same bits.
+  if (a.B * H >= 4 * std::max(1u, threads)) {
+    run_tasks<ForwardWorkspace>(a.B * H, threads,
+                                [&](std::size_t i, ForwardWorkspace& w) { forward_task(a, i / H, i % H, 0, blocks, w); });
+    return;
+  }
   run_tasks<ForwardWorkspace>(a.B * H * blocks, threads, [&](std::size_t i, ForwardWorkspace& w) {
     const std::size_t block = blocks - 1 - i % blocks, h = (i / blocks) % H, b = i / (blocks * H);
-    const std::size_t q0 = block * Qb;
-    forward_task(a, b, h, q0, std::min(Qb, a.queries - q0), w);
+    forward_task(a, b, h, block, 1, w);
   });
 }
 

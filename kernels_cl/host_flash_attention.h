@@ -68,7 +68,8 @@ struct HostFlashBackward {
   std::size_t query_block = kHostFlashQueryBlock;  // queries per GEMM block
 };
 
-// Both run `threads` OpenMP threads over their tasks (forward: B*H*blocks, backward: B*Hkv) and
+// Both run `threads` OpenMP threads over their tasks (forward: B*H, or B*H*blocks where that leaves
+// fewer than 4 per thread, the same bits either way; backward: B*Hkv) and
 // return when done. They throw std::runtime_error (naming the call) when oneDNN refuses a GEMM,
 // and std::bad_alloc when a task's workspace (a few (T, hs) and (block, T) floats) cannot be had;
 // std::invalid_argument for a query_block of 0.

@@ -138,7 +138,8 @@ TEST_P(HostFlashTest, DecodingAgainstACacheMatchesTheFloat64Reference) {
 }
 
 // Each task's result is its own and dk, dv are summed inside one task: 1, 2, 3 and 5 threads
-// give the same bits.
+// give the same bits. B*H = 8 forward tasks, a (sequence, head) each, keep 1 and 2 threads busy;
+// 3 and 5 threads get a task per block of 64 queries instead (3 blocks here).
 TEST_P(HostFlashTest, ResultsDoNotDependOnTheThreadCount) {
   const DType dtype = GetParam();
   const int B = 2, H = 4, Hkv = 2, T = 150, hs = 16, D = H * hs, W = (H + 2 * Hkv) * hs;
