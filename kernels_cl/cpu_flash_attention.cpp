@@ -45,12 +45,6 @@ void native_kernel(void* p) {
   }
 }
 
-const char* vector_unit() {
-  if (__builtin_cpu_supports("avx512f")) return "AVX-512";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "AVX2";
-  return "SSE2";
-}
-
 }  // namespace
 
 std::string cpu_flash_refusal(const device::DeviceInfo& device) {
@@ -85,7 +79,7 @@ std::string CpuFlashAttention::describe() const {
   const int threads = host_gemm_threads(device_);
   return fmt::format("flash attention on the host (one native kernel per call: blocks of {} queries, oneDNN's sgemm, "
                      "softmax in {}, {} thread{})",
-                     kHostFlashQueryBlock, vector_unit(), threads, threads == 1 ? "" : "s");
+                     kHostFlashQueryBlock, host_flash_vector_unit(), threads, threads == 1 ? "" : "s");
 }
 
 void CpuFlashAttention::record_failure(const std::string& what) {

@@ -24,9 +24,10 @@ namespace paxocl::kernels {
 namespace {
 
 // ---- 16-float vectors (GCC vector extensions) ----
-// The task functions below are compiled three times (target_clones: AVX-512, AVX2 + FMA, and
-// x86-64's baseline) and the loader picks one by CPUID, so one binary runs 16 lanes in a zmm
-// register, two ymm or four xmm, on whatever CPU it finds.
+// The task functions below are compiled three times (AVX-512, AVX2 + FMA, and x86-64's baseline;
+// host_flash_vector_unit() picks one by CPUID), so one binary runs 16 lanes in a zmm register, two
+// ymm or four xmm, on whatever CPU it finds. Explicit variants rather than target_clones, which
+// splits "avx2,fma" into two clones and so ran AVX2 without FMA.
 
 typedef float Floats __attribute__((vector_size(64)));
 typedef std::int32_t Ints __attribute__((vector_size(64)));
@@ -219,9 +220,8 @@ struct ForwardWorkspace {
 // Task (b, h, blocks first .. first+count-1): each block's queries q0 .. q0+Q-1 of sequence b, head
 // h (positions p0 + q0 + i), against keys 0 .. L-1, L = p0 + q0 + Q. Keys and values are widened
 // once, for the last block: the others' are a prefix of its.
-[[gnu::target_clones("avx512f", "avx2,fma", "default")]]
-void forward_task(const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t first, std::size_t count,
-                  ForwardWorkspace& w) {
+PAXOCL_INLINE void forward_body(const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t first,
+                               std::size_t count, ForwardWorkspace& w) {
   const std::size_t hs = a.heads.head_size, c = h / a.heads.group(), Qb = a.query_block;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const std::size_t kv_row = b * a.kv_rows_per_sequence, keys = a.p0 + std::min(a.queries, (first + count) * Qb);
@@ -253,8 +253,7 @@ struct BackwardWorkspace {
 };
 
 // Task (b, c): every query head of kv head c's group over sequence b; dk, dv summed in float32.
-[[gnu::target_clones("avx512f", "avx2,fma", "default")]]
-void backward_task(const HostFlashBackward& a, std::size_t b, std::size_t c, BackwardWorkspace& w) {
+PAXOCL_INLINE void backward_body(const HostFlashBackward& a, std::size_t b, std::size_t c, BackwardWorkspace& w) {
   const std::size_t T = a.T, hs = a.heads.head_size, g = a.heads.group(), H = a.heads.heads, D = H * hs;
   const std::size_t Qb = a.query_block, row0 = b * T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
@@ -294,7 +293,71 @@ void backward_task(const HostFlashBackward& a, std::size_t b, std::size_t c, Bac
   store_rows(w.dv.data(), hs, T, hs, a.dqkv, a.act, row0, a.width, a.v_col + c * hs);
 }
 
+// The variants (what host_flash_vector_unit names): each inlines the body for its instruction set.
+[[gnu::target("avx512f,fma")]] void forward_avx512(const HostFlashForward& a, std::size_t b, std::size_t h,
+                                                   std::size_t first, std::size_t count, ForwardWorkspace& w) {
+  forward_body(a, b, h, first, count, w);
+}
+[[gnu::target("avx2,fma")]] void forward_avx2(const HostFlashForward& a, std::size_t b, std::size_t h,
+                                              std::size_t first, std::size_t count, ForwardWorkspace& w) {
+  forward_body(a, b, h, first, count, w);
+}
+void forward_baseline(const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t first, std::size_t count,
+                      ForwardWorkspace& w) {
+  forward_body(a, b, h, first, count, w);
+}
+[[gnu::target("avx512f,fma")]] void backward_avx512(const HostFlashBackward& a, std::size_t b, std::size_t c,
+                                                    BackwardWorkspace& w) {
+  backward_body(a, b, c, w);
+}
+[[gnu::target("avx2,fma")]] void backward_avx2(const HostFlashBackward& a, std::size_t b, std::size_t c,
+                                               BackwardWorkspace& w) {
+  backward_body(a, b, c, w);
+}
+void backward_baseline(const HostFlashBackward& a, std::size_t b, std::size_t c, BackwardWorkspace& w) {
+  backward_body(a, b, c, w);
+}
+
+enum class VectorUnit { kAvx512, kAvx2, kBaseline };
+
+VectorUnit this_cpus_vector_unit() {
+  static const VectorUnit unit = [] {
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) return VectorUnit::kAvx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return VectorUnit::kAvx2;
+    return VectorUnit::kBaseline;
+  }();
+  return unit;
+}
+
+void forward_task(const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t first, std::size_t count,
+                  ForwardWorkspace& w) {
+  switch (this_cpus_vector_unit()) {
+    case VectorUnit::kAvx512: return forward_avx512(a, b, h, first, count, w);
+    case VectorUnit::kAvx2: return forward_avx2(a, b, h, first, count, w);
+    case VectorUnit::kBaseline: break;
+  }
+  forward_baseline(a, b, h, first, count, w);
+}
+
+void backward_task(const HostFlashBackward& a, std::size_t b, std::size_t c, BackwardWorkspace& w) {
+  switch (this_cpus_vector_unit()) {
+    case VectorUnit::kAvx512: return backward_avx512(a, b, c, w);
+    case VectorUnit::kAvx2: return backward_avx2(a, b, c, w);
+    case VectorUnit::kBaseline: break;
+  }
+  backward_baseline(a, b, c, w);
+}
+
 }  // namespace
+
+const char* host_flash_vector_unit() {
+  switch (this_cpus_vector_unit()) {
+    case VectorUnit::kAvx512: return "AVX-512";
+    case VectorUnit::kAvx2: return "AVX2 + FMA";
+    case VectorUnit::kBaseline: break;
+  }
+  return "SSE2";
+}
 
 void host_flash_forward(const HostFlashForward& a, unsigned threads) {
   if (a.query_block == 0) throw std::invalid_argument("host flash attention: a query block of 0 queries");

@@ -73,6 +73,10 @@ struct HostFlashBackward {
 // return when done. They throw std::runtime_error (naming the call) when oneDNN refuses a GEMM,
 // and std::bad_alloc when a task's workspace (a few (T, hs) and (block, T) floats) cannot be had;
 // std::invalid_argument for a query_block of 0.
+// The instruction set the tasks run in on this CPU, by CPUID: "AVX-512", "AVX2 + FMA" or "SSE2"
+// (x86-64's baseline), for the log.
+const char* host_flash_vector_unit();
+
 void host_flash_forward(const HostFlashForward& args, unsigned threads);
 void host_flash_backward(const HostFlashBackward& args, unsigned threads);
 
