@@ -17,8 +17,9 @@
 // trade), dv += P^T dO, dP = dO v^T, dS = scale P (dP - rowsum(dO o)), dq = dS k, dk += dS^T q;
 // dk and dv are float32 sums in the task, rounded into dqkv once, so the result depends on
 // neither thread count nor schedule: bit-for-bit reproducible run to run.
-// Everything is float32 inside; 16-bit activations are widened per block and the results rounded
-// once (device/dtype.h's conversions, bit-exact with the OpenCL kernels').
+// Everything is float32 inside; 16-bit activations are widened once per task (keys and values for
+// its longest block) and the results rounded once (common/float16.h's conversions, bit-exact with
+// the OpenCL kernels').
 // Layouts as FlashAttentionKernels' (kernels_cl/flash_attention.h).
 #pragma once
 
