@@ -206,6 +206,7 @@ void print_sample(const config::JobConfig& job, const collectives::ProcessWorld&
       job.mesh.along(device::MeshAxis::kStage) > 1) {
     return;
   }
+  if (model.max_seq_len() < 2) return;  // the prompt's one token fills the context: nothing to write
   const auto tokenizer_model = inputs::tokenizer_of(job.data, job.model.vocab_size(), job.input.tokenizer_model);
   if (!tokenizer_model) return;
   const inputs::Tokenizer tokenizer(*tokenizer_model);

@@ -43,6 +43,18 @@ TEST_F(CliSample, TheSameSeedWritesTheSameTextAndGreedyIsDeterministic) {
   EXPECT_EQ(g1.out, g2.out) << "greedy decoding draws nothing";
 }
 
+// A context of one token leaves the job's closing sample no room to write: the job ends without
+// one and succeeds (it used to end training with `pax-ocl sample`'s prompt error and exit code 2).
+TEST_F(CliSample, AJobWithAOneTokenContextEndsWithoutASample) {
+  const auto r = run_command(kBinary + " train --devices=0 --fdl.NUM_LAYERS=1 --fdl.MODEL_DIMS=64 --fdl.HIDDEN_DIMS=128"
+                             " --fdl.NUM_HEADS=2 --fdl.DIMS_PER_HEAD=32 --fdl.MAX_SEQ_LEN=1 --fdl.MAX_STEPS=1"
+                             " --fdl.EVAL_INTERVAL_STEPS=0 --fdl.EVAL_LOOP_NUM_BATCHES=1 --job_log_dir=" +
+                             (dir_->path() / "one_token").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("step      1/1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("sample (temperature"), std::string::npos) << r.out;
+}
+
 TEST_F(CliSample, WeightsWithoutATokenizerTakeAndPrintIds) {
   const fs::path weights = dir_->path() / "model.safetensors";  // GPT-2 names; the settings in __metadata__
   ASSERT_EQ(run_command(kBinary + " export --job_log_dir=" + job().string() + " --output=" + weights.string()).exit_code, 0);
