@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/errors.h"
+#include "common/float16_arrays.h"
 
 namespace paxocl::device {
 
@@ -53,10 +54,13 @@ std::vector<std::byte> encode(DType t, std::span<const float> values) {
     if (!values.empty()) std::memcpy(out.data(), values.data(), out.size());
     return out;
   }
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const std::uint16_t h = t == DType::kBF16 ? float_to_bf16(values[i]) : float_to_half(values[i]);
-    std::memcpy(out.data() + 2 * i, &h, 2);
+  std::vector<std::uint16_t> bits(values.size());
+  if (t == DType::kF16) {
+    floats_to_halves(values.data(), values.size(), bits.data());
+  } else {
+    for (std::size_t i = 0; i < values.size(); ++i) bits[i] = float_to_bf16(values[i]);
   }
+  if (!bits.empty()) std::memcpy(out.data(), bits.data(), out.size());
   return out;
 }
 
@@ -66,10 +70,12 @@ std::vector<float> decode(DType t, std::span<const std::byte> bytes) {
     if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * 4);
     return out;
   }
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    std::uint16_t h = 0;
-    std::memcpy(&h, bytes.data() + 2 * i, 2);
-    out[i] = t == DType::kBF16 ? bf16_to_float(h) : half_to_float(h);
+  std::vector<std::uint16_t> bits(out.size());
+  if (!bits.empty()) std::memcpy(bits.data(), bytes.data(), bits.size() * 2);
+  if (t == DType::kF16) {
+    halves_to_floats(bits.data(), bits.size(), out.data());
+  } else {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(bits[i]);
   }
   return out;
 }

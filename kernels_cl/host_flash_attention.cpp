@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/float16.h"
+#include "common/float16_arrays.h"
 
 // 64-byte vectors in internal, always-inlined helpers: GCC notes that their ABI differs between
 // instruction sets, which matters only across calls that never happen here.
@@ -145,7 +146,7 @@ PAXOCL_INLINE FloatRows float_rows(const void* base, device::DType dt, std::size
   if (dt == device::DType::kBF16) {
     widen(src, rows, stride, cols, scratch.data(), [](std::uint16_t h) { return bf16_to_float(h); });
   } else {
-    widen(src, rows, stride, cols, scratch.data(), [](std::uint16_t h) { return half_to_float(h); });
+    for (std::size_t r = 0; r < rows; ++r) halves_to_floats(src + r * stride, cols, scratch.data() + r * cols);
   }
   return {scratch.data(), cols};
 }
@@ -162,8 +163,7 @@ PAXOCL_INLINE void store_rows(const float* src, std::size_t src_ld, std::size_t 
       std::uint16_t* d = static_cast<std::uint16_t*>(base) + at;
       for (std::size_t j = 0; j < cols; ++j) d[j] = float_to_bf16(s[j]);
     } else {
-      std::uint16_t* d = static_cast<std::uint16_t*>(base) + at;
-      for (std::size_t j = 0; j < cols; ++j) d[j] = float_to_half(s[j]);
+      floats_to_halves(s, cols, static_cast<std::uint16_t*>(base) + at);
     }
   }
 }

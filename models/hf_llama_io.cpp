@@ -16,6 +16,7 @@
 #include "common/errors.h"
 #include "common/regular_file.h"
 #include "common/float16.h"
+#include "common/float16_arrays.h"
 #include "common/safetensors.h"
 #include "models/parameter_layout.h"
 #include "models/tensor_names.h"
@@ -215,7 +216,11 @@ void read_as_f32(const SafetensorsReader& reader, const SafetensorsReader::Entry
   }
   std::vector<std::uint16_t> bits((entry.end - entry.begin) / sizeof(std::uint16_t));
   reader.read(entry, bits.data());
-  for (std::size_t i = 0; i < bits.size(); ++i) dst[i] = entry.dtype == "BF16" ? bf16_to_float(bits[i]) : half_to_float(bits[i]);
+  if (entry.dtype == "BF16") {
+    for (std::size_t i = 0; i < bits.size(); ++i) dst[i] = bf16_to_float(bits[i]);
+  } else {
+    halves_to_floats(bits.data(), bits.size(), dst);
+  }
 }
 
 std::string hf_layer(int l, std::string_view suffix) { return fmt::format("model.layers.{}.{}", l, suffix); }

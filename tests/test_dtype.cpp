@@ -1,10 +1,14 @@
 // Storage dtypes for mixed precision (device/dtype.h, kernels_cl/dtype.cl): the host conversions
 // against values worked out from the formats' definitions, float64 arithmetic on every float16,
 // and the device's casts bit-exact with the host's on random, boundary and special values.
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <iostream>
 #include <limits>
+#include <vector>
 
+#include "common/float16_arrays.h"
 #include "device/dtype.h"
 #include "kernels_cl/nn_kernels.h"
 #include "tests/device_fixture.h"
@@ -67,6 +71,60 @@ TEST(DType, Float16RoundsToNearestEvenIncludingSubnormalsAndOverflow) {
   EXPECT_EQ(device::float_to_half(65519.0f), 0x7BFF);  // below the halfway point 65520
   EXPECT_EQ(device::float_to_half(65520.0f), 0x7C00);  // halfway, and 65504 is odd: infinity
   EXPECT_EQ(device::float_to_half(-1e6f), 0xFC00);
+}
+
+// The array conversions (F16C on CPUs that have it: this test's point there) give the scalar
+// conversions' bits: every float16 value widened, and narrowed every float at and around each
+// midpoint between neighbouring float16 values (the ties and both sides), in the half's subnormal
+// and overflow ranges, and random bit patterns; lengths that leave tails of 1 to 7. NaNs stay NaNs
+// of their sign (F16C quiets a signalling one).
+TEST(DType, Float16ArraysGiveTheScalarConversionsBits) {
+  auto expect_same = [](float got, float want, std::uint32_t what) {
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(got)) << std::hex << what;
+      ASSERT_EQ(std::signbit(got), std::signbit(want)) << std::hex << what;
+    } else {
+      ASSERT_EQ(bits(got), bits(want)) << std::hex << what;
+    }
+  };
+  std::vector<std::uint16_t> halves(0x10000);
+  for (std::uint32_t h = 0; h < halves.size(); ++h) halves[h] = static_cast<std::uint16_t>(h);
+  std::vector<float> floats(halves.size());
+  paxocl::halves_to_floats(halves.data(), halves.size(), floats.data());
+  for (std::uint32_t h = 0; h < halves.size(); ++h) expect_same(floats[h], device::half_to_float(halves[h]), h);
+
+  std::vector<float> values;
+  for (std::uint32_t h = 0; h < 0x7c00; ++h) {  // every finite non-negative half and its upper neighbour
+    const float lo = device::half_to_float(static_cast<std::uint16_t>(h));
+    const float hi = h + 1 < 0x7c00 ? device::half_to_float(static_cast<std::uint16_t>(h + 1)) : 65520.0f;
+    const float mid = lo + (hi - lo) / 2;  // exact: a float has 13 more mantissa bits than a half
+    for (float v : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e30f), lo}) {
+      values.push_back(v);
+      values.push_back(-v);
+    }
+  }
+  Rng rng(11);
+  for (int i = 0; i < 200000; ++i) values.push_back(from_bits(static_cast<std::uint32_t>(rng.next_u64())));
+  for (float v : {65536.0f, 1e10f, std::numeric_limits<float>::max(), std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::quiet_NaN(), from_bits(0xff800001)}) {
+    values.push_back(v);
+    values.push_back(-v);
+  }
+  std::vector<std::uint16_t> narrowed(values.size());
+  for (std::size_t at = 0, n = 1; at < values.size(); at += n, n = n % 23 + 1) {  // 23 lengths, tails 1 to 7
+    n = std::min(n, values.size() - at);
+    paxocl::floats_to_halves(values.data() + at, n, narrowed.data() + at);
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::uint16_t want = device::float_to_half(values[i]);
+    if (std::isnan(values[i])) {
+      ASSERT_TRUE(std::isnan(device::half_to_float(narrowed[i]))) << std::hex << bits(values[i]);
+      ASSERT_EQ(narrowed[i] & 0x8000, want & 0x8000) << std::hex << bits(values[i]);
+    } else {
+      ASSERT_EQ(narrowed[i], want) << std::hex << bits(values[i]) << " (" << values[i] << ")";
+    }
+  }
+  std::cout << "float16 arrays " << (paxocl::float16_arrays_use_f16c() ? "on F16C" : "scalar") << "\n";
 }
 
 // Random floats over the whole exponent range and the boundary cases, as float -> dtype -> float
