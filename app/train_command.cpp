@@ -13,6 +13,7 @@
 #include "device/auto_fprop_dtype.h"
 #include "device/device_selection.h"
 #include "kernels_cl/auto_gemm.h"
+#include "kernels_cl/cpu_flash_attention.h"
 #include "kernels_cl/onednn_gemm.h"
 #include "config/experiment.h"
 #include "inputs/zero_shot_examples.h"
@@ -108,9 +109,18 @@ std::string resolve_auto_fprop_dtype(config::Experiment& e, const config::JobFla
   if (e.get_string("FPROP_DTYPE") != "auto") return "";
   device::AutoFpropDtype choice;
   try {
-    choice = device::auto_fprop_dtype(
-        device::select_devices(device::enumerate_devices(), device::parse_device_selection(flags.devices_spec)),
-        flags.gemm_policy, kernels::measure_onednn_bf16_gemm);
+    const std::vector<device::DeviceInfo> devices =
+        device::select_devices(device::enumerate_devices(), device::parse_device_selection(flags.devices_spec));
+    choice = device::auto_fprop_dtype(devices, flags.gemm_policy, kernels::measure_onednn_bf16_gemm);
+    // oneDNN alone multiplies no float32 probabilities by bfloat16 values: attention must be the host's flash
+    // attention (DeviceRuntime refuses the pair otherwise).
+    for (const device::DeviceInfo& d : devices) {
+      if (choice.dtype != device::DType::kBF16 || flags.gemm_policy != "onednn") break;
+      if (const std::string why = kernels::cpu_flash_refusal(d); !why.empty()) {
+        choice = {device::DType::kF32, fmt::format("--gemm=onednn runs attention's bfloat16 products only inside the "
+                                                   "host's flash attention, which {} does not run ({})", d.name, why)};
+      }
+    }
   } catch (const std::runtime_error& error) {
     choice = {device::DType::kF32, fmt::format("no devices to choose by: {}", error.what())};
   }
