@@ -15,6 +15,7 @@
 
 #include "common/errors.h"
 #include "common/rng.h"
+#include "common/whole_number.h"
 #include "device/dtype.h"
 #include "kernels_cl/host_flash_attention.h"
 #include "kernels_cl/openmp_wait_policy.h"
@@ -44,13 +45,12 @@ double best_ms(F&& run) {
 
 std::size_t arg(int argc, char** argv, int i, std::size_t fallback) {
   if (argc <= i) return fallback;
-  char* end = nullptr;
-  const unsigned long v = std::strtoul(argv[i], &end, 10);
-  if (end == argv[i] || *end != '\0' || v == 0) {
+  const auto v = parse_whole_number(argv[i]);  // strtoul would take "-1" as 2^64 - 1
+  if (!v || *v == 0 || *v > (1u << 20)) {
     throw ConfigError(std::string("bench_host_flash: argument ") + std::to_string(i) + " ('" + argv[i] +
-                      "') must be a positive integer");
+                      "') must be a whole number from 1 to 1048576");
   }
-  return v;
+  return static_cast<std::size_t>(*v);
 }
 
 int run(int argc, char** argv) {

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "device/device.h"
+
 namespace paxocl::device {
 
 AutoFpropDtype auto_fprop_dtype(const std::vector<DeviceInfo>& devices, const std::string& gemm_policy,
@@ -31,9 +33,10 @@ AutoFpropDtype auto_fprop_dtype(const std::vector<DeviceInfo>& devices, const st
     return {DType::kF32, fmt::format("{} runs no native kernels, so no host GEMM multiplies bfloat16 there",
                                      no_native->name)};
   }
-  // Each CPU device gets its share of the host's threads (kernels::host_gemm_threads).
-  const unsigned cpu_devices = static_cast<unsigned>(devices.size());
-  const unsigned threads = std::max(1u, std::max(1u, devices.front().compute_units) / cpu_devices);
+  // Each CPU device gets its share of the host's threads (kernels::host_gemm_threads), shared also
+  // with the job's other processes on this host, which probe at the same time.
+  const unsigned sharers = static_cast<unsigned>(devices.size()) * OpenCpuDevice::job_processes_on_host();
+  const unsigned threads = std::max(1u, std::max(1u, devices.front().compute_units) / sharers);
   const Bf16GemmRates rates = measure(threads);
   const std::string isa = fmt::format("{} bfloat16 FLOPs per core per cycle by its instructions",
                                       devices.front().bf16_flops_per_cycle);

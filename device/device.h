@@ -33,6 +33,7 @@ class OpenCpuDevice {
   ~OpenCpuDevice() { add(-1); }
   static unsigned count() { return counter().load(); }
   static void set_processes_on_host(unsigned n) { processes_on_host() = n < 1 ? 1 : n; }
+  static unsigned job_processes_on_host() { return processes_on_host().load(); }
   // How many ways the host's cores are divided: open CPU devices here x the job's processes on this host.
   static unsigned sharers() { return std::max(1u, count()) * processes_on_host().load(); }
 

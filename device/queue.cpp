@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/errors.h"
+
 namespace paxocl::device {
 
 namespace {
@@ -13,6 +15,20 @@ struct WaitList {
   std::vector<cl_event> raw;
 };
 }  // namespace
+
+void NativeFailure::record(const std::string& what) {
+  std::lock_guard lock(mutex_);
+  if (what_.empty()) what_ = what.empty() ? "a native kernel failed" : what;
+}
+
+void NativeFailure::throw_if_recorded() {
+  std::string what;
+  {
+    std::lock_guard lock(mutex_);
+    what.swap(what_);
+  }
+  if (!what.empty()) throw DeviceError(what);
+}
 
 Queue::Queue(const Context& context, cl_device_id device) {
   cl_int err = CL_SUCCESS;
@@ -34,7 +50,9 @@ Event Queue::transfer(Direction direction, cl_mem buffer, void* host, std::size_
     check_cl(clEnqueueReadBuffer(handle_.get(), buffer, block, 0, bytes, host, wait.size(), wait.data(), &ev),
              "clEnqueueReadBuffer", "copying " + format_bytes(bytes) + " device to host");
   }
-  return Event(ev);
+  Event done(ev);
+  if (blocking) native_failure_->throw_if_recorded();
+  return done;
 }
 
 Event Queue::copy_bytes(cl_mem src, std::size_t src_offset, cl_mem dst, std::size_t dst_offset, std::size_t bytes,
@@ -134,6 +152,7 @@ void Queue::wait_for(std::span<const Event> events) {
 void Queue::flush() const { check_cl(clFlush(handle_.get()), "clFlush", "submitting queued commands"); }
 void Queue::finish() const {
   check_cl(clFinish(handle_.get()), "clFinish", "waiting for queued commands to complete");
+  native_failure_->throw_if_recorded();
 }
 
 }  // namespace paxocl::device

@@ -7,6 +7,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -18,6 +20,20 @@
 #include "device/program.h"
 
 namespace paxocl::device {
+
+// A native kernel cannot hand OpenCL an error: it records its failure here (from the device's
+// threads), and the queue's next finish() or blocking read or write throws the first one recorded
+// as a DeviceError (once), so that no result computed from its output reaches the host, a loss or
+// a checkpoint. The owner's next call on the queue may also throw it earlier (throw_if_recorded).
+class NativeFailure {
+ public:
+  void record(const std::string& what);
+  void throw_if_recorded();
+
+ private:
+  std::mutex mutex_;
+  std::string what_;
+};
 
 class Queue {
  public:
@@ -83,7 +99,10 @@ class Queue {
   // Pending::device_event): the device waits, not the host.
   void wait_for(std::span<const Event> events);
   void flush() const;
+  // Waits for every queued command; DeviceError for a native kernel's failure (NativeFailure).
   void finish() const;
+  // Where this queue's native kernels record a failure; lives as long as the queue.
+  NativeFailure* native_failure() const { return native_failure_.get(); }
 
   // Kernel tracing for benchmarks and profiles: while on, every launch's event is kept with the
   // kernel's name; take_trace() waits for them and returns (name, device milliseconds) in launch
@@ -104,6 +123,7 @@ class Queue {
                    std::span<const Event> wait_for);
 
   ClHandle<cl_command_queue> handle_;
+  std::shared_ptr<NativeFailure> native_failure_ = std::make_shared<NativeFailure>();  // stays put when the queue moves
   bool tracing_ = false;
   std::vector<std::pair<std::string, Event>> traced_;
 };

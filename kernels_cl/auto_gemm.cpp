@@ -103,20 +103,29 @@ class AutoGemm final : public Gemm {
     choices_ = shared;
   }
 
+  // A call with no element of C to write (no rows, columns, matrices or repetitions) enqueues
+  // nothing, as every variant does; above all it neither times nor records a class at that shape.
+  static bool writes_nothing(const GemmShape& s, std::size_t outer_count = 1) {
+    return s.m == 0 || s.n == 0 || s.batch == 0 || outer_count == 0;
+  }
+
   void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override {
+    if (writes_nothing(s)) return;
     chosen(s, a, b, c).run(s, alpha, a, b, beta, c);
   }
   // A class of its own (".outer"), timed with both batch levels: a GEMM that runs the outer
   // repetitions one by one pays a call for each, which a timing of the inner batch would hide.
   void run_outer(const GemmOuterBatch& outer, const GemmShape& s, float alpha, const GemmOperand& a,
                  const GemmOperand& b, float beta, const GemmOperand& c) override {
-    if (outer.count <= 1) return run(s, alpha, a, b, beta, c);
+    if (writes_nothing(s, outer.count)) return;
+    if (outer.count == 1) return run(s, alpha, a, b, beta, c);
     chosen(s, a, b, c, outer.count).run_outer(outer, s, alpha, a, b, beta, c);
   }
   // The class's choice fuses the epilogue if it can (the direct GEMM); timing ignores epilogues.
   bool run_fused(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
                  const GemmOperand& c, const GemmEpilogue& epilogue) override {
+    if (writes_nothing(s)) return true;  // the epilogue of no element is applied
     return chosen(s, a, b, c).run_fused(s, alpha, a, b, beta, c, epilogue);
   }
 

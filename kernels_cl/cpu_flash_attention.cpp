@@ -32,7 +32,7 @@ template <typename Args>
 struct NativeCall {
   Args args;
   unsigned threads;
-  CpuFlashAttention* owner;
+  device::NativeFailure* failure;  // the queue's
 };
 
 template <typename Args, void (*Run)(const Args&, unsigned)>
@@ -41,7 +41,7 @@ void native_kernel(void* p) {
   try {
     Run(call.args, call.threads);
   } catch (const std::exception& e) {  // must not cross into the OpenCL runtime
-    call.owner->record_failure(e.what());
+    call.failure->record(std::string("CPU flash attention failed: ") + e.what());
   }
 }
 
@@ -82,22 +82,12 @@ std::string CpuFlashAttention::describe() const {
                      kHostFlashQueryBlock, host_flash_vector_unit(), threads, threads == 1 ? "" : "s");
 }
 
-void CpuFlashAttention::record_failure(const std::string& what) {
-  std::lock_guard lock(failure_mutex_);
-  if (failure_.empty()) failure_ = what;
-}
-
-void CpuFlashAttention::throw_failure() {
-  std::lock_guard lock(failure_mutex_);
-  if (!failure_.empty()) throw DeviceError("CPU flash attention failed: " + failure_);
-}
-
 void CpuFlashAttention::forward(const ActBuffer& q, std::size_t q_stride, const KeyValueRows& kv, ActBuffer& out,
                                 std::size_t out_stride, FloatBuffer& lse, std::size_t stats_stride,
                                 const AttentionHeads& heads, std::size_t B, std::size_t queries, std::size_t p0) {
   check_flash_forward("CPU flash attention (forward)", q, q_stride, kv, out, out_stride, lse, stats_stride, heads, B,
                       queries, p0);
-  throw_failure();
+  device_.queue().native_failure()->throw_if_recorded();
   if (B == 0 || queries == 0) return;
   device::Queue& queue = device_.queue();
   // Whole buffers, each mapped once (training passes q, k and v in one); unmapped after the kernel.
@@ -111,7 +101,7 @@ void CpuFlashAttention::forward(const ActBuffer& q, std::size_t q_stride, const 
                               .k_col = kv.k_col, .v_col = kv.v_col, .out = mout.get(), .out_stride = out_stride,
                               .lse = static_cast<float*>(mlse.get()), .stats_stride = stats_stride, .act = q.dtype(),
                               .heads = heads, .B = B, .queries = queries, .p0 = p0};
-  const NativeCall<HostFlashForward> call{args, host_gemm_threads(device_), this};
+  const NativeCall<HostFlashForward> call{args, host_gemm_threads(device_), queue.native_failure()};
   queue.native("cpu_flash_attention_forward", native_kernel<HostFlashForward, host_flash_forward>, &call, sizeof call);
   mlse.unmap();
   mout.unmap();
@@ -123,7 +113,7 @@ void CpuFlashAttention::backward(const ActBuffer& qkv, std::size_t width, std::s
                                  const ActBuffer& out, const ActBuffer& dout, const FloatBuffer& lse, ActBuffer& dqkv,
                                  const AttentionHeads& heads, std::size_t B, std::size_t T) {
   check_flash_backward("CPU flash attention (backward)", qkv, width, k_col, v_col, out, dout, lse, dqkv, heads, B, T);
-  throw_failure();
+  device_.queue().native_failure()->throw_if_recorded();
   if (B == 0 || T == 0) return;
   device::Queue& queue = device_.queue();
   HostMapping mqkv(queue, qkv.get(), 0, qkv.bytes(), CL_MAP_READ);
@@ -134,7 +124,7 @@ void CpuFlashAttention::backward(const ActBuffer& qkv, std::size_t width, std::s
   const HostFlashBackward args{.qkv = mqkv.get(), .width = width, .k_col = k_col, .v_col = v_col, .out = mout.get(),
                                .dout = mdout.get(), .lse = static_cast<const float*>(mlse.get()), .dqkv = mdqkv.get(),
                                .act = qkv.dtype(), .heads = heads, .B = B, .T = T};
-  const NativeCall<HostFlashBackward> call{args, host_gemm_threads(device_), this};
+  const NativeCall<HostFlashBackward> call{args, host_gemm_threads(device_), queue.native_failure()};
   queue.native("cpu_flash_attention_backward", native_kernel<HostFlashBackward, host_flash_backward>, &call,
                sizeof call);
   mdqkv.unmap();

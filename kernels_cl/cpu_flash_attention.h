@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstddef>
-#include <mutex>
 #include <string>
 
 #include "kernels_cl/flash_attention.h"
@@ -31,7 +30,7 @@ class CpuFlashAttention {
  public:
   // DeviceError unless uses_cpu_flash_attention(device).
   explicit CpuFlashAttention(device::Device& device);
-  // Waits for its queued calls: they report failures into this object.
+  // Waits for its queued calls (they read its workspace sizes and the mapped operands).
   ~CpuFlashAttention();
   CpuFlashAttention(const CpuFlashAttention&) = delete;
   CpuFlashAttention& operator=(const CpuFlashAttention&) = delete;
@@ -41,8 +40,9 @@ class CpuFlashAttention {
   std::string describe() const;
 
   // As FlashAttentionKernels::forward and ::backward (backward's delta is not used: each task
-  // computes its rows' dO.o itself). A failure inside an earlier call's native kernel is thrown
-  // here as a DeviceError (its results are not to be used).
+  // computes its rows' dO.o itself). A failure inside a call's native kernel is recorded on the
+  // queue (device::NativeFailure): the queue's next synchronisation, or the next call here, throws
+  // it as a DeviceError, so that its results are not used.
   void forward(const ActBuffer& q, std::size_t q_stride, const KeyValueRows& kv, ActBuffer& out,
                std::size_t out_stride, FloatBuffer& lse, std::size_t stats_stride, const AttentionHeads& heads,
                std::size_t B, std::size_t queries, std::size_t p0);
@@ -50,16 +50,8 @@ class CpuFlashAttention {
                 const ActBuffer& dout, const FloatBuffer& lse, ActBuffer& dqkv, const AttentionHeads& heads,
                 std::size_t B, std::size_t T);
 
-  // Records a native kernel's failure (the first is kept); for the kernels themselves.
-  void record_failure(const std::string& what);
-
  private:
-  void throw_failure();
-
   device::Device& device_;
-  unsigned threads_;
-  std::mutex failure_mutex_;
-  std::string failure_;
 };
 
 }  // namespace paxocl::kernels

@@ -117,8 +117,7 @@ struct PreparedMatmul {
   float beta = 0;
   const dnnl::engine* engine = nullptr;
   dnnl::stream* stream = nullptr;
-  std::string* failure = nullptr;  // the GEMM's first execution failure (guarded by failure_mutex)
-  std::mutex* failure_mutex = nullptr;
+  device::NativeFailure* failure = nullptr;  // the queue's (CPU devices)
 };
 
 // The key of a PreparedMatmul: shape, transposes, dtypes, leading dimensions, batch strides,
@@ -184,7 +183,7 @@ class OneDnnGemmBase : public CountedGemm {
     }
     spdlog::debug("oneDNN matmul {}x{}x{} batch {} x {}: {}", s.m, s.n, s.k, outer.count, s.batch, pd.impl_info_str());
     dnnl::matmul matmul(pd);
-    PreparedMatmul p{std::move(pd), std::move(matmul), s, c, beta, &engine_, nullptr, nullptr, nullptr};
+    PreparedMatmul p{std::move(pd), std::move(matmul), s, c, beta, &engine_, nullptr, nullptr};
     return prepared_.emplace(key, std::move(p)).first->second;  // node-based: its address stays
   }
 
@@ -199,7 +198,8 @@ class OneDnnGemmBase : public CountedGemm {
 
 // ---- CPU devices: the matmul in a native kernel on the mapped operands ----
 
-// The native kernel. Exceptions must not cross into the OpenCL runtime: the first is kept for run().
+// The native kernel. Exceptions must not cross into the OpenCL runtime: they are recorded on the
+// queue, whose next synchronisation (or this GEMM's next call) throws them.
 void run_onednn_matmul(void* p) {
   const auto& g = *static_cast<const HostGemmArgs*>(p);
   const auto& prepared = *static_cast<const PreparedMatmul*>(g.library);
@@ -213,8 +213,7 @@ void run_onednn_matmul(void* p) {
     prepared.matmul.execute(*prepared.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     prepared.stream->wait();
   } catch (const std::exception& e) {
-    std::lock_guard lock(*prepared.failure_mutex);
-    if (prepared.failure->empty()) *prepared.failure = e.what();
+    prepared.failure->record(std::string("oneDNN GEMM failed: ") + e.what());
   }
 }
 
@@ -249,13 +248,12 @@ class OneDnnCpuGemm final : public OneDnnGemmBase {
                  const GemmOperand& b, float beta, const GemmOperand& c) override {
     if (outer.count > 1 && s.k == 0) return Gemm::run_outer(outer, s, alpha, a, b, beta, c);
     check_dtypes(a, b, c);
-    throw_failure();
+    device_.queue().native_failure()->throw_if_recorded();
     if (s.m == 0 || s.n == 0 || s.batch == 0 || outer.count == 0) return;
     PreparedMatmul& p = prepared(s, alpha, a, b, beta, c, outer);
     if (p.stream == nullptr) {  // new: no native kernel reads it yet (later calls would race with one)
       p.stream = &stream_;
-      p.failure = &failure_;
-      p.failure_mutex = &failure_mutex_;
+      p.failure = device_.queue().native_failure();
     }
     device::Queue& queue = device_.queue();
     const auto start = start_call(queue);
@@ -265,16 +263,8 @@ class OneDnnCpuGemm final : public OneDnnGemmBase {
   }
 
  private:
-  // A failure inside an earlier native kernel, as an exception here (its results are not to be used).
-  void throw_failure() {
-    std::lock_guard lock(failure_mutex_);
-    if (!failure_.empty()) throw DeviceError("oneDNN GEMM failed: " + failure_);
-  }
-
   device::Device& device_;
   dnnl::stream stream_{engine_};  // used by this device's native kernels, one at a time (in-order queue)
-  std::mutex failure_mutex_;
-  std::string failure_;
 };
 
 // ---- GPUs: the matmul on the device's own context and queue (OpenCL interop) ----

@@ -4,6 +4,7 @@
 
 #include "common/errors.h"
 #include "device/auto_fprop_dtype.h"
+#include "device/device.h"
 #include "device/device_selection.h"
 #include "device/known_peaks.h"
 #include "scheduler/mfu_peaks.h"
@@ -117,6 +118,10 @@ TEST(AutoFpropDtype, BfloatSixteenOnlyWhereEveryDeviceIsACpuWithItsInstructionsA
   EXPECT_NE(faster.reason.find("AMX-BF16 or AVX512_BF16"), std::string::npos) << faster.reason;
   EXPECT_NE(faster.reason.find("3.00x float32's (900 against 300 GFLOP/s"), std::string::npos) << faster.reason;
   EXPECT_EQ(probed_threads, std::vector<unsigned>{2}) << "4 compute units shared by 2 CPU devices";
+  OpenCpuDevice::set_processes_on_host(2);  // two MPI ranks on the host probe at once, as they train
+  auto_fprop_dtype({amx, amx}, "auto", rates(900, 300));
+  OpenCpuDevice::set_processes_on_host(1);
+  EXPECT_EQ(probed_threads, (std::vector<unsigned>{2, 1})) << "4 compute units shared by 2 devices x 2 processes";
   EXPECT_EQ(auto_fprop_dtype({amx}, "onednn", rates(400, 300)).dtype, DType::kBF16);
 
   // The instructions are there, the speed is not (an Intel Xeon without AMX: 170 against 300).

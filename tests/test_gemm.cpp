@@ -242,6 +242,51 @@ TEST_P(GemmTest, SixteenBitOperandsAccumulateInFloat32) {
   }
 }
 
+// Calls with no element of C to write: `auto` enqueues nothing, as its variants do. It used to run
+// an outer batch of 0 repetitions once (writing C), and to time its candidates on an empty inner
+// batch, dividing by it (a SIGFPE where PoCL's handler does not catch it) and recording the class.
+using AutoGemmTest = DeviceTest;
+TEST_F(AutoGemmTest, CallsWithNothingToWriteLeaveCAlone) {
+  auto gemm = kernels::make_gemm(*device_, cache_, "auto");
+  const std::vector<double> A(64, 1.0), B(64, 1.0), C(64, 2.0);
+  auto ab = upload(device::DType::kF32, A), bb = upload(device::DType::kF32, B), cb = upload(device::DType::kF32, C);
+  const GemmOperand a{ab.get(), 0, 4, 16}, b{bb.get(), 0, 4, 16}, c{cb.get(), 0, 4, 16};
+  gemm->run_outer(kernels::GemmOuterBatch{0, 16, 16, 16}, GemmShape{Transpose::kNo, Transpose::kNo, 4, 4, 4, 1}, 1.0f,
+                  a, b, 0.0f, c);
+  gemm->run_outer(kernels::GemmOuterBatch{2, 32, 32, 32}, GemmShape{Transpose::kNo, Transpose::kNo, 4, 4, 4, 0}, 1.0f,
+                  a, b, 0.0f, c);
+  gemm->run(GemmShape{Transpose::kNo, Transpose::kNo, 0, 4, 4, 1}, 1.0f, a, b, 0.0f, c);
+  gemm->run(GemmShape{Transpose::kNo, Transpose::kNo, 4, 4, 4, 0}, 1.0f, a, b, 0.0f, c);
+  EXPECT_TRUE(gemm->run_fused(GemmShape{Transpose::kNo, Transpose::kNo, 4, 0, 4, 1}, 1.0f, a, b, 0.0f, c, {}));
+  EXPECT_EQ(download(cb, C.size()), C);
+  EXPECT_EQ(gemm->stats().calls, 0);
+}
+
+// A native kernel's failure (host GEMMs, the host's flash attention) reaches the host at the
+// queue's next synchronisation, finish() or a blocking read, once; before, each library kept it
+// until its own next call, so a failure in a step's last call fed that step's update and one in a
+// job's last call was lost.
+using NativeKernelTest = DeviceTest;
+TEST_F(NativeKernelTest, AFailureIsThrownAtTheQueuesNextSynchronisation) {
+  if (!device_->info().native_kernels) GTEST_SKIP() << "the device runs no native kernels";
+  struct Args {
+    device::NativeFailure* failure;
+  };
+  const auto fail = [](void* p) { static_cast<Args*>(p)->failure->record("the test's kernel failed"); };
+  device::Queue& queue = device_->queue();
+  const Args args{queue.native_failure()};
+  queue.native("failing_kernel", fail, &args, sizeof args);
+  EXPECT_EQ(error_message<DeviceError>([&] { queue.finish(); }), "the test's kernel failed");
+  EXPECT_NO_THROW(queue.finish()) << "thrown once";
+
+  auto buffer = upload(std::vector<double>(4, 1.0));
+  queue.native("failing_kernel", fail, &args, sizeof args);
+  std::vector<float> back(4);
+  EXPECT_EQ(error_message<DeviceError>([&] { queue.read(buffer, std::span<float>(back)); }), "the test's kernel failed");
+  EXPECT_NO_THROW(queue.read(buffer, std::span<float>(back)));
+  EXPECT_EQ(back, std::vector<float>(4, 1.0f));
+}
+
 using GemmClBlast = DeviceTest;
 TEST_F(GemmClBlast, RefusesSixteenBitOperandsWithAClearError) {
   auto gemm = kernels::make_gemm(*device_, cache_, "clblast");
