@@ -30,7 +30,7 @@ class CpuFlashAttention {
  public:
   // DeviceError unless uses_cpu_flash_attention(device).
   explicit CpuFlashAttention(device::Device& device);
-  // Waits for its queued calls (they read its workspace sizes and the mapped operands).
+  // Waits for its queued calls, so that none of its native kernels runs on once it is gone.
   ~CpuFlashAttention();
   CpuFlashAttention(const CpuFlashAttention&) = delete;
   CpuFlashAttention& operator=(const CpuFlashAttention&) = delete;
