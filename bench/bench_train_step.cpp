@@ -6,6 +6,7 @@
 // Usage: bench_train_step [A|B|C|D|T256|T512|T1024|T2048|all] [steps] [gemm policy: auto|clblast|cpu-8x48|...]
 //                         [FPROP_DTYPE: float32|bfloat16|float16] [CHECKPOINT_POLICY: SAVE_EVERYTHING|SAVE_NOTHING|...]
 // (device: PAX_OCL_DEVICES, default auto)
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -90,16 +91,23 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   step();  // first step: kernel compilation (or cache loads) and allocation
   const double first_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   step();
-  const auto t1 = Clock::now();
-  double loss = 0;
-  for (int i = 0; i < steps; ++i) loss = step();
-  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count() / steps;
+  const auto since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  double loss = 0, total_ms = 0, fastest_ms = 1e300, slowest_ms = 0;
+  for (int i = 0; i < steps; ++i) {  // each step ends with the queue drained, so each is timed alone
+    const auto t1 = Clock::now();
+    loss = step();
+    const double step_ms = since(t1);
+    total_ms += step_ms;
+    fastest_ms = std::min(fastest_ms, step_ms);
+    slowest_ms = std::max(slowest_ms, step_ms);
+  }
+  const double ms = total_ms / steps;
   // GEMM share from separate, profiled steps (profiling serialises, so it is not in the timing).
   runtime.gemm().set_profiling(true);
   runtime.gemm().reset_stats();
   const auto t2 = Clock::now();
   for (int i = 0; i < steps; ++i) step();
-  const double profiled_ms = std::chrono::duration<double, std::milli>(Clock::now() - t2).count() / steps;
+  const double profiled_ms = since(t2) / steps;
   const kernels::GemmStats gemm_stats = runtime.gemm().stats();
   const double tokens = static_cast<double>(b.batch) * b.seq_len;
   const double gflops = c.flops_per_token(b.seq_len) * tokens / (ms * 1e-3) / 1e9;
@@ -116,13 +124,18 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
 
   // Breakdown by kernel: device time of each kernel over one traced step (CLBlast's own kernels,
   // launched outside pax-ocl's queue wrapper, appear only in the GEMM share above).
+  // The traced step is timed too: the mean of the timed steps above is another measure, and on a
+  // machine whose speed drifts the two differ by more than the commands' gaps.
   dev.queue().set_tracing(true);
+  const auto t3 = Clock::now();
   step();
+  const double traced_step_ms = since(t3);
   dev.queue().set_tracing(false);
   device::KernelTimes times;
   for (const auto& e : dev.queue().take_trace()) times.add(e.kernel, e.ms);
-  std::printf("       kernels (one step, device ms; %.1f ms traced of %.1f ms):  %s\n", times.total_ms(), ms,
-              times.format().c_str());
+  std::printf("       kernels (one step, device ms; %.1f ms traced of that step's %.1f ms; the timed steps %.1f to "
+              "%.1f ms):  %s\n",
+              times.total_ms(), traced_step_ms, fastest_ms, slowest_ms, times.format().c_str());
   std::fflush(stdout);
 }
 
