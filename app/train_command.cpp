@@ -114,11 +114,14 @@ std::string resolve_auto_fprop_dtype(config::Experiment& e, const config::JobFla
     choice = device::auto_fprop_dtype(devices, flags.gemm_policy, kernels::measure_onednn_bf16_gemm);
     // oneDNN alone multiplies no float32 probabilities by bfloat16 values: attention must be the host's flash
     // attention (DeviceRuntime refuses the pair otherwise).
-    for (const device::DeviceInfo& d : devices) {
-      if (choice.dtype != device::DType::kBF16 || flags.gemm_policy != "onednn") break;
-      if (const std::string why = kernels::cpu_flash_refusal(d); !why.empty()) {
-        choice = {device::DType::kF32, fmt::format("--gemm=onednn runs attention's bfloat16 products only inside the "
-                                                   "host's flash attention, which {} does not run ({})", d.name, why)};
+    if (choice.dtype == device::DType::kBF16 && flags.gemm_policy == "onednn") {
+      for (const device::DeviceInfo& d : devices) {
+        if (const std::string why = kernels::cpu_flash_refusal(d); !why.empty()) {
+          choice = {device::DType::kF32, fmt::format("--gemm=onednn runs attention's bfloat16 products only inside "
+                                                     "the host's flash attention, which {} does not run ({})",
+                                                     d.name, why)};
+          break;
+        }
       }
     }
   } catch (const std::runtime_error& error) {
