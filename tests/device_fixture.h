@@ -1,12 +1,15 @@
-// A test fixture with one OpenCL device (the first of test_device_selection()), a private program cache, the kernel
-// library built for act_dtype() and a GEMM that takes it (CLBlast for float32, pax-ocl's own for
-// 16 bits), plus host<->device helpers in float64 for reference comparisons.
+// A test fixture with one OpenCL device (the first of test_device_selection()) and the kernel
+// library built for act_dtype(), both shared by the process's tests (shared_test_device()); a
+// private program cache and a GEMM that takes act_dtype() (CLBlast for float32, pax-ocl's own for
+// 16 bits), per test; host<->device helpers in float64 for reference comparisons.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -46,15 +49,46 @@ inline std::vector<device::DeviceInfo> test_device_selection() {
   return selected;
 }
 
+// One device and one kernel library per activation dtype for the whole test process, shared by
+// every DeviceTest: building the library's programs costs about 0.5 s a test even where the
+// driver's cache holds them (PoCL preprocesses each source to find its entry), which was most of
+// a kernel test's time when one process runs many (the GPU- and portable-set runs). Never
+// destroyed: test_main.cpp leaves with _Exit, before the driver's teardown.
+struct SharedTestDevice {
+  device::ProgramCache cache{std::filesystem::path()};  // no files: the driver's cache, as before
+  std::shared_ptr<device::Device> device;
+  std::map<device::DType, std::shared_ptr<kernels::KernelLibrary>> kernels;
+};
+inline SharedTestDevice& shared_test_device() {
+  static SharedTestDevice* shared = new SharedTestDevice();
+  return *shared;
+}
+
 class DeviceTest : public ::testing::Test {
  public:
   void SetUp() override {
-    const auto selected = test_device_selection();
-    ASSERT_FALSE(selected.empty());
-    device_ = std::make_unique<device::Device>(selected.front());
-    kernels_ = std::make_unique<kernels::KernelLibrary>(cache_, *device_, act_dtype());
+    SharedTestDevice& shared = shared_test_device();
+    if (!shared.device) {
+      const auto selected = test_device_selection();
+      ASSERT_FALSE(selected.empty());
+      shared.device = std::make_shared<device::Device>(selected.front());
+    }
+    device_ = shared.device;
+    auto& kernels = shared.kernels[act_dtype()];
+    if (!kernels) kernels = std::make_shared<kernels::KernelLibrary>(shared.cache, *device_, act_dtype());
+    kernels_ = kernels;
     gemm_ = act_dtype() == device::DType::kF32 ? kernels::make_clblast_gemm(*device_)
                                                : kernels::make_gemm(*device_, cache_, "auto");
+  }
+  void TearDown() override {
+    // A test that stopped between a native kernel's failure and the next synchronisation leaves
+    // nothing pending for the next test.
+    if (device_) {
+      try {
+        device_->queue().finish();
+      } catch (const std::exception&) {
+      }
+    }
   }
 
   // The activation dtype of the kernel library; fixtures parameterised over dtypes override it.
@@ -105,8 +139,8 @@ class DeviceTest : public ::testing::Test {
 
   TempDir cache_dir_;
   device::ProgramCache cache_{cache_dir_.path()};
-  std::unique_ptr<device::Device> device_;
-  std::unique_ptr<kernels::KernelLibrary> kernels_;
+  std::shared_ptr<device::Device> device_;                  // shared_test_device()'s
+  std::shared_ptr<kernels::KernelLibrary> kernels_;         // shared_test_device()'s, for act_dtype()
   std::unique_ptr<kernels::Gemm> gemm_;
 };
 
