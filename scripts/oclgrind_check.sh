@@ -17,8 +17,8 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 status=0
 # Oclgrind is the only platform the wrapped process sees; it reports itself as a GPU, and the GPU
-# set is asked for explicitly all the same.
-PAX_OCL_KERNELS=gpu PAX_OCL_GPU_GROUP_SIZE="$group" PAX_OCL_CACHE_DIR="$work/programs" \
+# set is asked for explicitly all the same. Each test gets a device of its own (tests/device_fixture.h).
+PAX_OCL_KERNELS=gpu PAX_OCL_GPU_GROUP_SIZE="$group" PAX_OCL_CACHE_DIR="$work/programs" PAXOCL_TEST_DEVICE_PER_TEST=1 \
   oclgrind --data-races --uninitialized --check-api "$binary" --gtest_filter="$filter" \
   > "$work/out" 2> "$work/err" || status=$?
 tail -n 3 "$work/out"
