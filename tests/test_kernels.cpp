@@ -972,6 +972,8 @@ TEST_P(ActKernelTest, SoftmaxCrossEntropyWithPaddingAndWeights) {
   logits[0] = 20.0;
   logits[static_cast<std::size_t>(Vp + V - 1)] = 20.0;
   logits[static_cast<std::size_t>(4 * Vp + 17)] = logits[static_cast<std::size_t>(4 * Vp + 30)] = 20.0;
+  // Row 5 ties its target 2 with column 18, 16 columns on: the same lane of the CPU twin's vectors.
+  logits[static_cast<std::size_t>(5 * Vp + 2)] = logits[static_cast<std::size_t>(5 * Vp + 18)] = 20.0;
   const std::vector<double> weights = {1.0, 0.5, 0.0, 2.0, 1.0, 1.0};
   double wsum = 0;
   for (double w : weights) wsum += w;
