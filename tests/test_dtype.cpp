@@ -163,9 +163,11 @@ TEST_F(DeviceTest, DeviceCastsAreBitExactWithTheHost) {
 // NaNs: bfloat16 stores are pax-ocl's own rounding (kernels_cl/dtype.cl), so a NaN's bits match the
 // host's too (quiet, payload kept above bit 16); float16 NaN payloads are the driver's, NaN stays NaN.
 TEST_F(DeviceTest, BFloat16NaNsAreBitExactWithTheHostAndFloat16NaNsStayNaN) {
-  const std::vector<float> nans = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
-                                   from_bits(0x7F800001), from_bits(0xFF812345), from_bits(0x7FBF0000),
-                                   from_bits(0x7FC0FFFF), from_bits(0x7FFFFFFF)};
+  const std::vector<float> kinds = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                                    from_bits(0x7F800001), from_bits(0xFF812345), from_bits(0x7FBF0000),
+                                    from_bits(0x7FC0FFFF), from_bits(0x7FFFFFFF)};
+  std::vector<float> nans;  // three times over: whole vectors of the CPU and GPU sets, and a tail
+  for (int copy = 0; copy < 3; ++copy) nans.insert(nans.end(), kinds.begin(), kinds.end());
   for (DType t : {DType::kBF16, DType::kF16}) {
     kernels::CastKernels cast(cache_, *device_, t);
     device::Buffer<float> in(device_->context(), nans.size(), "in"), out(device_->context(), nans.size(), "out");
@@ -200,6 +202,26 @@ TEST_F(DeviceTest, CastsTouchOnlyTheirRange) {
       EXPECT_EQ(floats[i], i >= 20 && i < 80 ? stored[i] : 9.0) << device::dtype_name(t) << " " << i;
     }
     EXPECT_THROW(cast.to_act(act, in, 90, 11), DeviceError);
+  }
+}
+
+// A float (rows, cols) block into columns of rows `ld` apart (grouped-query attention's dk, dv):
+// rows of 7 straddle every set's work-items (1, 4 or 16 elements each) and 35 elements end in a
+// partial one; the gaps between the rows stay untouched.
+TEST_F(DeviceTest, RowCastsWriteTheirBlockOnly) {
+  const std::size_t rows = 5, cols = 7, ld = 11, offset = 3, n = offset + (rows - 1) * ld + cols + 4;
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+    kernels::CastKernels cast(cache_, *device_, t);
+    const std::vector<double> values = rounded(t, random(rows * cols, 4));
+    auto in = upload(values);
+    auto act = upload(t, std::vector<double>(n, 5.0));
+    cast.rows_to_act(act, offset, ld, in, rows, cols);
+    const std::vector<double> stored = download(act, n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const bool inside = i >= offset && (i - offset) / ld < rows && (i - offset) % ld < cols;
+      EXPECT_EQ(stored[i], inside ? values[(i - offset) / ld * cols + (i - offset) % ld] : 5.0)
+          << device::dtype_name(t) << " " << i;
+    }
   }
 }
 
