@@ -62,10 +62,9 @@ struct SharedTestDevice {
   std::map<device::DType, std::shared_ptr<kernels::KernelLibrary>> kernels;
 };
 // Called once per test, from SetUp. PAXOCL_TEST_DEVICE_PER_TEST=1 (scripts/oclgrind_check.sh)
-// gives each test its own instead:
-// under Oclgrind, bias_grad's second stage reported uninitialized values after a LayerNorm test
-// had run in the same context (its results correct; not yet understood), and Oclgrind's reports
-// must be about one test's kernels.
+// gives each test its own instead: Oclgrind's shadow memory keeps a freed buffer's length for a
+// new buffer at its address, so with one context for all, a kernel's fully written scratch buffer
+// read as uninitialized past the length of an earlier test's freed buffer (docs/testing.md).
 inline SharedTestDevice& shared_test_device() {
   static SharedTestDevice* shared = new SharedTestDevice();
   static const bool per_test = [] {
