@@ -88,9 +88,9 @@ class DeviceTest : public ::testing::Test {
       shared.device = std::make_shared<device::Device>(selected.front());
     }
     device_ = shared.device;
-    auto& kernels = shared.kernels[act_dtype()];
-    if (!kernels) kernels = std::make_shared<kernels::KernelLibrary>(shared.cache, *device_, act_dtype());
-    kernels_ = kernels;
+    auto& library = shared.kernels[act_dtype()];
+    if (!library) library = std::make_shared<kernels::KernelLibrary>(shared.cache, *device_, act_dtype());
+    kernels_ = library;
     gemm_ = act_dtype() == device::DType::kF32 ? kernels::make_clblast_gemm(*device_)
                                                : kernels::make_gemm(*device_, cache_, "auto");
   }
