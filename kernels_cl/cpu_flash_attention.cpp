@@ -79,7 +79,7 @@ std::string CpuFlashAttention::describe() const {
   const int threads = host_gemm_threads(device_);
   return fmt::format("flash attention on the host (one native kernel per call: blocks of {} queries, oneDNN's sgemm, "
                      "softmax in {}, {} thread{})",
-                     kHostFlashQueryBlock, host_flash_vector_unit(), threads, threads == 1 ? "" : "s");
+                     kHostFlashQueryBlock, host_vector_unit_name(widest_host_vector_unit()), threads, threads == 1 ? "" : "s");
 }
 
 void CpuFlashAttention::forward(const ActBuffer& q, std::size_t q_stride, const KeyValueRows& kv, ActBuffer& out,

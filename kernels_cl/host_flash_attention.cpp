@@ -26,7 +26,7 @@ namespace {
 
 // ---- 16-float vectors (GCC vector extensions) ----
 // The task functions below are compiled three times (AVX-512, AVX2 + FMA, and x86-64's baseline;
-// host_flash_vector_unit() picks one by CPUID), so one binary runs 16 lanes in a zmm register, two
+// widest_host_vector_unit() picks one by CPUID), so one binary runs 16 lanes in a zmm register, two
 // ymm or four xmm, on whatever CPU it finds. Explicit variants rather than target_clones, which
 // splits "avx2,fma" into two clones and so ran AVX2 without FMA.
 
@@ -293,7 +293,7 @@ PAXOCL_INLINE void backward_body(const HostFlashBackward& a, std::size_t b, std:
   store_rows(w.dv.data(), hs, T, hs, a.dqkv, a.act, row0, a.width, a.v_col + c * hs);
 }
 
-// The variants (what host_flash_vector_unit names): each inlines the body for its instruction set.
+// The variants (HostVectorUnit): each inlines the body for its instruction set.
 [[gnu::target("avx512f,fma")]] void forward_avx512(const HostFlashForward& a, std::size_t b, std::size_t h,
                                                    std::size_t first, std::size_t count, ForwardWorkspace& w) {
   forward_body(a, b, h, first, count, w);
@@ -318,69 +318,88 @@ void backward_baseline(const HostFlashBackward& a, std::size_t b, std::size_t c,
   backward_body(a, b, c, w);
 }
 
-enum class VectorUnit { kAvx512, kAvx2, kBaseline };
-
-VectorUnit this_cpus_vector_unit() {
-  static const VectorUnit unit = [] {
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) return VectorUnit::kAvx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return VectorUnit::kAvx2;
-    return VectorUnit::kBaseline;
-  }();
-  return unit;
-}
-
-void forward_task(const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t first, std::size_t count,
-                  ForwardWorkspace& w) {
-  switch (this_cpus_vector_unit()) {
-    case VectorUnit::kAvx512: return forward_avx512(a, b, h, first, count, w);
-    case VectorUnit::kAvx2: return forward_avx2(a, b, h, first, count, w);
-    case VectorUnit::kBaseline: break;
+void forward_task(HostVectorUnit unit, const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t first,
+                  std::size_t count, ForwardWorkspace& w) {
+  switch (unit) {
+    case HostVectorUnit::kAvx512: return forward_avx512(a, b, h, first, count, w);
+    case HostVectorUnit::kAvx2: return forward_avx2(a, b, h, first, count, w);
+    case HostVectorUnit::kBaseline: break;
   }
   forward_baseline(a, b, h, first, count, w);
 }
 
-void backward_task(const HostFlashBackward& a, std::size_t b, std::size_t c, BackwardWorkspace& w) {
-  switch (this_cpus_vector_unit()) {
-    case VectorUnit::kAvx512: return backward_avx512(a, b, c, w);
-    case VectorUnit::kAvx2: return backward_avx2(a, b, c, w);
-    case VectorUnit::kBaseline: break;
+void backward_task(HostVectorUnit unit, const HostFlashBackward& a, std::size_t b, std::size_t c,
+                   BackwardWorkspace& w) {
+  switch (unit) {
+    case HostVectorUnit::kAvx512: return backward_avx512(a, b, c, w);
+    case HostVectorUnit::kAvx2: return backward_avx2(a, b, c, w);
+    case HostVectorUnit::kBaseline: break;
   }
   backward_baseline(a, b, c, w);
 }
 
+// The call's unit, checked: AVX-512 code on a CPU without it would die of SIGILL mid-step.
+HostVectorUnit checked_unit(const std::optional<HostVectorUnit>& asked, std::size_t query_block) {
+  if (query_block == 0) throw std::invalid_argument("host flash attention: a query block of 0 queries");
+  const HostVectorUnit unit = asked.value_or(widest_host_vector_unit());
+  if (!host_vector_unit_available(unit)) {
+    throw std::invalid_argument(std::string("host flash attention: this CPU lacks ") + host_vector_unit_name(unit));
+  }
+  return unit;
+}
+
 }  // namespace
 
-const char* host_flash_vector_unit() {
-  switch (this_cpus_vector_unit()) {
-    case VectorUnit::kAvx512: return "AVX-512";
-    case VectorUnit::kAvx2: return "AVX2 + FMA";
-    case VectorUnit::kBaseline: break;
+bool host_vector_unit_available(HostVectorUnit unit) {
+  switch (unit) {
+    case HostVectorUnit::kAvx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    case HostVectorUnit::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case HostVectorUnit::kBaseline: break;
+  }
+  return true;
+}
+
+HostVectorUnit widest_host_vector_unit() {
+  static const HostVectorUnit unit = [] {
+    for (const HostVectorUnit u : {HostVectorUnit::kAvx512, HostVectorUnit::kAvx2}) {
+      if (host_vector_unit_available(u)) return u;
+    }
+    return HostVectorUnit::kBaseline;
+  }();
+  return unit;
+}
+
+const char* host_vector_unit_name(HostVectorUnit unit) {
+  switch (unit) {
+    case HostVectorUnit::kAvx512: return "AVX-512";
+    case HostVectorUnit::kAvx2: return "AVX2 + FMA";
+    case HostVectorUnit::kBaseline: break;
   }
   return "SSE2";
 }
 
 void host_flash_forward(const HostFlashForward& a, unsigned threads) {
-  if (a.query_block == 0) throw std::invalid_argument("host flash attention: a query block of 0 queries");
+  const HostVectorUnit unit = checked_unit(a.unit, a.query_block);
   const std::size_t Qb = a.query_block, blocks = (a.queries + Qb - 1) / Qb, H = a.heads.heads;
   // A task per (sequence, head) where those keep every thread busy (keys and values widened once
   // for all its blocks); else a task per block, longest first so the short ones fill in at the end.
   // Either way each block's results are the same bits.
   if (a.B * H >= 4 * std::max(1u, threads)) {
     run_tasks<ForwardWorkspace>(a.B * H, threads,
-                                [&](std::size_t i, ForwardWorkspace& w) { forward_task(a, i / H, i % H, 0, blocks, w); });
+                                [&](std::size_t i, ForwardWorkspace& w) { forward_task(unit, a, i / H, i % H, 0, blocks, w); });
     return;
   }
   run_tasks<ForwardWorkspace>(a.B * H * blocks, threads, [&](std::size_t i, ForwardWorkspace& w) {
     const std::size_t block = blocks - 1 - i % blocks, h = (i / blocks) % H, b = i / (blocks * H);
-    forward_task(a, b, h, block, 1, w);
+    forward_task(unit, a, b, h, block, 1, w);
   });
 }
 
 void host_flash_backward(const HostFlashBackward& a, unsigned threads) {
-  if (a.query_block == 0) throw std::invalid_argument("host flash attention: a query block of 0 queries");
+  const HostVectorUnit unit = checked_unit(a.unit, a.query_block);
   const std::size_t kv = a.heads.kv_heads;
   run_tasks<BackwardWorkspace>(a.B * kv, threads,
-                               [&](std::size_t i, BackwardWorkspace& w) { backward_task(a, i / kv, i % kv, w); });
+                               [&](std::size_t i, BackwardWorkspace& w) { backward_task(unit, a, i / kv, i % kv, w); });
 }
 
 }  // namespace paxocl::kernels

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 
 #include "device/dtype.h"
 #include "kernels_cl/flash_attention.h"
@@ -33,6 +34,15 @@ namespace paxocl::kernels {
 // Queries per task. 64 keeps a block's scores and probabilities (64 x T floats each) within
 // L2 up to T = 2048 and gives enough tasks to share out; measured on bench_host_flash (docs/benchmarks.md).
 inline constexpr std::size_t kHostFlashQueryBlock = 64;
+
+// The instruction sets the tasks are compiled for, widest first. One binary runs on any x86-64 CPU:
+// by default the widest that CPUID reports; a narrower one can be asked for (the tests run every
+// one this CPU has, so the code other CPUs run is tested here too).
+enum class HostVectorUnit { kAvx512, kAvx2, kBaseline };
+HostVectorUnit widest_host_vector_unit();  // this CPU's, by CPUID
+bool host_vector_unit_available(HostVectorUnit unit);
+// "AVX-512", "AVX2 + FMA" or "SSE2" (x86-64's baseline), for the log.
+const char* host_vector_unit_name(HostVectorUnit unit);
 
 // B sequences of `queries` queries at positions p0 .. p0+queries-1 (q: (B*queries, q_stride) rows,
 // head h at column h*hs) against keys 0 .. p0+t of the key/value rows `kv` (sequence b's key u at
@@ -51,6 +61,7 @@ struct HostFlashForward {
   AttentionHeads heads;
   std::size_t B = 0, queries = 0, p0 = 0;
   std::size_t query_block = kHostFlashQueryBlock;  // queries per task (bench_host_flash sweeps it)
+  std::optional<HostVectorUnit> unit = std::nullopt;  // unset: widest_host_vector_unit()
 };
 
 // Training backward over B sequences of T tokens: q, k, v in qkv (B*T, width) at columns 0,
@@ -67,16 +78,14 @@ struct HostFlashBackward {
   AttentionHeads heads;
   std::size_t B = 0, T = 0;
   std::size_t query_block = kHostFlashQueryBlock;  // queries per GEMM block
+  std::optional<HostVectorUnit> unit = std::nullopt;  // unset: widest_host_vector_unit()
 };
 
 // Both run `threads` OpenMP threads over their tasks (forward: B*H, or B*H*blocks where that leaves
 // fewer than 4 per thread, the same bits either way; backward: B*Hkv) and
 // return when done. They throw std::runtime_error (naming the call) when oneDNN refuses a GEMM,
 // and std::bad_alloc when a task's workspace (a few (T, hs) and (block, T) floats) cannot be had;
-// std::invalid_argument for a query_block of 0.
-// The instruction set the tasks run in on this CPU, by CPUID: "AVX-512", "AVX2 + FMA" or "SSE2"
-// (x86-64's baseline), for the log.
-const char* host_flash_vector_unit();
+// std::invalid_argument for a query_block of 0 or a unit this CPU lacks.
 
 void host_flash_forward(const HostFlashForward& args, unsigned threads);
 void host_flash_backward(const HostFlashBackward& args, unsigned threads);

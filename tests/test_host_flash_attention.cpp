@@ -1,13 +1,15 @@
 // The host's blocked flash attention (kernels_cl/host_flash_attention.h) on host memory, without
-// OpenCL: against the float64 reference in every activation dtype, over causal blocks with a short
-// last one, grouped-query heads, head sizes off the 16-float vectors, decoding against a cache,
-// and the same bits whatever the thread count. The layer through OpenCL (CpuFlashAttention)
+// OpenCL: against the float64 reference in every activation dtype and every instruction set this
+// CPU has (so an AVX-512 machine tests the code AVX2-only and older CPUs run), over causal blocks
+// with a short last one, grouped-query heads, head sizes off the 16-float vectors, decoding against
+// a cache, and the same bits whatever the thread count. The layer through OpenCL (CpuFlashAttention)
 // runs in test_kernels' attention tests.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "device/dtype.h"
@@ -19,6 +21,7 @@ namespace paxocl::testing {
 namespace {
 
 using device::DType;
+using kernels::HostVectorUnit;
 
 // Values held in `dtype` (as a device would hold them) and their exact float64 values.
 struct Held {
@@ -36,9 +39,17 @@ std::vector<double> values_of(DType dtype, const std::vector<std::byte>& bytes) 
   return {f.begin(), f.end()};
 }
 
-class HostFlashTest : public ::testing::TestWithParam<DType> {
+// (activation dtype, instruction set); a set this CPU lacks is skipped, by name.
+class HostFlashTest : public ::testing::TestWithParam<std::tuple<DType, HostVectorUnit>> {
  public:
-  Tol tol(Tol f32) const { return stored(GetParam(), f32); }
+  void SetUp() override {
+    if (!kernels::host_vector_unit_available(unit())) {
+      GTEST_SKIP() << "this CPU lacks " << kernels::host_vector_unit_name(unit());
+    }
+  }
+  DType dtype() const { return std::get<0>(GetParam()); }
+  HostVectorUnit unit() const { return std::get<1>(GetParam()); }
+  Tol tol(Tol f32) const { return stored(dtype(), f32); }
 };
 
 // Training forward and backward, B sequences of T tokens, H query heads over Hkv kv heads.
@@ -46,8 +57,8 @@ struct Training {
   std::vector<std::byte> out, dqkv;
   std::vector<float> lse;
 };
-Training run_training(DType dtype, const Held& qkv, const Held& dout, int B, int H, int Hkv, int T, int hs,
-                      unsigned threads) {
+Training run_training(DType dtype, HostVectorUnit unit, const Held& qkv, const Held& dout, int B, int H, int Hkv,
+                      int T, int hs, unsigned threads) {
   const std::size_t D = H * hs, W = (H + 2 * Hkv) * hs, N = B * T, size = device::dtype_size(dtype);
   const kernels::AttentionHeads heads{std::size_t(H), std::size_t(Hkv), std::size_t(hs)};
   Training r{std::vector<std::byte>(N * D * size), std::vector<std::byte>(N * W * size),
@@ -56,21 +67,22 @@ Training run_training(DType dtype, const Held& qkv, const Held& dout, int B, int
                                .kv_rows_per_sequence = std::size_t(T), .kv_stride = W, .k_col = D,
                                .v_col = D + Hkv * hs, .out = r.out.data(), .out_stride = D, .lse = r.lse.data(),
                                .stats_stride = std::size_t(T), .act = dtype, .heads = heads, .B = std::size_t(B),
-                               .queries = std::size_t(T), .p0 = 0},
+                               .queries = std::size_t(T), .p0 = 0, .unit = unit},
                               threads);
   kernels::host_flash_backward({.qkv = qkv.bytes.data(), .width = W, .k_col = D, .v_col = D + Hkv * hs,
                                 .out = r.out.data(), .dout = dout.bytes.data(), .lse = r.lse.data(),
                                 .dqkv = r.dqkv.data(), .act = dtype, .heads = heads, .B = std::size_t(B),
-                                .T = std::size_t(T)},
+                                .T = std::size_t(T), .unit = unit},
                                threads);
   return r;
 }
 
-void check_training(DType dtype, Tol out_tol, Tol dqkv_tol, int B, int H, int Hkv, int T, int hs, std::uint64_t seed) {
+void check_training(DType dtype, HostVectorUnit unit, Tol out_tol, Tol dqkv_tol, int B, int H, int Hkv, int T, int hs,
+                    std::uint64_t seed) {
   SCOPED_TRACE(::testing::Message() << "B " << B << ", H " << H << ", Hkv " << Hkv << ", T " << T << ", hs " << hs);
   const int D = H * hs, W = (H + 2 * Hkv) * hs, N = B * T;
   const Held qkv = held(dtype, DeviceTest::random(N * W, seed)), dout = held(dtype, DeviceTest::random(N * D, seed + 1));
-  const Training got = run_training(dtype, qkv, dout, B, H, Hkv, T, hs, 2);
+  const Training got = run_training(dtype, unit, qkv, dout, B, H, Hkv, T, hs, 2);
   const auto out = values_of(dtype, got.out), dqkv = values_of(dtype, got.dqkv);
 
   const QkvHeads h = split_grouped_qkv(qkv.values, B, T, H, Hkv, hs);
@@ -86,17 +98,17 @@ void check_training(DType dtype, Tol out_tol, Tol dqkv_tol, int B, int H, int Hk
 TEST_P(HostFlashTest, TrainingMatchesTheFloat64Reference) {
   const Tol out = tol({2e-5, 1e-4}), dqkv = tol({2e-5, 1e-3});
   std::uint64_t seed = 10;
-  check_training(GetParam(), out, dqkv, 3, 2, 2, 1, 8, seed += 2);     // T = 1
-  check_training(GetParam(), out, dqkv, 2, 3, 3, 7, 5, seed += 2);     // rows shorter than a vector
-  check_training(GetParam(), out, dqkv, 2, 2, 2, 130, 13, seed += 2);  // 3 blocks, the last of 2 queries
-  check_training(GetParam(), out, dqkv, 1, 4, 2, 77, 16, seed += 2);   // grouped-query heads
-  check_training(GetParam(), out, dqkv, 1, 4, 1, 300, 64, seed += 2);  // multi-query, GPT-2's head size
+  check_training(dtype(), unit(), out, dqkv, 3, 2, 2, 1, 8, seed += 2);     // T = 1
+  check_training(dtype(), unit(), out, dqkv, 2, 3, 3, 7, 5, seed += 2);     // rows shorter than a vector
+  check_training(dtype(), unit(), out, dqkv, 2, 2, 2, 130, 13, seed += 2);  // 3 blocks, the last of 2 queries
+  check_training(dtype(), unit(), out, dqkv, 1, 4, 2, 77, 16, seed += 2);   // grouped-query heads
+  check_training(dtype(), unit(), out, dqkv, 1, 4, 1, 300, 64, seed += 2);  // multi-query, GPT-2's head size
 }
 
 // Decoding: Q queries at positions p0 .. p0+Q-1 (q rows at a stride of their own) against a cache
 // of more rows than they reach, as CausalAttention::decode passes them.
 TEST_P(HostFlashTest, DecodingAgainstACacheMatchesTheFloat64Reference) {
-  const DType dtype = GetParam();
+  const DType dtype = this->dtype();
   const int B = 2, H = 4, Hkv = 2, T = 90, hs = 24, D = H * hs, W = (H + 2 * Hkv) * hs, p0 = 70, Q = 13;
   const int q_stride = D + 3, cache_rows = 128, KV = 2 * Hkv * hs;
   const std::vector<double> qkv = DeviceTest::random(B * T * W, 300);
@@ -115,7 +127,7 @@ TEST_P(HostFlashTest, DecodingAgainstACacheMatchesTheFloat64Reference) {
                                .v_col = std::size_t(Hkv * hs), .out = out.data(), .out_stride = std::size_t(D),
                                .lse = lse.data(), .stats_stride = std::size_t(cache_rows), .act = dtype,
                                .heads = {std::size_t(H), std::size_t(Hkv), std::size_t(hs)}, .B = std::size_t(B),
-                               .queries = std::size_t(Q), .p0 = std::size_t(p0)},
+                               .queries = std::size_t(Q), .p0 = std::size_t(p0), .unit = unit()},
                               2);
   const QkvHeads h = split_grouped_qkv(qkv_held.values, B, T, H, Hkv, hs);
   const AttentionResult ref = attention_forward(h.q, h.k, h.v, B, H, T, hs);
@@ -141,20 +153,30 @@ TEST_P(HostFlashTest, DecodingAgainstACacheMatchesTheFloat64Reference) {
 // give the same bits. B*H = 8 forward tasks, a (sequence, head) each, keep 1 and 2 threads busy;
 // 3 and 5 threads get a task per block of 64 queries instead (3 blocks here).
 TEST_P(HostFlashTest, ResultsDoNotDependOnTheThreadCount) {
-  const DType dtype = GetParam();
+  const DType dtype = this->dtype();
   const int B = 2, H = 4, Hkv = 2, T = 150, hs = 16, D = H * hs, W = (H + 2 * Hkv) * hs;
   const Held qkv = held(dtype, DeviceTest::random(B * T * W, 400)), dout = held(dtype, DeviceTest::random(B * T * D, 401));
-  const Training one = run_training(dtype, qkv, dout, B, H, Hkv, T, hs, 1);
+  const Training one = run_training(dtype, unit(), qkv, dout, B, H, Hkv, T, hs, 1);
   for (const unsigned threads : {2u, 3u, 5u}) {
-    const Training other = run_training(dtype, qkv, dout, B, H, Hkv, T, hs, threads);
+    const Training other = run_training(dtype, unit(), qkv, dout, B, H, Hkv, T, hs, threads);
     EXPECT_EQ(other.out, one.out) << threads << " threads";
     EXPECT_EQ(other.lse, one.lse) << threads << " threads";
     EXPECT_EQ(other.dqkv, one.dqkv) << threads << " threads";
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(DTypes, HostFlashTest, ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
-                         [](const auto& p) { return std::string(device::dtype_name(p.param)); });
+const char* unit_label(HostVectorUnit unit) {
+  return unit == HostVectorUnit::kAvx512 ? "avx512" : unit == HostVectorUnit::kAvx2 ? "avx2" : "baseline";
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypesAndUnits, HostFlashTest,
+                         ::testing::Combine(::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
+                                            ::testing::Values(HostVectorUnit::kAvx512, HostVectorUnit::kAvx2,
+                                                              HostVectorUnit::kBaseline)),
+                         [](const auto& p) {
+                           return std::string(device::dtype_name(std::get<0>(p.param))) + "_" +
+                                  unit_label(std::get<1>(p.param));
+                         });
 
 }  // namespace
 }  // namespace paxocl::testing
