@@ -40,7 +40,8 @@ std::string onednn_description();
 // oneDNN's bfloat16 x bfloat16 -> float32 matmul against its float32 one on host memory, 1024^3
 // with B stored (n, k) as a linear layer's weight, `threads` OpenMP threads, each the best of 5
 // timed runs after a warm-up (about 0.1 s): FPROP_DTYPE=auto's measurement (device/auto_fprop_dtype.h).
-// bf16_gflops is 0 where oneDNN has only its reference bfloat16 matmul here.
+// bf16_gflops is 0 where oneDNN has no bfloat16 matmul here but its reference one (AVX2-only CPUs
+// have none at all), `what` saying which; f32_gflops is measured either way.
 device::Bf16GemmRates measure_onednn_bf16_gemm(unsigned threads);
 
 }  // namespace paxocl::kernels
