@@ -7,11 +7,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "device/context.h"
 #include "device/device_info.h"
+#include "device/program.h"
 #include "device/queue.h"
 
 namespace paxocl::device {
@@ -69,11 +74,28 @@ class Device {
   // A further queue on the same device (e.g. for communication next to compute).
   Queue make_queue() const { return Queue(context_, info_.id); }
 
+  // The program built for `key` on this device by this process: `build` runs on the key's first
+  // call only, later calls share its cl_program (the kernel library's bundled programs,
+  // kernels_cl/program_loader.cpp). Released with the device. Thread-safe; a `build` that throws
+  // leaves nothing behind.
+  Program shared_program(const std::string& key, const std::function<Program()>& build) const {
+    std::lock_guard lock(shared_programs_->mutex);
+    auto it = shared_programs_->built.find(key);
+    if (it == shared_programs_->built.end()) it = shared_programs_->built.emplace(key, build()).first;
+    return it->second;
+  }
+
  private:
+  struct SharedPrograms {
+    std::mutex mutex;
+    std::map<std::string, Program> built;
+  };
+
   DeviceInfo info_;
   Context context_;
   Queue queue_;
   OpenCpuDevice open_cpu_;
+  std::shared_ptr<SharedPrograms> shared_programs_ = std::make_shared<SharedPrograms>();
 };
 
 // Opens `devices` in order. With `share_contexts`, the devices of each platform share one context.

@@ -1,6 +1,6 @@
 // The embedded element-wise kernels on every selected device, against float64 host references,
 // including lengths that are not a multiple of the launch group; PAX_OCL_KERNEL_SOURCE_DIR's
-// copies replacing the embedded sources.
+// copies replacing the embedded sources; the kernel library's programs built as groups.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -10,9 +10,13 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "device/device_selection.h"
 #include "kernels_cl/elementwise.h"
 #include "kernels_cl/embedded_sources.h"
+#include "kernels_cl/kernel_set.h"
+#include "kernels_cl/program_loader.h"
 #include "tests/device_fixture.h"
 #include "tests/test_support.h"
 
@@ -62,10 +66,12 @@ TEST(KernelSourceDir, ProgramsAreReadFromTheDirectoryAndNeverReuseAnotherSources
     testing::ScopedEnv embedded(kKernelSourceDirEnvVar, std::nullopt);
     EXPECT_EQ(fill_half(cache_dir.path()), (std::pair<float, int>{0.5f, 1}));  // built, stored
   }
-  // Unchanged copies: the same text, so the same cache entry (no build).
+  // Unchanged copies build alone (the embedded library programs build as groups, program_loader.cpp),
+  // so once; then the same text is the same cache entry (no build).
   write_sources(same.path(), {});
   {
     testing::ScopedEnv dir(kKernelSourceDirEnvVar, same.path().string());
+    EXPECT_EQ(fill_half(cache_dir.path()), (std::pair<float, int>{0.5f, 1}));
     EXPECT_EQ(fill_half(cache_dir.path()), (std::pair<float, int>{0.5f, 0}));
   }
   // fill writes value + 1 in both variants: the cache holds the embedded program's binary under
@@ -132,6 +138,45 @@ TEST(KernelSourceDir, HostileDirectoriesAndCopiesAreNamedInTheFirstLine) {
   EXPECT_EQ(no_kernels.find('\n'), std::string::npos) << no_kernels;
   EXPECT_NE(no_kernels.find("defines no kernel 'fill_f32'"), std::string::npos) << no_kernels;
   EXPECT_TRUE(names_the_copy(no_kernels)) << no_kernels << " names none of " << copy;
+}
+
+// The library's programs load as one OpenCL program per group and build options (program_loader.cpp):
+// the activation programs share one, the float32 ones another, GPU twins (-DPAX_WG) and the
+// portable programs of the GPU set one each; programs outside the library and copies from
+// PAX_OCL_KERNEL_SOURCE_DIR build alone.
+TEST(ProgramLoader, LibraryProgramsShareOneProgramPerGroupAndOptions) {
+  testing::TempDir cache_dir, sources;
+  device::ProgramCache cache(cache_dir.path());
+  device::Device dev(testing::test_device_selection().front());
+  const std::string act(device::dtype_build_option(device::DType::kF32));
+  const auto program = [&](std::string_view name, std::string_view options) {
+    std::string variant = program_variant_name(dev.info(), name), all(options);
+    if (variant.ends_with("_gpu")) all += fmt::format(" -DPAX_WG={} -DPAX_ROW_TEAM={}", gpu_group_size(dev.info()), kGpuRowTeam);
+    return load_program(cache, dev, variant, all).get();
+  };
+  for (const char* set : {"cpu", "gpu", "portable"}) {
+    SCOPED_TRACE(set);
+    testing::ScopedEnv kernels(kKernelVariantEnvVar, std::string(set));
+    const cl_program layernorm = program("layernorm", act);
+    EXPECT_EQ(program("bias", act), layernorm);
+    EXPECT_EQ(program("cast", act), layernorm);
+    EXPECT_NE(program("elementwise", ""), layernorm);
+    EXPECT_NE(program("layernorm", std::string(device::dtype_build_option(device::DType::kBF16))), layernorm);
+    // attention, ssm and elementwise have no GPU twin: in the GPU set they build as portable
+    // programs, without the twins' -DPAX_WG.
+    if (std::string_view(set) == "gpu") {
+      EXPECT_NE(program("attention", act), layernorm);
+      EXPECT_EQ(program("ssm", act), program("attention", act));
+      EXPECT_NE(program("optimizer", ""), program("elementwise", ""));
+    } else {
+      EXPECT_EQ(program("attention", act), layernorm);
+      EXPECT_EQ(program("optimizer", ""), program("elementwise", ""));
+    }
+    EXPECT_NE(program("gemm_pack", act), layernorm);
+  }
+  write_sources(sources.path(), {});
+  testing::ScopedEnv dir(kKernelSourceDirEnvVar, sources.path().string());
+  EXPECT_NE(program("bias", act), program("layernorm", act));
 }
 
 TEST(Elementwise, MatchesDoubleReferenceOnEveryDevice) {
