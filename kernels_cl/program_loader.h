@@ -1,6 +1,8 @@
 // Builds the project's OpenCL programs (the embedded sources, or PAX_OCL_KERNEL_SOURCE_DIR's copies:
 // embedded_sources.h) for a device, through the program cache, with the build options every
-// pax-ocl kernel is written for.
+// pax-ocl kernel is written for. A program of the kernel library (kernel_library.h) comes back as
+// its group's one OpenCL program (program_loader.cpp), built once per device and options and shared
+// by every caller; the others, and copies from PAX_OCL_KERNEL_SOURCE_DIR, build alone.
 #pragma once
 
 #include <string_view>
