@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
@@ -172,14 +173,20 @@ class AutoGemm final : public Gemm {
   // at once, the first to finish decides for both).
   std::string choice_for(const std::string& cls, const GemmShape& s, std::size_t outer, device::DType at,
                          device::DType bt, device::DType ct) {
+    std::optional<std::string> stored;
     {
       std::lock_guard lock(registry_mutex());
-      if (const auto it = choices_->find(cls); it != choices_->end()) return it->second;
+      if (const auto it = choices_->find(cls); it != choices_->end()) stored = it->second;
     }
+    // A stored choice this process's variant cannot run is timed again: a file written where oneDNN
+    // had a bfloat16 matmul, read where it has none (another oneDNN, DNNL_MAX_CPU_ISA, or a CPU
+    // that the device fingerprint did not tell apart), would fail the job at its first GEMM.
+    if (stored && variant(*stored).supports(at, bt, ct)) return *stored;
     const std::string timed = tune(cls, s, outer, at, bt, ct);
     std::lock_guard lock(registry_mutex());
     const auto [it, inserted] = choices_->emplace(cls, timed);
-    if (inserted) save();
+    if (!inserted && stored && it->second == *stored) it->second = timed;  // replaces the stale choice
+    if (inserted || it->second == timed) save();
     return it->second;
   }
 

@@ -5,6 +5,7 @@
 #include "common/errors.h"
 #include "device/auto_fprop_dtype.h"
 #include "device/device.h"
+#include "device/device_fingerprint.h"
 #include "device/device_selection.h"
 #include "device/known_peaks.h"
 #include "scheduler/mfu_peaks.h"
@@ -161,6 +162,27 @@ TEST(AutoFpropDtype, BfloatSixteenOnlyWhereEveryDeviceIsACpuWithItsInstructionsA
 
 namespace paxocl::device {
 namespace {
+
+// What is tuned or built for a device and kept on disk is keyed by its fingerprint: PoCL names a
+// CPU device by its compiler target alone, so a CPU device's also holds the host's instruction
+// sets, and every device's its compute units (2 cores or 64, a MIG slice or the whole GPU).
+TEST(DeviceFingerprint, TellsComputeUnitsAndACpuHostsInstructionSetsApart) {
+  DeviceInfo cpu;
+  cpu.kind = DeviceKind::kCpu;
+  cpu.name = "pthread-skylake-avx512-Intel(R) Xeon(R) Processor";
+  cpu.vendor = "GenuineIntel";
+  cpu.compute_units = 2;
+  DeviceInfo bigger = cpu;
+  bigger.compute_units = 64;
+  EXPECT_NE(device_fingerprint(bigger), device_fingerprint(cpu));
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl");
+  EXPECT_EQ(device_identity(cpu).find("avx512") != std::string::npos, avx512) << device_identity(cpu);
+  DeviceInfo gpu = cpu;
+  gpu.kind = DeviceKind::kGpu;
+  EXPECT_EQ(device_identity(gpu), "pthread-skylake-avx512-Intel(R) Xeon(R) Processor|GenuineIntel|||2 CUs");
+  EXPECT_EQ(device_identity(cpu).rfind(device_identity(gpu) + "|", 0), 0u) << device_identity(cpu);
+}
 
 TEST(KnownPeaks, MatchTheMostSpecificModelOnly) {
   EXPECT_EQ(known_peak("NVIDIA H100 PCIe")->model, "NVIDIA H100 PCIe");

@@ -149,10 +149,11 @@ TEST(ProgramLoader, LibraryProgramsShareOneProgramPerGroupAndOptions) {
   device::ProgramCache cache(cache_dir.path());
   device::Device dev(testing::test_device_selection().front());
   const std::string act(device::dtype_build_option(device::DType::kF32));
+  std::vector<device::Program> held;  // alive, so that no two programs share an address by reuse
   const auto program = [&](std::string_view name, std::string_view options) {
     std::string variant = program_variant_name(dev.info(), name), all(options);
     if (variant.ends_with("_gpu")) all += fmt::format(" -DPAX_WG={} -DPAX_ROW_TEAM={}", gpu_group_size(dev.info()), kGpuRowTeam);
-    return load_program(cache, dev, variant, all).get();
+    return held.emplace_back(load_program(cache, dev, variant, all)).get();
   };
   for (const char* set : {"cpu", "gpu", "portable"}) {
     SCOPED_TRACE(set);

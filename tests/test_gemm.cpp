@@ -12,6 +12,9 @@
 #include <optional>
 #include <span>
 
+#include <fmt/format.h>
+
+#include "device/device_fingerprint.h"
 #include "kernels_cl/auto_gemm.h"
 #include "kernels_cl/blis_gemm.h"
 #include "kernels_cl/host_gemm.h"
@@ -240,6 +243,53 @@ TEST_P(GemmTest, SixteenBitOperandsAccumulateInFloat32) {
       }
     }
   }
+}
+
+// A candidate named `name` that runs `inner` and takes the dtype mixes `inner` does, or float32
+// alone (`float32_only`), refusing the rest at run() as oneDNN does where it has no such matmul.
+class NamedCandidate final : public kernels::Gemm {
+ public:
+  NamedCandidate(std::string name, std::unique_ptr<kernels::Gemm> inner, bool float32_only)
+      : name_(std::move(name)), inner_(std::move(inner)), float32_only_(float32_only) {}
+  void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
+           const GemmOperand& c) override {
+    if (!supports(a.dtype, b.dtype, c.dtype)) throw DeviceError(name_ + " has no such matmul here");
+    inner_->run(s, alpha, a, b, beta, c);
+  }
+  std::string name() const override { return name_; }
+  bool supports(device::DType a, device::DType b, device::DType c) const override {
+    return float32_only_ ? kernels::all_float32(a, b, c) : inner_->supports(a, b, c);
+  }
+  void set_profiling(bool on) override { inner_->set_profiling(on); }
+  kernels::GemmStats stats() override { return inner_->stats(); }
+  void reset_stats() override { inner_->reset_stats(); }
+
+ private:
+  std::string name_;
+  std::unique_ptr<kernels::Gemm> inner_;
+  bool float32_only_;
+};
+
+// A stored choice whose variant cannot run the class's dtypes here (a choices file written where
+// oneDNN had bfloat16 matmuls, read where it has none) is timed again among the able candidates
+// and replaced in the file, instead of failing the job at its first GEMM.
+TEST_F(DeviceTest, AutoTimesAStoredChoiceThatCannotRunTheDtypesAgain) {
+  using device::DType;
+  const std::string stem = "test-choices";
+  const Case c{33, 7, 100, 1, Transpose::kNo, Transpose::kYes};
+  const std::string cls = kernels::gemm_shape_class(GemmShape{c.a, c.b, c.m, c.n, c.k, c.batch}) + ".bbf";
+  const std::filesystem::path file =
+      cache_.dir() / fmt::format("{}-{:016x}.txt", stem, device::device_fingerprint(device_->info()));
+  std::ofstream(file) << "candidates able,float32-only\n" << cls << " float32-only\n";
+  const kernels::GemmFactory make = [&](const std::string& name) -> std::unique_ptr<kernels::Gemm> {
+    return std::make_unique<NamedCandidate>(name, kernels::make_gemm(*device_, cache_, "cpu-8x48"),
+                                            name == "float32-only");
+  };
+  auto gemm = kernels::make_timed_gemm(*device_, cache_, {"able", "float32-only"}, make, stem);
+  check(*this, *gemm, c, 77, DTypes{DType::kBF16, DType::kBF16, DType::kF32});
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(cls + " able"), std::string::npos) << text;
 }
 
 // Calls with no element of C to write: `auto` enqueues nothing, as its variants do. It used to run
