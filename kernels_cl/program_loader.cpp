@@ -3,8 +3,10 @@
 #include <array>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "device/cl_error.h"
 #include "kernels_cl/embedded_sources.h"
@@ -91,16 +93,20 @@ device::Program load_program(device::ProgramCache& cache, const device::Device& 
   // for the OpenCL headers alone), so 15 programs cost about 0.7 s a device at every start; one per
   // group costs about a tenth of that, and cold builds share one front-end pass. Copies read from
   // PAX_OCL_KERNEL_SOURCE_DIR build alone, so that an error names its file.
-  std::string source = prelude(name, gpu_twin), members;
+  // The members name the group's program; its source is assembled only on the first request.
+  std::vector<std::string> members;
   for (const std::string_view program : group) {
-    const std::string member = program_variant_name(device.info(), program);
-    if (member.ends_with(kGpuSuffix) != gpu_twin) continue;  // built with other options
-    source += fmt::format("#line 1 \"{}.cl\"\n{}\n", member, program_source(member));
-    members += (members.empty() ? "" : "+") + member;
+    std::string member = program_variant_name(device.info(), program);
+    if (member.ends_with(kGpuSuffix) == gpu_twin) members.push_back(std::move(member));  // else other options
   }
   const std::string bundle = group.data() == kFloatPrograms.data() ? "library-float32" : "library-activations";
-  return device.shared_program(options + '\n' + members,
-                               [&] { return build(cache, device, bundle, source, options); });
+  return device.shared_program(fmt::format("{}\n{}", options, fmt::join(members, "+")), [&] {
+    std::string source = prelude(name, gpu_twin);
+    for (const std::string& member : members) {
+      source += fmt::format("#line 1 \"{}.cl\"\n{}\n", member, program_source(member));
+    }
+    return build(cache, device, bundle, source, options);
+  });
 }
 
 }  // namespace paxocl::kernels
