@@ -14,7 +14,7 @@ trap 'rm -rf "$work"' EXIT
 for round in $(seq "$rounds"); do
   rm -rf "${work:?}"/*
   export PAX_OCL_CACHE_DIR=$work/pax POCL_CACHE_DIR=$work/pocl
-  for run in cold warm warm; do
+  for run in cold warm1 warm2; do  # a job directory each: a second run in one would resume at step 2
     out=$("$build/pax-ocl" train --fdl.MAX_STEPS=2 --job_log_dir="$work/run-$run" 2>&1)
     built=$(sed -n 's/.*step program built ([^)]*): \([0-9]*\) ms.*/\1/p' <<<"$out")
     first=$(sed -n 's/.*first step done \([0-9]*\) ms after start.*/\1/p' <<<"$out")
