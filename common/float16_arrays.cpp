@@ -3,9 +3,9 @@
 #include <cstring>
 
 #include "common/float16.h"
+#include "common/host_isa.h"
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define PAXOCL_HAVE_F16C_VARIANT 1
 #endif
@@ -51,13 +51,7 @@ constexpr std::size_t kLanes = 8;  // one vcvtph2ps / vcvtps2ph on ymm registers
 
 bool float16_arrays_use_f16c() {
 #ifdef PAXOCL_HAVE_F16C_VARIANT
-  // "avx" holds only where the OS also saves the ymm registers (XGETBV); F16C is CPUID 1's ecx bit
-  // 29 (read directly: clang's __builtin_cpu_supports does not know "f16c").
-  static const bool f16c = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
-  }();
-  return f16c;
+  return host_isa().f16c;
 #else
   return false;
 #endif

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/host_isa.h"
 #include "device/cl_error.h"
 #include "device/known_peaks.h"
 
@@ -84,8 +85,7 @@ DeviceInfo describe(cl_platform_id platform, int platform_index, cl_device_id id
   d.clock_mhz = device_value<cl_uint>(id, CL_DEVICE_MAX_CLOCK_FREQUENCY);
   d.native_float_lanes = device_value<cl_uint>(id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT);
   if (d.kind == DeviceKind::kCpu) {
-    d.bf16_flops_per_cycle = cpu_bf16_flops_per_cycle(__builtin_cpu_supports("amx-bf16") != 0,
-                                                      __builtin_cpu_supports("avx512bf16") != 0, d.native_float_lanes);
+    d.bf16_flops_per_cycle = cpu_bf16_flops_per_cycle(host_isa().amx_bf16, host_isa().avx512_bf16, d.native_float_lanes);
   }
   d.global_mem_bytes = device_value<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE);
   d.local_mem_bytes = device_value<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE);

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/errors.h"
+#include "common/host_isa.h"
 #include "device/queue.h"
 #include "kernels_cl/host_gemm.h"
 
@@ -77,17 +78,12 @@ std::unique_ptr<Gemm> make_blis_gemm(device::Device& device) {
   return std::make_unique<BlisGemm>(device);
 }
 
-namespace {
-const bool kCpuAvx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-}  // namespace
-
 std::string blis_narrower_than_cpu(bool cpu_avx512, const std::string& blis_config) {
   if (!cpu_avx512 || blis_config == "skx" || blis_config == "knl") return "";
   return fmt::format("BLIS chose its '{}' kernels (AVX2 at most) on a CPU whose CPUID reports AVX-512", blis_config);
 }
 
-std::string blis_auto_refusal() { return blis_narrower_than_cpu(kCpuAvx512, bli_arch_string(bli_arch_query_id())); }
+std::string blis_auto_refusal() { return blis_narrower_than_cpu(host_isa().avx512, bli_arch_string(bli_arch_query_id())); }
 
 std::string ignore_blis_arch_type_where_it_aborts() {
   const char* user = std::getenv("BLIS_ARCH_TYPE");

@@ -15,6 +15,7 @@
 
 #include "common/float16.h"
 #include "common/float16_arrays.h"
+#include "common/host_isa.h"
 
 // 64-byte vectors in internal, always-inlined helpers: GCC notes that their ABI differs between
 // instruction sets, which matters only across calls that never happen here.
@@ -352,8 +353,8 @@ HostVectorUnit checked_unit(const std::optional<HostVectorUnit>& asked, std::siz
 
 bool host_vector_unit_available(HostVectorUnit unit) {
   switch (unit) {
-    case HostVectorUnit::kAvx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-    case HostVectorUnit::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case HostVectorUnit::kAvx512: return host_isa().avx512;
+    case HostVectorUnit::kAvx2: return host_isa().avx2_fma;
     case HostVectorUnit::kBaseline: break;
   }
   return true;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "common/host_isa.h"
 #include "device/auto_fprop_dtype.h"
 #include "device/device.h"
 #include "device/device_fingerprint.h"
@@ -175,13 +176,27 @@ TEST(DeviceFingerprint, TellsComputeUnitsAndACpuHostsInstructionSetsApart) {
   DeviceInfo bigger = cpu;
   bigger.compute_units = 64;
   EXPECT_NE(device_fingerprint(bigger), device_fingerprint(cpu));
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl");
-  EXPECT_EQ(device_identity(cpu).find("avx512") != std::string::npos, avx512) << device_identity(cpu);
+  EXPECT_EQ(device_identity(cpu).find("avx512") != std::string::npos, paxocl::host_isa().avx512) << device_identity(cpu);
   DeviceInfo gpu = cpu;
   gpu.kind = DeviceKind::kGpu;
   EXPECT_EQ(device_identity(gpu), "pthread-skylake-avx512-Intel(R) Xeon(R) Processor|GenuineIntel|||2 CUs");
   EXPECT_EQ(device_identity(cpu).rfind(device_identity(gpu) + "|", 0), 0u) << device_identity(cpu);
+}
+
+// The list is part of every CPU device's cache key: its names and order must not drift.
+TEST(HostIsa, ListsTheSetsInAFixedOrderWithoutF16c) {
+  paxocl::HostIsa isa;
+  EXPECT_EQ(paxocl::host_isa_list(isa), "");
+  isa.amx_bf16 = true;
+  isa.avx2_fma = true;
+  isa.f16c = true;
+  EXPECT_EQ(paxocl::host_isa_list(isa), "avx2,amx-bf16");
+  isa.avx512 = isa.avx512_bf16 = true;
+  EXPECT_EQ(paxocl::host_isa_list(isa), "avx2,avx512,avx512bf16,amx-bf16");
+  // Every CPU with AVX-512 F/DQ/BW/VL has AVX2, FMA and F16C; bfloat16 instructions come after AVX-512.
+  const paxocl::HostIsa& here = paxocl::host_isa();
+  EXPECT_TRUE(!here.avx512 || (here.avx2_fma && here.f16c));
+  EXPECT_TRUE(!here.amx_bf16 || here.avx512);
 }
 
 TEST(KnownPeaks, MatchTheMostSpecificModelOnly) {

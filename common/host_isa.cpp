@@ -1,0 +1,46 @@
+#include "common/host_isa.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace paxocl {
+
+namespace {
+HostIsa read_host_isa() {
+  HostIsa isa;
+#if defined(__x86_64__) || defined(__i386__)
+  isa.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  isa.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  isa.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
+  isa.amx_bf16 = __builtin_cpu_supports("amx-bf16");
+  // F16C is CPUID 1's ecx bit 29, read directly (clang's __builtin_cpu_supports does not know
+  // "f16c"); "avx" holds only where the OS saves the ymm registers.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  isa.f16c = __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+#endif
+  return isa;
+}
+}  // namespace
+
+const HostIsa& host_isa() {
+  static const HostIsa isa = read_host_isa();
+  return isa;
+}
+
+std::string host_isa_list(const HostIsa& isa) {
+  std::string list;
+  const auto add = [&list](bool has, const char* name) {
+    if (!has) return;
+    if (!list.empty()) list += ',';
+    list += name;
+  };
+  add(isa.avx2_fma, "avx2");
+  add(isa.avx512, "avx512");
+  add(isa.avx512_bf16, "avx512bf16");
+  add(isa.amx_bf16, "amx-bf16");
+  return list;
+}
+
+}  // namespace paxocl
