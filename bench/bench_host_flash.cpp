@@ -1,7 +1,8 @@
 // The host's blocked flash attention (kernels_cl/host_flash_attention.h) on host memory, forward
 // and backward, at each query block size: the numbers behind kHostFlashQueryBlock. Prints ms and
 // GFLOP/s of the causal work (forward 4 hs per (query, key) pair at or below the diagonal,
-// backward 10 hs: its five products against the forward's two), best of 5 runs after a warm-up.
+// backward 10 hs: its five products against the forward's two), best of 5 runs after a warm-up;
+// then the backward in each of its two forms (HostFlashBackwardForm), whatever the default.
 // Usage: bench_host_flash [B (8)] [H (6)] [T (256)] [hs (64)] [threads (2)] [dtype (float32)]
 //        [query blocks (32,64,128,256)]
 // (config C's attention by default: L6 D384 H6 T256, 8 sequences).
@@ -72,20 +73,27 @@ int run(int argc, char** argv) {
   std::vector<float> lse(B * H * T);
   const kernels::AttentionHeads heads{H, H, hs};
   const double pairs = static_cast<double>(B * H) * static_cast<double>(T) * static_cast<double>(T + 1) / 2;
-  std::printf("B %zu, H %zu, T %zu, hs %zu, %s, %zu threads\n%8s %10s %10s %10s %10s\n", B, H, T, hs,
-              std::string(device::dtype_name(dtype)).c_str(), threads, "block", "fwd ms", "fwd GF/s", "bwd ms", "bwd GF/s");
+  const char* form = kernels::host_flash_backward_form(B * H, static_cast<unsigned>(threads)) ==
+                             kernels::HostFlashBackwardForm::kSplit ? "split" : "fused";
+  std::printf("B %zu, H %zu, T %zu, hs %zu, %s, %zu threads; the backward's form by default: %s\n"
+              "%8s %10s %10s %10s %10s %12s %12s\n", B, H, T, hs, std::string(device::dtype_name(dtype)).c_str(), threads,
+              form, "block", "fwd ms", "fwd GF/s", "bwd ms", "bwd GF/s", "fused ms", "split ms");
   for (const std::size_t block : blocks) {
     const kernels::HostFlashForward f{.q = qkv.data(), .q_stride = W, .kv = qkv.data(), .kv_rows_per_sequence = T,
                                       .kv_stride = W, .k_col = D, .v_col = 2 * D, .out = out.data(), .out_stride = D,
                                       .lse = lse.data(), .stats_stride = T, .act = dtype, .heads = heads, .B = B,
                                       .queries = T, .p0 = 0, .query_block = block};
-    const kernels::HostFlashBackward b{.qkv = qkv.data(), .width = W, .k_col = D, .v_col = 2 * D, .out = out.data(),
+    kernels::HostFlashBackward b{.qkv = qkv.data(), .width = W, .k_col = D, .v_col = 2 * D, .out = out.data(),
                                        .dout = dout.data(), .lse = lse.data(), .dqkv = dqkv.data(), .act = dtype,
                                        .heads = heads, .B = B, .T = T, .query_block = block};
     const double fwd = best_ms([&] { kernels::host_flash_forward(f, static_cast<unsigned>(threads)); });
     const double bwd = best_ms([&] { kernels::host_flash_backward(b, static_cast<unsigned>(threads)); });
-    std::printf("%8zu %10.3f %10.1f %10.3f %10.1f\n", block, fwd, 4.0 * hs * pairs / fwd / 1e6, bwd,
-                10.0 * hs * pairs / bwd / 1e6);
+    b.form = kernels::HostFlashBackwardForm::kFused;
+    const double fused = best_ms([&] { kernels::host_flash_backward(b, static_cast<unsigned>(threads)); });
+    b.form = kernels::HostFlashBackwardForm::kSplit;
+    const double split = best_ms([&] { kernels::host_flash_backward(b, static_cast<unsigned>(threads)); });
+    std::printf("%8zu %10.3f %10.1f %10.3f %10.1f %12.3f %12.3f\n", block, fwd, 4.0 * hs * pairs / fwd / 1e6, bwd,
+                10.0 * hs * pairs / bwd / 1e6, fused, split);
   }
   return 0;
 }

@@ -26,7 +26,7 @@ namespace paxocl::kernels {
 namespace {
 
 // ---- 16-float vectors (GCC vector extensions) ----
-// The task functions below are compiled three times (AVX-512, AVX2 + FMA, and x86-64's baseline;
+// The row passes below are compiled three times (AVX-512, AVX2 + FMA, and x86-64's baseline;
 // widest_host_vector_unit() picks one by CPUID), so one binary runs 16 lanes in a zmm register, two
 // ymm or four xmm, on whatever CPU it finds. Explicit variants rather than target_clones, which
 // splits "avx2,fma" into two clones and so ran AVX2 without FMA.
@@ -152,6 +152,9 @@ PAXOCL_INLINE FloatRows float_rows(const void* base, device::DType dt, std::size
   return {scratch.data(), cols};
 }
 
+// Rows from `first` on.
+PAXOCL_INLINE FloatRows rows_from(FloatRows m, std::size_t first) { return {m.data + first * m.ld, m.ld}; }
+
 // (rows, cols) floats -> rows of `dt` at first_row, column col of a row-major (., stride) array.
 PAXOCL_INLINE void store_rows(const float* src, std::size_t src_ld, std::size_t rows, std::size_t cols, void* base,
                               device::DType dt, std::size_t first_row, std::size_t stride, std::size_t col) {
@@ -214,6 +217,73 @@ void run_tasks(std::size_t count, unsigned threads, Task&& task) {
   if (failure) std::rethrow_exception(failure);
 }
 
+// ---- the vector code, one copy per instruction set ----
+// Only the row passes below are compiled per HostVectorUnit; everything around them is compiled
+// once. GCC contracts a * b + c into an FMA as it sees fit in each place a helper is inlined, so a
+// row pass inlined into several callers could round differently in each: one copy per unit is
+// what lets both backward forms give the same bits.
+
+// Forward: rows i < Q of S (Q, L) -> probabilities in place over their live0 + i + 1 causal keys;
+// lse[i] = the row's logsumexp of scale * S.
+PAXOCL_INLINE void softmax_rows_body(float* s, std::size_t Q, std::size_t L, std::size_t live0, float scale,
+                                     float* lse) {
+  for (std::size_t i = 0; i < Q; ++i) lse[i] = softmax_row(s + i * L, live0 + i + 1, L, scale);
+}
+
+// Backward, keys k0 .. k0+N-1 against queries q0 .. q0+Q-1 (p, dp: the block's first column, rows
+// ld apart): scores -> P = exp(scale s - lse), dP -> dS = scale P (dP - delta); zero past each
+// row's causal keys.
+struct KeyBlockRows {
+  float* p;
+  float* dp;
+  std::size_t ld, Q, N, q0, k0;
+  float scale;
+  const float* lse;
+  const float* delta;
+};
+PAXOCL_INLINE void key_block_rows_body(const KeyBlockRows& r) {
+  for (std::size_t i = 0; i < r.Q; ++i) {
+    const std::size_t live = std::min(r.N, r.q0 + i + 1 > r.k0 ? r.q0 + i + 1 - r.k0 : 0);
+    probs_row(r.p + i * r.ld, live, r.N, r.scale, r.lse[i]);
+    dscores_row(r.dp + i * r.ld, r.p + i * r.ld, live, r.N, r.scale, r.delta[i]);
+  }
+}
+
+[[gnu::target("avx512f,fma")]] void softmax_rows_avx512(float* s, std::size_t Q, std::size_t L, std::size_t live0,
+                                                        float scale, float* lse) {
+  softmax_rows_body(s, Q, L, live0, scale, lse);
+}
+[[gnu::target("avx2,fma")]] void softmax_rows_avx2(float* s, std::size_t Q, std::size_t L, std::size_t live0,
+                                                   float scale, float* lse) {
+  softmax_rows_body(s, Q, L, live0, scale, lse);
+}
+void softmax_rows_baseline(float* s, std::size_t Q, std::size_t L, std::size_t live0, float scale, float* lse) {
+  softmax_rows_body(s, Q, L, live0, scale, lse);
+}
+[[gnu::target("avx512f,fma")]] void key_block_rows_avx512(const KeyBlockRows& r) { key_block_rows_body(r); }
+[[gnu::target("avx2,fma")]] void key_block_rows_avx2(const KeyBlockRows& r) { key_block_rows_body(r); }
+void key_block_rows_baseline(const KeyBlockRows& r) { key_block_rows_body(r); }
+
+void softmax_rows(HostVectorUnit unit, float* s, std::size_t Q, std::size_t L, std::size_t live0, float scale,
+                  float* lse) {
+  switch (unit) {
+    case HostVectorUnit::kAvx512: return softmax_rows_avx512(s, Q, L, live0, scale, lse);
+    case HostVectorUnit::kAvx2: return softmax_rows_avx2(s, Q, L, live0, scale, lse);
+    case HostVectorUnit::kBaseline: break;
+  }
+  softmax_rows_baseline(s, Q, L, live0, scale, lse);
+}
+void key_block_rows(HostVectorUnit unit, const KeyBlockRows& r) {
+  switch (unit) {
+    case HostVectorUnit::kAvx512: return key_block_rows_avx512(r);
+    case HostVectorUnit::kAvx2: return key_block_rows_avx2(r);
+    case HostVectorUnit::kBaseline: break;
+  }
+  key_block_rows_baseline(r);
+}
+
+// ---- forward ----
+
 struct ForwardWorkspace {
   std::vector<float> q, k, v, scores, out;
 };
@@ -221,8 +291,8 @@ struct ForwardWorkspace {
 // Task (b, h, blocks first .. first+count-1): each block's queries q0 .. q0+Q-1 of sequence b, head
 // h (positions p0 + q0 + i), against keys 0 .. L-1, L = p0 + q0 + Q. Keys and values are widened
 // once, for the last block: the others' are a prefix of its.
-PAXOCL_INLINE void forward_body(const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t first,
-                               std::size_t count, ForwardWorkspace& w) {
+void forward_task(HostVectorUnit unit, const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t first,
+                  std::size_t count, ForwardWorkspace& w) {
   const std::size_t hs = a.heads.head_size, c = h / a.heads.group(), Qb = a.query_block;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const std::size_t kv_row = b * a.kv_rows_per_sequence, keys = a.p0 + std::min(a.queries, (first + count) * Qb);
@@ -235,8 +305,7 @@ PAXOCL_INLINE void forward_body(const HostFlashForward& a, std::size_t b, std::s
     const FloatRows q = float_rows(a.q, a.act, q_row, Q, a.q_stride, h * hs, hs, w.q);
     w.scores.resize(Q * L);
     sgemm(false, true, Q, L, hs, q.data, q.ld, k.data, k.ld, 0.0f, w.scores.data(), L);  // S (Q, L)
-    for (std::size_t i = 0; i < Q; ++i)
-      lse[q0 + i] = softmax_row(w.scores.data() + i * L, a.p0 + q0 + i + 1, L, scale);
+    softmax_rows(unit, w.scores.data(), Q, L, a.p0 + q0, scale, lse + q0);
     // out (Q, hs) = P V: straight into float32 rows, through a float32 block otherwise.
     if (a.act == device::DType::kF32) {
       float* out = static_cast<float*>(a.out) + q_row * a.out_stride + h * hs;
@@ -249,99 +318,166 @@ PAXOCL_INLINE void forward_body(const HostFlashForward& a, std::size_t b, std::s
   }
 }
 
+// ---- backward ----
+
 struct BackwardWorkspace {
   std::vector<float> k, v, q, dout, out, p, dp, dq, dk, dv, delta;
 };
 
-// Task (b, c): every query head of kv head c's group over sequence b; dk, dv summed in float32.
-PAXOCL_INLINE void backward_body(const HostFlashBackward& a, std::size_t b, std::size_t c, BackwardWorkspace& w) {
-  const std::size_t T = a.T, hs = a.heads.head_size, g = a.heads.group(), H = a.heads.heads, D = H * hs;
-  const std::size_t Qb = a.query_block, row0 = b * T;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+// The backward's operands for query block q0 .. q0+Q-1 of sequence b, query head h, whose causal
+// keys are 0 .. L-1: q and dO rows, delta = rowsum(dO o) (the forward's rounded output), and
+// w.p, w.dp sized (Q, L) for the block's scores.
+struct QueryRows {
+  std::size_t h, q0, Q, L, row;  // row: the block's first row of qkv
+  FloatRows q, dout;
+  const float* lse;
+};
+
+QueryRows query_rows(const HostFlashBackward& a, std::size_t b, std::size_t h, std::size_t q0, BackwardWorkspace& w) {
+  const std::size_t hs = a.heads.head_size, D = a.heads.heads * hs, Q = std::min(a.query_block, a.T - q0);
+  const std::size_t row = b * a.T + q0;
+  const QueryRows r{h,
+                    q0,
+                    Q,
+                    q0 + Q,
+                    row,
+                    float_rows(a.qkv, a.act, row, Q, a.width, h * hs, hs, w.q),
+                    float_rows(a.dout, a.act, row, Q, D, h * hs, hs, w.dout),
+                    a.lse + (b * a.heads.heads + h) * a.T + q0};
+  const FloatRows out = float_rows(a.out, a.act, row, Q, D, h * hs, hs, w.out);
+  w.delta.resize(Q);
+  for (std::size_t i = 0; i < Q; ++i) {
+    float sum = 0.0f;
+    for (std::size_t d = 0; d < hs; ++d) sum += r.dout.data[i * r.dout.ld + d] * out.data[i * out.ld + d];
+    w.delta[i] = sum;
+  }
+  w.p.resize(Q * r.L);
+  w.dp.resize(Q * r.L);
+  return r;
+}
+
+// Keys k0 .. k0+N-1 of the block (k, v: their rows, from key k0): P into w.p's columns k0..,
+// dS into w.dp's. Both backward forms compute every key block by this call, so that their scores
+// are the same bits.
+void key_block_scores(HostVectorUnit unit, const HostFlashBackward& a, const QueryRows& r, FloatRows k, FloatRows v,
+                      std::size_t k0, std::size_t N, BackwardWorkspace& w) {
+  const std::size_t hs = a.heads.head_size, L = r.L;
+  float* p = w.p.data() + k0;
+  float* dp = w.dp.data() + k0;
+  sgemm(false, true, r.Q, N, hs, r.q.data, r.q.ld, k.data, k.ld, 0.0f, p, L);
+  sgemm(false, true, r.Q, N, hs, r.dout.data, r.dout.ld, v.data, v.ld, 0.0f, dp, L);  // dP = dO v^T
+  key_block_rows(unit, {p, dp, L, r.Q, N, r.q0, k0, 1.0f / std::sqrt(static_cast<float>(hs)), r.lse, w.delta.data()});
+}
+
+// dv (N, hs) += P^T dO and dk (N, hs) += dS^T q over the block's keys k0 .. k0+N-1.
+void key_block_gradients(const HostFlashBackward& a, const QueryRows& r, std::size_t k0, std::size_t N, float* dk,
+                         float* dv, const BackwardWorkspace& w) {
+  const std::size_t hs = a.heads.head_size;
+  sgemm(true, false, N, hs, r.Q, w.p.data() + k0, r.L, r.dout.data, r.dout.ld, 1.0f, dv, hs);
+  sgemm(true, false, N, hs, r.Q, w.dp.data() + k0, r.L, r.q.data, r.q.ld, 1.0f, dk, hs);
+}
+
+// dq (Q, hs) = dS k over the block's causal keys, stored into dqkv.
+void store_dq(const HostFlashBackward& a, const QueryRows& r, FloatRows k, BackwardWorkspace& w) {
+  const std::size_t hs = a.heads.head_size;
+  w.dq.resize(r.Q * hs);
+  sgemm(false, false, r.Q, hs, r.L, w.dp.data(), r.L, k.data, k.ld, 0.0f, w.dq.data(), hs);
+  store_rows(w.dq.data(), hs, r.Q, hs, a.dqkv, a.act, r.row, a.width, r.h * hs);
+}
+
+// Fused form, task (b, c): every query head of kv head c's group over sequence b, each query block
+// once; dk, dv summed in float32 over (query head, query block) in that order.
+void backward_fused(HostVectorUnit unit, const HostFlashBackward& a, std::size_t b, std::size_t c,
+                    BackwardWorkspace& w) {
+  const std::size_t T = a.T, hs = a.heads.head_size, g = a.heads.group(), Kb = a.key_block, row0 = b * T;
   const FloatRows k = float_rows(a.qkv, a.act, row0, T, a.width, a.k_col + c * hs, hs, w.k);
   const FloatRows v = float_rows(a.qkv, a.act, row0, T, a.width, a.v_col + c * hs, hs, w.v);
   w.dk.assign(T * hs, 0.0f);
   w.dv.assign(T * hs, 0.0f);
-  w.dq.resize(Qb * hs);
-  w.delta.resize(Qb);
   for (std::size_t j = 0; j < g; ++j) {
-    const std::size_t h = c * g + j;
-    const float* lse = a.lse + (b * H + h) * T;
-    for (std::size_t q0 = 0; q0 < T; q0 += Qb) {
-      const std::size_t Q = std::min(Qb, T - q0), L = q0 + Q;
-      const FloatRows q = float_rows(a.qkv, a.act, row0 + q0, Q, a.width, h * hs, hs, w.q);
-      const FloatRows dout = float_rows(a.dout, a.act, row0 + q0, Q, D, h * hs, hs, w.dout);
-      const FloatRows out = float_rows(a.out, a.act, row0 + q0, Q, D, h * hs, hs, w.out);
-      for (std::size_t i = 0; i < Q; ++i) {  // delta = rowsum(dO o), the forward's rounded output
-        float sum = 0.0f;
-        for (std::size_t d = 0; d < hs; ++d) sum += dout.data[i * dout.ld + d] * out.data[i * out.ld + d];
-        w.delta[i] = sum;
-      }
-      w.p.resize(Q * L);
-      w.dp.resize(Q * L);
-      sgemm(false, true, Q, L, hs, q.data, q.ld, k.data, k.ld, 0.0f, w.p.data(), L);
-      for (std::size_t i = 0; i < Q; ++i) probs_row(w.p.data() + i * L, q0 + i + 1, L, scale, lse[q0 + i]);
-      sgemm(true, false, L, hs, Q, w.p.data(), L, dout.data, dout.ld, 1.0f, w.dv.data(), hs);   // dv += P^T dO
-      sgemm(false, true, Q, L, hs, dout.data, dout.ld, v.data, v.ld, 0.0f, w.dp.data(), L);     // dP = dO v^T
-      for (std::size_t i = 0; i < Q; ++i)
-        dscores_row(w.dp.data() + i * L, w.p.data() + i * L, q0 + i + 1, L, scale, w.delta[i]);
-      sgemm(false, false, Q, hs, L, w.dp.data(), L, k.data, k.ld, 0.0f, w.dq.data(), hs);       // dq = dS k
-      store_rows(w.dq.data(), hs, Q, hs, a.dqkv, a.act, row0 + q0, a.width, h * hs);
-      sgemm(true, false, L, hs, Q, w.dp.data(), L, q.data, q.ld, 1.0f, w.dk.data(), hs);        // dk += dS^T q
+    for (std::size_t q0 = 0; q0 < T; q0 += a.query_block) {
+      const QueryRows r = query_rows(a, b, c * g + j, q0, w);
+      for (std::size_t k0 = 0; k0 < r.L; k0 += Kb)
+        key_block_scores(unit, a, r, rows_from(k, k0), rows_from(v, k0), k0, std::min(Kb, r.L - k0), w);
+      store_dq(a, r, k, w);
+      for (std::size_t k0 = 0; k0 < r.L; k0 += Kb)
+        key_block_gradients(a, r, k0, std::min(Kb, r.L - k0), w.dk.data() + k0 * hs, w.dv.data() + k0 * hs, w);
     }
   }
   store_rows(w.dk.data(), hs, T, hs, a.dqkv, a.act, row0, a.width, a.k_col + c * hs);
   store_rows(w.dv.data(), hs, T, hs, a.dqkv, a.act, row0, a.width, a.v_col + c * hs);
 }
 
-// The variants (HostVectorUnit): each inlines the body for its instruction set.
-[[gnu::target("avx512f,fma")]] void forward_avx512(const HostFlashForward& a, std::size_t b, std::size_t h,
-                                                   std::size_t first, std::size_t count, ForwardWorkspace& w) {
-  forward_body(a, b, h, first, count, w);
-}
-[[gnu::target("avx2,fma")]] void forward_avx2(const HostFlashForward& a, std::size_t b, std::size_t h,
-                                              std::size_t first, std::size_t count, ForwardWorkspace& w) {
-  forward_body(a, b, h, first, count, w);
-}
-void forward_baseline(const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t first, std::size_t count,
-                      ForwardWorkspace& w) {
-  forward_body(a, b, h, first, count, w);
-}
-[[gnu::target("avx512f,fma")]] void backward_avx512(const HostFlashBackward& a, std::size_t b, std::size_t c,
-                                                    BackwardWorkspace& w) {
-  backward_body(a, b, c, w);
-}
-[[gnu::target("avx2,fma")]] void backward_avx2(const HostFlashBackward& a, std::size_t b, std::size_t c,
-                                               BackwardWorkspace& w) {
-  backward_body(a, b, c, w);
-}
-void backward_baseline(const HostFlashBackward& a, std::size_t b, std::size_t c, BackwardWorkspace& w) {
-  backward_body(a, b, c, w);
+// Split form, dq task (b, h, q0): one query block's dq, from the fused form's scores.
+void backward_query_block(HostVectorUnit unit, const HostFlashBackward& a, std::size_t b, std::size_t h,
+                          std::size_t q0, BackwardWorkspace& w) {
+  const std::size_t hs = a.heads.head_size, c = h / a.heads.group(), row0 = b * a.T;
+  const QueryRows r = query_rows(a, b, h, q0, w);
+  const FloatRows k = float_rows(a.qkv, a.act, row0, r.L, a.width, a.k_col + c * hs, hs, w.k);
+  const FloatRows v = float_rows(a.qkv, a.act, row0, r.L, a.width, a.v_col + c * hs, hs, w.v);
+  for (std::size_t k0 = 0; k0 < r.L; k0 += a.key_block)
+    key_block_scores(unit, a, r, rows_from(k, k0), rows_from(v, k0), k0, std::min(a.key_block, r.L - k0), w);
+  store_dq(a, r, k, w);
 }
 
-void forward_task(HostVectorUnit unit, const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t first,
-                  std::size_t count, ForwardWorkspace& w) {
-  switch (unit) {
-    case HostVectorUnit::kAvx512: return forward_avx512(a, b, h, first, count, w);
-    case HostVectorUnit::kAvx2: return forward_avx2(a, b, h, first, count, w);
-    case HostVectorUnit::kBaseline: break;
+// Split form, dk/dv task (b, c, k0): keys k0 .. k0+N-1 of kv head c over sequence b, summed over
+// the (query head, query block) pairs that see them in the fused form's order: the same bits.
+void backward_key_block(HostVectorUnit unit, const HostFlashBackward& a, std::size_t b, std::size_t c,
+                        std::size_t k0, BackwardWorkspace& w) {
+  const std::size_t T = a.T, hs = a.heads.head_size, g = a.heads.group(), row0 = b * T;
+  const std::size_t N = std::min(a.key_block, T - k0);
+  const FloatRows k = float_rows(a.qkv, a.act, row0 + k0, N, a.width, a.k_col + c * hs, hs, w.k);
+  const FloatRows v = float_rows(a.qkv, a.act, row0 + k0, N, a.width, a.v_col + c * hs, hs, w.v);
+  w.dk.assign(N * hs, 0.0f);
+  w.dv.assign(N * hs, 0.0f);
+  for (std::size_t j = 0; j < g; ++j) {
+    for (std::size_t q0 = k0 / a.query_block * a.query_block; q0 < T; q0 += a.query_block) {
+      const QueryRows r = query_rows(a, b, c * g + j, q0, w);
+      const std::size_t seen = std::min(N, r.L - k0);  // the block's keys at or before the queries' last
+      key_block_scores(unit, a, r, k, v, k0, seen, w);
+      key_block_gradients(a, r, k0, seen, w.dk.data(), w.dv.data(), w);
+    }
   }
-  forward_baseline(a, b, h, first, count, w);
+  store_rows(w.dk.data(), hs, N, hs, a.dqkv, a.act, row0 + k0, a.width, a.k_col + c * hs);
+  store_rows(w.dv.data(), hs, N, hs, a.dqkv, a.act, row0 + k0, a.width, a.v_col + c * hs);
 }
 
-void backward_task(HostVectorUnit unit, const HostFlashBackward& a, std::size_t b, std::size_t c,
-                   BackwardWorkspace& w) {
-  switch (unit) {
-    case HostVectorUnit::kAvx512: return backward_avx512(a, b, c, w);
-    case HostVectorUnit::kAvx2: return backward_avx2(a, b, c, w);
-    case HostVectorUnit::kBaseline: break;
+// One backward task: the fused form's (b, c), or the split form's dq (b, h, q0) or dk/dv (b, c, k0).
+struct BackwardTask {
+  enum Kind { kFused, kQueryBlock, kKeyBlock } kind;
+  std::size_t b, head, first;
+};
+
+void backward_task(HostVectorUnit unit, const HostFlashBackward& a, const BackwardTask& t, BackwardWorkspace& w) {
+  switch (t.kind) {
+    case BackwardTask::kFused: return backward_fused(unit, a, t.b, t.head, w);
+    case BackwardTask::kQueryBlock: return backward_query_block(unit, a, t.b, t.head, t.first, w);
+    case BackwardTask::kKeyBlock: return backward_key_block(unit, a, t.b, t.head, t.first, w);
   }
-  backward_baseline(a, b, c, w);
+}
+
+// The form's tasks, largest first: fused (b, c); split, the dk/dv tasks by key block (the first
+// block's keys are seen by every query block) and then the dq tasks by query block, last first.
+std::vector<BackwardTask> backward_tasks(const HostFlashBackward& a, HostFlashBackwardForm form) {
+  const std::size_t B = a.B, H = a.heads.heads, kv = a.heads.kv_heads;
+  std::vector<BackwardTask> tasks;
+  if (form == HostFlashBackwardForm::kFused) {
+    for (std::size_t i = 0; i < B * kv; ++i) tasks.push_back({BackwardTask::kFused, i / kv, i % kv, 0});
+    return tasks;
+  }
+  for (std::size_t k0 = 0; k0 < a.T; k0 += a.key_block)
+    for (std::size_t i = 0; i < B * kv; ++i) tasks.push_back({BackwardTask::kKeyBlock, i / kv, i % kv, k0});
+  const std::size_t blocks = (a.T + a.query_block - 1) / a.query_block;
+  for (std::size_t q = blocks; q-- > 0;)
+    for (std::size_t i = 0; i < B * H; ++i) tasks.push_back({BackwardTask::kQueryBlock, i / H, i % H, q * a.query_block});
+  return tasks;
 }
 
 // The call's unit, checked: AVX-512 code on a CPU without it would die of SIGILL mid-step.
-HostVectorUnit checked_unit(const std::optional<HostVectorUnit>& asked, std::size_t query_block) {
+HostVectorUnit checked_unit(const std::optional<HostVectorUnit>& asked, std::size_t query_block,
+                            std::size_t key_block = 1) {
   if (query_block == 0) throw std::invalid_argument("host flash attention: a query block of 0 queries");
+  if (key_block == 0) throw std::invalid_argument("host flash attention: a key block of 0 keys");
   const HostVectorUnit unit = asked.value_or(widest_host_vector_unit());
   if (!host_vector_unit_available(unit)) {
     throw std::invalid_argument(std::string("host flash attention: this CPU lacks ") + host_vector_unit_name(unit));
@@ -396,11 +532,20 @@ void host_flash_forward(const HostFlashForward& a, unsigned threads) {
   });
 }
 
+HostFlashBackwardForm host_flash_backward_form(std::size_t sequences_times_kv_heads, unsigned threads) {
+  const std::size_t n = std::max<std::size_t>(1, threads), tasks = sequences_times_kv_heads;
+  if (tasks == 0) return HostFlashBackwardForm::kFused;
+  const std::size_t rounds = (tasks + n - 1) / n;  // the fused form's tasks are all the same size
+  const double busy = static_cast<double>(tasks) / static_cast<double>(std::max<std::size_t>(1, rounds * n));
+  return busy * kHostFlashSplitCost < 1.0 ? HostFlashBackwardForm::kSplit : HostFlashBackwardForm::kFused;
+}
+
 void host_flash_backward(const HostFlashBackward& a, unsigned threads) {
-  const HostVectorUnit unit = checked_unit(a.unit, a.query_block);
-  const std::size_t kv = a.heads.kv_heads;
-  run_tasks<BackwardWorkspace>(a.B * kv, threads,
-                               [&](std::size_t i, BackwardWorkspace& w) { backward_task(unit, a, i / kv, i % kv, w); });
+  const HostVectorUnit unit = checked_unit(a.unit, a.query_block, a.key_block);
+  const HostFlashBackwardForm form = a.form.value_or(host_flash_backward_form(a.B * a.heads.kv_heads, threads));
+  const std::vector<BackwardTask> tasks = backward_tasks(a, form);
+  run_tasks<BackwardWorkspace>(tasks.size(), threads,
+                               [&](std::size_t i, BackwardWorkspace& w) { backward_task(unit, a, tasks[i], w); });
 }
 
 }  // namespace paxocl::kernels

@@ -12,11 +12,12 @@
 //
 // Forward: per (sequence, head, query block), S = q k^T over the block's causal keys (oneDNN's
 // sgemm, one thread), an exact softmax per row (a block holds its rows' whole causal range, so
-// no online rescaling), out = P v; only the row logsumexp is kept. Backward: per (sequence, kv
-// head), over the group's query heads and blocks, P recomputed from the logsumexp (FlashAttention's
-// trade), dv += P^T dO, dP = dO v^T, dS = scale P (dP - rowsum(dO o)), dq = dS k, dk += dS^T q;
-// dk and dv are float32 sums in the task, rounded into dqkv once, so the result depends on
-// neither thread count nor schedule: bit-for-bit reproducible run to run.
+// no online rescaling), out = P v; only the row logsumexp is kept. Backward: per query block and
+// block of keys, P recomputed from the logsumexp (FlashAttention's trade), dP = dO v^T,
+// dS = scale P (dP - rowsum(dO o)), dq = dS k, dv += P^T dO, dk += dS^T q; dk and dv are float32
+// sums over (query head, query block) in one fixed order, rounded into dqkv once, in either of
+// the two forms below, so the result depends on neither the form, the thread count nor the
+// schedule: bit-for-bit reproducible run to run.
 // Everything is float32 inside; 16-bit activations are widened once per task (keys and values for
 // its longest block) and the results rounded once (common/float16.h's conversions, bit-exact with
 // the OpenCL kernels').
@@ -34,6 +35,24 @@ namespace paxocl::kernels {
 // Queries per task. 64 keeps a block's scores and probabilities (64 x T floats each) within
 // L2 up to T = 2048 and gives enough tasks to share out; measured on bench_host_flash (docs/benchmarks.md).
 inline constexpr std::size_t kHostFlashQueryBlock = 64;
+// Keys per backward product: every score, probability and dk/dv product is computed for one block
+// of keys by the same call in both backward forms below, which is what makes them the same bits.
+inline constexpr std::size_t kHostFlashKeyBlock = 128;
+
+// The backward in two forms that give the same bits:
+//   kFused  a task per (sequence, kv head): every query block of the group's heads once, dk and dv
+//           summed in the task. B*Hkv tasks: few where batches are small and heads grouped (LLaMA
+//           at B1 has 8 on a 64-core host).
+//   kSplit  a dq task per (sequence, head, query block) and a dk/dv task per (sequence, kv head,
+//           key block), each recomputing the scores it needs (FlashAttention-2's dq / dk-dv split):
+//           enough tasks for any host, at kHostFlashSplitCost times the work.
+enum class HostFlashBackwardForm { kFused, kSplit };
+// Split over fused, every thread busy in both: 1.3 to 1.6 measured with bench_host_flash on a Xeon
+// with AVX-512 (docs/benchmarks.md); it does about 7 products where the fused form does 5.
+inline constexpr double kHostFlashSplitCost = 1.5;
+// kSplit where the fused form's B*Hkv tasks would leave threads idle for longer than the split
+// form's extra work takes; depends on the shape and thread count, never on the bits.
+HostFlashBackwardForm host_flash_backward_form(std::size_t sequences_times_kv_heads, unsigned threads);
 
 // The instruction sets the tasks are compiled for, widest first. One binary runs on any x86-64 CPU:
 // by default the widest that CPUID reports; a narrower one can be asked for (the tests run every
@@ -78,14 +97,15 @@ struct HostFlashBackward {
   AttentionHeads heads;
   std::size_t B = 0, T = 0;
   std::size_t query_block = kHostFlashQueryBlock;  // queries per GEMM block
+  std::size_t key_block = kHostFlashKeyBlock;      // keys per GEMM block (and per split dk/dv task)
   std::optional<HostVectorUnit> unit = std::nullopt;  // unset: widest_host_vector_unit()
+  std::optional<HostFlashBackwardForm> form = std::nullopt;  // unset: host_flash_backward_form
 };
 
 // Both run `threads` OpenMP threads over their tasks (forward: B*H, or B*H*blocks where that leaves
-// fewer than 4 per thread, the same bits either way; backward: B*Hkv) and
-// return when done. They throw std::runtime_error (naming the call) when oneDNN refuses a GEMM,
+// fewer than 4 per thread, the same bits either way; backward: its form's) and return when done. They throw std::runtime_error (naming the call) when oneDNN refuses a GEMM,
 // and std::bad_alloc when a task's workspace (a few (T, hs) and (block, T) floats) cannot be had;
-// std::invalid_argument for a query_block of 0 or a unit this CPU lacks.
+// std::invalid_argument for a query or key block of 0 or a unit this CPU lacks.
 
 void host_flash_forward(const HostFlashForward& args, unsigned threads);
 void host_flash_backward(const HostFlashBackward& args, unsigned threads);

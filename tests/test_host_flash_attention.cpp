@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <cstring>
 #include <span>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -34,6 +36,19 @@ Held held(DType dtype, const std::vector<double>& values) {
   for (float x : device::decode(dtype, h.bytes)) h.values.push_back(x);
   return h;
 }
+// The first element where two arrays of `dtype` differ, for a failure's message.
+std::string first_difference(DType dtype, const std::vector<std::byte>& got, const std::vector<std::byte>& want,
+                             std::size_t width) {
+  const std::vector<float> g = device::decode(dtype, got), w = device::decode(dtype, want);
+  if (g.size() != w.size()) return "sizes " + std::to_string(g.size()) + " and " + std::to_string(w.size());
+  std::size_t n = 0, first = g.size();
+  for (std::size_t i = 0; i < g.size(); ++i)
+    if (std::memcmp(&g[i], &w[i], sizeof(float)) != 0 && n++ == 0) first = i;
+  if (n == 0) return "the same";
+  return std::to_string(n) + " differ, the first at row " + std::to_string(first / width) + " column " +
+         std::to_string(first % width) + ": " + std::to_string(g[first]) + " against " + std::to_string(w[first]);
+}
+
 std::vector<double> values_of(DType dtype, const std::vector<std::byte>& bytes) {
   const std::vector<float> f = device::decode(dtype, bytes);
   return {f.begin(), f.end()};
@@ -58,7 +73,8 @@ struct Training {
   std::vector<float> lse;
 };
 Training run_training(DType dtype, HostVectorUnit unit, const Held& qkv, const Held& dout, int B, int H, int Hkv,
-                      int T, int hs, unsigned threads) {
+                      int T, int hs, unsigned threads, std::optional<kernels::HostFlashBackwardForm> form = std::nullopt,
+                      std::size_t key_block = kernels::kHostFlashKeyBlock) {
   const std::size_t D = H * hs, W = (H + 2 * Hkv) * hs, N = B * T, size = device::dtype_size(dtype);
   const kernels::AttentionHeads heads{std::size_t(H), std::size_t(Hkv), std::size_t(hs)};
   Training r{std::vector<std::byte>(N * D * size), std::vector<std::byte>(N * W * size),
@@ -72,7 +88,7 @@ Training run_training(DType dtype, HostVectorUnit unit, const Held& qkv, const H
   kernels::host_flash_backward({.qkv = qkv.bytes.data(), .width = W, .k_col = D, .v_col = D + Hkv * hs,
                                 .out = r.out.data(), .dout = dout.bytes.data(), .lse = r.lse.data(),
                                 .dqkv = r.dqkv.data(), .act = dtype, .heads = heads, .B = std::size_t(B),
-                                .T = std::size_t(T), .unit = unit},
+                                .T = std::size_t(T), .key_block = key_block, .unit = unit, .form = form},
                                threads);
   return r;
 }
@@ -82,8 +98,17 @@ void check_training(DType dtype, HostVectorUnit unit, Tol out_tol, Tol dqkv_tol,
   SCOPED_TRACE(::testing::Message() << "B " << B << ", H " << H << ", Hkv " << Hkv << ", T " << T << ", hs " << hs);
   const int D = H * hs, W = (H + 2 * Hkv) * hs, N = B * T;
   const Held qkv = held(dtype, DeviceTest::random(N * W, seed)), dout = held(dtype, DeviceTest::random(N * D, seed + 1));
-  const Training got = run_training(dtype, unit, qkv, dout, B, H, Hkv, T, hs, 2);
+  using kernels::HostFlashBackwardForm;
+  const Training got = run_training(dtype, unit, qkv, dout, B, H, Hkv, T, hs, 2, HostFlashBackwardForm::kFused);
   const auto out = values_of(dtype, got.out), dqkv = values_of(dtype, got.dqkv);
+  // The split form recomputes each score in a task of its own: the same calls, so the same bits.
+  const Training split = run_training(dtype, unit, qkv, dout, B, H, Hkv, T, hs, 2, HostFlashBackwardForm::kSplit);
+  EXPECT_TRUE(split.dqkv == got.dqkv) << "split backward: " << first_difference(dtype, split.dqkv, got.dqkv, W);
+  // Blocks of 16 keys: many per row, one cut inside the 64-query blocks.
+  const Training fused16 = run_training(dtype, unit, qkv, dout, B, H, Hkv, T, hs, 2, HostFlashBackwardForm::kFused, 16);
+  const Training split16 = run_training(dtype, unit, qkv, dout, B, H, Hkv, T, hs, 3, HostFlashBackwardForm::kSplit, 16);
+  EXPECT_TRUE(split16.dqkv == fused16.dqkv)
+      << "split backward, blocks of 16 keys: " << first_difference(dtype, split16.dqkv, fused16.dqkv, W);
 
   const QkvHeads h = split_grouped_qkv(qkv.values, B, T, H, Hkv, hs);
   const AttentionResult ref = attention_forward(h.q, h.k, h.v, B, H, T, hs);
@@ -92,7 +117,9 @@ void check_training(DType dtype, HostVectorUnit unit, Tol out_tol, Tol dqkv_tol,
   // The backward's row term dO . o uses the output as stored; so does the reference.
   const AttentionGrads g = attention_backward(h.q, h.k, h.v, split_heads(out, B, T, H, hs),
                                               split_heads(dout.values, B, T, H, hs), B, H, T, hs);
-  expect_close(dqkv, merge_grouped_qkv(g, B, T, H, Hkv, hs), dqkv_tol, "host flash dqkv");
+  const std::vector<double> want = merge_grouped_qkv(g, B, T, H, Hkv, hs);
+  expect_close(dqkv, want, dqkv_tol, "host flash dqkv");
+  expect_close(values_of(dtype, fused16.dqkv), want, dqkv_tol, "host flash dqkv, blocks of 16 keys");
 }
 
 TEST_P(HostFlashTest, TrainingMatchesTheFloat64Reference) {
@@ -149,20 +176,40 @@ TEST_P(HostFlashTest, DecodingAgainstACacheMatchesTheFloat64Reference) {
   EXPECT_EQ(lse[p0 + Q], -1.0f);
 }
 
-// Each task's result is its own and dk, dv are summed inside one task: 1, 2, 3 and 5 threads
+// Each task's result is its own and dk, dv are summed inside one task: 1, 2, 3, 5 and 9 threads
 // give the same bits. B*H = 8 forward tasks, a (sequence, head) each, keep 1 and 2 threads busy;
-// 3 and 5 threads get a task per block of 64 queries instead (3 blocks here).
+// 3, 5 and 9 threads get a task per block of 64 queries instead (3 blocks here). B*Hkv = 4
+// backward tasks of the fused form keep up to 5 threads busy enough; 9 threads get the split form.
 TEST_P(HostFlashTest, ResultsDoNotDependOnTheThreadCount) {
   const DType dtype = this->dtype();
   const int B = 2, H = 4, Hkv = 2, T = 150, hs = 16, D = H * hs, W = (H + 2 * Hkv) * hs;
+  using kernels::HostFlashBackwardForm;
+  ASSERT_EQ(kernels::host_flash_backward_form(B * Hkv, 5), HostFlashBackwardForm::kFused);
+  ASSERT_EQ(kernels::host_flash_backward_form(B * Hkv, 9), HostFlashBackwardForm::kSplit);
   const Held qkv = held(dtype, DeviceTest::random(B * T * W, 400)), dout = held(dtype, DeviceTest::random(B * T * D, 401));
   const Training one = run_training(dtype, unit(), qkv, dout, B, H, Hkv, T, hs, 1);
-  for (const unsigned threads : {2u, 3u, 5u}) {
+  for (const unsigned threads : {2u, 3u, 5u, 9u}) {
     const Training other = run_training(dtype, unit(), qkv, dout, B, H, Hkv, T, hs, threads);
     EXPECT_EQ(other.out, one.out) << threads << " threads";
     EXPECT_EQ(other.lse, one.lse) << threads << " threads";
     EXPECT_EQ(other.dqkv, one.dqkv) << threads << " threads";
   }
+}
+
+// The fused form's tasks all take as long: split where its last round would leave threads idle
+// for longer than the split form's extra work (kHostFlashSplitCost) takes.
+TEST(HostFlashBackwardForm, SplitWhereTheFusedTasksLeaveThreadsIdle) {
+  using kernels::HostFlashBackwardForm;
+  using kernels::host_flash_backward_form;
+  EXPECT_EQ(host_flash_backward_form(48, 1), HostFlashBackwardForm::kFused);
+  EXPECT_EQ(host_flash_backward_form(1, 1), HostFlashBackwardForm::kFused);
+  EXPECT_EQ(host_flash_backward_form(0, 2), HostFlashBackwardForm::kFused);
+  EXPECT_EQ(host_flash_backward_form(1, 2), HostFlashBackwardForm::kSplit);      // half the threads idle
+  EXPECT_EQ(host_flash_backward_form(3, 2), HostFlashBackwardForm::kFused);      // a quarter idle
+  EXPECT_EQ(host_flash_backward_form(48, 32), HostFlashBackwardForm::kFused);    // GPT-2 at B4: a quarter idle
+  EXPECT_EQ(host_flash_backward_form(33, 32), HostFlashBackwardForm::kSplit);    // a second round of one task
+  EXPECT_EQ(host_flash_backward_form(8, 64), HostFlashBackwardForm::kSplit);     // LLaMA's 8 kv heads at B1
+  EXPECT_EQ(host_flash_backward_form(256, 64), HostFlashBackwardForm::kFused);
 }
 
 const char* unit_label(HostVectorUnit unit) {
