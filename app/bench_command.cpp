@@ -37,6 +37,7 @@ const FlagSpec kBenchFlags[] = {
     {"batches", "1,2,4", "train: PERCORE_BATCH_SIZE values (default 1,2,4); decode: sequences side by side (default 1,4,16)"},
     {"prompt_len", "N", "decode: prompt tokens (default 32)"},
     {"decode_steps", "N", "decode: tokens written per sequence (default 64; --quick 16)"},
+    {"dtype", "float32|bfloat16|float16", "decode: the activations' dtype (default float32)"},
     {"meshes", "[1,1,1];[2,1,1]", "train: ICI meshes, ';'-separated (default [1,1,1])"},
     {"steps", "N", "train: steps per run (default 20)"},
     {"train_flags", "\"--fdl.X=Y ...\"", "train: more flags for every run"},
@@ -170,6 +171,7 @@ int run_bench(const CliArgs& args, const collectives::ProcessWorld& world) {
   report.machine = machine_json(selected);
   device::Device device(selected.front());
   device::ProgramCache cache;
+  const device::DType decode_dtype = device::dtype_from_name(args.flag("dtype").value_or("float32"));  // before any bench
   auto run = [&](const std::string& name, const std::function<bench::Table()>& measure) {
     if (!chosen.contains(name)) return;
     spdlog::info("bench {}...", name);
@@ -195,7 +197,8 @@ int run_bench(const CliArgs& args, const collectives::ProcessWorld& world) {
     for (const std::string& b : split(args.flag("batches").value_or("1,4,16"), ',')) batches.push_back(std::stoi(b));
     return bench::bench_decode(device, cache, config::Experiment::named(args.flag("fdl_config").value_or("Default")).model_config(),
                                batches, std::stoi(args.flag("prompt_len").value_or("32")),
-                               std::stoi(args.flag("decode_steps").value_or(quick ? "16" : "64")));
+                               std::stoi(args.flag("decode_steps").value_or(quick ? "16" : "64")),
+                               decode_dtype);
   });
   for (const auto& file : report.write(out)) std::cout << file.string() << "\n";
   if (const auto gemm = std::find_if(report.tables.begin(), report.tables.end(), [](const auto& t) { return t.name == "gemm"; });

@@ -108,7 +108,8 @@ class BlockModel : public Model {
   LayerContext start_pass(const inputs::Batch& batch, bool gradients);
   void prepare_block(int block);
   // Decoding: checks `tokens` (batch x n, ids < V, positions first_position + n within MAX_SEQ_LEN
-  // and the model's batch; DataError or ConfigError), casts the weights; the context of the rows.
+  // and the model's batch; DataError or ConfigError), casts the weights at first_position 0 (a
+  // sequence's later tokens keep that copy: Model::decode); the context of the rows.
   LayerContext start_decode(const std::vector<int>& tokens, std::size_t batch, std::size_t n, std::size_t first_position);
 
   ModelOptions options_;

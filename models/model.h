@@ -134,6 +134,8 @@ class Model {
   // next n tokens (B x n, row-major) at positions p .. p+n-1 (p: the tokens fed since
   // begin_decode) through each layer's key/value cache, and returns the logits (B, V) at each
   // sequence's last new position. Needs full residency; positions end at MAX_SEQ_LEN (ConfigError).
+  // The weights are read at position 0 (their 16-bit copy made there): changing them mid-sequence
+  // takes effect at the next begin_decode, as the caches' keys and values would be stale anyway.
   virtual void begin_decode(std::size_t batch) = 0;
   virtual std::vector<float> decode(const std::vector<int>& tokens, std::size_t n) = 0;
   // The cache's oracle: the logits (B, V) at the last position of `ids` (B x T, row-major) by a

@@ -56,10 +56,14 @@ class DecodeTest : public DeviceTest, public ::testing::WithParamInterface<Famil
     }
     return gpt_config_for_decoding();
   }
-  std::unique_ptr<models::Model> make_model(std::size_t max_batch) {
-    runtime_ = std::make_unique<kernels::DeviceRuntime>(*device_, cache_, device::DType::kF32, "auto");
+  std::unique_ptr<models::Model> make_model(std::size_t max_batch, device::DType act = device::DType::kF32) {
+    runtime_ = std::make_unique<kernels::DeviceRuntime>(*device_, cache_, act, "auto");
+    return another_model(max_batch, 5);
+  }
+  // On the last make_model's runtime, its weights drawn from `seed`.
+  std::unique_ptr<models::Model> another_model(std::size_t max_batch, std::uint64_t seed) {
     auto model = models::build_model(*runtime_, config(), models::ModelOptions{max_batch, 0, 64u << 20, 0});
-    model->set_parameters(random_parameters(model->layout(), 5, 0.5));
+    model->set_parameters(random_parameters(model->layout(), seed, 0.5));
     return model;
   }
   std::unique_ptr<kernels::DeviceRuntime> runtime_;
@@ -105,6 +109,24 @@ TEST_P(DecodeTest, APromptInPiecesEqualsThePromptWhole) {
   model->decode({4}, 1);
   const std::vector<float> pieces = model->decode({5, 6, 7}, 3);
   for (std::size_t v = 0; v < whole.size(); ++v) EXPECT_NEAR(pieces[v], whole[v], 1e-4 * (1 + std::abs(whole[v])));
+}
+
+// The 16-bit copy of the weights is made at a sequence's first tokens, not at every token: weights
+// set between two sequences are the second one's, bit for bit as a model built with them.
+TEST_P(DecodeTest, ASequenceTakesTheWeightsAsTheyAreAtItsStartInBfloat16) {
+  auto model = make_model(1, device::DType::kBF16);
+  const std::vector<int> prompt = {1, 2, 3, 4};
+  model->begin_decode(1);
+  const std::vector<float> before = model->decode(prompt, 4);
+  model->set_parameters(random_parameters(model->layout(), 6, 0.5));
+  model->begin_decode(1);
+  model->decode({1, 2}, 2);
+  const std::vector<float> after = model->decode({3, 4}, 2);
+  auto built = another_model(1, 6);
+  built->begin_decode(1);
+  built->decode({1, 2}, 2);
+  EXPECT_EQ(after, built->decode({3, 4}, 2));
+  EXPECT_NE(after, before);
 }
 
 TEST_P(DecodeTest, PositionsPastMaxSeqLenAreRefused) {

@@ -51,9 +51,10 @@ double peak_of(const Table& gemm);  // its best GFLOP/s on the device (OpenBLAS'
 
 // Decoding speed of an experiment's model (random weights) through its key/value caches
 // (sampling/generate.h, greedy): per batch of sequences side by side, a prompt of `prompt_len`
-// tokens (prefill tokens/s) then `steps` tokens each (ms per step, tokens/s over the batch).
+// tokens (prefill tokens/s) then `steps` tokens each (ms per step, tokens/s over the batch), with
+// activations (and the weights' copy) in `act`.
 Table bench_decode(device::Device& device, device::ProgramCache& cache, const models::ModelConfig& model,
-                   const std::vector<int>& batches, int prompt_len, int steps);
+                   const std::vector<int>& batches, int prompt_len, int steps, device::DType act);
 
 // Device memory bandwidth (copy, triad a = b + s c) and host<->device transfers, GB/s vs size.
 Table bench_memory(device::Device& device, device::ProgramCache& cache, bool quick);

@@ -12,19 +12,19 @@
 namespace paxocl::bench {
 
 Table bench_decode(device::Device& device, device::ProgramCache& cache, const models::ModelConfig& model,
-                   const std::vector<int>& batches, int prompt_len, int steps) {
+                   const std::vector<int>& batches, int prompt_len, int steps, device::DType act) {
   if (prompt_len + steps > model.max_seq_len()) {
     throw ConfigError(fmt::format("decode bench: a prompt of {} and {} steps exceed MAX_SEQ_LEN={}", prompt_len, steps,
                                   model.max_seq_len()));
   }
   Table t{"decode",
-          fmt::format("Decoding {} ({}): {} prompt tokens then {} tokens per sequence, key/value cache, greedy",
-                      model.architecture(), model.describe(), prompt_len, steps),
+          fmt::format("Decoding {} ({}), {}: {} prompt tokens then {} tokens per sequence, key/value cache, greedy",
+                      model.architecture(), model.describe(), device::dtype_name(act), prompt_len, steps),
           {"batch", "prefill_ms", "prefill_tokens_per_s", "decode_ms_per_step", "decode_tokens_per_s"},
           {},
           std::nullopt,
           {"batch"}};
-  kernels::DeviceRuntime runtime(device, cache, device::DType::kF32, "auto");
+  kernels::DeviceRuntime runtime(device, cache, act, "auto");
   for (int batch : batches) {
     auto m = models::build_model(runtime, model, models::ModelOptions{static_cast<std::size_t>(batch), 0, 64u << 20, 0});
     m->set_parameters(models::initial_parameters(m->layout(), 1, model.init_std()));
