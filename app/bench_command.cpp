@@ -171,7 +171,15 @@ int run_bench(const CliArgs& args, const collectives::ProcessWorld& world) {
   report.machine = machine_json(selected);
   device::Device device(selected.front());
   device::ProgramCache cache;
-  const device::DType decode_dtype = device::dtype_from_name(args.flag("dtype").value_or("float32"));  // before any bench
+  // Checked before any bench runs.
+  const device::DType decode_dtype = [&] {
+    const std::string name = args.flag("dtype").value_or("float32");
+    try {
+      return device::dtype_from_name(name);
+    } catch (const ConfigError&) {
+      throw ConfigError("--dtype=" + name + " is not a dtype: use float32, bfloat16 or float16");
+    }
+  }();
   auto run = [&](const std::string& name, const std::function<bench::Table()>& measure) {
     if (!chosen.contains(name)) return;
     spdlog::info("bench {}...", name);

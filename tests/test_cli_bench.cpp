@@ -122,6 +122,9 @@ TEST(CliBench, BadRequestsAreOneLineErrors) {
   const auto unknown = run_command(kBinary + " bench gemmm --quick");
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("unknown benchmark 'gemmm'"), std::string::npos) << unknown.err;
+  const auto dtype = run_command(kBinary + " bench decode --quick --dtype=bf16");
+  EXPECT_EQ(dtype.exit_code, 2);
+  EXPECT_NE(dtype.err.find("--dtype=bf16 is not a dtype"), std::string::npos) << dtype.err;
   const auto missing = run_command(kBinary + " bench --compare=/nonexistent.json,/nonexistent.json");
   EXPECT_EQ(missing.exit_code, 3);
   EXPECT_NE(missing.err.find("cannot be read"), std::string::npos) << missing.err;
