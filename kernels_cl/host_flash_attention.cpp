@@ -11,6 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/float16.h"
@@ -26,7 +27,7 @@ namespace paxocl::kernels {
 namespace {
 
 // ---- 16-float vectors (GCC vector extensions) ----
-// The row passes below are compiled three times (AVX-512, AVX2 + FMA, and x86-64's baseline;
+// The code below is compiled three times (AVX-512, AVX2 + FMA, and x86-64's baseline;
 // widest_host_vector_unit() picks one by CPUID), so one binary runs 16 lanes in a zmm register, two
 // ymm or four xmm, on whatever CPU it finds. Explicit variants rather than target_clones, which
 // splits "avx2,fma" into two clones and so ran AVX2 without FMA.
@@ -217,11 +218,12 @@ void run_tasks(std::size_t count, unsigned threads, Task&& task) {
   if (failure) std::rethrow_exception(failure);
 }
 
-// ---- the vector code, one copy per instruction set ----
-// Only the row passes below are compiled per HostVectorUnit; everything around them is compiled
-// once. GCC contracts a * b + c into an FMA as it sees fit in each place a helper is inlined, so a
-// row pass inlined into several callers could round differently in each: one copy per unit is
-// what lets both backward forms give the same bits.
+// ---- the arithmetic outside the GEMMs, one copy per instruction set ----
+// GCC contracts a * b + c into an FMA as it sees fit in each place a helper is inlined, so a row
+// pass inlined into the fused and the split backward's tasks could round differently in each: the
+// row passes and dot products are noinline functions per HostVectorUnit (PAXOCL_UNIT_VARIANTS),
+// one copy each, which is what lets both backward forms give the same bits. The task bodies are
+// compiled per unit too, for their 16-bit conversions (exact: no rounding to differ).
 
 // Forward: rows i < Q of S (Q, L) -> probabilities in place over their live0 + i + 1 causal keys;
 // lse[i] = the row's logsumexp of scale * S.
@@ -249,38 +251,43 @@ PAXOCL_INLINE void key_block_rows_body(const KeyBlockRows& r) {
   }
 }
 
-[[gnu::target("avx512f,fma")]] void softmax_rows_avx512(float* s, std::size_t Q, std::size_t L, std::size_t live0,
-                                                        float scale, float* lse) {
-  softmax_rows_body(s, Q, L, live0, scale, lse);
+// delta[i] = rowsum(dO o) over Q rows of hs.
+PAXOCL_INLINE void row_dots_body(const float* dout, std::size_t dout_ld, const float* out, std::size_t out_ld,
+                                 std::size_t Q, std::size_t hs, float* delta) {
+  for (std::size_t i = 0; i < Q; ++i) {
+    float sum = 0.0f;
+    for (std::size_t d = 0; d < hs; ++d) sum += dout[i * dout_ld + d] * out[i * out_ld + d];
+    delta[i] = sum;
+  }
 }
-[[gnu::target("avx2,fma")]] void softmax_rows_avx2(float* s, std::size_t Q, std::size_t L, std::size_t live0,
-                                                   float scale, float* lse) {
-  softmax_rows_body(s, Q, L, live0, scale, lse);
-}
-void softmax_rows_baseline(float* s, std::size_t Q, std::size_t L, std::size_t live0, float scale, float* lse) {
-  softmax_rows_body(s, Q, L, live0, scale, lse);
-}
-[[gnu::target("avx512f,fma")]] void key_block_rows_avx512(const KeyBlockRows& r) { key_block_rows_body(r); }
-[[gnu::target("avx2,fma")]] void key_block_rows_avx2(const KeyBlockRows& r) { key_block_rows_body(r); }
-void key_block_rows_baseline(const KeyBlockRows& r) { key_block_rows_body(r); }
 
-void softmax_rows(HostVectorUnit unit, float* s, std::size_t Q, std::size_t L, std::size_t live0, float scale,
-                  float* lse) {
-  switch (unit) {
-    case HostVectorUnit::kAvx512: return softmax_rows_avx512(s, Q, L, live0, scale, lse);
-    case HostVectorUnit::kAvx2: return softmax_rows_avx2(s, Q, L, live0, scale, lse);
-    case HostVectorUnit::kBaseline: break;
+// name(unit, args...) runs name_body compiled for `unit`: three noinline copies, each with its
+// instruction set, so that a body's FMAs are the same wherever it is called from. PARAMS follow
+// the unit, which ARGS may pass on.
+#define PAXOCL_UNPAREN(...) __VA_ARGS__
+#define PAXOCL_UNIT_VARIANT(name, suffix, PARAMS, ARGS) \
+  void name##suffix([[maybe_unused]] HostVectorUnit unit, PAXOCL_UNPAREN PARAMS) { name##_body ARGS; }
+#define PAXOCL_UNIT_VARIANTS(name, PARAMS, ARGS)                                               \
+  [[gnu::target("avx512f,fma"), gnu::noinline]] PAXOCL_UNIT_VARIANT(name, _avx512, PARAMS, ARGS) \
+  [[gnu::target("avx2,fma"), gnu::noinline]] PAXOCL_UNIT_VARIANT(name, _avx2, PARAMS, ARGS)      \
+  [[gnu::noinline]] PAXOCL_UNIT_VARIANT(name, _baseline, PARAMS, ARGS)                           \
+  template <typename... Args>                                                                  \
+  void name(HostVectorUnit unit, Args&&... args) {                                             \
+    switch (unit) {                                                                            \
+      case HostVectorUnit::kAvx512: return name##_avx512(unit, std::forward<Args>(args)...);   \
+      case HostVectorUnit::kAvx2: return name##_avx2(unit, std::forward<Args>(args)...);       \
+      case HostVectorUnit::kBaseline: break;                                                   \
+    }                                                                                          \
+    name##_baseline(unit, std::forward<Args>(args)...);                                        \
   }
-  softmax_rows_baseline(s, Q, L, live0, scale, lse);
-}
-void key_block_rows(HostVectorUnit unit, const KeyBlockRows& r) {
-  switch (unit) {
-    case HostVectorUnit::kAvx512: return key_block_rows_avx512(r);
-    case HostVectorUnit::kAvx2: return key_block_rows_avx2(r);
-    case HostVectorUnit::kBaseline: break;
-  }
-  key_block_rows_baseline(r);
-}
+
+PAXOCL_UNIT_VARIANTS(softmax_rows, (float* s, std::size_t Q, std::size_t L, std::size_t live0, float scale, float* lse),
+                     (s, Q, L, live0, scale, lse))
+PAXOCL_UNIT_VARIANTS(key_block_rows, (const KeyBlockRows& r), (r))
+PAXOCL_UNIT_VARIANTS(row_dots,
+                     (const float* dout, std::size_t dout_ld, const float* out, std::size_t out_ld, std::size_t Q,
+                      std::size_t hs, float* delta),
+                     (dout, dout_ld, out, out_ld, Q, hs, delta))
 
 // ---- forward ----
 
@@ -291,8 +298,8 @@ struct ForwardWorkspace {
 // Task (b, h, blocks first .. first+count-1): each block's queries q0 .. q0+Q-1 of sequence b, head
 // h (positions p0 + q0 + i), against keys 0 .. L-1, L = p0 + q0 + Q. Keys and values are widened
 // once, for the last block: the others' are a prefix of its.
-void forward_task(HostVectorUnit unit, const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t first,
-                  std::size_t count, ForwardWorkspace& w) {
+PAXOCL_INLINE void forward_task_body(HostVectorUnit unit, const HostFlashForward& a, std::size_t b, std::size_t h,
+                                     std::size_t first, std::size_t count, ForwardWorkspace& w) {
   const std::size_t hs = a.heads.head_size, c = h / a.heads.group(), Qb = a.query_block;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const std::size_t kv_row = b * a.kv_rows_per_sequence, keys = a.p0 + std::min(a.queries, (first + count) * Qb);
@@ -318,6 +325,13 @@ void forward_task(HostVectorUnit unit, const HostFlashForward& a, std::size_t b,
   }
 }
 
+// The tasks, compiled per unit (their 16-bit conversions vectorised for it); the row passes they
+// call are the noinline copies above.
+PAXOCL_UNIT_VARIANTS(forward_task,
+                     (const HostFlashForward& a, std::size_t b, std::size_t h, std::size_t first, std::size_t count,
+                      ForwardWorkspace& w),
+                     (unit, a, b, h, first, count, w))
+
 // ---- backward ----
 
 struct BackwardWorkspace {
@@ -333,7 +347,8 @@ struct QueryRows {
   const float* lse;
 };
 
-QueryRows query_rows(const HostFlashBackward& a, std::size_t b, std::size_t h, std::size_t q0, BackwardWorkspace& w) {
+PAXOCL_INLINE QueryRows query_rows(HostVectorUnit unit, const HostFlashBackward& a, std::size_t b, std::size_t h,
+                                   std::size_t q0, BackwardWorkspace& w) {
   const std::size_t hs = a.heads.head_size, D = a.heads.heads * hs, Q = std::min(a.query_block, a.T - q0);
   const std::size_t row = b * a.T + q0;
   const QueryRows r{h,
@@ -346,11 +361,7 @@ QueryRows query_rows(const HostFlashBackward& a, std::size_t b, std::size_t h, s
                     a.lse + (b * a.heads.heads + h) * a.T + q0};
   const FloatRows out = float_rows(a.out, a.act, row, Q, D, h * hs, hs, w.out);
   w.delta.resize(Q);
-  for (std::size_t i = 0; i < Q; ++i) {
-    float sum = 0.0f;
-    for (std::size_t d = 0; d < hs; ++d) sum += r.dout.data[i * r.dout.ld + d] * out.data[i * out.ld + d];
-    w.delta[i] = sum;
-  }
+  row_dots(unit, r.dout.data, r.dout.ld, out.data, out.ld, Q, hs, w.delta.data());
   w.p.resize(Q * r.L);
   w.dp.resize(Q * r.L);
   return r;
@@ -359,18 +370,19 @@ QueryRows query_rows(const HostFlashBackward& a, std::size_t b, std::size_t h, s
 // Keys k0 .. k0+N-1 of the block (k, v: their rows, from key k0): P into w.p's columns k0..,
 // dS into w.dp's. Both backward forms compute every key block by this call, so that their scores
 // are the same bits.
-void key_block_scores(HostVectorUnit unit, const HostFlashBackward& a, const QueryRows& r, FloatRows k, FloatRows v,
+PAXOCL_INLINE void key_block_scores(HostVectorUnit unit, const HostFlashBackward& a, const QueryRows& r, FloatRows k, FloatRows v,
                       std::size_t k0, std::size_t N, BackwardWorkspace& w) {
   const std::size_t hs = a.heads.head_size, L = r.L;
   float* p = w.p.data() + k0;
   float* dp = w.dp.data() + k0;
   sgemm(false, true, r.Q, N, hs, r.q.data, r.q.ld, k.data, k.ld, 0.0f, p, L);
   sgemm(false, true, r.Q, N, hs, r.dout.data, r.dout.ld, v.data, v.ld, 0.0f, dp, L);  // dP = dO v^T
-  key_block_rows(unit, {p, dp, L, r.Q, N, r.q0, k0, 1.0f / std::sqrt(static_cast<float>(hs)), r.lse, w.delta.data()});
+  key_block_rows(unit, KeyBlockRows{p, dp, L, r.Q, N, r.q0, k0, 1.0f / std::sqrt(static_cast<float>(hs)), r.lse,
+                                    w.delta.data()});
 }
 
 // dv (N, hs) += P^T dO and dk (N, hs) += dS^T q over the block's keys k0 .. k0+N-1.
-void key_block_gradients(const HostFlashBackward& a, const QueryRows& r, std::size_t k0, std::size_t N, float* dk,
+PAXOCL_INLINE void key_block_gradients(const HostFlashBackward& a, const QueryRows& r, std::size_t k0, std::size_t N, float* dk,
                          float* dv, const BackwardWorkspace& w) {
   const std::size_t hs = a.heads.head_size;
   sgemm(true, false, N, hs, r.Q, w.p.data() + k0, r.L, r.dout.data, r.dout.ld, 1.0f, dv, hs);
@@ -378,7 +390,7 @@ void key_block_gradients(const HostFlashBackward& a, const QueryRows& r, std::si
 }
 
 // dq (Q, hs) = dS k over the block's causal keys, stored into dqkv.
-void store_dq(const HostFlashBackward& a, const QueryRows& r, FloatRows k, BackwardWorkspace& w) {
+PAXOCL_INLINE void store_dq(const HostFlashBackward& a, const QueryRows& r, FloatRows k, BackwardWorkspace& w) {
   const std::size_t hs = a.heads.head_size;
   w.dq.resize(r.Q * hs);
   sgemm(false, false, r.Q, hs, r.L, w.dp.data(), r.L, k.data, k.ld, 0.0f, w.dq.data(), hs);
@@ -387,7 +399,7 @@ void store_dq(const HostFlashBackward& a, const QueryRows& r, FloatRows k, Backw
 
 // Fused form, task (b, c): every query head of kv head c's group over sequence b, each query block
 // once; dk, dv summed in float32 over (query head, query block) in that order.
-void backward_fused(HostVectorUnit unit, const HostFlashBackward& a, std::size_t b, std::size_t c,
+PAXOCL_INLINE void backward_fused(HostVectorUnit unit, const HostFlashBackward& a, std::size_t b, std::size_t c,
                     BackwardWorkspace& w) {
   const std::size_t T = a.T, hs = a.heads.head_size, g = a.heads.group(), Kb = a.key_block, row0 = b * T;
   const FloatRows k = float_rows(a.qkv, a.act, row0, T, a.width, a.k_col + c * hs, hs, w.k);
@@ -396,7 +408,7 @@ void backward_fused(HostVectorUnit unit, const HostFlashBackward& a, std::size_t
   w.dv.assign(T * hs, 0.0f);
   for (std::size_t j = 0; j < g; ++j) {
     for (std::size_t q0 = 0; q0 < T; q0 += a.query_block) {
-      const QueryRows r = query_rows(a, b, c * g + j, q0, w);
+      const QueryRows r = query_rows(unit, a, b, c * g + j, q0, w);
       for (std::size_t k0 = 0; k0 < r.L; k0 += Kb)
         key_block_scores(unit, a, r, rows_from(k, k0), rows_from(v, k0), k0, std::min(Kb, r.L - k0), w);
       store_dq(a, r, k, w);
@@ -409,10 +421,10 @@ void backward_fused(HostVectorUnit unit, const HostFlashBackward& a, std::size_t
 }
 
 // Split form, dq task (b, h, q0): one query block's dq, from the fused form's scores.
-void backward_query_block(HostVectorUnit unit, const HostFlashBackward& a, std::size_t b, std::size_t h,
+PAXOCL_INLINE void backward_query_block(HostVectorUnit unit, const HostFlashBackward& a, std::size_t b, std::size_t h,
                           std::size_t q0, BackwardWorkspace& w) {
   const std::size_t hs = a.heads.head_size, c = h / a.heads.group(), row0 = b * a.T;
-  const QueryRows r = query_rows(a, b, h, q0, w);
+  const QueryRows r = query_rows(unit, a, b, h, q0, w);
   const FloatRows k = float_rows(a.qkv, a.act, row0, r.L, a.width, a.k_col + c * hs, hs, w.k);
   const FloatRows v = float_rows(a.qkv, a.act, row0, r.L, a.width, a.v_col + c * hs, hs, w.v);
   for (std::size_t k0 = 0; k0 < r.L; k0 += a.key_block)
@@ -422,7 +434,7 @@ void backward_query_block(HostVectorUnit unit, const HostFlashBackward& a, std::
 
 // Split form, dk/dv task (b, c, k0): keys k0 .. k0+N-1 of kv head c over sequence b, summed over
 // the (query head, query block) pairs that see them in the fused form's order: the same bits.
-void backward_key_block(HostVectorUnit unit, const HostFlashBackward& a, std::size_t b, std::size_t c,
+PAXOCL_INLINE void backward_key_block(HostVectorUnit unit, const HostFlashBackward& a, std::size_t b, std::size_t c,
                         std::size_t k0, BackwardWorkspace& w) {
   const std::size_t T = a.T, hs = a.heads.head_size, g = a.heads.group(), row0 = b * T;
   const std::size_t N = std::min(a.key_block, T - k0);
@@ -432,7 +444,7 @@ void backward_key_block(HostVectorUnit unit, const HostFlashBackward& a, std::si
   w.dv.assign(N * hs, 0.0f);
   for (std::size_t j = 0; j < g; ++j) {
     for (std::size_t q0 = k0 / a.query_block * a.query_block; q0 < T; q0 += a.query_block) {
-      const QueryRows r = query_rows(a, b, c * g + j, q0, w);
+      const QueryRows r = query_rows(unit, a, b, c * g + j, q0, w);
       const std::size_t seen = std::min(N, r.L - k0);  // the block's keys at or before the queries' last
       key_block_scores(unit, a, r, k, v, k0, seen, w);
       key_block_gradients(a, r, k0, seen, w.dk.data(), w.dv.data(), w);
@@ -448,13 +460,16 @@ struct BackwardTask {
   std::size_t b, head, first;
 };
 
-void backward_task(HostVectorUnit unit, const HostFlashBackward& a, const BackwardTask& t, BackwardWorkspace& w) {
+PAXOCL_INLINE void backward_task_body(HostVectorUnit unit, const HostFlashBackward& a, const BackwardTask& t,
+                                      BackwardWorkspace& w) {
   switch (t.kind) {
     case BackwardTask::kFused: return backward_fused(unit, a, t.b, t.head, w);
     case BackwardTask::kQueryBlock: return backward_query_block(unit, a, t.b, t.head, t.first, w);
     case BackwardTask::kKeyBlock: return backward_key_block(unit, a, t.b, t.head, t.first, w);
   }
 }
+PAXOCL_UNIT_VARIANTS(backward_task, (const HostFlashBackward& a, const BackwardTask& t, BackwardWorkspace& w),
+                     (unit, a, t, w))
 
 // The form's tasks, largest first: fused (b, c); split, the dk/dv tasks by key block (the first
 // block's keys are seen by every query block) and then the dq tasks by query block, last first.
