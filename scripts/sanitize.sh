@@ -56,10 +56,10 @@ if ((HOST_ONLY)) || (($# > 0)); then
   run_ctest "$@"
   exit
 fi
-# The whole suite. Slurm.* runs its ranks under srun --kill-on-bad-exit (scripts/slurm/train.sub):
-# LeakSanitizer's scan at exit takes each rank several seconds (PoCL's LLVM state), so one rank
-# leaves with exit code 75 while the other is still scanning, srun kills that one (143), and the
-# requeue rightly does not happen. Those runs keep every memory and UB check, without the exit scan.
+# The whole suite. Slurm.* runs its ranks under srun, which kills the rest 60 s after a first task
+# ends (scripts/slurm/train.sub): LeakSanitizer's scan at exit takes each rank several seconds
+# (PoCL's LLVM state), so one rank leaves with exit code 75 while the other is still scanning, and
+# a slow scan would end 143 with no requeue. Those runs keep every memory and UB check, without the exit scan.
 status=0
 run_ctest -E '^Slurm[.]' || status=$?
 ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" run_ctest -R '^Slurm[.]' || status=$?

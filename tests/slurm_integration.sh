@@ -62,6 +62,10 @@ for _ in $(seq 120); do
   sleep 0.25
 done
 rm -rf "$work"/cluster/tmp-node*/spmix_appdir_*_"$job".* "$work"/cluster/spool-node*/stepd.slurm.pmix."$job".*
+# Slurm revokes the killed instance's job credential at the requeue, to the second: a restart in
+# that same second is killed as "non-startable: Job credential revoked" (users' requeued jobs wait
+# minutes; this test's started within a second once the step's teardown had become quick).
+sleep 2
 scontrol update JobId="$job" StartTime=now
 wait_for "$job" COMPLETED 300 || fail "requeued job $job ended $(field "$job" JobState)"
 stopped=$(grep -oE "stopped at step [0-9]+" "$work/run2/train.log" | grep -oE "[0-9]+$") || fail "pax-ocl did not stop on SIGUSR1"
