@@ -14,19 +14,21 @@ HostIsa read_host_isa() {
   isa.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   isa.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
+  // CPUID 1's ecx, read once: OSXSAVE (bit 27) and F16C (bit 29).
+  unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
+  const bool leaf1 = __get_cpuid(1, &a1, &b1, &c1, &d1) != 0;
   // AMX-BF16 is CPUID 7's edx bit 22, usable where the OS saves the tile state (XCR0 bits 17 and
   // 18), read directly: clang 16's __builtin_cpu_supports does not know "amx-bf16".
-  unsigned a7 = 0, b7 = 0, c7 = 0, d7 = 0, a1 = 0, b1 = 0, c1 = 0, d1 = 0;
-  if (__get_cpuid_count(7, 0, &a7, &b7, &c7, &d7) != 0 && (d7 & (1u << 22)) != 0 &&
-      __get_cpuid(1, &a1, &b1, &c1, &d1) != 0 && (c1 & bit_OSXSAVE) != 0) {
+  unsigned a7 = 0, b7 = 0, c7 = 0, d7 = 0;
+  if (leaf1 && (c1 & bit_OSXSAVE) != 0 && __get_cpuid_count(7, 0, &a7, &b7, &c7, &d7) != 0 &&
+      (d7 & (1u << 22)) != 0) {
     unsigned lo = 0, hi = 0;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     isa.amx_bf16 = (lo & 0x60000u) == 0x60000u;
   }
-  // F16C is CPUID 1's ecx bit 29, read directly (clang's __builtin_cpu_supports does not know
-  // "f16c"); "avx" holds only where the OS saves the ymm registers.
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  isa.f16c = __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  // F16C, read directly too (clang's __builtin_cpu_supports does not know "f16c"); "avx" holds
+  // only where the OS saves the ymm registers.
+  isa.f16c = __builtin_cpu_supports("avx") && leaf1 && (c1 & bit_F16C) != 0;
 #endif
   return isa;
 }
