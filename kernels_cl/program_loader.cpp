@@ -19,9 +19,9 @@ namespace {
 // The kernel library's programs (kernel_library.h), each group built with one set of options: the
 // activation programs with the act dtype's, the float32-only ones without. A program left out of
 // these lists builds alone: as right, only slower to load.
-constexpr std::array<std::string_view, 13> kActivationPrograms = {
-    "embedding", "layernorm",      "rmsnorm", "bias",     "gelu", "swiglu", "attention",
-    "rope",      "cross_entropy", "vocab_parallel", "residual", "cast", "ssm"};
+constexpr std::array<std::string_view, 14> kActivationPrograms = {
+    "embedding",      "layernorm", "rmsnorm", "bias", "gelu", "swiglu",  "attention", "rope",
+    "cross_entropy", "vocab_parallel", "residual", "cast", "ssm", "ssm_fft"};
 constexpr std::array<std::string_view, 2> kFloatPrograms = {"elementwise", "optimizer"};
 
 constexpr std::string_view kCpuSuffix = "_cpu", kGpuSuffix = "_gpu";

@@ -57,14 +57,21 @@ SsmKernels::SsmKernels(device::ProgramCache& cache, device::Device& device, devi
     : device_(&device),
       set_(act_program(cache, device, "ssm",
                        {"ssm_kernel", "ssm_kernel_grad", "ssm_conv_forward", "ssm_conv_backward_input",
-                        "ssm_conv_backward_kernel", "ssm_skip_grad", "ssm_pack", "ssm_pack_kernel", "ssm_unpack",
-                        "ssm_unpack_kernel", "ssm_spectrum_product", "ssm_spectrum_correlate", "ssm_decode"},
+                        "ssm_conv_backward_kernel", "ssm_skip_grad", "ssm_decode"},
                        act)),
+      fft_set_(act_program(cache, device, "ssm_fft",
+                           {"ssm_pack", "ssm_pack_kernel", "ssm_unpack", "ssm_unpack_kernel", "ssm_spectrum_product",
+                            "ssm_spectrum_correlate"},
+                           act)),
       act_(act) {}
 
 SsmKernels::~SsmKernels() = default;
 
 std::size_t SsmKernels::fft_length(std::size_t T) { return ssm_fft_length(T); }
+
+std::size_t SsmKernels::channel_items(std::size_t rows, std::size_t C) const {
+  return rows * (set_.cpu_variant() ? (C + kCpuElementsPerItem - 1) / kCpuElementsPerItem : C);
+}
 
 std::size_t SsmKernels::fft_scratch_bytes() const {
   if (!fft_) return 0;
@@ -78,7 +85,7 @@ void SsmKernels::kernel(FloatBuffer& K, const FloatBuffer& powers, const FloatBu
   require_count("ssm_kernel", T * C, K);
   require_count("ssm_kernel", 2 * T * N, powers);
   require_count("ssm_kernel", N * C, c_re, c_im);
-  set_.launch("ssm_kernel", T * C, K, powers, c_re, c_im, u32(T), u32(C), u32(N));
+  set_.launch("ssm_kernel", channel_items(T, C), K, powers, c_re, c_im, u32(T), u32(C), u32(N));
 }
 
 void SsmKernels::kernel_grad(FloatBuffer& dc_re, FloatBuffer& dc_im, const FloatBuffer& dK, const FloatBuffer& powers,
@@ -86,7 +93,7 @@ void SsmKernels::kernel_grad(FloatBuffer& dc_re, FloatBuffer& dc_im, const Float
   require_count("ssm_kernel_grad", T * C, dK);
   require_count("ssm_kernel_grad", 2 * T * N, powers);
   require_count("ssm_kernel_grad", N * C, dc_re, dc_im);
-  set_.launch("ssm_kernel_grad", N * C, dc_re, dc_im, dK, powers, u32(T), u32(C), u32(N));
+  set_.launch("ssm_kernel_grad", channel_items(N, C), dc_re, dc_im, dK, powers, u32(T), u32(C), u32(N));
 }
 
 SsmKernels::Fft& SsmKernels::fft() {
@@ -94,8 +101,30 @@ SsmKernels::Fft& SsmKernels::fft() {
   return *fft_;
 }
 
+SsmConvolution ssm_convolution_from_name(const std::string& name) {
+  if (name == "fft") return SsmConvolution::kFft;
+  if (name == "direct") return SsmConvolution::kDirect;
+  if (name == "auto") return SsmConvolution::kAuto;
+  throw std::logic_error("SSM_CONVOLUTION=" + name + " reached the kernels unvalidated");
+}
+
+bool ssm_fft_requested(SsmConvolution requested, KernelVariant variant, std::size_t T) {
+  if (requested != SsmConvolution::kAuto) return requested == SsmConvolution::kFft;
+  return variant != KernelVariant::kCpu || T > kSsmCpuDirectMaxPositions;
+}
+
+bool ssm_fft_requested(const std::string& convolution, const device::DeviceInfo& device, std::size_t T) {
+  return ssm_fft_requested(ssm_convolution_from_name(convolution), requested_variant(device), T);
+}
+
 SsmConvolution SsmKernels::resolve(SsmConvolution requested, std::size_t B, std::size_t T, std::size_t C) {
   if (requested == SsmConvolution::kDirect) return announced(SsmConvolution::kDirect, "SSM_CONVOLUTION=direct");
+  if (!ssm_fft_requested(requested, set_.variant(), T)) {
+    return announced(SsmConvolution::kDirect,
+                     fmt::format("SSM_CONVOLUTION=auto: {} positions, at most {} on the CPU kernel set, where they "
+                                 "run faster than clFFT",
+                                 T, kSsmCpuDirectMaxPositions));
+  }
   if (!fft_unusable_.empty()) return announced(SsmConvolution::kDirect, fft_unusable_);
   const std::size_t n = fft_length(T);
   try {
@@ -174,7 +203,7 @@ void SsmKernels::conv_forward(SsmConvolution method, ActBuffer& y, const ActBuff
   if (method == SsmConvolution::kFft) {
     fft_forward(y, u, K, d, B, T, C);
   } else {
-    set_.launch("ssm_conv_forward", B * T * C, y, u, K, d, u32(B), u32(T), u32(C));
+    set_.launch("ssm_conv_forward", channel_items(B * T, C), y, u, K, d, u32(B), u32(T), u32(C));
   }
 }
 
@@ -189,11 +218,11 @@ void SsmKernels::conv_backward(SsmConvolution method, ActBuffer& du, FloatBuffer
   if (method == SsmConvolution::kFft) {
     fft_backward(du, dK, dy, u, K, d, B, T, C, after_du);
   } else {
-    set_.launch("ssm_conv_backward_input", B * T * C, du, dy, K, d, u32(B), u32(T), u32(C));
+    set_.launch("ssm_conv_backward_input", channel_items(B * T, C), du, dy, K, d, u32(B), u32(T), u32(C));
     if (after_du) after_du(du);
-    set_.launch("ssm_conv_backward_kernel", T * C, dK, dy, u, u32(B), u32(T), u32(C));
+    set_.launch("ssm_conv_backward_kernel", channel_items(T, C), dK, dy, u, u32(B), u32(T), u32(C));
   }
-  set_.launch("ssm_skip_grad", C, dd, dy, u, u32(B * T), u32(C));
+  set_.launch("ssm_skip_grad", channel_items(1, C), dd, dy, u, u32(B * T), u32(C));
 }
 
 // The prologue both directions share: the scratch reserved for the shape; K (T, C) zero-padded and
@@ -203,9 +232,9 @@ void SsmKernels::transform_kernel_and_input(Fft& f, const FloatBuffer& K, const 
   const std::size_t n = fft_length(T);
   f.reserve(device_->context(), B, C, n);
   device::Queue& q = device_->queue();
-  set_.launch("ssm_pack_kernel", C * n, f.time, K, u32(T), u32(C), u32(n));
+  fft_set_.launch("ssm_pack_kernel", C * n, f.time, K, u32(T), u32(C), u32(n));
   f.plan(*device_, FftKind::kRealToComplex, n, C).enqueue(q, f.time.get(), f.kernel_spectrum.get());
-  set_.launch("ssm_pack", B * C * n, f.time, u, u32(B), u32(T), u32(C), u32(n));
+  fft_set_.launch("ssm_pack", B * C * n, f.time, u, u32(B), u32(T), u32(C), u32(n));
   f.plan(*device_, FftKind::kRealToComplex, n, B * C).enqueue(q, f.time.get(), f.spectrum.get());
 }
 
@@ -216,10 +245,10 @@ void SsmKernels::fft_forward(ActBuffer& y, const ActBuffer& u, const FloatBuffer
   device::Queue& q = device_->queue();
   // K's and u's spectra; their product; back to (B*C, n) reals.
   transform_kernel_and_input(f, K, u, B, T, C);
-  set_.launch("ssm_spectrum_product", B * C * F, f.spectrum, f.kernel_spectrum, u32(B * C), u32(C), u32(F),
+  fft_set_.launch("ssm_spectrum_product", B * C * F, f.spectrum, f.kernel_spectrum, u32(B * C), u32(C), u32(F),
               cl_uint{0});
   f.plan(*device_, FftKind::kComplexToReal, n, B * C).enqueue(q, f.spectrum.get(), f.time.get());
-  set_.launch("ssm_unpack", B * T * C, y, f.time, u, d, u32(B), u32(T), u32(C), u32(n));
+  fft_set_.launch("ssm_unpack", B * T * C, y, f.time, u, d, u32(B), u32(T), u32(C), u32(n));
 }
 
 void SsmKernels::fft_backward(ActBuffer& du, FloatBuffer& dK, const ActBuffer& dy, const ActBuffer& u,
@@ -230,16 +259,16 @@ void SsmKernels::fft_backward(ActBuffer& du, FloatBuffer& dK, const ActBuffer& d
   device::Queue& q = device_->queue();
   // The spectra of K, u and dy (recomputed rather than kept from the forward: the scratch is shared).
   transform_kernel_and_input(f, K, u, B, T, C);
-  set_.launch("ssm_pack", B * C * n, f.time, dy, u32(B), u32(T), u32(C), u32(n));
+  fft_set_.launch("ssm_pack", B * C * n, f.time, dy, u32(B), u32(T), u32(C), u32(n));
   f.plan(*device_, FftKind::kRealToComplex, n, B * C).enqueue(q, f.time.get(), f.work.get());
   // dK's spectrum, summed over the batch, before dy's spectrum is overwritten by du's.
-  set_.launch("ssm_spectrum_correlate", C * F, f.grad_spectrum, f.spectrum, f.work, u32(B), u32(C), u32(F));
-  set_.launch("ssm_spectrum_product", B * C * F, f.work, f.kernel_spectrum, u32(B * C), u32(C), u32(F), cl_uint{1});
+  fft_set_.launch("ssm_spectrum_correlate", C * F, f.grad_spectrum, f.spectrum, f.work, u32(B), u32(C), u32(F));
+  fft_set_.launch("ssm_spectrum_product", B * C * F, f.work, f.kernel_spectrum, u32(B * C), u32(C), u32(F), cl_uint{1});
   f.plan(*device_, FftKind::kComplexToReal, n, B * C).enqueue(q, f.work.get(), f.time.get());
-  set_.launch("ssm_unpack", B * T * C, du, f.time, dy, d, u32(B), u32(T), u32(C), u32(n));
+  fft_set_.launch("ssm_unpack", B * T * C, du, f.time, dy, d, u32(B), u32(T), u32(C), u32(n));
   if (after_du) after_du(du);
   f.plan(*device_, FftKind::kComplexToReal, n, C).enqueue(q, f.grad_spectrum.get(), f.time.get());
-  set_.launch("ssm_unpack_kernel", T * C, dK, f.time, u32(T), u32(C), u32(n));
+  fft_set_.launch("ssm_unpack_kernel", T * C, dK, f.time, u32(T), u32(C), u32(n));
 }
 
 void SsmKernels::decode(ActBuffer& y, FloatBuffer& state, const ActBuffer& u, const FloatBuffer& c_re,
@@ -251,7 +280,7 @@ void SsmKernels::decode(ActBuffer& y, FloatBuffer& state, const ActBuffer& u, co
   require_count("ssm_decode", N * C, c_re, c_im);
   require_count("ssm_decode", C, d);
   require_count("ssm_decode", 4 * N, steps);
-  set_.launch("ssm_decode", B * C, y, state, u, c_re, c_im, d, steps, u32(B), u32(T), u32(C), u32(N),
+  set_.launch("ssm_decode", channel_items(B, C), y, state, u, c_re, c_im, d, steps, u32(B), u32(T), u32(C), u32(N),
               cl_uint{reset});
 }
 

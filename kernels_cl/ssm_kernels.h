@@ -1,5 +1,5 @@
-// SsmKernels: the launchers of kernels_cl/ssm.cl (the S4D state-space layer, models/layers/ssm.h)
-// and its FFT convolution through clFFT (kernels_cl/clfft.h). One per device and activation dtype,
+// SsmKernels: the launchers of kernels_cl/ssm.cl (the S4D state-space layer, models/layers/ssm.h;
+// ssm_cpu.cl its CPU twin) and its FFT convolution through clFFT (kernels_cl/clfft.h, ssm_fft.cl). One per device and activation dtype,
 // in the KernelLibrary; everything library-wide (clFFT's state, baked plans, the FFT scratch, the
 // per-device self-check) lives here, not in the layers.
 //
@@ -25,7 +25,22 @@
 
 namespace paxocl::kernels {
 
-enum class SsmConvolution { kFft, kDirect };
+// kAuto is a request only (SSM_CONVOLUTION=auto): resolve() answers kFft or kDirect.
+enum class SsmConvolution { kFft, kDirect, kAuto };
+// "auto", "fft" or "direct" (SSM_CONVOLUTION, validated by SsmConfig).
+SsmConvolution ssm_convolution_from_name(const std::string& name);
+
+// The longest sequence SSM_CONVOLUTION=auto convolves directly on the CPU twin (ssm_cpu.cl): on a
+// 2-core Xeon (AVX-512, PoCL 3.1; B 8, C 256; docs/benchmarks.md) the direct forward + backward took
+// 6.1 ms against clFFT's 27.8 at T = 128, 44.5 against 51.4 at 256 and 161 against 79 at 512.
+// Both scale with B x C, so the crossover is a sequence length.
+inline constexpr std::size_t kSsmCpuDirectMaxPositions = 256;
+// Whether a convolution of T positions asks for clFFT (which it then runs where clFFT passes its
+// self-check): fft always, direct never, auto unless the kernels are the CPU twin and
+// T <= kSsmCpuDirectMaxPositions (the portable kernels on GPUs: clFFT, unmeasured against them).
+bool ssm_fft_requested(SsmConvolution requested, KernelVariant variant, std::size_t T);
+// The same for SSM_CONVOLUTION=`convolution` on `device`'s kernel set, for plans (plan::LayoutSpec::ssm_fft).
+bool ssm_fft_requested(const std::string& convolution, const device::DeviceInfo& device, std::size_t T);
 
 class SsmKernels {
  public:
@@ -44,9 +59,9 @@ class SsmKernels {
   void kernel_grad(FloatBuffer& dc_re, FloatBuffer& dc_im, const FloatBuffer& dK, const FloatBuffer& powers,
                    std::size_t T, std::size_t C, std::size_t N);
 
-  // How a convolution of this shape will run: kDirect when asked, else kFft if clFFT passed its
-  // self-check on this device and has its plans for the shape (made and baked here), else kDirect
-  // (after one warning). Blocks on the device the first time (the self-check).
+  // How a convolution of this shape will run: kDirect where ssm_fft_requested says no, else kFft if
+  // clFFT passed its self-check on this device and has its plans for the shape (made and baked
+  // here), else kDirect (after one warning). Blocks on the device the first time (the self-check).
   SsmConvolution resolve(SsmConvolution requested, std::size_t B, std::size_t T, std::size_t C);
   // y (B*T, C) = causal_conv(K, u) + d u   (`method` from resolve())
   void conv_forward(SsmConvolution method, ActBuffer& y, const ActBuffer& u, const FloatBuffer& K,
@@ -83,8 +98,13 @@ class SsmKernels {
                     const FloatBuffer& d, std::size_t B, std::size_t T, std::size_t C,
                     const std::function<void(ActBuffer&)>& after_du);
 
+  // Work-items of an ssm.cl kernel over `rows` rows of C channels: one per channel, or in the CPU
+  // twin one per 16 channels.
+  std::size_t channel_items(std::size_t rows, std::size_t C) const;
+
   device::Device* device_;
-  KernelSet set_;
+  KernelSet set_;      // ssm.cl or its CPU twin: K, dC, the direct convolution, decoding
+  KernelSet fft_set_;  // ssm_fft.cl: the FFT convolution's packing and spectrum products
   device::DType act_;
   std::unique_ptr<Fft> fft_;
   std::string fft_unusable_;  // why clFFT is not used here, once the self-check or a plan failed

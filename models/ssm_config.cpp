@@ -80,8 +80,8 @@ void SsmConfig::validate(int max_seq_len) const {
                                   "longest sequence (0 sets it to MAX_SEQ_LEN)",
                                   l_max, max_seq_len));
   }
-  if (convolution != "fft" && convolution != "direct") {
-    throw ConfigError(fmt::format("SSM_CONVOLUTION={}: must be fft or direct", convolution));
+  if (convolution != "auto" && convolution != "fft" && convolution != "direct") {
+    throw ConfigError(fmt::format("SSM_CONVOLUTION={}: must be auto, fft or direct", convolution));
   }
 }
 

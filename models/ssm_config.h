@@ -15,7 +15,9 @@ struct SsmConfig {
   float step_size = 0.01f;             // SSM_STEP_SIZE (dt) > 0
   std::string hippo_type = "ss4d-1d";  // SSM_HIPPO_TYPE: ss4d-1d | ss4d-legs | ss4d-lagt
   int l_max = 0;                       // SSM_L_MAX: longest sequence the kernel covers (0: MAX_SEQ_LEN)
-  std::string convolution = "fft";     // SSM_CONVOLUTION: fft (clFFT; direct if clFFT fails its self-check) | direct
+  // SSM_CONVOLUTION: auto (the direct kernels on CPU devices up to 256 positions, else clFFT;
+  // kernels_cl/ssm_kernels.h) | fft (clFFT; direct if clFFT fails its self-check) | direct
+  std::string convolution = "auto";
   // ConfigError naming the first bad field and the rule ("SSM_L_MAX=64 is below MAX_SEQ_LEN=128: ...").
   void validate(int max_seq_len) const;
 };

@@ -70,7 +70,7 @@ struct DeviceMemory {
   std::size_t optimizer_workspace = 0;  // Adam's norm partial sums
   std::size_t activations = 0;      // as the layout's SEQUENCE_PARALLEL setting has it
   std::size_t activations_without_sp = 0, activations_with_sp = 0;  // equal when tensor = 1
-  // SSM blocks with SSM_CONVOLUTION=fft: the device's FFT workspace (kernels_cl/ssm_fft_shape.h),
+  // SSM blocks convolving through clFFT (LayoutSpec::ssm_fft): the device's FFT workspace (kernels_cl/ssm_fft_shape.h),
   // shared by its SSM layers and allocated at the first step, so not among the activations.
   std::size_t ssm_fft_workspace = 0;
   // Pipeline stages: the model instances (microbatches) the stage with the most activations holds

@@ -59,6 +59,10 @@ struct LayoutSpec {
   // (kernels::fused_attention: the GPU set's kernels where tiles fit local memory, the host's on CPU
   // devices with the CPU set), which allocates no score workspace. Empty: never.
   std::function<bool(std::size_t head_size)> flash_attention;
+  // Whether the devices run SSM convolutions of T positions with SSM_CONVOLUTION=`convolution`
+  // through clFFT, which allocates the FFT workspace (kernels::ssm_fft_requested: it depends on the
+  // kernel set). Empty: wherever SSM_CONVOLUTION is not direct (auto as on a GPU).
+  std::function<bool(const std::string& convolution, std::size_t seq_len)> ssm_fft;
 
   int along(device::MeshAxis axis) const;  // the global mesh's size along `axis`: ici x dcn
   int ici_along(device::MeshAxis axis) const { return ici[static_cast<std::size_t>(axis)]; }

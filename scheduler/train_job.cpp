@@ -19,6 +19,7 @@
 #include "inputs/dataset.h"
 #include "inputs/tokenizer.h"
 #include "kernels_cl/cpu_flash_attention.h"
+#include "kernels_cl/ssm_kernels.h"
 #include "models/initial_parameters.h"
 #include "plan/plan.h"
 #include "sampling/generate.h"
@@ -88,6 +89,9 @@ void require_layout_fits(const config::JobConfig& job, const std::vector<device:
   spec.repeat = job.step.pipeline.repeat;
   spec.base_address_align_bytes = selected.front().base_address_align_bytes;
   spec.flash_attention = [info = selected.front()](std::size_t hs) { return kernels::fused_attention(info, hs); };
+  spec.ssm_fft = [info = selected.front()](const std::string& convolution, std::size_t T) {
+    return kernels::ssm_fft_requested(convolution, info, T);
+  };
   plan::MemoryLimits limits{static_cast<double>(selected.front().global_mem_bytes), selected.front().max_alloc_bytes};
   int cpus = 0;
   for (int d = 0; d < local; ++d) {

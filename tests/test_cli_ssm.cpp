@@ -39,8 +39,8 @@ class CliSsm : public ::testing::Test {
 };
 
 TEST_F(CliSsm, HybridLayoutsMatchOneDevice) {
-  // Global batch 8 everywhere.
-  const auto one = train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=8", "one");
+  // Global batch 8 everywhere; the layouts run SSM_CONVOLUTION=auto (on the CPU set at T = 32: direct).
+  const auto one = train("", " --devices=0 --fdl.PERCORE_BATCH_SIZE=8 --fdl.SSM_CONVOLUTION=fft", "one");
   EXPECT_NE(one.out.find("blocks=attention,ssm"), std::string::npos) << one.out;
   const std::vector<float> want = train_losses(dir_.path() / "one");
   ASSERT_EQ(want.size(), 10u);
@@ -129,12 +129,14 @@ TEST_F(CliSsm, LogNamesEachComputePathOncePerDevice) {
   EXPECT_EQ(occurrences(cpu.err, ": the cpu set (PAX_OCL_KERNELS=cpu)"), 2) << cpu.err;
   EXPECT_EQ(occurrences(cpu.err, ": flash attention on the host (one native kernel per call: blocks of 64 queries, "), 2)
       << cpu.err;
-  EXPECT_EQ(occurrences(cpu.err, ": clFFT (FFTs of 64 points for 32 positions; it passed its self-check)"), 2) << cpu.err;
+  EXPECT_EQ(occurrences(cpu.err, ": direct kernels (SSM_CONVOLUTION=auto: 32 positions, at most 256 on the CPU "
+                                 "kernel set, where they run faster than clFFT)"),
+            2)
+      << cpu.err;
 
-  // One device on the GPU set, the direct convolution asked for.
+  // One device on the GPU set, where auto convolves through clFFT.
   const auto gpu = run_command("PAX_OCL_KERNELS=gpu " + kBinary + kHybrid + steps +
-                               " --devices=0 --fdl.PERCORE_BATCH_SIZE=2 --fdl.SSM_CONVOLUTION=direct --job_log_dir=" +
-                               (dir_.path() / "gpu").string());
+                               " --devices=0 --fdl.PERCORE_BATCH_SIZE=2 --job_log_dir=" + (dir_.path() / "gpu").string());
   ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
   EXPECT_EQ(occurrences(gpu.err, ": the gpu set (PAX_OCL_KERNELS=gpu; work-groups of "), 1) << gpu.err;
   // One line names the flash program that runs (float32 here: the FMA kernels), none another.
@@ -143,7 +145,7 @@ TEST_F(CliSsm, LogNamesEachComputePathOncePerDevice) {
       << gpu.err;
   EXPECT_EQ(occurrences(gpu.err, "flash_attention_gpu.cl"), 1) << gpu.err;
   EXPECT_EQ(occurrences(gpu.err, "flash_attention_mma.cl"), 0) << gpu.err;
-  EXPECT_EQ(occurrences(gpu.err, ": direct kernels (SSM_CONVOLUTION=direct)"), 1) << gpu.err;
+  EXPECT_EQ(occurrences(gpu.err, ": clFFT (FFTs of 64 points for 32 positions; it passed its self-check)"), 1) << gpu.err;
   EXPECT_EQ(occurrences(gpu.err, "] SSM convolution on "), 1) << gpu.err;
 }
 

@@ -27,6 +27,7 @@
 #include "collectives/process_world.h"
 #include "common/errors.h"
 #include "kernels_cl/cpu_flash_attention.h"
+#include "kernels_cl/ssm_kernels.h"
 #include "config/job_config.h"
 #include "device/program_cache.h"
 #include "models/attention_workspace.h"
@@ -98,6 +99,9 @@ TEST_P(PlanAgainstRealRun, StateAndActivationBytesAreExactlyWhatTheStepProgramAl
   plan::LayoutSpec spec = plan::layout_spec_of(e);
   spec.base_address_align_bytes = selected.front().base_address_align_bytes;
   spec.flash_attention = [info = selected.front()](std::size_t hs) { return kernels::fused_attention(info, hs); };
+  spec.ssm_fft = [info = selected.front()](const std::string& convolution, std::size_t T) {
+    return kernels::ssm_fft_requested(convolution, info, T);
+  };
   const plan::DeviceMemory memory = plan::device_memory(spec);
   EXPECT_EQ(memory.state(), program->state_bytes_per_device());
   EXPECT_EQ(memory.activations, program->activation_bytes_per_device());

@@ -158,6 +158,22 @@ TEST(SsmReference, RecurrentFormEqualsConvolution) {
   }
 }
 
+// SSM_CONVOLUTION=auto convolves directly only on the CPU set, up to kSsmCpuDirectMaxPositions.
+TEST(SsmConvolutionRule, AutoIsDirectOnlyOnTheCpuSetUpToTheCrossover) {
+  using kernels::KernelVariant;
+  const std::size_t most = kernels::kSsmCpuDirectMaxPositions;
+  EXPECT_FALSE(kernels::ssm_fft_requested(SsmConvolution::kAuto, KernelVariant::kCpu, 1));
+  EXPECT_FALSE(kernels::ssm_fft_requested(SsmConvolution::kAuto, KernelVariant::kCpu, most));
+  EXPECT_TRUE(kernels::ssm_fft_requested(SsmConvolution::kAuto, KernelVariant::kCpu, most + 1));
+  EXPECT_TRUE(kernels::ssm_fft_requested(SsmConvolution::kAuto, KernelVariant::kGpu, 8));
+  EXPECT_TRUE(kernels::ssm_fft_requested(SsmConvolution::kAuto, KernelVariant::kPortable, 8));
+  EXPECT_TRUE(kernels::ssm_fft_requested(SsmConvolution::kFft, KernelVariant::kCpu, 8));
+  EXPECT_FALSE(kernels::ssm_fft_requested(SsmConvolution::kDirect, KernelVariant::kGpu, 100000));
+  EXPECT_EQ(kernels::ssm_convolution_from_name("auto"), SsmConvolution::kAuto);
+  EXPECT_EQ(kernels::ssm_convolution_from_name("fft"), SsmConvolution::kFft);
+  EXPECT_EQ(kernels::ssm_convolution_from_name("direct"), SsmConvolution::kDirect);
+}
+
 // ---- The layer on the device ----
 
 struct LayerCase {
@@ -194,7 +210,8 @@ class SsmLayerTest : public DeviceTest, public ::testing::WithParamInterface<DTy
 
 TEST_P(SsmLayerTest, ForwardAndGradientsMatchTheReference) {
   const double grad0 = 0.25;
-  for (const LayerCase& lc : {LayerCase{"ss4d-1d", "fft"}, LayerCase{"ss4d-1d", "direct"},
+  // auto: direct up to T = 256 on the CPU set, clFFT beyond it and on the other sets.
+  for (const LayerCase& lc : {LayerCase{"ss4d-1d", "fft"}, LayerCase{"ss4d-1d", "direct"}, LayerCase{"ss4d-1d", "auto"},
                               LayerCase{"ss4d-legs", "fft"}, LayerCase{"ss4d-legs", "direct"}}) {
     const SsmConfig config = config_of(lc.hippo, kN, lc.convolution);
     for (int B : {1, 3}) {
@@ -304,6 +321,9 @@ TEST_P(SsmLayerTest, RefusesShapesBeyondItsBuffersAndShortParameters) {
 TEST_P(SsmLayerTest, ClfftIsUsedWhereItWorks) {
   EXPECT_EQ(kernels_->ssm.resolve(SsmConvolution::kFft, 3, 300, kC), SsmConvolution::kFft);
   EXPECT_EQ(kernels_->ssm.resolve(SsmConvolution::kDirect, 3, 300, kC), SsmConvolution::kDirect);
+  const bool cpu_set = kernels::requested_variant(device_->info()) == kernels::KernelVariant::kCpu;
+  EXPECT_EQ(kernels_->ssm.resolve(SsmConvolution::kAuto, 3, 128, kC), cpu_set ? SsmConvolution::kDirect : SsmConvolution::kFft);
+  EXPECT_EQ(kernels_->ssm.resolve(SsmConvolution::kAuto, 3, 300, kC), SsmConvolution::kFft);
   EXPECT_EQ(kernels::SsmKernels::fft_length(1), 2u);
   EXPECT_EQ(kernels::SsmKernels::fft_length(7), 14u);
   EXPECT_EQ(kernels::SsmKernels::fft_length(11), 24u);
