@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "config/hparam_values.h"
 #include "kernels_cl/flash_attention.h"
+#include "kernels_cl/ssm_kernels.h"
 #include "plan/plan_report.h"
 
 namespace paxocl::app {
@@ -68,6 +69,12 @@ int run_plan(const CliArgs& args, const collectives::ProcessWorld& world) {
   if (!target.host_cpu) {  // a GPU runs the GPU kernel set: flash attention where its tiles fit
     spec.flash_attention = [](std::size_t hs) {
       return kernels::flash_tiles(hs, kernels::kGpuDefaultGroupSize, kernels::kFlashLocalBudget).has_value();
+    };
+  } else {  // the host's CPU devices: SSM_CONVOLUTION=auto by the kernel set they run
+    device::DeviceInfo cpu;
+    cpu.kind = device::DeviceKind::kCpu;
+    spec.ssm_fft = [cpu](const std::string& convolution, std::size_t T) {
+      return kernels::ssm_fft_requested(convolution, cpu, T);
     };
   }
   plan::PlanOptions options;

@@ -43,6 +43,23 @@ TEST(CliPlan, Gpt175bOn256H100sGivesAVerdictAndAStepTime) {
   EXPECT_EQ(j.contains("smallest_layout"), !fits) << j.dump(2);
 }
 
+// The SSM's FFT workspace is counted where the devices convolve through clFFT: on the host's CPU
+// devices with SSM_CONVOLUTION=auto only beyond 256 positions (kernels::ssm_fft_requested), on a
+// GPU always; SSM_CONVOLUTION=fft everywhere.
+TEST(CliPlan, CountsTheSsmFftWorkspaceWhereTheConvolutionRunsThroughClfft) {
+  const std::string workspace = "SSM FFT workspace";
+  auto plan = [&](const std::string& args) {
+    const CommandResult r = run_command("OCL_ICD_VENDORS=/nonexistent " + kBinary + " plan --fdl_config=SsmKJV" + args);
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
+    return r.out;
+  };
+  EXPECT_EQ(plan("").find(workspace), std::string::npos) << plan("");
+  EXPECT_NE(plan(" --fdl.SSM_CONVOLUTION=fft").find(workspace), std::string::npos);
+  EXPECT_NE(plan(" --fdl.MAX_SEQ_LEN=512 --fdl.PERCORE_BATCH_SIZE=2").find(workspace), std::string::npos);
+  EXPECT_NE(plan(" --accelerator=H100").find(workspace), std::string::npos);
+  EXPECT_EQ(plan(" --fdl.SSM_CONVOLUTION=direct --accelerator=H100").find(workspace), std::string::npos);
+}
+
 TEST(CliPlan, APipelineShowsItsStagesMicrobatchesBubbleAndSends) {
   TempDir dir;
   const auto json_file = dir.path() / "plan.json";
