@@ -107,36 +107,33 @@ __kernel void ssm_kernel_grad(__global float* dc_re, __global float* dc_im, __gl
   ssm_store(dc_im + at, ssm_load(dc_im + at, lanes) + im, lanes);
 }
 
-// Rows (b, t) of B*T.
-__kernel void ssm_conv_forward(__global act_t* y, __global const act_t* u, __global const float* K,
-                               __global const float* d, const uint B, const uint T, const uint C) {
+// out[b, t] = sum_k K[k] x[b, t + step k] + d x[b, t] over a work-item's channel block, in k's order:
+// the causal convolution (step -1: k <= t) and its correlation, the input gradient (step +1:
+// t + k < T). Rows (b, t) of B*T.
+inline void ssm_lagged_sum(__global act_t* out, __global const act_t* x, __global const float* K,
+                           __global const float* d, const uint B, const uint T, const uint C, const int step) {
   size_t row;
   uint c0, lanes;
   if (!ssm_block(B * T, C, &row, &c0, &lanes)) return;
-  const uint t = row % T;
+  const uint t = row % T, count = step < 0 ? t + 1 : T - t;
   const size_t first = (row - t) * C + c0;  // (b, 0, c0)
   float16 acc = (float16)(0.0f);
-  for (uint j = 0; j <= t; ++j) {
-    acc += ssm_load(K + (size_t)j * C + c0, lanes) * ssm_act_load(u + first + (size_t)(t - j) * C, lanes);
+  for (uint k = 0; k < count; ++k) {
+    const size_t lagged = first + (size_t)((int)t + step * (int)k) * C;
+    acc += ssm_load(K + (size_t)k * C + c0, lanes) * ssm_act_load(x + lagged, lanes);
   }
   const size_t at = row * C + c0;
-  ssm_act_store(y + at, acc + ssm_load(d + c0, lanes) * ssm_act_load(u + at, lanes), lanes);
+  ssm_act_store(out + at, acc + ssm_load(d + c0, lanes) * ssm_act_load(x + at, lanes), lanes);
 }
 
-// Rows (b, l) of B*T.
+__kernel void ssm_conv_forward(__global act_t* y, __global const act_t* u, __global const float* K,
+                               __global const float* d, const uint B, const uint T, const uint C) {
+  ssm_lagged_sum(y, u, K, d, B, T, C, -1);
+}
+
 __kernel void ssm_conv_backward_input(__global act_t* du, __global const act_t* dy, __global const float* K,
                                       __global const float* d, const uint B, const uint T, const uint C) {
-  size_t row;
-  uint c0, lanes;
-  if (!ssm_block(B * T, C, &row, &c0, &lanes)) return;
-  const uint l = row % T;
-  const size_t first = (row - l) * C + c0;
-  float16 acc = (float16)(0.0f);
-  for (uint j = l; j < T; ++j) {
-    acc += ssm_load(K + (size_t)(j - l) * C + c0, lanes) * ssm_act_load(dy + first + (size_t)j * C, lanes);
-  }
-  const size_t at = row * C + c0;
-  ssm_act_store(du + at, acc + ssm_load(d + c0, lanes) * ssm_act_load(dy + at, lanes), lanes);
+  ssm_lagged_sum(du, dy, K, d, B, T, C, 1);
 }
 
 // Rows j < T.
