@@ -17,10 +17,17 @@ MeshConfig resolve_mesh(const Experiment& e, int processes) {
   m.ici = device::mesh_shape_from(e.get_int_list("ICI_MESH_SHAPE"), "ICI_MESH_SHAPE");
   m.dcn = device::mesh_shape_from(e.get_int_list("DCN_MESH_SHAPE"), "DCN_MESH_SHAPE");
   if (device::product(m.dcn) != processes) {
+    // Pax's experiments are meshes of many hosts: name what ICI_MESH_SHAPE asks of each process too,
+    // so that running one on a single machine takes one error, not two.
+    const int ici = device::product(m.ici);
+    const std::string per_process =
+        ici > 1 ? fmt::format(" (and ICI_MESH_SHAPE={}, {} devices a process, to the devices each has: [1,1,1] for one)",
+                              device::to_string(m.ici), ici)
+                : "";
     throw ConfigError(fmt::format("DCN_MESH_SHAPE={} holds {} process(es), but the job has {}; set "
-                                  "--fdl.DCN_MESH_SHAPE so that its product is {}, or launch {} process(es)",
+                                  "--fdl.DCN_MESH_SHAPE so that its product is {}{}, or launch {} process(es)",
                                   device::to_string(m.dcn), device::product(m.dcn), processes, processes,
-                                  device::product(m.dcn)));
+                                  per_process, device::product(m.dcn)));
   }
   return m;
 }

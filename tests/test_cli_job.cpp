@@ -324,7 +324,10 @@ TEST(CliJob, ExperimentErrorsAreOneLine) {
     std::string says;
   } cases[] = {
       {"train --fdl_config=Pile125M", "did you mean Pile126M"},
-      {"train --fdl_config=Pile126M --fdl.MAX_STEPS=1", "DCN_MESH_SHAPE=[8,1,1] holds 8 process(es), but the job has 1"},
+      {"train --fdl_config=Pile126M --fdl.MAX_STEPS=1",
+       "DCN_MESH_SHAPE=[8,1,1] holds 8 process(es), but the job has 1; set --fdl.DCN_MESH_SHAPE so that its product is "
+       "1 (and ICI_MESH_SHAPE=[8,1,1], 8 devices a process, to the devices each has: [1,1,1] for one), or launch 8 "
+       "process(es)"},
       {"train --fdl.FSDP_PREFETCH_DEPTH=-1", "FSDP_PREFETCH_DEPTH=-1: the value must be in [0, 65536]"},
       {"train --fdl.ICI_ALGORITHM=tree", "ICI_ALGORITHM=tree: use one of ring, host"},
       {"train --fdl.ICI_MESH_SHAPE=[4,1,1] --devices=0", "holds 4 device(s) per process, but this process has 1"},
