@@ -246,7 +246,7 @@ void SsmKernels::fft_forward(ActBuffer& y, const ActBuffer& u, const FloatBuffer
   // K's and u's spectra; their product; back to (B*C, n) reals.
   transform_kernel_and_input(f, K, u, B, T, C);
   fft_set_.launch("ssm_spectrum_product", B * C * F, f.spectrum, f.kernel_spectrum, u32(B * C), u32(C), u32(F),
-              cl_uint{0});
+                  cl_uint{0});
   f.plan(*device_, FftKind::kComplexToReal, n, B * C).enqueue(q, f.spectrum.get(), f.time.get());
   fft_set_.launch("ssm_unpack", B * T * C, y, f.time, u, d, u32(B), u32(T), u32(C), u32(n));
 }
@@ -263,7 +263,8 @@ void SsmKernels::fft_backward(ActBuffer& du, FloatBuffer& dK, const ActBuffer& d
   f.plan(*device_, FftKind::kRealToComplex, n, B * C).enqueue(q, f.time.get(), f.work.get());
   // dK's spectrum, summed over the batch, before dy's spectrum is overwritten by du's.
   fft_set_.launch("ssm_spectrum_correlate", C * F, f.grad_spectrum, f.spectrum, f.work, u32(B), u32(C), u32(F));
-  fft_set_.launch("ssm_spectrum_product", B * C * F, f.work, f.kernel_spectrum, u32(B * C), u32(C), u32(F), cl_uint{1});
+  fft_set_.launch("ssm_spectrum_product", B * C * F, f.work, f.kernel_spectrum, u32(B * C), u32(C), u32(F),
+                  cl_uint{1});
   f.plan(*device_, FftKind::kComplexToReal, n, B * C).enqueue(q, f.work.get(), f.time.get());
   fft_set_.launch("ssm_unpack", B * T * C, du, f.time, dy, d, u32(B), u32(T), u32(C), u32(n));
   if (after_du) after_du(du);
