@@ -2,8 +2,8 @@
 // the same order, but 16 consecutive channels per work-item as float16 vectors. Every tensor here
 // is channel-fastest, so each load and store is one contiguous vector; the portable kernels' loops
 // over j, l or n per work-item left PoCL's work-group vectorizer nothing it could use (the direct
-// convolution ran about 20x slower than this at T = 128). A last block of fewer than 16 channels
-// (C % 16) runs the same code with its lanes loaded and stored one by one.
+// convolution and its gradients ran about 10x slower at T = 128). A last block of fewer than 16
+// channels (C % 16) runs the same code with its lanes loaded and stored one by one.
 // Work-items: rows x ceil(C / 16), the channel block fastest (SsmKernels::channel_items).
 
 #define SSM_LANES 16
