@@ -1,7 +1,7 @@
 // SsmKernels: the launchers of kernels_cl/ssm.cl (the S4D state-space layer, models/layers/ssm.h;
 // ssm_cpu.cl its CPU twin) and its FFT convolution through clFFT (kernels_cl/clfft.h, ssm_fft.cl).
-// One per device and activation dtype, in the KernelLibrary; everything library-wide (clFFT's state, baked plans, the FFT scratch, the
-// per-device self-check) lives here, not in the layers.
+// One per device and activation dtype, in the KernelLibrary; everything library-wide (clFFT's state,
+// baked plans, the FFT scratch, the per-device self-check) lives here, not in the layers.
 //
 // Shapes: u, y, dy, du (B*T, C) rows b-major, in the activation dtype; K, dK (T, C) float;
 // powers (>= T, N) complex float, powers[l, n] = W z^l with W = (exp(dt A) - 1) / A, z = exp(dt A);
