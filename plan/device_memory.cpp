@@ -124,14 +124,14 @@ DeviceMemory stage_memory(const LayoutSpec& spec, const models::ParameterLayout&
   }
   const bool sp = spec.sequence_parallel && spec.along(MeshAxis::kTensor) > 1;
   m.activations = sp ? m.activations_with_sp : m.activations_without_sp;
-  const ActivationShape shape = activation_shape(spec, false, stage);
-  const auto ssm_fft = [&](const std::string& convolution) {
-    return spec.ssm_fft ? spec.ssm_fft(convolution, shape.seq_len) : convolution != "direct";
-  };
-  if (has_ssm_blocks(spec, stage) && ssm_fft(spec.model.gpt().ssm.convolution)) {
-    m.ssm_fft_workspace = kernels::ssm_fft_scratch_floats(shape.sequences, shape.seq_len,
-                                                          static_cast<std::size_t>(spec.model.gpt().model_dims)) *
-                          sizeof(float);
+  if (has_ssm_blocks(spec, stage)) {
+    const ActivationShape shape = activation_shape(spec, false, stage);
+    const std::string& convolution = spec.model.gpt().ssm.convolution;
+    if (spec.ssm_fft ? spec.ssm_fft(convolution, shape.seq_len) : convolution != "direct") {
+      m.ssm_fft_workspace = kernels::ssm_fft_scratch_floats(shape.sequences, shape.seq_len,
+                                                            static_cast<std::size_t>(spec.model.gpt().model_dims)) *
+                            sizeof(float);
+    }
   }
 
   // The largest allocation: a state buffer (the model's parameter buffer first, as it is allocated
