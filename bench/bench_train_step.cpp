@@ -1,9 +1,9 @@
-// Training-step benchmark: times full steps (forward, backward, Adam update) of the GPT on one
-// device and prints tokens/s, achieved GFLOP/s (model FLOPs: 6 x matmul parameters + 12 L T C per
-// token) and the share of step time spent in GEMM (profiled device time of the GEMM kernels), the
+// Training-step benchmark: times full steps (forward, backward, Adam update) of a GPT or LLaMA on
+// one device and prints tokens/s, achieved GFLOP/s (model FLOPs: 6 x matmul parameters + 12 L T C per
+// token, GptConfig / LlamaConfig::flops_per_token) and the share of step time spent in GEMM (profiled device time of the GEMM kernels), the
 // activation memory the model allocated and the process's peak resident memory (VmHWM: on a CPU
 // device, device memory is the process's).
-// Usage: bench_train_step [A|B|C|D|T256|T512|T1024|T2048|all] [steps] [gemm policy: auto|clblast|cpu-8x48|...]
+// Usage: bench_train_step [A|B|C|D|T256|T512|T1024|T2048|LC|LD|all] [steps] [gemm policy: auto|clblast|cpu-8x48|...]
 //                         [FPROP_DTYPE: float32|bfloat16|float16] [CHECKPOINT_POLICY: SAVE_EVERYTHING|SAVE_NOTHING|...]
 // (device: PAX_OCL_DEVICES, default auto)
 #include <algorithm>
@@ -21,7 +21,8 @@
 #include "models/adam_optimizer.h"
 #include "models/checkpoint_policy.h"
 #include "common/rng.h"
-#include "models/gpt_model.h"
+#include "models/initial_parameters.h"
+#include "models/model_factory.h"
 #include "kernels_cl/blis_gemm.h"
 #include "kernels_cl/openmp_wait_policy.h"
 
@@ -32,9 +33,12 @@ using namespace paxocl;
 struct BenchConfig {
   const char* name;
   int layers, dims, heads, seq_len, vocab, batch;
+  int kv_heads = 0;  // 0: a GPT (HIDDEN = 4 MODEL_DIMS); else a LLaMA with these key/value heads
 };
 
-// The configurations A, B, C (HIDDEN = 4 MODEL_DIMS, DIMS_PER_HEAD = MODEL_DIMS / NUM_HEADS).
+// The configurations A, B, C (DIMS_PER_HEAD = MODEL_DIMS / NUM_HEADS), GPT-2 124M's D, the
+// long sequences, and LC, LD: C's and D's sizes as LLaMAs (RMSNorm, RoPE, SwiGLU with F = 8C/3,
+// a third of the query heads' key/value heads, an untied head), as in bench/torch_reference.py.
 constexpr BenchConfig kConfigs[] = {
     {"A", 2, 128, 4, 128, 4096, 8},
     {"B", 4, 256, 4, 256, 8192, 8},
@@ -45,7 +49,33 @@ constexpr BenchConfig kConfigs[] = {
     {"T512", 4, 256, 4, 512, 8192, 4},
     {"T1024", 4, 256, 4, 1024, 8192, 2},
     {"T2048", 4, 256, 4, 2048, 8192, 1},
+    {"LC", 6, 384, 6, 256, 16384, 8, 2},
+    {"LD", 12, 768, 12, 256, 50304, 4, 4},
 };
+
+models::ModelConfig model_config_of(const BenchConfig& b) {
+  if (b.kv_heads == 0) {
+    models::GptConfig c;
+    c.num_layers = b.layers;
+    c.model_dims = b.dims;
+    c.hidden_dims = 4 * b.dims;
+    c.num_heads = b.heads;
+    c.dims_per_head = b.dims / b.heads;
+    c.max_seq_len = b.seq_len;
+    c.vocab_size = b.vocab;
+    return c;
+  }
+  models::LlamaConfig c;
+  c.num_layers = b.layers;
+  c.model_dims = b.dims;
+  c.hidden_dims = (8 * b.dims / 3 + 15) / 16 * 16;  // LLaMA's 8C/3, rounded up to 16 (LlamaKJV's rule)
+  c.num_heads = b.heads;
+  c.num_kv_heads = b.kv_heads;
+  c.dims_per_head = b.dims / b.heads;
+  c.max_seq_len = b.seq_len;
+  c.vocab_size = b.vocab;
+  return c;
+}
 
 // The process's peak resident set (VmHWM) in MiB; 0 where /proc does not say.
 double peak_resident_mib() {
@@ -59,19 +89,13 @@ double peak_resident_mib() {
 
 void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache, int steps, const std::string& gemm,
          device::DType fprop, models::CheckpointPolicy policy) {
-  models::GptConfig c;
-  c.num_layers = b.layers;
-  c.model_dims = b.dims;
-  c.hidden_dims = 4 * b.dims;
-  c.num_heads = b.heads;
-  c.dims_per_head = b.dims / b.heads;
-  c.max_seq_len = b.seq_len;
-  c.vocab_size = b.vocab;
+  const models::ModelConfig c = model_config_of(b);
   kernels::DeviceRuntime runtime(dev, cache, fprop, gemm);
   models::ModelOptions options{static_cast<std::size_t>(b.batch), 0, 256u << 20};
   options.checkpoint_policy = policy;
-  models::GptModel model(runtime, c, options);
-  model.init(1);
+  const std::unique_ptr<models::Model> built = models::build_model(runtime, c, options);
+  models::Model& model = *built;
+  model.set_parameters(models::initial_parameters(model.layout(), 1, c.init_std()));
   models::AdamOptimizer adam(runtime, model.layout().total(), model.layout().decayed_end(), {});
   Rng rng(2);
   inputs::Batch batch{b.batch, b.seq_len, {}, {}, {}};
@@ -111,9 +135,10 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   const kernels::GemmStats gemm_stats = runtime.gemm().stats();
   const double tokens = static_cast<double>(b.batch) * b.seq_len;
   const double gflops = c.flops_per_token(b.seq_len) * tokens / (ms * 1e-3) / 1e9;
-  std::printf("%-6s L%d D%d H%d T%d V%d B%d  params %6.2fM  step %8.1f ms  %8.0f tok/s  %6.2f GFLOP/s  GEMM %4.1f%%  "
+  const std::string kv = b.kv_heads > 0 ? "/KV" + std::to_string(b.kv_heads) : "";  // one field for gpu_check.sh
+  std::printf("%-6s L%d D%d H%d%s T%d V%d B%d  params %6.2fM  step %8.1f ms  %8.0f tok/s  %6.2f GFLOP/s  GEMM %4.1f%%  "
               "first step %.0f ms  loss %.3f\n",
-              b.name, b.layers, b.dims, b.heads, b.seq_len, b.vocab, b.batch,
+              b.name, b.layers, b.dims, b.heads, kv.c_str(), b.seq_len, b.vocab, b.batch,
               static_cast<double>(model.layout().parameter_count()) / 1e6, ms, tokens / (ms * 1e-3), gflops,
               100.0 * gemm_stats.device_ms / steps / profiled_ms, first_ms, loss);
   std::printf("       %s: activations %.1f MiB, %d of %d blocks recomputed per step, peak resident %.0f MiB\n",
@@ -146,6 +171,11 @@ int run_bench(int argc, char** argv) {
   const device::DType fprop = argc > 4 ? device::dtype_from_name(argv[4]) : device::DType::kF32;
   const models::CheckpointPolicy policy =
       argc > 5 ? models::checkpoint_policy_from_name(argv[5]) : models::CheckpointPolicy::kSaveEverything;
+  std::string names;
+  for (const BenchConfig& b : kConfigs) names += std::string(names.empty() ? "" : ", ") + b.name;
+  const bool known = which == "all" || std::any_of(std::begin(kConfigs), std::end(kConfigs),
+                                                   [&](const BenchConfig& b) { return which == b.name; });
+  if (!known) throw std::invalid_argument("no config '" + which + "': use one of " + names + " or all");
   const auto selected = device::select_devices(device::enumerate_devices(),
                                                device::parse_device_selection(device::device_spec_from(std::nullopt)));
   device::Device dev(selected.front());

@@ -15,6 +15,12 @@ logits = y @ wte.T over Vp, the padding columns sliced off before the cross-entr
 Gaussian std 0.023 for every matrix, LayerNorm scales 1, biases 0. Step: zero_grad, forward, backward,
 clip_grad_norm_(1.0), AdamW(lr 1e-4, betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on 2-D params only).
 
+LLaMA configs (LC, LD: C's and D's sizes), as pax-ocl's LlamaModel: embed (Vp, C), pre-RMSNorm blocks
+(eps 1e-5, scale 1) with a fused qkv Linear(C, (H + 2 Hkv) hs) without bias, rotary positions (base
+10000) on q and k, causal attention over grouped key/value heads, proj Linear(H hs, C); a SwiGLU MLP
+(gate_up Linear(C, 2F), silu(gate) * up, down Linear(F, C), F = 8C/3 rounded up to 16); final RMSNorm;
+an untied head Linear(C, Vp); no biases; Gaussian std 0.02; FLOPs/token as LlamaConfig::flops_per_token.
+
 --compile wraps the model in torch.compile (Inductor, default mode): forward and backward compiled,
 the optimizer eager; warm-up steps absorb the compilation, and "first step" reports it.
 
@@ -51,6 +57,12 @@ CONFIGS = {
     "T512": (4, 256, 4, 512, 8192, 4),
     "T1024": (4, 256, 4, 1024, 8192, 2),
     "T2048": (4, 256, 4, 2048, 8192, 1),
+}
+# name: (layers, dims, heads, kv_heads, seq_len, vocab, batch): C's and D's sizes as LLaMAs, as
+# bench_train_step.cpp's LC and LD.
+LLAMA_CONFIGS = {
+    "LC": (6, 384, 6, 2, 256, 16384, 8),
+    "LD": (12, 768, 12, 4, 256, 50304, 4),
 }
 # GPT-2 124M as `pax-ocl train --fdl_config=Pile126M` runs it (scripts/gpu_check.sh); not in "all".
 PILE_CONFIGS = {
@@ -101,6 +113,88 @@ class Block(nn.Module):
         return x + self.fcproj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
 
+def llama_hidden(C):
+    return (8 * C // 3 + 15) // 16 * 16
+
+
+def llama_flops_per_token(L, C, H, Hkv, T, Vp):
+    hs, F_ = C // H, llama_hidden(C)
+    matmul_params = L * (C * (H + 2 * Hkv) * hs + H * hs * C + 3 * C * F_) + Vp * C
+    return 6.0 * matmul_params + 12.0 * L * T * H * hs
+
+
+class RMSNorm(nn.Module):  # nn.RMSNorm's math, spelled out (torch < 2.4 has none)
+    def __init__(self, C, eps=LN_EPS):
+        super().__init__()
+        self.eps, self.weight = eps, nn.Parameter(torch.ones(C))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate(x, cos, sin):  # (B, H, T, hs): adjacent pairs (x0, x1) rotated by each position's angles
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1).flatten(-2)
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, C, H, Hkv, sdpa):
+        super().__init__()
+        self.H, self.Hkv, self.hs, self.sdpa = H, Hkv, C // H, sdpa
+        self.attn_norm, self.mlp_norm = RMSNorm(C), RMSNorm(C)
+        self.qkv = nn.Linear(C, (H + 2 * Hkv) * self.hs, bias=False)
+        self.proj = nn.Linear(H * self.hs, C, bias=False)
+        self.F = llama_hidden(C)
+        self.gate_up = nn.Linear(C, 2 * self.F, bias=False)
+        self.down = nn.Linear(self.F, C, bias=False)
+
+    def attn(self, x, cos, sin):
+        B, T, _ = x.shape
+        q, k, v = self.qkv(x).split([self.H * self.hs, self.Hkv * self.hs, self.Hkv * self.hs], dim=2)
+        q = rotate(q.view(B, T, self.H, self.hs).transpose(1, 2), cos, sin)  # (B, H, T, hs)
+        k = rotate(k.view(B, T, self.Hkv, self.hs).transpose(1, 2), cos, sin)  # (B, Hkv, T, hs)
+        v = v.view(B, T, self.Hkv, self.hs).transpose(1, 2)
+        group = self.H // self.Hkv
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+            att = ((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.hs))).masked_fill(mask, float("-inf"))
+            y = att.softmax(dim=-1) @ v
+        return self.proj(y.transpose(1, 2).contiguous().view(B, T, self.H * self.hs))
+
+    def forward(self, x, cos, sin):
+        x = x + self.attn(self.attn_norm(x), cos, sin)
+        gate, up = self.gate_up(self.mlp_norm(x)).split(self.F, dim=2)
+        return x + self.down(F.silu(gate) * up)
+
+
+class Llama(nn.Module):
+    def __init__(self, L, C, H, Hkv, T, V, sdpa):
+        super().__init__()
+        self.V, self.Vp, hs = V, padded_vocab(V), C // H
+        self.embed = nn.Parameter(torch.empty(self.Vp, C))
+        self.blocks = nn.ModuleList(LlamaBlock(C, H, Hkv, sdpa) for _ in range(L))
+        self.norm = RMSNorm(C)
+        self.head = nn.Linear(C, self.Vp, bias=False)
+        angles = torch.arange(T).float()[:, None] * 10000.0 ** (-torch.arange(0, hs, 2).float() / hs)
+        self.register_buffer("cos", angles.cos(), persistent=False)  # (T, hs/2)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+        with torch.no_grad():
+            for p in self.parameters():
+                if p.dim() == 2:
+                    p.normal_(0.0, 0.02)
+
+    def forward(self, ids, targets):
+        T = ids.shape[1]
+        x = self.embed[ids]
+        for blk in self.blocks:
+            x = blk(x, self.cos[:T], self.sin[:T])
+        logits = self.head(self.norm(x))[:, :, : self.V]  # (B, T, V): the padding rows left out
+        return F.cross_entropy(logits.reshape(-1, self.V), targets.reshape(-1))
+
+
 class GPT(nn.Module):
     def __init__(self, L, C, n_head, T, V, sdpa):
         super().__init__()
@@ -130,10 +224,18 @@ class GPT(nn.Module):
 
 
 def run(name, args):
-    L, C, H, T, V, B = {**CONFIGS, **PILE_CONFIGS}[name]
     torch.manual_seed(1)
     dev = torch.device(args.device)
-    model = GPT(L, C, H, T, V, args.sdpa).to(dev)
+    if name in LLAMA_CONFIGS:
+        L, C, H, Hkv, T, V, B = LLAMA_CONFIGS[name]
+        model = Llama(L, C, H, Hkv, T, V, args.sdpa).to(dev)
+        model_flops = llama_flops_per_token(L, C, H, Hkv, T, padded_vocab(V))
+        heads, kv_heads = f"H{H}/KV{Hkv}", Hkv
+    else:
+        L, C, H, T, V, B = {**CONFIGS, **PILE_CONFIGS}[name]
+        model = GPT(L, C, H, T, V, args.sdpa).to(dev)
+        model_flops = flops_per_token(L, C, T, padded_vocab(V))
+        heads, kv_heads = f"H{H}", H
     decay = [p for p in model.parameters() if p.dim() == 2]
     no_decay = [p for p in model.parameters() if p.dim() != 2]
     forward = torch.compile(model) if args.compile else model  # the first step pays the compilation
@@ -171,9 +273,9 @@ def run(name, args):
     params = sum(p.numel() for p in model.parameters())
     tokens = B * T
     tok_s = tokens / (ms * 1e-3)
-    gflops = flops_per_token(L, C, T, padded_vocab(V)) * tok_s / 1e9
+    gflops = model_flops * tok_s / 1e9
     if args.json:
-        print(json.dumps({"impl": "torch", "config": name, "layers": L, "dims": C, "heads": H, "seq_len": T,
+        print(json.dumps({"impl": "torch", "config": name, "layers": L, "dims": C, "heads": H, "kv_heads": kv_heads, "seq_len": T,
                           "vocab": V, "padded_vocab": padded_vocab(V), "batch": B, "params": params,
                           "step_ms": round(ms, 3), "tok_s": round(tok_s, 1), "gflop_s": round(gflops, 3),
                           "first_step_ms": round(first_ms, 1), "loss": round(loss, 5), "steps": args.steps,
@@ -181,7 +283,7 @@ def run(name, args):
                           "compile": args.compile, "device": args.device, "precision": args.precision}))
     else:
         impl = ("torch.compile" if args.compile else "torch") + ("" if args.precision == "fp32" else "-" + args.precision)
-        print(f"{impl:<6} {name:<2} L{L} D{C} H{H} T{T} V{V} B{B}  params {params / 1e6:6.2f}M  step {ms:8.1f} ms  "
+        print(f"{impl:<6} {name:<2} L{L} D{C} {heads} T{T} V{V} B{B}  params {params / 1e6:6.2f}M  step {ms:8.1f} ms  "
               f"{tok_s:8.0f} tok/s  {gflops:6.2f} GFLOP/s  first step {first_ms:.0f} ms  loss {loss:.3f}")
     sys.stdout.flush()
 
@@ -189,7 +291,7 @@ def run(name, args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", default="all",
-                    help="A, B, C, D, T256..T2048 or all (default all); P1024B8, P1024B16, P2048B4: Pile126M's "
+                    help="A, B, C, D, T256..T2048, LC, LD or all (default all); P1024B8, P1024B16, P2048B4: Pile126M's "
                          "shapes; several comma-separated")
     ap.add_argument("--steps", type=int, default=5, help="timed steps (default 5)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps before timing, >= 1 (default 1)")
@@ -206,8 +308,8 @@ def main():
                          "print a 'skipped' line")
     ap.add_argument("--json", action="store_true", help="one JSON object per line")
     args = ap.parse_args()
-    known = [*CONFIGS, *PILE_CONFIGS]
-    configs = list(CONFIGS) if args.config == "all" else args.config.split(",")
+    known = [*CONFIGS, *LLAMA_CONFIGS, *PILE_CONFIGS]
+    configs = [*CONFIGS, *LLAMA_CONFIGS] if args.config == "all" else args.config.split(",")
     precisions = args.precision.split(",")
     for c in configs:
         if c not in known:
