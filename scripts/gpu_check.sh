@@ -158,10 +158,10 @@ stage_torch() {
   py=$(command -v python3) || { echo "no python3"; return 77; }
   "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null ||
     { echo "no PyTorch with CUDA in $py"; return 77; }
-  # Eager: every shape of the train and step stages in fp32, tf32 and bf16 autocast, in one process
+  # Eager: the train stage's shapes, D and LD in fp32, tf32 and bf16 autocast, in one process
   # (CUDA and the imports start once); then torch.compile (about a minute of compiling per shape) on
   # the two Pile126M shapes the targets name, as long as the budget lasts.
-  local rc=0 steps=10 eager=P1024B8,P1024B16,P2048B4,D compiled=P1024B16,P1024B8
+  local rc=0 steps=10 eager=P1024B8,P1024B16,P2048B4,D,LD compiled=P1024B16,P1024B8
   ((quick)) && { steps=2; eager=A; compiled=A; }
   # A run starts only with its expected length left in the budget: 20 s eager, 90 s compiled.
   local left=$((budget - SECONDS - 20))
