@@ -5,7 +5,7 @@
 // device, device memory is the process's).
 // Usage: bench_train_step [A|B|C|D|T256|T512|T1024|T2048|LC|LD|all] [steps] [gemm policy: auto|clblast|cpu-8x48|...]
 //                         [FPROP_DTYPE: float32|bfloat16|float16] [CHECKPOINT_POLICY: SAVE_EVERYTHING|SAVE_NOTHING|...]
-// (device: PAX_OCL_DEVICES, default auto)
+// (device: PAX_OCL_DEVICES, default auto; SPDLOG_LEVEL=debug logs each GEMM shape class's timed choice)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +13,7 @@
 #include <fstream>
 #include <string>
 
+#include <spdlog/cfg/env.h>
 #include <spdlog/spdlog.h>
 
 #include "device/device_selection.h"
@@ -193,6 +194,7 @@ int run_bench(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   paxocl::kernels::restart_with_passive_openmp_waits(argv);  // before any thread starts
+  spdlog::cfg::load_env_levels();
   if (const std::string w = paxocl::kernels::ignore_blis_arch_type_where_it_aborts(); !w.empty()) spdlog::warn(w);
   try {
     return run_bench(argc, argv);
