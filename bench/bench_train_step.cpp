@@ -1,8 +1,8 @@
 // Training-step benchmark: times full steps (forward, backward, Adam update) of a GPT or LLaMA on
-// one device and prints tokens/s, achieved GFLOP/s (model FLOPs: 6 x matmul parameters + 12 L T C per
-// token, GptConfig / LlamaConfig::flops_per_token) and the share of step time spent in GEMM (profiled device time of the GEMM kernels), the
-// activation memory the model allocated and the process's peak resident memory (VmHWM: on a CPU
-// device, device memory is the process's).
+// one device and prints tokens/s, achieved GFLOP/s (model FLOPs: 6 x matmul parameters + 12 L T C
+// per token, GptConfig / LlamaConfig::flops_per_token) and the share of step time spent in GEMM
+// (profiled device time of the GEMM kernels), the activation memory the model allocated and the
+// process's peak resident memory (VmHWM: on a CPU device, device memory is the process's).
 // Usage: bench_train_step [A|B|C|D|T256|T512|T1024|T2048|LC|LD|all] [steps] [gemm policy: auto|clblast|cpu-8x48|...]
 //                         [FPROP_DTYPE: float32|bfloat16|float16] [CHECKPOINT_POLICY: SAVE_EVERYTHING|SAVE_NOTHING|...]
 // (device: PAX_OCL_DEVICES, default auto; SPDLOG_LEVEL=debug logs each GEMM shape class's timed choice)
@@ -55,26 +55,23 @@ constexpr BenchConfig kConfigs[] = {
 };
 
 models::ModelConfig model_config_of(const BenchConfig& b) {
+  const auto with_shape = [&b](auto config) {  // the fields both families name alike
+    config.num_layers = b.layers;
+    config.model_dims = b.dims;
+    config.num_heads = b.heads;
+    config.dims_per_head = b.dims / b.heads;
+    config.max_seq_len = b.seq_len;
+    config.vocab_size = b.vocab;
+    return config;
+  };
   if (b.kv_heads == 0) {
-    models::GptConfig c;
-    c.num_layers = b.layers;
-    c.model_dims = b.dims;
+    models::GptConfig c = with_shape(models::GptConfig{});
     c.hidden_dims = 4 * b.dims;
-    c.num_heads = b.heads;
-    c.dims_per_head = b.dims / b.heads;
-    c.max_seq_len = b.seq_len;
-    c.vocab_size = b.vocab;
     return c;
   }
-  models::LlamaConfig c;
-  c.num_layers = b.layers;
-  c.model_dims = b.dims;
+  models::LlamaConfig c = with_shape(models::LlamaConfig{});
   c.hidden_dims = (8 * b.dims / 3 + 15) / 16 * 16;  // LLaMA's 8C/3, rounded up to 16 (LlamaKJV's rule)
-  c.num_heads = b.heads;
   c.num_kv_heads = b.kv_heads;
-  c.dims_per_head = b.dims / b.heads;
-  c.max_seq_len = b.seq_len;
-  c.vocab_size = b.vocab;
   return c;
 }
 
