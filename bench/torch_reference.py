@@ -138,7 +138,7 @@ def rotate(x, cos, sin):  # (B, H, T, hs): adjacent pairs (x0, x1) rotated by ea
 
 
 class LlamaBlock(nn.Module):
-    def __init__(self, C, H, Hkv, sdpa):
+    def __init__(self, C, H, Hkv, T, sdpa):
         super().__init__()
         self.H, self.Hkv, self.hs, self.sdpa = H, Hkv, C // H, sdpa
         self.attn_norm, self.mlp_norm = RMSNorm(C), RMSNorm(C)
@@ -147,6 +147,8 @@ class LlamaBlock(nn.Module):
         self.F = llama_hidden(C)
         self.gate_up = nn.Linear(C, 2 * self.F, bias=False)
         self.down = nn.Linear(self.F, C, bias=False)
+        if not sdpa:
+            self.register_buffer("mask", torch.ones(T, T, dtype=torch.bool).triu(1), persistent=False)
 
     def attn(self, x, cos, sin):
         B, T, _ = x.shape
@@ -159,8 +161,8 @@ class LlamaBlock(nn.Module):
         if self.sdpa:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
-            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
-            att = ((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.hs))).masked_fill(mask, float("-inf"))
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.hs))
+            att = att.masked_fill(self.mask[:T, :T], float("-inf"))
             y = att.softmax(dim=-1) @ v
         return self.proj(y.transpose(1, 2).contiguous().view(B, T, self.H * self.hs))
 
@@ -175,7 +177,7 @@ class Llama(nn.Module):
         super().__init__()
         self.V, self.Vp, hs = V, padded_vocab(V), C // H
         self.embed = nn.Parameter(torch.empty(self.Vp, C))
-        self.blocks = nn.ModuleList(LlamaBlock(C, H, Hkv, sdpa) for _ in range(L))
+        self.blocks = nn.ModuleList(LlamaBlock(C, H, Hkv, T, sdpa) for _ in range(L))
         self.norm = RMSNorm(C)
         self.head = nn.Linear(C, self.Vp, bias=False)
         angles = torch.arange(T).float()[:, None] * 10000.0 ** (-torch.arange(0, hs, 2).float() / hs)
