@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -18,6 +20,7 @@
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "device/device_fingerprint.h"
+#include "device/known_peaks.h"
 #include "device/typed_buffer.h"
 #include "kernels_cl/blis_gemm.h"
 #include "kernels_cl/host_gemm.h"
@@ -65,6 +68,18 @@ GemmFactory variant_factory(device::Device& device, device::ProgramCache& cache)
   return [&device, &cache](const std::string& name) { return make_variant(device, cache, name); };
 }
 
+// The OpenCL register tiles on a CPU device compute in float32 FMAs whatever their operands' dtype,
+// so they run at most at the device's float32 peak: twice device::theoretical_peak's, which rests on
+// the clock the device reports, leaving room for turbo clocks up to twice that. Where oneDNN's
+// bfloat16 matmul on AMX runs faster than this (0.6-3 TFLOP/s against 0.54 on a 2-core Xeon), the
+// tiles are neither built nor timed. No bound (0) where the device reports no clock.
+GemmRateBound opencl_tile_bound(const device::Device& device) {
+  const double fp32_peak = device::theoretical_peak(device.info(), device::PeakCompute::kFloat32,
+                                                    std::max(1u, std::thread::hardware_concurrency()))
+                               .gflops;
+  return [fp32_peak](const std::string& name) { return name.starts_with("cpu-") ? 2 * fp32_peak : 0.0; };
+}
+
 // "huge" past 4096: the LM head's vocabulary-long GEMMs get classes of their own instead of the
 // choice a layer's GEMM made (timed at a k of 1536, an OpenCL tile can win a class whose k = 16384
 // GEMM it then runs at half oneDNN's rate).
@@ -76,8 +91,12 @@ char dtype_letter(device::DType t) { return t == device::DType::kBF16 ? 'b' : t 
 class AutoGemm final : public Gemm {
  public:
   AutoGemm(device::Device& device, device::ProgramCache& cache, std::vector<std::string> candidates,
-           GemmFactory make, const std::string& file_stem)
-      : device_(device), cache_(cache), candidates_(std::move(candidates)), make_(std::move(make)) {
+           GemmFactory make, const std::string& file_stem, GemmRateBound bound)
+      : device_(device),
+        cache_(cache),
+        candidates_(std::move(candidates)),
+        make_(std::move(make)),
+        bound_(std::move(bound)) {
     const std::uint64_t fingerprint = device::device_fingerprint(device.info());
     if (!cache.dir().empty()) choices_file_ = cache.dir() / fmt::format("{}-{:016x}.txt", file_stem, fingerprint);
     std::lock_guard lock(registry_mutex());
@@ -199,34 +218,45 @@ class AutoGemm final : public Gemm {
     return r;
   }
 
-  // Times every candidate that takes these dtypes on `s` at gemm_timing_shape (capped at 2048 on
-  // CPU devices, where a full shape can take seconds; 4096 elsewhere), on scratch buffers. A shape cut
+  // Times the candidates that take these dtypes on `s` at gemm_timing_shape (capped at 2048 on CPU
+  // devices, where a full shape can take seconds; 4096 elsewhere), on scratch buffers. A shape cut
   // much smaller favours small tiles that lose at the real size: on a GPU, where it leaves most of
   // the device idle, and on a 2-core EPYC too, where at 768 the OpenCL tiles beat oneDNN on
   // classes it wins at config C's 2048 rows. Batches: at most 8 matrices, or with an outer batch
   // (run_outer) both levels up to 64 matrices in all, the inner batch whole where it fits.
+  // Candidates with a rate bound (make_timed_gemm) are built only where the bound reaches what the
+  // others measured: building one costs more than timing it (PoCL compiles the OpenCL tiles for
+  // seconds on a cold cache), and one that cannot win needs neither.
   std::string tune(const std::string& cls, GemmShape s, std::size_t outer_count, device::DType at, device::DType bt,
                    device::DType ct) {
-    std::vector<std::string> able;
+    const auto takes = [&](const std::string& name) { return variant(name).supports(at, bt, ct); };
+    std::vector<std::string> able, bounded;
     for (const std::string& name : candidates_) {
-      if (variant(name).supports(at, bt, ct)) able.push_back(name);
+      if (bound_of(name) > 0) {
+        bounded.push_back(name);  // not built yet
+      } else if (takes(name)) {
+        able.push_back(name);
+      }
+    }
+    if (able.empty()) {  // nothing to hold the bounds against: every candidate is timed
+      std::copy_if(bounded.begin(), bounded.end(), std::back_inserter(able), takes);
+      bounded.clear();
     }
     // make_gemm's candidate lists always hold a packed GEMM, which takes every dtype; a
     // make_timed_gemm caller runs only dtypes its candidates take.
     if (able.empty()) throw std::logic_error("auto GEMM: no candidate takes " + cls);
-    if (able.size() == 1) return able.front();
+    if (able.size() == 1 && bounded.empty()) return able.front();
     const bool cpu = device_.info().kind == device::DeviceKind::kCpu;
     s = gemm_timing_shape(s, cpu ? 2048 : 4096);
     const bool two_levels = outer_count > 1;
     s.batch = std::min<std::size_t>(s.batch, two_levels ? 64 : 8);
     const std::size_t outer = two_levels ? std::clamp<std::size_t>(64 / s.batch, 1, outer_count) : 1;
+    const double call_flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) *
+                              static_cast<double>(std::max<std::size_t>(1, s.batch) * outer);
     // A cheap estimate of the timing's length at a modest rate (20 GFLOP/s on a CPU device, 2
     // TFLOP/s elsewhere; building the candidates' programs comes on top): a timing of seconds says
     // so at info before it starts, shorter ones at debug.
-    const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) *
-                         static_cast<double>(std::max<std::size_t>(1, s.batch) * outer) * (2 * kRounds + 1) *
-                         static_cast<double>(able.size());
-    const double seconds = flops / (cpu ? 20e9 : 2e12);
+    const double seconds = call_flops * (2 * kRounds + 1) * static_cast<double>(able.size()) / (cpu ? 20e9 : 2e12);
     spdlog::log(seconds >= 1.0 ? spdlog::level::info : spdlog::level::debug,
                 "GEMM on {}: timing {} candidates for shape class {} (about {:.1f} s at the capped shape {}x{}x{} x{}{})",
                 device_.info().name, able.size(), cls, seconds, s.m, s.n, s.k, std::max<std::size_t>(1, s.batch),
@@ -243,37 +273,25 @@ class AutoGemm final : public Gemm {
     const GemmOperand ao{a.get(), 0, a_cols, a_rows * a_cols, at}, bo{b.get(), 0, b_cols, b_rows * b_cols, bt},
         co{c.get(), 0, s.n, s.m * s.n, ct};
     const GemmOuterBatch ob{outer, s.batch * ao.batch_stride, s.batch * bo.batch_stride, s.batch * co.batch_stride};
-    // Each candidate once to build or load its kernels, then rounds that time every candidate in
-    // turn: a busy spell of the host (a background checkpoint write, another process) then slows
-    // one round of all of them, not every repetition of one, which made whole classes pick a GEMM
-    // three times slower than the best.
-    for (const std::string& name : able) variant(name).run_outer(ob, s, 1.0f, ao, bo, 0.0f, co);
-    device_.queue().finish();
-    std::vector<double> best_of(able.size(), 1e30);
-    double round_ms = 0;  // the last round's timed milliseconds, all candidates
-    // A wake-up of sleeping threads is lost in a run this long, which then goes untimed no more.
-    constexpr double kWakeUpNegligibleMs = 20;
-    for (int round = 0; round < rounds_for(round_ms, round); ++round) {
-      // Rounds 10 ms apart: a burst of another process (tens of ms) cannot cover all of them. BLIS
-      // loses most to one, as its threads wait for each other at every panel.
-      if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      round_ms = 0;
-      for (std::size_t i = 0; i < able.size(); ++i) {
-        // Once untimed first: threads that slept through the pause (oneDNN's OpenMP threads wait
-        // passively) would otherwise put their wake-up into a sub-millisecond timing, though in a
-        // step GEMMs run back to back. On a 2-core EPYC that made C's classes pick the OpenCL
-        // tiles over oneDNN in about half of the fresh runs, steps 565-717 ms by the draw.
-        if (best_of[i] < kWakeUpNegligibleMs || round == 0) {
-          variant(able[i]).run_outer(ob, s, 1.0f, ao, bo, 0.0f, co);
-          device_.queue().finish();
+    const auto run = [&](const std::string& name) { variant(name).run_outer(ob, s, 1.0f, ao, bo, 0.0f, co); };
+
+    std::vector<double> best_of = time_candidates(able, run);
+    if (!bounded.empty()) {
+      const double fastest_gflops = call_flops / (*std::min_element(best_of.begin(), best_of.end()) * 1e-3) * 1e-9;
+      std::vector<std::string> left_out;
+      for (const std::string& name : bounded) {
+        if (bound_of(name) < fastest_gflops) {
+          left_out.push_back(fmt::format("{} (at most {:.0f} GFLOP/s)", name, bound_of(name)));
+        } else if (takes(name)) {
+          able.push_back(name);
         }
-        const auto t0 = std::chrono::steady_clock::now();
-        variant(able[i]).run_outer(ob, s, 1.0f, ao, bo, 0.0f, co);
-        device_.queue().finish();
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        best_of[i] = std::min(best_of[i], ms);
-        round_ms += ms;
       }
+      if (!left_out.empty()) {
+        spdlog::debug("GEMM shape class {} on {}: not built, as {:.0f} GFLOP/s were measured: {}", cls,
+                      device_.info().name, fastest_gflops, fmt::join(left_out, ", "));
+      }
+      // The survivors timed together with the others, rounds interleaved as always.
+      if (able.size() > best_of.size()) best_of = time_candidates(able, run);
     }
     std::string best, report;
     double best_ms = 0;
@@ -287,6 +305,46 @@ class AutoGemm final : public Gemm {
     spdlog::debug("GEMM shape class {} on {}: {} (timed:{})", cls, device_.info().name, best, report);
     return best;
   }
+
+  // Each candidate's best time in ms: each run once to build or load its kernels, then rounds
+  // that time every candidate in turn: a busy spell of the host (a background checkpoint write,
+  // another process) then slows one round of all of them, not every repetition of one, which made
+  // whole classes pick a GEMM three times slower than the best.
+  std::vector<double> time_candidates(const std::vector<std::string>& names,
+                                      const std::function<void(const std::string&)>& run) {
+    for (const std::string& name : names) run(name);
+    device_.queue().finish();
+    std::vector<double> best_of(names.size(), 1e30);
+    double round_ms = 0;  // the last round's timed milliseconds, all candidates
+    // A wake-up of sleeping threads is lost in a run this long, which then goes untimed no more.
+    constexpr double kWakeUpNegligibleMs = 20;
+    for (int round = 0; round < rounds_for(round_ms, round); ++round) {
+      // Rounds 10 ms apart: a burst of another process (tens of ms) cannot cover all of them. BLIS
+      // loses most to one, as its threads wait for each other at every panel.
+      if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      round_ms = 0;
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        // Once untimed first: threads that slept through the pause (oneDNN's OpenMP threads wait
+        // passively) would otherwise put their wake-up into a sub-millisecond timing, though in a
+        // step GEMMs run back to back. On a 2-core EPYC that made C's classes pick the OpenCL
+        // tiles over oneDNN in about half of the fresh runs, steps 565-717 ms by the draw.
+        if (best_of[i] < kWakeUpNegligibleMs || round == 0) {
+          run(names[i]);
+          device_.queue().finish();
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        run(names[i]);
+        device_.queue().finish();
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        best_of[i] = std::min(best_of[i], ms);
+        round_ms += ms;
+      }
+    }
+    return best_of;
+  }
+
+  // A candidate's rate bound in GFLOP/s (make_timed_gemm), 0 for none.
+  double bound_of(const std::string& name) const { return bound_ ? bound_(name) : 0.0; }
 
   // Timing rounds: at least kRounds; short ones (sub-millisecond candidates, whose best of 5 is
   // at the mercy of one scheduler hiccup) go on until about 50 ms were timed, at most 40 rounds.
@@ -319,6 +377,7 @@ class AutoGemm final : public Gemm {
   device::ProgramCache& cache_;
   std::vector<std::string> candidates_;
   GemmFactory make_;
+  GemmRateBound bound_;
   std::shared_ptr<std::map<std::string, std::string>> choices_;  // class -> variant, shared (registry())
   std::map<std::string, std::unique_ptr<Gemm>> variants_;
   std::filesystem::path choices_file_;
@@ -329,9 +388,10 @@ class AutoGemm final : public Gemm {
 
 std::unique_ptr<Gemm> make_timed_gemm(device::Device& device, device::ProgramCache& cache,
                                       std::vector<std::string> candidates, GemmFactory make,
-                                      const std::string& file_stem) {
+                                      const std::string& file_stem, GemmRateBound bound) {
   if (candidates.empty()) throw std::logic_error("make_timed_gemm: no candidates");
-  return std::make_unique<AutoGemm>(device, cache, std::move(candidates), std::move(make), file_stem);
+  return std::make_unique<AutoGemm>(device, cache, std::move(candidates), std::move(make), file_stem,
+                                    std::move(bound));
 }
 
 std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, device::ProgramCache& cache) {
@@ -353,7 +413,8 @@ std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, dev
       spdlog::info("BLIS left out of --gemm=auto: {} (--gemm=blis still runs it)", refusal);
     }
   }
-  return make_timed_gemm(device, cache, cpu, variant_factory(device, cache), kGemmChoicesStem);
+  return make_timed_gemm(device, cache, cpu, variant_factory(device, cache), kGemmChoicesStem,
+                         opencl_tile_bound(device));
 }
 
 std::string gemm_policy_from(const std::optional<std::string>& flag) {

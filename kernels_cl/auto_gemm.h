@@ -9,8 +9,9 @@
 //             (onednn_gemm.h). At the first GEMM of a class it times each candidate on that
 //             shape (dimensions capped at 2048 on CPU devices, 4096 on others; each timed run
 //             right after an untimed one; best of 5 rounds, up to 40 while under 50 ms were
-//             timed) and keeps the fastest; the choices are
-//             stored next to the program cache, so later processes skip the timing (a change of
+//             timed) and keeps the fastest (on CPU devices the OpenCL tiles are built and timed
+//             only where twice the device's float32 peak reaches the rate oneDNN or BLIS ran the
+//             class at: not for bfloat16 on AMX); the choices are stored next to the program cache, so later processes skip the timing (a change of
 //             the candidate list, such as a newly tuned direct tile, times them again).
 //             On a device whose tensor-core probe passed (NVIDIA, tensor_core_probe.h), GEMMs with
 //             A and B both bfloat16 or both float16 run on tensor cores (tensor-core, below: its
@@ -53,14 +54,18 @@ std::unique_ptr<Gemm> make_float32_accumulating_gemm(device::Device& device, dev
 
 // Builds a candidate GEMM from its name.
 using GemmFactory = std::function<std::unique_ptr<Gemm>(const std::string& name)>;
+// An upper bound on a candidate's rate in GFLOP/s on the device, or 0 where none is known.
+using GemmRateBound = std::function<double(const std::string& name)>;
 // A GEMM that runs each shape class (below) on the fastest of `candidates`, timed as `auto` times
 // its variants at the class's first GEMM and remembered in <cache dir>/<file_stem>-<device
 // fingerprint>.txt; `make` builds a candidate from its name. A GEMM whose dtypes no candidate
 // takes is a logic error: callers route only what their candidates take (the tensor-core GEMM's
-// per-class tile, tensor_core_gemm.h).
+// per-class tile, tensor_core_gemm.h). Candidates with a `bound` are built and timed only where
+// it is at least the rate the others (timed first) reached on the class: one that cannot win is
+// never built (its build can take longer than the timing). Without others, they are timed.
 std::unique_ptr<Gemm> make_timed_gemm(device::Device& device, device::ProgramCache& cache,
                                       std::vector<std::string> candidates, GemmFactory make,
-                                      const std::string& file_stem);
+                                      const std::string& file_stem, GemmRateBound bound = {});
 
 // "m512.n64.kbig.single" style: each dimension's bucket (64, 512, big up to 4096, huge beyond).
 std::string gemm_shape_class(const GemmShape& shape);

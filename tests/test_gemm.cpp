@@ -13,6 +13,7 @@
 #include <span>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "device/device_fingerprint.h"
 #include "kernels_cl/auto_gemm.h"
@@ -290,6 +291,34 @@ TEST_F(DeviceTest, AutoTimesAStoredChoiceThatCannotRunTheDtypesAgain) {
   std::ifstream in(file);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find(cls + " able"), std::string::npos) << text;
+}
+
+// Candidates with a rate bound are built only where the bound reaches the rate the unbounded ones
+// measured on the class (the OpenCL tiles on a CPU whose oneDNN beats their float32 peak): one
+// that cannot win is never built, one that might is timed with the others, and with no unbounded
+// candidate every bounded one is timed. The bounds are extreme, so no timing can change the outcome.
+TEST_F(DeviceTest, AutoBuildsABoundedCandidateOnlyWhereItsBoundReachesTheMeasuredRate) {
+  const Case c{64, 48, 80, 1, Transpose::kNo, Transpose::kYes};
+  std::vector<std::string> built;
+  const kernels::GemmFactory make = [&](const std::string& name) -> std::unique_ptr<kernels::Gemm> {
+    built.push_back(name);
+    return std::make_unique<NamedCandidate>(name, kernels::make_gemm(*device_, cache_, "cpu-8x48"), false);
+  };
+  const kernels::GemmRateBound bound = [](const std::string& name) {
+    return name == "cannot-win" ? 1e-9 : name == "might-win" ? 1e12 : 0.0;
+  };
+  struct Expect {
+    std::vector<std::string> candidates, built;
+  };
+  for (const Expect& e : {Expect{{"unbounded", "cannot-win"}, {"unbounded"}},
+                          Expect{{"unbounded", "might-win", "cannot-win"}, {"unbounded", "might-win"}},
+                          Expect{{"cannot-win", "might-win"}, {"cannot-win", "might-win"}}}) {
+    built.clear();
+    std::filesystem::remove(cache_.dir() / fmt::format("test-bounds-{:016x}.txt", device::device_fingerprint(device_->info())));
+    auto gemm = kernels::make_timed_gemm(*device_, cache_, e.candidates, make, "test-bounds", bound);
+    check(*this, *gemm, c, 91, DTypes{});
+    EXPECT_EQ(built, e.built) << fmt::format("candidates {}", fmt::join(e.candidates, ","));
+  }
 }
 
 // Calls with no element of C to write: `auto` enqueues nothing, as its variants do. It used to run
