@@ -19,6 +19,7 @@
 #include "common/announce_once.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
+#include "common/host_fma_rate.h"
 #include "device/device_fingerprint.h"
 #include "device/known_peaks.h"
 #include "device/typed_buffer.h"
@@ -69,15 +70,25 @@ GemmFactory variant_factory(device::Device& device, device::ProgramCache& cache)
 }
 
 // The OpenCL register tiles on a CPU device compute in float32 FMAs whatever their operands' dtype,
-// so they run at most at the device's float32 peak: twice device::theoretical_peak's, which rests on
-// the clock the device reports, leaving room for turbo clocks up to twice that. Where oneDNN's
-// bfloat16 matmul on AMX runs faster than this (0.6-3 TFLOP/s against 0.54 on a 2-core Xeon), the
-// tiles are neither built nor timed. No bound (0) where the device reports no clock.
+// so they run at most at the host's float32 FMA rate on the device's compute units: measured
+// (common/host_fma_rate.h; 1.25x it, for the measurement's noise), or where nothing can be measured
+// twice device::theoretical_peak's, whose reported clock may be below the turbo one. Where oneDNN's
+// bfloat16 matmul on AMX runs faster than this (0.6-3 TFLOP/s against 0.41 on a 2-core Xeon), the
+// tiles are neither built nor timed. Measured at the first bound asked for (about 15 ms), once
+// per thread count in a process.
 GemmRateBound opencl_tile_bound(const device::Device& device) {
-  const double fp32_peak = device::theoretical_peak(device.info(), device::PeakCompute::kFloat32,
-                                                    std::max(1u, std::thread::hardware_concurrency()))
-                               .gflops;
-  return [fp32_peak](const std::string& name) { return name.starts_with("cpu-") ? 2 * fp32_peak : 0.0; };
+  const unsigned host_threads = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = std::clamp<unsigned>(device.info().compute_units, 1u, host_threads);
+  const double clock_peak = device::theoretical_peak(device.info(), device::PeakCompute::kFloat32, host_threads).gflops;
+  return [threads, clock_peak](const std::string& name) {
+    if (!name.starts_with("cpu-")) return 0.0;
+    static std::mutex mutex;
+    static std::map<unsigned, double> measured;  // threads -> GFLOP/s
+    std::lock_guard lock(mutex);
+    auto it = measured.find(threads);
+    if (it == measured.end()) it = measured.emplace(threads, measure_host_fma_gflops(threads)).first;
+    return it->second > 0 ? 1.25 * it->second : 2 * clock_peak;
+  };
 }
 
 // "huge" past 4096: the LM head's vocabulary-long GEMMs get classes of their own instead of the
@@ -275,9 +286,21 @@ class AutoGemm final : public Gemm {
     const GemmOuterBatch ob{outer, s.batch * ao.batch_stride, s.batch * bo.batch_stride, s.batch * co.batch_stride};
     const auto run = [&](const std::string& name) { variant(name).run_outer(ob, s, 1.0f, ao, bo, 0.0f, co); };
 
-    std::vector<double> best_of = time_candidates(able, run);
+    const auto fastest_gflops_of = [&](const std::vector<double>& best_ms) {
+      return call_flops / (*std::min_element(best_ms.begin(), best_ms.end()) * 1e-3) * 1e-9;
+    };
+    // One unbounded candidate has no rival among its group: its timing only has to show that it
+    // beats every bound, which further rounds (40 of them at sub-millisecond times) would only
+    // confirm.
+    double highest_bound = 0;
+    for (const std::string& name : bounded) highest_bound = std::max(highest_bound, bound_of(name));
+    const auto beats_every_bound = [&](const std::vector<double>& best_ms) {
+      return fastest_gflops_of(best_ms) > highest_bound;
+    };
+    std::vector<double> best_of =
+        time_candidates(able, run, able.size() == 1 && !bounded.empty() ? beats_every_bound : RoundsEnough{});
     if (!bounded.empty()) {
-      const double fastest_gflops = call_flops / (*std::min_element(best_of.begin(), best_of.end()) * 1e-3) * 1e-9;
+      const double fastest_gflops = fastest_gflops_of(best_of);
       std::vector<std::string> left_out;
       for (const std::string& name : bounded) {
         if (bound_of(name) < fastest_gflops) {
@@ -309,9 +332,12 @@ class AutoGemm final : public Gemm {
   // Each candidate's best time in ms: each run once to build or load its kernels, then rounds
   // that time every candidate in turn: a busy spell of the host (a background checkpoint write,
   // another process) then slows one round of all of them, not every repetition of one, which made
-  // whole classes pick a GEMM three times slower than the best.
+  // whole classes pick a GEMM three times slower than the best. `enough` (optional) ends the
+  // rounds early once the best times so far settle what the caller asks.
+  using RoundsEnough = std::function<bool(const std::vector<double>& best_ms)>;
   std::vector<double> time_candidates(const std::vector<std::string>& names,
-                                      const std::function<void(const std::string&)>& run) {
+                                      const std::function<void(const std::string&)>& run,
+                                      const RoundsEnough& enough = {}) {
     for (const std::string& name : names) run(name);
     device_.queue().finish();
     std::vector<double> best_of(names.size(), 1e30);
@@ -339,6 +365,7 @@ class AutoGemm final : public Gemm {
         best_of[i] = std::min(best_of[i], ms);
         round_ms += ms;
       }
+      if (enough && enough(best_of)) break;
     }
     return best_of;
   }

@@ -1,8 +1,12 @@
 // --devices / PAX_OCL_DEVICES parsing and selection, on synthetic device lists (so GPU cases are
 // covered on a CPU-only machine).
+#include <algorithm>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "common/host_fma_rate.h"
 #include "common/host_isa.h"
 #include "device/auto_fprop_dtype.h"
 #include "device/device.h"
@@ -197,6 +201,24 @@ TEST(HostIsa, ListsTheSetsInAFixedOrderWithoutF16c) {
   const paxocl::HostIsa& here = paxocl::host_isa();
   EXPECT_TRUE(!here.avx512 || (here.avx2_fma && here.f16c));
   EXPECT_TRUE(!here.amx_bf16 || here.avx512);
+}
+
+// The measured float32 FMA rate lies in what a core can physically do with the vectors the host
+// has: per thread at least lanes x 2 flops at 0.5 GHz on one FMA port, at most lanes x 2 flops x
+// 2 ports at 6 GHz (a rate counted per chain or per lane wrongly lands outside). No vectors to
+// measure: 0.
+TEST(HostFmaRate, LiesInWhatTheHostsVectorsCanDo) {
+  const paxocl::HostIsa& isa = paxocl::host_isa();
+  const double one_thread = paxocl::measure_host_fma_gflops(1);
+  if (!isa.avx512 && !isa.avx2_fma) {
+    EXPECT_EQ(one_thread, 0.0);
+    return;
+  }
+  const double lanes = isa.avx512 ? 16 : 8;
+  EXPECT_GT(one_thread, 0.5 * lanes * 2) << "GFLOP/s";
+  EXPECT_LT(one_thread, 6.0 * lanes * 2 * 2) << "GFLOP/s";
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_LT(paxocl::measure_host_fma_gflops(threads), threads * 6.0 * lanes * 2 * 2) << "GFLOP/s";
 }
 
 TEST(KnownPeaks, MatchTheMostSpecificModelOnly) {
