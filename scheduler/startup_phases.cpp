@@ -36,10 +36,21 @@ double process_age_ms() {
   return 0;
 }
 
+// The process's age when this file's statics are initialised, right after the dynamic loader has
+// mapped the libraries, and when that was. A shell script that exec's pax-ocl (scripts/run.sh,
+// after its set-up and build) hands its own start time on with its process: an age of seconds
+// here is the script's, not the loader's.
+const double kAgeAtLoadMs = process_age_ms();
+const auto kLoaded = std::chrono::steady_clock::now();
+constexpr double kLoaderMsAtMost = 2000;
+
 }  // namespace
 
-StartupPhases::StartupPhases()
-    : last_(std::chrono::steady_clock::now()), process_age_at_start_ms_(process_age_ms()), made_(last_) {}
+StartupPhases::StartupPhases() : last_(std::chrono::steady_clock::now()), made_(last_) {
+  process_age_at_start_ms_ = kAgeAtLoadMs <= kLoaderMsAtMost
+                                 ? process_age_ms()
+                                 : std::chrono::duration<double, std::milli>(made_ - kLoaded).count();
+}
 
 double StartupPhases::since_process_start_ms() const {
   return process_age_at_start_ms_ +
