@@ -71,9 +71,11 @@ GemmFactory variant_factory(device::Device& device, device::ProgramCache& cache)
 
 // The OpenCL register tiles on a CPU device compute in float32 FMAs whatever their operands' dtype,
 // so they run at most at the host's float32 FMA rate on the device's compute units: measured
-// (common/host_fma_rate.h; 1.25x it, for the measurement's noise), or where nothing can be measured
-// twice device::theoretical_peak's, whose reported clock may be below the turbo one. Where oneDNN's
-// bfloat16 matmul on AMX runs faster than this (0.6-3 TFLOP/s against 0.41 on a 2-core Xeon), the
+// (common/host_fma_rate.h; 1.25x it, for the measurement's noise, and never below
+// device::theoretical_peak's, so that a probe slowed by another process cannot rule them out where
+// oneDNN runs below the reported clock's peak), or where nothing can be measured twice the
+// theoretical peak, whose reported clock may be below the turbo one. Where oneDNN's bfloat16
+// matmul on AMX runs faster than this (0.4-2 TFLOP/s against 0.38-0.44 on a 2-core Xeon), the
 // tiles are neither built nor timed. Measured at the first bound asked for (about 15 ms), once
 // per thread count in a process.
 GemmRateBound opencl_tile_bound(const device::Device& device) {
@@ -87,7 +89,7 @@ GemmRateBound opencl_tile_bound(const device::Device& device) {
     std::lock_guard lock(mutex);
     auto it = measured.find(threads);
     if (it == measured.end()) it = measured.emplace(threads, measure_host_fma_gflops(threads)).first;
-    return it->second > 0 ? 1.25 * it->second : 2 * clock_peak;
+    return it->second > 0 ? std::max(1.25 * it->second, clock_peak) : 2 * clock_peak;
   };
 }
 
