@@ -22,7 +22,8 @@ constexpr long kIterations = 40000;
 constexpr int kChains = 12;
 
 #ifdef PAXOCL_HAVE_FMA_PROBE
-// Each returns a sum of its chains (so none is dead code); the values stay finite (x -> 0.9999x + 1e-4).
+// Each returns a sum of its chains (so none is dead code); the values stay finite
+// (x -> 0.9999x + 1e-4).
 #define PAXOCL_FMA_CHAINS(VEC, SET1, FMA, ADD, LANE0)                                                           \
   VEC c0 = SET1(1.0f), c1 = SET1(1.1f), c2 = SET1(1.2f), c3 = SET1(1.3f), c4 = SET1(1.4f), c5 = SET1(1.5f);     \
   VEC c6 = SET1(1.6f), c7 = SET1(1.7f), c8 = SET1(1.8f), c9 = SET1(1.9f), c10 = SET1(2.0f), c11 = SET1(2.1f);   \

@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -243,16 +242,19 @@ class AutoGemm final : public Gemm {
   std::string tune(const std::string& cls, GemmShape s, std::size_t outer_count, device::DType at, device::DType bt,
                    device::DType ct) {
     const auto takes = [&](const std::string& name) { return variant(name).supports(at, bt, ct); };
-    std::vector<std::string> able, bounded;
+    std::vector<std::string> able;
+    std::vector<std::pair<std::string, double>> bounded;  // name, GFLOP/s: not built yet
     for (const std::string& name : candidates_) {
-      if (bound_of(name) > 0) {
-        bounded.push_back(name);  // not built yet
+      if (const double bound = bound_of(name); bound > 0) {
+        bounded.emplace_back(name, bound);
       } else if (takes(name)) {
         able.push_back(name);
       }
     }
     if (able.empty()) {  // nothing to hold the bounds against: every candidate is timed
-      std::copy_if(bounded.begin(), bounded.end(), std::back_inserter(able), takes);
+      for (const auto& [name, bound] : bounded) {
+        if (takes(name)) able.push_back(name);
+      }
       bounded.clear();
     }
     // make_gemm's candidate lists always hold a packed GEMM, which takes every dtype; a
@@ -295,7 +297,7 @@ class AutoGemm final : public Gemm {
     // beats every bound, which further rounds (40 of them at sub-millisecond times) would only
     // confirm.
     double highest_bound = 0;
-    for (const std::string& name : bounded) highest_bound = std::max(highest_bound, bound_of(name));
+    for (const auto& [name, bound] : bounded) highest_bound = std::max(highest_bound, bound);
     const auto beats_every_bound = [&](const std::vector<double>& best_ms) {
       return fastest_gflops_of(best_ms) > highest_bound;
     };
@@ -304,9 +306,9 @@ class AutoGemm final : public Gemm {
     if (!bounded.empty()) {
       const double fastest_gflops = fastest_gflops_of(best_of);
       std::vector<std::string> left_out;
-      for (const std::string& name : bounded) {
-        if (bound_of(name) < fastest_gflops) {
-          left_out.push_back(fmt::format("{} (at most {:.0f} GFLOP/s)", name, bound_of(name)));
+      for (const auto& [name, bound] : bounded) {
+        if (bound < fastest_gflops) {
+          left_out.push_back(fmt::format("{} (at most {:.0f} GFLOP/s)", name, bound));
         } else if (takes(name)) {
           able.push_back(name);
         }

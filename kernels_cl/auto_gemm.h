@@ -11,7 +11,8 @@
 //             right after an untimed one; best of 5 rounds, up to 40 while under 50 ms were
 //             timed) and keeps the fastest (on CPU devices the OpenCL tiles are built and timed
 //             only where the host's measured float32 FMA rate, which bounds theirs, reaches the
-//             rate oneDNN or BLIS ran the class at: not for bfloat16 on AMX); the choices are stored next to the program cache, so later processes skip the timing (a change of
+//             rate oneDNN or BLIS ran the class at: not for bfloat16 on AMX); the choices are
+//             stored next to the program cache, so later processes skip the timing (a change of
 //             the candidate list, such as a newly tuned direct tile, times them again).
 //             On a device whose tensor-core probe passed (NVIDIA, tensor_core_probe.h), GEMMs with
 //             A and B both bfloat16 or both float16 run on tensor cores (tensor-core, below: its

@@ -296,7 +296,8 @@ TEST_F(DeviceTest, AutoTimesAStoredChoiceThatCannotRunTheDtypesAgain) {
 // Candidates with a rate bound are built only where the bound reaches the rate the unbounded ones
 // measured on the class (the OpenCL tiles on a CPU whose oneDNN beats their float32 peak): one
 // that cannot win is never built, one that might is timed with the others, and with no unbounded
-// candidate every bounded one is timed. The bounds are extreme, so no timing can change the outcome.
+// candidate every bounded one is timed. The bounds are extreme, so no timing can change the
+// outcome.
 TEST_F(DeviceTest, AutoBuildsABoundedCandidateOnlyWhereItsBoundReachesTheMeasuredRate) {
   const Case c{64, 48, 80, 1, Transpose::kNo, Transpose::kYes};
   std::vector<std::string> built;
@@ -314,7 +315,8 @@ TEST_F(DeviceTest, AutoBuildsABoundedCandidateOnlyWhereItsBoundReachesTheMeasure
                           Expect{{"unbounded", "might-win", "cannot-win"}, {"unbounded", "might-win"}},
                           Expect{{"cannot-win", "might-win"}, {"cannot-win", "might-win"}}}) {
     built.clear();
-    std::filesystem::remove(cache_.dir() / fmt::format("test-bounds-{:016x}.txt", device::device_fingerprint(device_->info())));
+    std::filesystem::remove(cache_.dir() /
+                            fmt::format("test-bounds-{:016x}.txt", device::device_fingerprint(device_->info())));
     auto gemm = kernels::make_timed_gemm(*device_, cache_, e.candidates, make, "test-bounds", bound);
     check(*this, *gemm, c, 91, DTypes{});
     EXPECT_EQ(built, e.built) << fmt::format("candidates {}", fmt::join(e.candidates, ","));
