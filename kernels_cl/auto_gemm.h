@@ -11,7 +11,8 @@
 //             right after an untimed one; best of 5 rounds, up to 40 while under 50 ms were
 //             timed) and keeps the fastest (on CPU devices the OpenCL tiles are built and timed
 //             only where the host's measured float32 FMA rate, which bounds theirs, reaches the
-//             rate oneDNN or BLIS ran the class at: not for bfloat16 on AMX); the choices are
+//             rate oneDNN or BLIS ran the class at: not for bfloat16 on AMX, nor on AVX-512
+//             BF16 where a core has one 512-bit FMA port's worth); the choices are
 //             stored next to the program cache, so later processes skip the timing (a change of
 //             the candidate list, such as a newly tuned direct tile, times them again).
 //             On a device whose tensor-core probe passed (NVIDIA, tensor_core_probe.h), GEMMs with
@@ -62,8 +63,9 @@ using GemmRateBound = std::function<double(const std::string& name)>;
 // fingerprint>.txt; `make` builds a candidate from its name. A GEMM whose dtypes no candidate
 // takes is a logic error: callers route only what their candidates take (the tensor-core GEMM's
 // per-class tile, tensor_core_gemm.h). Candidates with a `bound` are built and timed only where
-// it is at least the rate the others (timed first) reached on the class: one that cannot win is
-// never built (its build can take longer than the timing). Without others, they are timed.
+// it is at least the rate the others (timed first, for 400 ms at least unless they beat every
+// bound sooner) reached on the class: one that cannot win is never built (its build can take
+// longer than the timing). Without others, they are timed.
 std::unique_ptr<Gemm> make_timed_gemm(device::Device& device, device::ProgramCache& cache,
                                       std::vector<std::string> candidates, GemmFactory make,
                                       const std::string& file_stem, GemmRateBound bound = {});

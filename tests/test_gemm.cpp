@@ -4,6 +4,7 @@
 // batches (of several panels each way). The tensor-core kernel (gemm_mma.cl) runs for real where the probe passes (NVIDIA), and
 // everywhere in its emulated build, which replaces only its PTX instructions.
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <numbers>
 #include <optional>
 #include <span>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -250,11 +252,16 @@ TEST_P(GemmTest, SixteenBitOperandsAccumulateInFloat32) {
 // alone (`float32_only`), refusing the rest at run() as oneDNN does where it has no such matmul.
 class NamedCandidate final : public kernels::Gemm {
  public:
-  NamedCandidate(std::string name, std::unique_ptr<kernels::Gemm> inner, bool float32_only)
-      : name_(std::move(name)), inner_(std::move(inner)), float32_only_(float32_only) {}
+  // `slow_calls`: the first calls each take 15 ms longer, as in a busy spell of the host.
+  NamedCandidate(std::string name, std::unique_ptr<kernels::Gemm> inner, bool float32_only, int slow_calls = 0)
+      : name_(std::move(name)), inner_(std::move(inner)), float32_only_(float32_only), slow_calls_(slow_calls) {}
   void run(const GemmShape& s, float alpha, const GemmOperand& a, const GemmOperand& b, float beta,
            const GemmOperand& c) override {
     if (!supports(a.dtype, b.dtype, c.dtype)) throw DeviceError(name_ + " has no such matmul here");
+    if (slow_calls_ > 0) {
+      --slow_calls_;
+      std::this_thread::sleep_for(std::chrono::milliseconds(15));
+    }
     inner_->run(s, alpha, a, b, beta, c);
   }
   std::string name() const override { return name_; }
@@ -269,6 +276,7 @@ class NamedCandidate final : public kernels::Gemm {
   std::string name_;
   std::unique_ptr<kernels::Gemm> inner_;
   bool float32_only_;
+  int slow_calls_;
 };
 
 // A stored choice whose variant cannot run the class's dtypes here (a choices file written where
@@ -321,6 +329,28 @@ TEST_F(DeviceTest, AutoBuildsABoundedCandidateOnlyWhereItsBoundReachesTheMeasure
     check(*this, *gemm, c, 91, DTypes{});
     EXPECT_EQ(built, e.built) << fmt::format("candidates {}", fmt::join(e.candidates, ","));
   }
+}
+
+// A busy spell of the host (the step-0 checkpoint written in the background) used to cover all
+// five timing rounds of a lone candidate, and a bounded one was built for seconds to lose: the
+// rounds now last 400 ms at least before a bounded candidate is built. The shape's 491,520 FLOPs
+// take 15 ms in a slow call (0.03 GFLOP/s) and well under the bound's 4.9 ms in the others.
+TEST_F(DeviceTest, AutoWaitsOutABusySpellBeforeBuildingABoundedCandidate) {
+  const Case c{64, 48, 80, 1, Transpose::kNo, Transpose::kYes};
+  std::vector<std::string> built;
+  const kernels::GemmFactory make = [&](const std::string& name) -> std::unique_ptr<kernels::Gemm> {
+    built.push_back(name);
+    // 11 calls: the first untimed one and both of each of the five rounds (best of 15 ms: the
+    // rounds run each candidate once untimed before its timed call).
+    return std::make_unique<NamedCandidate>(name, kernels::make_gemm(*device_, cache_, "cpu-8x48"), false,
+                                            name == "unbounded" ? 11 : 0);
+  };
+  const kernels::GemmRateBound bound = [](const std::string& name) { return name == "bounded" ? 0.1 : 0.0; };
+  std::filesystem::remove(cache_.dir() /
+                          fmt::format("test-busy-{:016x}.txt", device::device_fingerprint(device_->info())));
+  auto gemm = kernels::make_timed_gemm(*device_, cache_, {"unbounded", "bounded"}, make, "test-busy", bound);
+  check(*this, *gemm, c, 92, DTypes{});
+  EXPECT_EQ(built, std::vector<std::string>{"unbounded"});
 }
 
 // Calls with no element of C to write: `auto` enqueues nothing, as its variants do. It used to run
