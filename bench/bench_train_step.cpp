@@ -5,14 +5,18 @@
 // process's peak resident memory (VmHWM: on a CPU device, device memory is the process's).
 // Usage: bench_train_step [A|B|C|D|T256|T512|T1024|T2048|LC|LD|all] [steps] [gemm policy: auto|clblast|cpu-8x48|...]
 //                         [FPROP_DTYPE: float32|bfloat16|float16] [CHECKPOINT_POLICY: SAVE_EVERYTHING|SAVE_NOTHING|...]
-// (device: PAX_OCL_DEVICES, default auto; SPDLOG_LEVEL=debug logs each GEMM shape class's timed choice)
+// (device: PAX_OCL_DEVICES, default auto; SPDLOG_LEVEL=debug logs each GEMM shape class's timed choice;
+// BENCH_MIN_SECONDS=S: steps are timed until S seconds were, `steps` at least: on a virtual machine
+// whose speed drifts, 3 steps of 50 ms measured a small config 40% apart from one run to the next)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <spdlog/cfg/env.h>
 #include <spdlog/spdlog.h>
 
@@ -85,7 +89,8 @@ double peak_resident_mib() {
   return 0.0;
 }
 
-void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache, int steps, const std::string& gemm,
+void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache, int min_steps, double min_seconds,
+         const std::string& gemm,
          device::DType fprop, models::CheckpointPolicy policy) {
   const models::ModelConfig c = model_config_of(b);
   kernels::DeviceRuntime runtime(dev, cache, fprop, gemm);
@@ -115,7 +120,9 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   step();
   const auto since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
   double loss = 0, total_ms = 0, fastest_ms = 1e300, slowest_ms = 0;
-  for (int i = 0; i < steps; ++i) {  // each step ends with the queue drained, so each is timed alone
+  int steps = 0;
+  // Each step ends with the queue drained, so each is timed alone.
+  for (; steps < min_steps || total_ms < 1e3 * min_seconds; ++steps) {
     const auto t1 = Clock::now();
     loss = step();
     const double step_ms = since(t1);
@@ -135,10 +142,11 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   const double gflops = c.flops_per_token(b.seq_len) * tokens / (ms * 1e-3) / 1e9;
   const std::string kv = b.kv_heads > 0 ? "/KV" + std::to_string(b.kv_heads) : "";  // one field for gpu_check.sh
   std::printf("%-6s L%d D%d H%d%s T%d V%d B%d  params %6.2fM  step %8.1f ms  %8.0f tok/s  %6.2f GFLOP/s  GEMM %4.1f%%  "
-              "first step %.0f ms  loss %.3f\n",
+              "first step %.0f ms  loss %.3f%s\n",
               b.name, b.layers, b.dims, b.heads, kv.c_str(), b.seq_len, b.vocab, b.batch,
               static_cast<double>(model.layout().parameter_count()) / 1e6, ms, tokens / (ms * 1e-3), gflops,
-              100.0 * gemm_stats.device_ms / steps / profiled_ms, first_ms, loss);
+              100.0 * gemm_stats.device_ms / steps / profiled_ms, first_ms, loss,
+              steps > min_steps ? fmt::format("  ({} steps timed)", steps).c_str() : "");
   std::printf("       %s: activations %.1f MiB, %d of %d blocks recomputed per step, peak resident %.0f MiB\n",
               std::string(models::checkpoint_policy_name(policy)).c_str(),
               static_cast<double>(model.activation_bytes()) / (1024.0 * 1024.0), model.recomputed_blocks(), b.layers,
@@ -165,6 +173,8 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
 int run_bench(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "all";
   const int steps = argc > 2 ? std::stoi(argv[2]) : 5;
+  const char* min_seconds_env = std::getenv("BENCH_MIN_SECONDS");
+  const double min_seconds = min_seconds_env != nullptr ? std::stod(min_seconds_env) : 0.0;
   const std::string gemm = kernels::gemm_policy_from(argc > 3 ? std::optional<std::string>(argv[3]) : std::nullopt);
   const device::DType fprop = argc > 4 ? device::dtype_from_name(argv[4]) : device::DType::kF32;
   const models::CheckpointPolicy policy =
@@ -178,11 +188,12 @@ int run_bench(int argc, char** argv) {
                                                device::parse_device_selection(device::device_spec_from(std::nullopt)));
   device::Device dev(selected.front());
   device::ProgramCache cache;
-  std::printf("device: %s (%s, %u CUs)  GEMM: %s  FPROP_DTYPE: %s  steps timed: %d\n", dev.info().name.c_str(),
+  std::printf("device: %s (%s, %u CUs)  GEMM: %s  FPROP_DTYPE: %s  steps timed: %d%s\n", dev.info().name.c_str(),
               dev.info().platform_name.c_str(), dev.info().compute_units, gemm.c_str(),
-              std::string(device::dtype_name(fprop)).c_str(), steps);
+              std::string(device::dtype_name(fprop)).c_str(), steps,
+              min_seconds > 0 ? fmt::format(" or more, until {:g} s were", min_seconds).c_str() : "");
   for (const BenchConfig& b : kConfigs) {
-    if (which == "all" || which == b.name) run(b, dev, cache, steps, gemm, fprop, policy);
+    if (which == "all" || which == b.name) run(b, dev, cache, steps, min_seconds, gemm, fprop, policy);
   }
   return 0;
 }

@@ -267,10 +267,13 @@ def run(name, args):
     sync()
     t1 = time.perf_counter()
     loss = float("nan")
-    for _ in range(args.steps):
+    steps = 0
+    # At least --steps, and more until --min-seconds were timed (as bench_train_step's BENCH_MIN_SECONDS).
+    while steps < args.steps or time.perf_counter() - t1 < args.min_seconds:
         loss = step()
-    sync()
-    ms = (time.perf_counter() - t1) * 1e3 / args.steps
+        sync()
+        steps += 1
+    ms = (time.perf_counter() - t1) * 1e3 / steps
 
     params = sum(p.numel() for p in model.parameters())
     tokens = B * T
@@ -280,13 +283,14 @@ def run(name, args):
         print(json.dumps({"impl": "torch", "config": name, "layers": L, "dims": C, "heads": H, "kv_heads": kv_heads, "seq_len": T,
                           "vocab": V, "padded_vocab": padded_vocab(V), "batch": B, "params": params,
                           "step_ms": round(ms, 3), "tok_s": round(tok_s, 1), "gflop_s": round(gflops, 3),
-                          "first_step_ms": round(first_ms, 1), "loss": round(loss, 5), "steps": args.steps,
+                          "first_step_ms": round(first_ms, 1), "loss": round(loss, 5), "steps": steps,
                           "warmup": args.warmup, "threads": args.threads, "sdpa": args.sdpa,
                           "compile": args.compile, "device": args.device, "precision": args.precision}))
     else:
         impl = ("torch.compile" if args.compile else "torch") + ("" if args.precision == "fp32" else "-" + args.precision)
         print(f"{impl:<6} {name:<2} L{L} D{C} {heads} T{T} V{V} B{B}  params {params / 1e6:6.2f}M  step {ms:8.1f} ms  "
-              f"{tok_s:8.0f} tok/s  {gflops:6.2f} GFLOP/s  first step {first_ms:.0f} ms  loss {loss:.3f}")
+              f"{tok_s:8.0f} tok/s  {gflops:6.2f} GFLOP/s  first step {first_ms:.0f} ms  loss {loss:.3f}"
+              + (f"  ({steps} steps timed)" if steps > args.steps else ""))
     sys.stdout.flush()
 
 
@@ -296,6 +300,8 @@ def main():
                     help="A, B, C, D, T256..T2048, LC, LD or all (default all); P1024B8, P1024B16, P2048B4: Pile126M's "
                          "shapes; several comma-separated")
     ap.add_argument("--steps", type=int, default=5, help="timed steps (default 5)")
+    ap.add_argument("--min-seconds", type=float, default=0.0,
+                    help="time more steps than --steps until this many seconds were timed (default 0)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps before timing, >= 1 (default 1)")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch.set_num_threads (default: cpu count)")
     ap.add_argument("--sdpa", action="store_true", help="F.scaled_dot_product_attention(is_causal=True) attention")
@@ -333,7 +339,8 @@ def main():
                           "attention": attn, "device": args.device, "precision": precisions, "steps": args.steps, "warmup": args.warmup}))
     else:
         print(f"torch {torch.__version__}  CPU threads: {torch.get_num_threads()}  attention: {attn}  "
-              f"{','.join(precisions)} on {args.device}  steps timed: {args.steps}  warmup: {args.warmup}")
+              f"{','.join(precisions)} on {args.device}  steps timed: {args.steps}"
+              + (f" or more, until {args.min_seconds:g} s were" if args.min_seconds > 0 else "") + f"  warmup: {args.warmup}")
     sys.stdout.flush()
     start = time.perf_counter()
     for name in configs:
