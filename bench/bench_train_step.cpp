@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
@@ -170,11 +171,25 @@ void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache,
   std::fflush(stdout);
 }
 
+// `text` as a number within [low, high], whole where asked; else a one-line error naming `what`.
+double number_in(const char* text, double low, double high, bool whole, const std::string& what) {
+  char* end = nullptr;
+  const double x = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(x >= low && x <= high) || (whole && x != static_cast<long>(x))) {
+    throw std::invalid_argument(fmt::format("{} '{}': give a{} number from {:g} to {:g}", what, text,
+                                            whole ? " whole" : "", low, high));
+  }
+  return x;
+}
+
 int run_bench(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "all";
-  const int steps = argc > 2 ? std::stoi(argv[2]) : 5;
+  const int steps = argc > 2 ? static_cast<int>(number_in(argv[2], 1, 1e5, true, "steps")) : 5;
   const char* min_seconds_env = std::getenv("BENCH_MIN_SECONDS");
-  const double min_seconds = min_seconds_env != nullptr ? std::stod(min_seconds_env) : 0.0;
+  const double min_seconds =
+      min_seconds_env != nullptr && *min_seconds_env != '\0'
+          ? number_in(min_seconds_env, 0, 3600, false, "BENCH_MIN_SECONDS")
+          : 0.0;
   const std::string gemm = kernels::gemm_policy_from(argc > 3 ? std::optional<std::string>(argv[3]) : std::nullopt);
   const device::DType fprop = argc > 4 ? device::dtype_from_name(argv[4]) : device::DType::kF32;
   const models::CheckpointPolicy policy =
