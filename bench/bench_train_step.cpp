@@ -91,8 +91,7 @@ double peak_resident_mib() {
 }
 
 void run(const BenchConfig& b, device::Device& dev, device::ProgramCache& cache, int min_steps, double min_seconds,
-         const std::string& gemm,
-         device::DType fprop, models::CheckpointPolicy policy) {
+         const std::string& gemm, device::DType fprop, models::CheckpointPolicy policy) {
   const models::ModelConfig c = model_config_of(b);
   kernels::DeviceRuntime runtime(dev, cache, fprop, gemm);
   models::ModelOptions options{static_cast<std::size_t>(b.batch), 0, 256u << 20};
